@@ -1,0 +1,15 @@
+//! MS-DTYP data types shared by the protocol crates.
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
+mod status;
+
+pub use status::NtStatus;

@@ -1,0 +1,159 @@
+smb3d_wire::open_enum! {
+    /// NTSTATUS values (MS-ERREF 2.3.1) that the server sends or maps to.
+    pub struct NtStatus(u32) {
+        SUCCESS = 0x0000_0000,
+        PENDING = 0x0000_0103,
+        NOTIFY_CLEANUP = 0x0000_010B,
+        NOTIFY_ENUM_DIR = 0x0000_010C,
+        BUFFER_OVERFLOW = 0x8000_0005,
+        NO_MORE_FILES = 0x8000_0006,
+        STOPPED_ON_SYMLINK = 0x8000_002D,
+        UNSUCCESSFUL = 0xC000_0001,
+        NOT_IMPLEMENTED = 0xC000_0002,
+        INVALID_INFO_CLASS = 0xC000_0003,
+        INFO_LENGTH_MISMATCH = 0xC000_0004,
+        INVALID_HANDLE = 0xC000_0008,
+        INVALID_PARAMETER = 0xC000_000D,
+        NO_SUCH_DEVICE = 0xC000_000E,
+        NO_SUCH_FILE = 0xC000_000F,
+        INVALID_DEVICE_REQUEST = 0xC000_0010,
+        END_OF_FILE = 0xC000_0011,
+        MORE_PROCESSING_REQUIRED = 0xC000_0016,
+        NO_MEMORY = 0xC000_0017,
+        ACCESS_DENIED = 0xC000_0022,
+        BUFFER_TOO_SMALL = 0xC000_0023,
+        OBJECT_TYPE_MISMATCH = 0xC000_0024,
+        NONCONTINUABLE_EXCEPTION = 0xC000_0025,
+        OBJECT_NAME_INVALID = 0xC000_0033,
+        OBJECT_NAME_NOT_FOUND = 0xC000_0034,
+        OBJECT_NAME_COLLISION = 0xC000_0035,
+        PORT_DISCONNECTED = 0xC000_0037,
+        OBJECT_PATH_INVALID = 0xC000_0039,
+        OBJECT_PATH_NOT_FOUND = 0xC000_003A,
+        OBJECT_PATH_SYNTAX_BAD = 0xC000_003B,
+        DATA_ERROR = 0xC000_003E,
+        SHARING_VIOLATION = 0xC000_0043,
+        EA_TOO_LARGE = 0xC000_0050,
+        NONEXISTENT_EA_ENTRY = 0xC000_0051,
+        NO_EAS_ON_FILE = 0xC000_0052,
+        EA_CORRUPT_ERROR = 0xC000_0053,
+        FILE_LOCK_CONFLICT = 0xC000_0054,
+        LOCK_NOT_GRANTED = 0xC000_0055,
+        DELETE_PENDING = 0xC000_0056,
+        PRIVILEGE_NOT_HELD = 0xC000_0061,
+        WRONG_PASSWORD = 0xC000_006A,
+        LOGON_FAILURE = 0xC000_006D,
+        ACCOUNT_RESTRICTION = 0xC000_006E,
+        PASSWORD_EXPIRED = 0xC000_0071,
+        ACCOUNT_DISABLED = 0xC000_0072,
+        NONE_MAPPED = 0xC000_0073,
+        INVALID_SID = 0xC000_0078,
+        RANGE_NOT_LOCKED = 0xC000_007E,
+        DISK_FULL = 0xC000_007F,
+        INSUFFICIENT_RESOURCES = 0xC000_009A,
+        MEDIA_WRITE_PROTECTED = 0xC000_00A2,
+        FILE_INVALID = 0xC000_0098,
+        IO_TIMEOUT = 0xC000_00B5,
+        FILE_FORCED_CLOSED = 0xC000_00B6,
+        FILE_IS_A_DIRECTORY = 0xC000_00BA,
+        NOT_SUPPORTED = 0xC000_00BB,
+        NETWORK_NAME_DELETED = 0xC000_00C9,
+        NETWORK_ACCESS_DENIED = 0xC000_00CA,
+        BAD_DEVICE_TYPE = 0xC000_00CB,
+        BAD_NETWORK_NAME = 0xC000_00CC,
+        REQUEST_NOT_ACCEPTED = 0xC000_00D0,
+        NOT_SAME_DEVICE = 0xC000_00D4,
+        FILE_RENAMED = 0xC000_00D5,
+        PIPE_NOT_AVAILABLE = 0xC000_00AC,
+        INVALID_PIPE_STATE = 0xC000_00AD,
+        PIPE_BUSY = 0xC000_00AE,
+        PIPE_DISCONNECTED = 0xC000_00B0,
+        PIPE_CLOSING = 0xC000_00B1,
+        PIPE_EMPTY = 0xC000_00D9,
+        DIRECTORY_NOT_EMPTY = 0xC000_0101,
+        NOT_A_DIRECTORY = 0xC000_0103,
+        NAME_TOO_LONG = 0xC000_0106,
+        FILES_OPEN = 0xC000_0107,
+        CANCELLED = 0xC000_0120,
+        CANNOT_DELETE = 0xC000_0121,
+        FILE_DELETED = 0xC000_0123,
+        FILE_CLOSED = 0xC000_0128,
+        INVALID_LEVEL = 0xC000_0148,
+        PIPE_BROKEN = 0xC000_014B,
+        KEY_DELETED = 0xC000_017C,
+        USER_SESSION_DELETED = 0xC000_0203,
+        INSUFF_SERVER_RESOURCES = 0xC000_0205,
+        NOT_FOUND = 0xC000_0225,
+        INVALID_DEVICE_STATE = 0xC000_0184,
+        TOO_MANY_OPENED_FILES = 0xC000_011F,
+        FILE_SYSTEM_LIMITATION = 0xC000_0427,
+        NOT_A_REPARSE_POINT = 0xC000_0275,
+        IO_REPARSE_TAG_NOT_HANDLED = 0xC000_0279,
+        NETWORK_SESSION_EXPIRED = 0xC000_035C,
+        SMB_TOO_MANY_UIDS = 0xC000_205A,
+        OBJECTID_NOT_FOUND = 0xC000_02F0,
+        FILE_NOT_AVAILABLE = 0xC000_0467,
+        HASH_NOT_PRESENT = 0xC000_A100,
+        DUPLICATE_OBJECTID = 0xC000_022A,
+        INVALID_NETWORK_RESPONSE = 0xC000_00C3,
+        BAD_IMPERSONATION_LEVEL = 0xC000_00A5,
+        ACCESS_VIOLATION = 0xC000_0005,
+        EAS_NOT_SUPPORTED = 0xC000_004F,
+        INVALID_OWNER = 0xC000_005A,
+        INVALID_SECURITY_DESCR = 0xC000_0079,
+        NO_SUCH_USER = 0xC000_0064,
+        NO_SUCH_GROUP = 0xC000_0066,
+        NO_SUCH_LOGON_SESSION = 0xC000_005F,
+        NO_TOKEN = 0xC000_007C,
+        INVALID_LOCK_SEQUENCE = 0xC000_001E,
+        INVALID_VIEW_SIZE = 0xC000_001F,
+        ALREADY_COMMITTED = 0xC000_0021,
+        OPLOCK_NOT_GRANTED = 0xC000_00E2,
+        INVALID_OPLOCK_PROTOCOL = 0xC000_00E3,
+        CANNOT_BREAK_OPLOCK = 0xC000_0909,
+        OBJECT_NAME_EXISTS = 0x4000_0000,
+        FS_DRIVER_REQUIRED = 0xC000_019C,
+        SERVER_UNAVAILABLE = 0xC000_0466,
+        TIME_DIFFERENCE_AT_DC = 0xC000_0133,
+        DEVICE_FEATURE_NOT_SUPPORTED = 0xC000_0463,
+        REMOTE_NOT_LISTENING = 0xC000_00BC,
+        CONNECTION_DISCONNECTED = 0xC000_020C,
+        CONNECTION_RESET = 0xC000_020D,
+        INVALID_SERVER_STATE = 0xC000_00DC,
+    }
+}
+
+impl NtStatus {
+    /// Severity "error" (top two bits 11).
+    pub const fn is_error(self) -> bool {
+        self.0 >> 30 == 3
+    }
+
+    /// Severity "warning" (top two bits 10): the response still carries its body.
+    pub const fn is_warning(self) -> bool {
+        self.0 >> 30 == 2
+    }
+}
+
+impl core::fmt::Display for NtStatus {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "STATUS_{n}"),
+            None => write!(f, "NTSTATUS {:#010x}", self.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn severity_and_display() {
+        assert!(NtStatus::ACCESS_DENIED.is_error());
+        assert!(NtStatus::BUFFER_OVERFLOW.is_warning());
+        assert!(!NtStatus::PENDING.is_error());
+        assert_eq!(NtStatus::LOGON_FAILURE.to_string(), "STATUS_LOGON_FAILURE");
+        assert_eq!(NtStatus(0xC0DE_0001).to_string(), "NTSTATUS 0xc0de0001");
+    }
+}
