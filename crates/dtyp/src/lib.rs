@@ -10,6 +10,8 @@
     )
 )]
 
+mod access;
 mod status;
 
+pub use access::AccessMask;
 pub use status::NtStatus;

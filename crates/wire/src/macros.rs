@@ -80,10 +80,10 @@ macro_rules! open_flags {
                 let mut rest = self.0;
                 let mut first = true;
                 $(
-                    if $val != 0 && self.0 & $val == $val {
+                    if Self::$var.0 != 0 && self.0 & Self::$var.0 == Self::$var.0 {
                         if !first { f.write_str(" | ")?; }
                         f.write_str(stringify!($var))?;
-                        rest &= !$val;
+                        rest &= !Self::$var.0;
                         first = false;
                     }
                 )*
