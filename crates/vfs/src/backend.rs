@@ -1,0 +1,171 @@
+//! Rules every back end applies the same way, so that they agree on edge cases.
+
+use crate::{Disposition, VfsError, VfsResult};
+
+/// The longest extended-attribute name, namespace prefix included (Linux `XATTR_NAME_MAX`).
+pub const MAX_XATTR_NAME_LEN: usize = 255;
+/// The largest extended-attribute value (Linux `XATTR_SIZE_MAX`).
+pub const MAX_XATTR_VALUE_LEN: usize = 65_536;
+/// Namespaces a back end stores; others (`system.`, which has kernel-defined formats) are
+/// `Unsupported`.
+pub const XATTR_NAMESPACES: [&str; 3] = ["user.", "trusted.", "security."];
+
+/// How often an open-or-create retries when the object appears or disappears between its two
+/// steps. Beyond this the name keeps existing without being openable: a dangling symlink.
+const OPEN_OR_CREATE_ATTEMPTS: usize = 4;
+
+/// Checks an extended-attribute name: a known namespace prefix followed by at least one byte,
+/// no NUL, at most [`MAX_XATTR_NAME_LEN`] bytes.
+pub fn validate_xattr_name(name: &str) -> VfsResult<()> {
+    if name.contains('\0') {
+        return Err(VfsError::InvalidName);
+    }
+    if name.len() > MAX_XATTR_NAME_LEN {
+        return Err(VfsError::NameTooLong);
+    }
+    match XATTR_NAMESPACES
+        .iter()
+        .find_map(|namespace| name.strip_prefix(namespace))
+    {
+        Some("") => Err(VfsError::InvalidName),
+        Some(_) => Ok(()),
+        None => Err(VfsError::Unsupported),
+    }
+}
+
+/// Checks an extended-attribute value's size.
+pub fn validate_xattr_value(value: &[u8]) -> VfsResult<()> {
+    if value.len() > MAX_XATTR_VALUE_LEN {
+        return Err(VfsError::NoSpace);
+    }
+    Ok(())
+}
+
+/// Carries out a disposition with two primitives: `open_existing(truncate)`, which fails with
+/// `NotFound` when the name does not exist, and `create_new()`, which fails with
+/// `AlreadyExists` when it does. Returns the handle and whether it was created.
+///
+/// Creation never follows a symlink, so a dangling symlink makes the open-or-create
+/// dispositions fail with `NotFound` rather than create the link's target.
+pub fn open_by_disposition<H>(
+    disposition: Disposition,
+    mut open_existing: impl FnMut(bool) -> VfsResult<H>,
+    mut create_new: impl FnMut() -> VfsResult<H>,
+) -> VfsResult<(H, bool)> {
+    let truncate = disposition.truncates();
+    match disposition {
+        Disposition::Open | Disposition::Overwrite => Ok((open_existing(truncate)?, false)),
+        Disposition::Create => Ok((create_new()?, true)),
+        Disposition::OpenOrCreate | Disposition::OverwriteOrCreate => {
+            for _ in 0..OPEN_OR_CREATE_ATTEMPTS {
+                match open_existing(truncate) {
+                    Err(VfsError::NotFound) => {}
+                    opened => return Ok((opened?, false)),
+                }
+                match create_new() {
+                    Err(VfsError::AlreadyExists) => {}
+                    created => return Ok((created?, true)),
+                }
+            }
+            Err(VfsError::NotFound)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    #[test]
+    fn xattr_names() {
+        assert!(validate_xattr_name("user.DOSATTRIB").is_ok());
+        assert!(validate_xattr_name("security.NTACL").is_ok());
+        assert_eq!(validate_xattr_name("user."), Err(VfsError::InvalidName));
+        assert_eq!(validate_xattr_name("user.a\0b"), Err(VfsError::InvalidName));
+        assert_eq!(validate_xattr_name("DOSATTRIB"), Err(VfsError::Unsupported));
+        assert_eq!(
+            validate_xattr_name("system.posix_acl_access"),
+            Err(VfsError::Unsupported)
+        );
+        let longest = format!("user.{}", "x".repeat(MAX_XATTR_NAME_LEN - 5));
+        assert!(validate_xattr_name(&longest).is_ok());
+        assert_eq!(
+            validate_xattr_name(&format!("{longest}x")),
+            Err(VfsError::NameTooLong)
+        );
+        assert!(validate_xattr_value(&[0; MAX_XATTR_VALUE_LEN]).is_ok());
+        assert_eq!(
+            validate_xattr_value(&[0; MAX_XATTR_VALUE_LEN + 1]),
+            Err(VfsError::NoSpace)
+        );
+    }
+
+    #[test]
+    fn dispositions_pick_primitives() {
+        let calls = Cell::new(0);
+        let exists = |truncate: bool| -> VfsResult<&str> {
+            calls.set(calls.get() + 1);
+            Ok(if truncate { "truncated" } else { "opened" })
+        };
+        let missing = |_: bool| -> VfsResult<&str> { Err(VfsError::NotFound) };
+        let create = || -> VfsResult<&str> { Ok("created") };
+        let taken = || -> VfsResult<&str> { Err(VfsError::AlreadyExists) };
+
+        assert_eq!(
+            open_by_disposition(Disposition::Open, exists, taken),
+            Ok(("opened", false))
+        );
+        assert_eq!(
+            open_by_disposition(Disposition::Overwrite, exists, taken),
+            Ok(("truncated", false))
+        );
+        assert_eq!(
+            open_by_disposition(Disposition::Open, missing, create),
+            Err(VfsError::NotFound)
+        );
+        assert_eq!(
+            open_by_disposition(Disposition::Create, exists, taken),
+            Err(VfsError::AlreadyExists)
+        );
+        assert_eq!(
+            open_by_disposition(Disposition::Create, missing, create),
+            Ok(("created", true))
+        );
+        assert_eq!(
+            open_by_disposition(Disposition::OpenOrCreate, missing, create),
+            Ok(("created", true))
+        );
+        assert_eq!(
+            open_by_disposition(Disposition::OverwriteOrCreate, exists, create),
+            Ok(("truncated", false))
+        );
+        // A name that exists but cannot be opened: a dangling symlink.
+        assert_eq!(
+            open_by_disposition(Disposition::OpenOrCreate, missing, taken),
+            Err(VfsError::NotFound)
+        );
+        assert_eq!(calls.get(), 3);
+    }
+
+    #[test]
+    fn open_or_create_survives_a_lost_race() {
+        let appeared = Cell::new(false);
+        let open = |_: bool| -> VfsResult<&str> {
+            if appeared.get() {
+                Ok("opened")
+            } else {
+                Err(VfsError::NotFound)
+            }
+        };
+        let create = || -> VfsResult<&str> {
+            appeared.set(true);
+            Err(VfsError::AlreadyExists)
+        };
+        assert_eq!(
+            open_by_disposition(Disposition::OpenOrCreate, open, create),
+            Ok(("opened", false))
+        );
+    }
+}

@@ -1,0 +1,1047 @@
+//! The back-end conformance suite: every back end must pass it, so that the server sees one
+//! semantics whichever it runs on.
+//!
+//! Each test takes a fresh, empty [`Vfs`]. A back end's tests expand
+//! [`conformance_tests!`](crate::conformance_tests) with a constructor.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use crate::{
+    Access, Disposition, FileType, Kind, OpenRequest, Opened, S_IFDIR, S_IFMT, S_IFREG, Timespec,
+    Vfs, VfsError, VfsFile, VfsPath, errno,
+};
+
+/// Generates one `#[test]` per conformance test. `$make` is a closure returning a fresh
+/// subject that dereferences to `dyn Vfs` (a `Box<dyn Vfs>`, or a guard that also owns a
+/// temporary directory).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        $crate::conformance_tests!(@each $make;
+            missing_objects, dispositions, kinds, directories_open_for_any_access,
+            read_write_and_size, allocate, access_is_enforced, times, xattrs, directory_listing,
+            stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
+            symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
+            create_modes, fs_stat,
+        );
+    };
+    (@each $make:expr; $($test:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                let subject = ($make)();
+                $crate::conformance::$test(&*subject);
+            }
+        )*
+    };
+}
+
+fn path(text: &str) -> VfsPath {
+    VfsPath::parse(text).unwrap()
+}
+
+fn request(access: Access, disposition: Disposition, kind: Kind) -> OpenRequest {
+    OpenRequest {
+        access,
+        disposition,
+        kind,
+        create_mode: 0o644,
+    }
+}
+
+fn open(
+    vfs: &dyn Vfs,
+    at: &str,
+    access: Access,
+    disposition: Disposition,
+    kind: Kind,
+) -> Result<Opened, VfsError> {
+    vfs.open(&path(at), &request(access, disposition, kind))
+}
+
+fn open_file(vfs: &dyn Vfs, at: &str, access: Access) -> Box<dyn VfsFile> {
+    open(vfs, at, access, Disposition::Open, Kind::File)
+        .unwrap()
+        .file
+}
+
+fn write_file(vfs: &dyn Vfs, at: &str, data: &[u8]) {
+    let file = open(
+        vfs,
+        at,
+        Access::Write,
+        Disposition::OverwriteOrCreate,
+        Kind::File,
+    )
+    .unwrap()
+    .file;
+    assert_eq!(file.write_at(data, 0).unwrap(), data.len());
+}
+
+fn read_file(vfs: &dyn Vfs, at: &str) -> Vec<u8> {
+    let file = open_file(vfs, at, Access::Read);
+    let mut data = vec![0; usize::try_from(file.stat().unwrap().size).unwrap()];
+    assert_eq!(file.read_at(&mut data, 0).unwrap(), data.len());
+    data
+}
+
+fn mkdir(vfs: &dyn Vfs, at: &str) {
+    let opened = open(
+        vfs,
+        at,
+        Access::MetadataOnly,
+        Disposition::Create,
+        Kind::Directory,
+    )
+    .unwrap();
+    assert!(opened.created);
+}
+
+fn error<T>(result: Result<T, VfsError>) -> VfsError {
+    match result {
+        Ok(_) => panic!("expected an error"),
+        Err(error) => error,
+    }
+}
+
+/// Missing objects and parents, and parents that are files.
+pub fn missing_objects(vfs: &dyn Vfs) {
+    for kind in [Kind::File, Kind::Directory, Kind::Any] {
+        let missing = open(vfs, "missing", Access::Read, Disposition::Open, kind);
+        assert_eq!(error(missing), VfsError::NotFound);
+    }
+    assert_eq!(error(vfs.stat(&path("missing"))), VfsError::NotFound);
+    assert_eq!(error(vfs.stat(&path("no/such"))), VfsError::ParentNotFound);
+    let deep = open(
+        vfs,
+        "no/such/file",
+        Access::Read,
+        Disposition::OpenOrCreate,
+        Kind::File,
+    );
+    assert_eq!(error(deep), VfsError::ParentNotFound);
+    let dir = open(
+        vfs,
+        "no/dir",
+        Access::Read,
+        Disposition::Create,
+        Kind::Directory,
+    );
+    assert_eq!(error(dir), VfsError::ParentNotFound);
+
+    write_file(vfs, "file", b"x");
+    assert_eq!(
+        error(vfs.stat(&path("file/child"))),
+        VfsError::ParentNotFound
+    );
+    let under_file = open(
+        vfs,
+        "file/child",
+        Access::Write,
+        Disposition::Create,
+        Kind::File,
+    );
+    assert_eq!(error(under_file), VfsError::ParentNotFound);
+    assert_eq!(
+        error(vfs.symlink("file", &path("file/link"))),
+        VfsError::ParentNotFound
+    );
+}
+
+/// Each disposition on existing and missing files, and whether the open reports a creation.
+pub fn dispositions(vfs: &dyn Vfs) {
+    let rw = Access::ReadWrite;
+    let created = open(vfs, "f", rw, Disposition::Create, Kind::File).unwrap();
+    assert!(created.created);
+    created.file.write_at(b"hello", 0).unwrap();
+    drop(created);
+    assert_eq!(
+        error(open(vfs, "f", rw, Disposition::Create, Kind::File)),
+        VfsError::AlreadyExists
+    );
+
+    let opened = open(vfs, "f", rw, Disposition::Open, Kind::File).unwrap();
+    assert!(!opened.created);
+    assert_eq!(opened.file.stat().unwrap().size, 5);
+
+    let kept = open(vfs, "f", rw, Disposition::OpenOrCreate, Kind::File).unwrap();
+    assert!(!kept.created);
+    assert_eq!(kept.file.stat().unwrap().size, 5);
+
+    let truncated = open(vfs, "f", rw, Disposition::Overwrite, Kind::File).unwrap();
+    assert!(!truncated.created);
+    assert_eq!(truncated.file.stat().unwrap().size, 0);
+    assert_eq!(
+        opened.file.stat().unwrap().size,
+        0,
+        "same object through another handle"
+    );
+
+    write_file(vfs, "f", b"again");
+    let overwritten = open(vfs, "f", rw, Disposition::OverwriteOrCreate, Kind::File).unwrap();
+    assert!(!overwritten.created);
+    assert_eq!(overwritten.file.stat().unwrap().size, 0);
+
+    assert_eq!(
+        error(open(vfs, "g", rw, Disposition::Overwrite, Kind::File)),
+        VfsError::NotFound
+    );
+    let made = open(vfs, "g", rw, Disposition::OverwriteOrCreate, Kind::File).unwrap();
+    assert!(made.created);
+    let made = open(vfs, "h", rw, Disposition::OpenOrCreate, Kind::Any).unwrap();
+    assert!(made.created);
+    assert_eq!(made.file.stat().unwrap().file_type, FileType::File);
+
+    // Metadata-only and read-only creations still create.
+    let quiet = open(
+        vfs,
+        "m",
+        Access::MetadataOnly,
+        Disposition::Create,
+        Kind::File,
+    )
+    .unwrap();
+    assert!(quiet.created);
+    assert_eq!(vfs.stat(&path("m")).unwrap().file_type, FileType::File);
+    write_file(vfs, "t", b"data");
+    let metadata_overwrite = open(
+        vfs,
+        "t",
+        Access::MetadataOnly,
+        Disposition::Overwrite,
+        Kind::File,
+    )
+    .unwrap();
+    assert_eq!(metadata_overwrite.file.stat().unwrap().size, 0);
+}
+
+/// What `Kind` requires of existing objects and what it creates.
+pub fn kinds(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    write_file(vfs, "f", b"x");
+    let read = Access::Read;
+    for access in [Access::MetadataOnly, Access::Read, Access::ReadWrite] {
+        let dir_as_file = open(vfs, "d", access, Disposition::Open, Kind::File);
+        assert_eq!(error(dir_as_file), VfsError::IsADirectory, "{access:?}");
+        let file_as_dir = open(vfs, "f", access, Disposition::Open, Kind::Directory);
+        assert_eq!(error(file_as_dir), VfsError::NotADirectory, "{access:?}");
+    }
+    let any_dir = open(vfs, "d", read, Disposition::Open, Kind::Any).unwrap();
+    assert_eq!(any_dir.file.stat().unwrap().file_type, FileType::Directory);
+    let any_file = open(vfs, "f", read, Disposition::Open, Kind::Any).unwrap();
+    assert_eq!(any_file.file.stat().unwrap().file_type, FileType::File);
+
+    assert_eq!(
+        error(open(vfs, "d", read, Disposition::Create, Kind::Directory)),
+        VfsError::AlreadyExists
+    );
+    assert_eq!(
+        error(open(vfs, "f", read, Disposition::Create, Kind::Directory)),
+        VfsError::AlreadyExists
+    );
+    let existing = open(vfs, "d", read, Disposition::OpenOrCreate, Kind::Directory).unwrap();
+    assert!(!existing.created);
+    let new = open(vfs, "d2", read, Disposition::OpenOrCreate, Kind::Directory).unwrap();
+    assert!(new.created);
+    assert_eq!(new.file.stat().unwrap().file_type, FileType::Directory);
+    assert_eq!(
+        error(open(
+            vfs,
+            "f",
+            read,
+            Disposition::OpenOrCreate,
+            Kind::Directory
+        )),
+        VfsError::NotADirectory
+    );
+
+    for disposition in [Disposition::Overwrite, Disposition::OverwriteOrCreate] {
+        let truncate_dir = open(vfs, "d", Access::Write, disposition, Kind::Directory);
+        assert_eq!(error(truncate_dir), VfsError::Io(errno::EINVAL));
+        let truncate_any = open(vfs, "d", Access::Write, disposition, Kind::Any);
+        assert_eq!(error(truncate_any), VfsError::IsADirectory);
+    }
+
+    let root = open(vfs, "", read, Disposition::Open, Kind::Directory).unwrap();
+    assert_eq!(root.file.stat().unwrap().file_type, FileType::Directory);
+    assert_eq!(
+        vfs.stat(&VfsPath::root()).unwrap().file_type,
+        FileType::Directory
+    );
+    for kind in [Kind::File, Kind::Directory] {
+        let root_again = open(vfs, "", read, Disposition::Create, kind);
+        assert_eq!(error(root_again), VfsError::AlreadyExists);
+    }
+}
+
+/// Directories open for listing whatever data access is asked; data calls on them fail.
+pub fn directories_open_for_any_access(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    write_file(vfs, "d/inner", b"x");
+    for access in [
+        Access::MetadataOnly,
+        Access::Read,
+        Access::Write,
+        Access::ReadWrite,
+    ] {
+        for kind in [Kind::Directory, Kind::Any] {
+            let dir = open(vfs, "d", access, Disposition::Open, kind)
+                .unwrap()
+                .file;
+            assert_eq!(dir.stat().unwrap().file_type, FileType::Directory);
+            assert_eq!(dir.read_dir().unwrap().len(), 1, "{access:?} {kind:?}");
+            let mut buf = [0; 4];
+            assert_eq!(error(dir.read_at(&mut buf, 0)), VfsError::IsADirectory);
+            assert_eq!(error(dir.write_at(b"x", 0)), VfsError::IsADirectory);
+            assert_eq!(error(dir.set_len(0)), VfsError::IsADirectory);
+        }
+    }
+    let dir = open(vfs, "d", Access::Read, Disposition::Open, Kind::Directory).unwrap();
+    dir.file.sync().unwrap();
+}
+
+/// Reads fill the buffer up to the end of the file; writes extend with zero-filled gaps;
+/// `set_len` truncates and extends.
+pub fn read_write_and_size(vfs: &dyn Vfs) {
+    let file = open(vfs, "f", Access::ReadWrite, Disposition::Create, Kind::File)
+        .unwrap()
+        .file;
+    assert_eq!(file.write_at(b"hello world", 0).unwrap(), 11);
+    assert_eq!(file.write_at(b"", 100).unwrap(), 0);
+    assert_eq!(file.stat().unwrap().size, 11, "empty writes do not extend");
+    let mut buf = [0; 5];
+    assert_eq!(file.read_at(&mut buf, 6).unwrap(), 5);
+    assert_eq!(&buf, b"world");
+    let mut tail = [0xaa; 8];
+    assert_eq!(file.read_at(&mut tail, 8).unwrap(), 3);
+    assert_eq!(&tail[..3], b"rld");
+    assert_eq!(file.read_at(&mut tail, 11).unwrap(), 0);
+    assert_eq!(file.read_at(&mut tail, 1 << 40).unwrap(), 0);
+
+    file.write_at(b"!", 20).unwrap();
+    assert_eq!(file.stat().unwrap().size, 21);
+    let mut all = [0xaa; 21];
+    assert_eq!(file.read_at(&mut all, 0).unwrap(), 21);
+    assert_eq!(&all[..11], b"hello world");
+    assert_eq!(&all[11..20], &[0; 9]);
+    assert_eq!(all[20], b'!');
+
+    file.set_len(5).unwrap();
+    assert_eq!(file.stat().unwrap().size, 5);
+    file.set_len(8).unwrap();
+    let mut grown = [0xaa; 8];
+    assert_eq!(file.read_at(&mut grown, 0).unwrap(), 8);
+    assert_eq!(&grown, b"hello\0\0\0");
+
+    // Larger than a page, across page boundaries.
+    let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    file.write_at(&big, 4000).unwrap();
+    let mut back = vec![0; big.len()];
+    assert_eq!(file.read_at(&mut back, 4000).unwrap(), big.len());
+    assert_eq!(back, big);
+    assert_eq!(vfs.stat(&path("f")).unwrap().size, 24_000);
+    file.sync().unwrap();
+}
+
+/// `allocate` reserves storage and extends the size like `fallocate` mode 0.
+pub fn allocate(vfs: &dyn Vfs) {
+    let file = open(vfs, "f", Access::ReadWrite, Disposition::Create, Kind::File)
+        .unwrap()
+        .file;
+    match file.allocate(0, 65536) {
+        Err(VfsError::Unsupported) => return,
+        result => result.unwrap(),
+    }
+    let stat = file.stat().unwrap();
+    assert_eq!(stat.size, 65536);
+    assert!(stat.allocated >= 65536, "{stat:?}");
+    file.allocate(0, 4096).unwrap();
+    assert_eq!(
+        file.stat().unwrap().size,
+        65536,
+        "allocating inside does not shrink"
+    );
+    let mut buf = [0xaa; 16];
+    assert_eq!(file.read_at(&mut buf, 1000).unwrap(), 16);
+    assert_eq!(buf, [0; 16]);
+    assert_eq!(error(file.allocate(0, 0)), VfsError::Io(errno::EINVAL));
+}
+
+/// Handles refuse data operations their access does not include.
+pub fn access_is_enforced(vfs: &dyn Vfs) {
+    write_file(vfs, "f", b"data");
+    let mut buf = [0; 4];
+    let read_only = open_file(vfs, "f", Access::Read);
+    assert_eq!(
+        error(read_only.write_at(b"x", 0)),
+        VfsError::PermissionDenied
+    );
+    assert_eq!(error(read_only.set_len(0)), VfsError::PermissionDenied);
+    assert_eq!(error(read_only.allocate(0, 10)), VfsError::PermissionDenied);
+    read_only.sync().unwrap();
+    let write_only = open_file(vfs, "f", Access::Write);
+    assert_eq!(
+        error(write_only.read_at(&mut buf, 0)),
+        VfsError::PermissionDenied
+    );
+    write_only.write_at(b"D", 0).unwrap();
+    let metadata = open_file(vfs, "f", Access::MetadataOnly);
+    assert_eq!(
+        error(metadata.read_at(&mut buf, 0)),
+        VfsError::PermissionDenied
+    );
+    assert_eq!(
+        error(metadata.write_at(b"x", 0)),
+        VfsError::PermissionDenied
+    );
+    assert_eq!(error(metadata.set_len(0)), VfsError::PermissionDenied);
+    assert_eq!(error(metadata.sync()), VfsError::PermissionDenied);
+    assert_eq!(metadata.stat().unwrap().size, 4);
+    assert_eq!(read_file(vfs, "f"), b"Data");
+}
+
+/// Times set explicitly stick; `None` leaves a time alone; writes move mtime.
+pub fn times(vfs: &dyn Vfs) {
+    write_file(vfs, "f", b"x");
+    let past = Timespec {
+        sec: 1_000_000_000,
+        nsec: 123_456_789,
+    };
+    let later = Timespec {
+        sec: 1_100_000_000,
+        nsec: 5,
+    };
+    for access in [Access::MetadataOnly, Access::Read, Access::Write] {
+        let file = open_file(vfs, "f", access);
+        file.set_times(Some(past), Some(later)).unwrap();
+        let stat = file.stat().unwrap();
+        assert_eq!((stat.atime, stat.mtime), (past, later), "{access:?}");
+        file.set_times(None, Some(past)).unwrap();
+        let stat = vfs.stat(&path("f")).unwrap();
+        assert_eq!((stat.atime, stat.mtime), (past, past), "{access:?}");
+        file.set_times(Some(later), None).unwrap();
+        let stat = file.stat().unwrap();
+        assert_eq!((stat.atime, stat.mtime), (later, past), "{access:?}");
+        assert!(stat.ctime > later, "setting times changes ctime");
+    }
+    let file = open_file(vfs, "f", Access::Write);
+    file.write_at(b"y", 0).unwrap();
+    let stat = file.stat().unwrap();
+    assert!(stat.mtime > later && stat.ctime >= stat.mtime, "{stat:?}");
+    if let Some(btime) = stat.btime {
+        assert!(btime <= stat.ctime);
+    }
+    mkdir(vfs, "d");
+    let dir = open(
+        vfs,
+        "d",
+        Access::MetadataOnly,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    dir.set_times(Some(past), Some(past)).unwrap();
+    assert_eq!(vfs.stat(&path("d")).unwrap().mtime, past);
+    write_file(vfs, "d/child", b"");
+    assert!(
+        vfs.stat(&path("d")).unwrap().mtime > past,
+        "entries change the directory"
+    );
+}
+
+/// `user.` extended attributes through every kind of handle; skipped where unsupported.
+pub fn xattrs(vfs: &dyn Vfs) {
+    write_file(vfs, "f", b"x");
+    let file = open_file(vfs, "f", Access::MetadataOnly);
+    match file.set_xattr("user.probe", b"1") {
+        Err(VfsError::Unsupported) => return,
+        result => result.unwrap(),
+    }
+    file.remove_xattr("user.probe").unwrap();
+    let user = |names: Vec<String>| -> Vec<String> {
+        let mut names: Vec<String> = names
+            .into_iter()
+            .filter(|n| n.starts_with("user."))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(file.get_xattr("user.missing").unwrap(), None);
+    assert_eq!(error(file.remove_xattr("user.missing")), VfsError::NotFound);
+    assert!(user(file.list_xattr().unwrap()).is_empty());
+
+    file.set_xattr("user.DOSATTRIB", b"\x00\x01binary\xff")
+        .unwrap();
+    file.set_xattr("user.empty", b"").unwrap();
+    let big = vec![0x5a; 4000];
+    file.set_xattr("user.big", &big).unwrap();
+    assert_eq!(
+        file.get_xattr("user.DOSATTRIB").unwrap().unwrap(),
+        b"\x00\x01binary\xff"
+    );
+    assert_eq!(file.get_xattr("user.empty").unwrap().unwrap(), b"");
+    assert_eq!(file.get_xattr("user.big").unwrap().unwrap(), big);
+    assert_eq!(
+        user(file.list_xattr().unwrap()),
+        ["user.DOSATTRIB", "user.big", "user.empty"]
+    );
+    file.set_xattr("user.DOSATTRIB", b"new").unwrap();
+    let other = open_file(vfs, "f", Access::ReadWrite);
+    assert_eq!(other.get_xattr("user.DOSATTRIB").unwrap().unwrap(), b"new");
+    other.remove_xattr("user.empty").unwrap();
+    assert_eq!(
+        user(file.list_xattr().unwrap()),
+        ["user.DOSATTRIB", "user.big"]
+    );
+
+    assert_eq!(error(file.get_xattr("nonamespace")), VfsError::Unsupported);
+    assert_eq!(error(file.set_xattr("user.", b"")), VfsError::InvalidName);
+    assert_eq!(
+        error(file.set_xattr("user.huge", &vec![0; 65_537])),
+        VfsError::NoSpace
+    );
+
+    mkdir(vfs, "d");
+    let dir = open(
+        vfs,
+        "d",
+        Access::MetadataOnly,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    dir.set_xattr("user.dir", b"yes").unwrap();
+    let listing = open(vfs, "d", Access::Read, Disposition::Open, Kind::Directory)
+        .unwrap()
+        .file;
+    assert_eq!(listing.get_xattr("user.dir").unwrap().unwrap(), b"yes");
+}
+
+/// `read_dir` lists every entry once, without `.` and `..`, with types not following links.
+pub fn directory_listing(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    mkdir(vfs, "d/sub");
+    write_file(vfs, "d/file", b"x");
+    write_file(vfs, "d/ünïcødé", b"");
+    vfs.symlink("file", &path("d/link")).unwrap();
+    vfs.symlink("sub", &path("d/dirlink")).unwrap();
+    let dir = open(
+        vfs,
+        "d",
+        Access::MetadataOnly,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    let mut entries = dir.read_dir().unwrap();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let listed: Vec<(&str, FileType)> = entries
+        .iter()
+        .map(|e| (e.name.as_str(), e.file_type))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("dirlink", FileType::Symlink),
+            ("file", FileType::File),
+            ("link", FileType::Symlink),
+            ("sub", FileType::Directory),
+            ("ünïcødé", FileType::File),
+        ]
+    );
+    let file_entry = entries.iter().find(|e| e.name == "file").unwrap();
+    assert_eq!(file_entry.ino, vfs.stat(&path("d/file")).unwrap().ino);
+    let empty = open(
+        vfs,
+        "d/sub",
+        Access::Read,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    assert!(empty.read_dir().unwrap().is_empty());
+    let file = open_file(vfs, "d/file", Access::Read);
+    assert_eq!(error(file.read_dir()), VfsError::NotADirectory);
+    let through_link = open(
+        vfs,
+        "d/dirlink",
+        Access::Read,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    assert!(through_link.read_dir().unwrap().is_empty());
+    let root = open(vfs, "", Access::Read, Disposition::Open, Kind::Directory)
+        .unwrap()
+        .file;
+    let names: Vec<String> = root
+        .read_dir()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["d"]);
+}
+
+/// `stat_child` stats an entry without following it and accepts only plain names.
+pub fn stat_child(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    write_file(vfs, "d/file", b"12345");
+    vfs.symlink("file", &path("d/link")).unwrap();
+    let dir = open(
+        vfs,
+        "d",
+        Access::MetadataOnly,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    let file = dir.stat_child("file").unwrap();
+    assert_eq!((file.file_type, file.size), (FileType::File, 5));
+    assert_eq!(file.mode & S_IFMT, S_IFREG);
+    let link = dir.stat_child("link").unwrap();
+    assert_eq!((link.file_type, link.size), (FileType::Symlink, 4));
+    assert_ne!(link.ino, file.ino);
+    assert_eq!(error(dir.stat_child("missing")), VfsError::NotFound);
+    for bad in ["..", ".", "a/b", ""] {
+        assert_eq!(error(dir.stat_child(bad)), VfsError::InvalidName, "{bad:?}");
+    }
+    let not_dir = open_file(vfs, "d/file", Access::MetadataOnly);
+    assert_eq!(error(not_dir.stat_child("x")), VfsError::NotADirectory);
+}
+
+/// `unlink` removes files, symlinks (not their targets) and empty directories only.
+pub fn unlink(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    write_file(vfs, "d/file", b"x");
+    vfs.symlink("d", &path("link")).unwrap();
+    assert_eq!(error(vfs.unlink(&path("d"))), VfsError::NotEmpty);
+    vfs.unlink(&path("link")).unwrap();
+    assert_eq!(vfs.stat(&path("d")).unwrap().file_type, FileType::Directory);
+    assert_eq!(error(vfs.stat(&path("link"))), VfsError::NotFound);
+    vfs.unlink(&path("d/file")).unwrap();
+    assert_eq!(error(vfs.stat(&path("d/file"))), VfsError::NotFound);
+    vfs.unlink(&path("d")).unwrap();
+    assert_eq!(error(vfs.unlink(&path("d"))), VfsError::NotFound);
+    assert_eq!(error(vfs.unlink(&path("d/file"))), VfsError::ParentNotFound);
+    assert_eq!(error(vfs.unlink(&VfsPath::root())), VfsError::Busy);
+    vfs.symlink("nowhere", &path("dangling")).unwrap();
+    vfs.unlink(&path("dangling")).unwrap();
+}
+
+/// An open handle outlives the unlink of its object.
+pub fn unlink_keeps_open_handles(vfs: &dyn Vfs) {
+    write_file(vfs, "f", b"still here");
+    let file = open_file(vfs, "f", Access::ReadWrite);
+    vfs.unlink(&path("f")).unwrap();
+    let mut buf = [0; 10];
+    assert_eq!(file.read_at(&mut buf, 0).unwrap(), 10);
+    assert_eq!(&buf, b"still here");
+    file.write_at(b"!", 10).unwrap();
+    let stat = file.stat().unwrap();
+    assert_eq!((stat.size, stat.nlink), (11, 0));
+    assert_eq!(error(vfs.stat(&path("f"))), VfsError::NotFound);
+    write_file(vfs, "f", b"new");
+    assert_eq!(read_file(vfs, "f"), b"new");
+}
+
+/// Renames of files and symlinks, with and without replacing.
+pub fn rename(vfs: &dyn Vfs) {
+    write_file(vfs, "a", b"A");
+    write_file(vfs, "b", b"B");
+    let handle = open_file(vfs, "a", Access::Read);
+    let ino = handle.stat().unwrap().ino;
+    assert_eq!(
+        error(vfs.rename(&path("a"), &path("b"), false)),
+        VfsError::AlreadyExists
+    );
+    assert_eq!(read_file(vfs, "b"), b"B");
+    vfs.rename(&path("a"), &path("b"), true).unwrap();
+    assert_eq!(read_file(vfs, "b"), b"A");
+    assert_eq!(error(vfs.stat(&path("a"))), VfsError::NotFound);
+    assert_eq!(vfs.stat(&path("b")).unwrap().ino, ino);
+    assert_eq!(handle.stat().unwrap().ino, ino, "handles follow the object");
+
+    mkdir(vfs, "d");
+    vfs.rename(&path("b"), &path("d/c"), false).unwrap();
+    assert_eq!(read_file(vfs, "d/c"), b"A");
+    assert_eq!(
+        error(vfs.rename(&path("b"), &path("x"), false)),
+        VfsError::NotFound
+    );
+    assert_eq!(
+        error(vfs.rename(&path("no/b"), &path("x"), false)),
+        VfsError::ParentNotFound
+    );
+    assert_eq!(
+        error(vfs.rename(&path("d/c"), &path("no/x"), false)),
+        VfsError::ParentNotFound
+    );
+    assert_eq!(
+        error(vfs.rename(&VfsPath::root(), &path("x"), false)),
+        VfsError::Busy
+    );
+    assert_eq!(
+        error(vfs.rename(&path("d"), &VfsPath::root(), true)),
+        VfsError::Busy
+    );
+
+    vfs.rename(&path("d/c"), &path("d/c"), true).unwrap();
+    assert_eq!(
+        error(vfs.rename(&path("d/c"), &path("d/c"), false)),
+        VfsError::AlreadyExists
+    );
+
+    vfs.symlink("d/c", &path("link")).unwrap();
+    vfs.rename(&path("link"), &path("d/moved"), false).unwrap();
+    assert_eq!(
+        vfs.stat(&path("d/c")).unwrap().ino,
+        ino,
+        "the link moved, not its target"
+    );
+    assert_eq!(
+        error(vfs.stat(&path("d/moved"))),
+        VfsError::NotFound,
+        "relative target"
+    );
+    vfs.symlink("nowhere", &path("dangling")).unwrap();
+    vfs.rename(&path("dangling"), &path("still-dangling"), false)
+        .unwrap();
+}
+
+/// Renames of directories: over empty and non-empty directories, over files, into themselves.
+pub fn rename_directories(vfs: &dyn Vfs) {
+    mkdir(vfs, "src");
+    write_file(vfs, "src/inner", b"i");
+    mkdir(vfs, "empty");
+    mkdir(vfs, "full");
+    write_file(vfs, "full/x", b"x");
+    write_file(vfs, "file", b"f");
+
+    assert_eq!(
+        error(vfs.rename(&path("src"), &path("full"), true)),
+        VfsError::NotEmpty
+    );
+    assert_eq!(
+        error(vfs.rename(&path("src"), &path("file"), true)),
+        VfsError::NotADirectory
+    );
+    assert_eq!(
+        error(vfs.rename(&path("file"), &path("empty"), true)),
+        VfsError::IsADirectory
+    );
+    assert_eq!(
+        error(vfs.rename(&path("src"), &path("empty"), false)),
+        VfsError::AlreadyExists
+    );
+    assert_eq!(
+        error(vfs.rename(&path("src"), &path("src/inside"), false)),
+        VfsError::Io(errno::EINVAL)
+    );
+    mkdir(vfs, "src/deeper");
+    assert_eq!(
+        error(vfs.rename(&path("src"), &path("src/deeper/inside"), false)),
+        VfsError::Io(errno::EINVAL)
+    );
+    assert_eq!(
+        error(vfs.rename(&path("src/deeper"), &path("src"), true)),
+        VfsError::NotEmpty,
+        "a directory cannot replace its own ancestor"
+    );
+
+    vfs.rename(&path("src"), &path("empty"), true).unwrap();
+    assert_eq!(read_file(vfs, "empty/inner"), b"i");
+    assert_eq!(error(vfs.stat(&path("src"))), VfsError::NotFound);
+    vfs.rename(&path("empty"), &path("full/moved"), false)
+        .unwrap();
+    assert_eq!(read_file(vfs, "full/moved/inner"), b"i");
+    vfs.rename(&path("full/moved"), &path("back"), false)
+        .unwrap();
+    assert_eq!(read_file(vfs, "back/inner"), b"i");
+}
+
+/// Symlinks that stay inside the share are followed by `open` and `stat`, in any component.
+pub fn symlinks_inside_the_share(vfs: &dyn Vfs) {
+    mkdir(vfs, "dir");
+    mkdir(vfs, "dir/sub");
+    write_file(vfs, "dir/sub/target", b"target data");
+    vfs.symlink("dir/sub/target", &path("to-file")).unwrap();
+    vfs.symlink("dir/sub", &path("to-dir")).unwrap();
+    vfs.symlink("../sub/target", &path("dir/sub/up-and-back"))
+        .unwrap();
+    vfs.symlink("../../to-file", &path("dir/sub/chain"))
+        .unwrap();
+    vfs.symlink(".", &path("dir/self")).unwrap();
+
+    let target = vfs.stat(&path("dir/sub/target")).unwrap();
+    for via in [
+        "to-file",
+        "to-dir/target",
+        "dir/sub/up-and-back",
+        "dir/sub/chain",
+        "to-dir/chain",
+        "dir/self/self/sub/target",
+    ] {
+        let stat = vfs.stat(&path(via)).unwrap();
+        assert_eq!(
+            (stat.ino, stat.file_type, stat.size),
+            (target.ino, FileType::File, 11),
+            "{via}"
+        );
+        assert_eq!(read_file(vfs, via), b"target data", "{via}");
+    }
+    assert_eq!(
+        vfs.stat(&path("to-dir")).unwrap().file_type,
+        FileType::Directory
+    );
+    let dir = open(
+        vfs,
+        "to-dir",
+        Access::Read,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap();
+    assert_eq!(
+        dir.file.stat().unwrap().ino,
+        vfs.stat(&path("dir/sub")).unwrap().ino
+    );
+    assert_eq!(
+        error(open(
+            vfs,
+            "to-dir",
+            Access::Read,
+            Disposition::Open,
+            Kind::File
+        )),
+        VfsError::IsADirectory
+    );
+    let through = open(
+        vfs,
+        "to-dir/new",
+        Access::Write,
+        Disposition::Create,
+        Kind::File,
+    )
+    .unwrap();
+    assert!(through.created);
+    assert!(vfs.stat(&path("dir/sub/new")).is_ok());
+    write_file(vfs, "to-file", b"written through");
+    assert_eq!(read_file(vfs, "dir/sub/target"), b"written through");
+    assert_eq!(
+        error(vfs.symlink("x", &path("to-file"))),
+        VfsError::AlreadyExists
+    );
+    assert_eq!(
+        error(open(
+            vfs,
+            "to-file",
+            Access::Read,
+            Disposition::Create,
+            Kind::File
+        )),
+        VfsError::AlreadyExists
+    );
+    let dir_handle = open(vfs, "dir", Access::Read, Disposition::Open, Kind::Directory)
+        .unwrap()
+        .file;
+    let link = dir_handle.stat_child("self").unwrap();
+    assert_eq!(link.file_type, FileType::Symlink);
+}
+
+/// Symlinks leaving the share, absolute ones and loops are refused wherever they appear.
+pub fn symlinks_leaving_the_share(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    write_file(vfs, "d/file", b"x");
+    vfs.symlink("/etc/passwd", &path("absolute")).unwrap();
+    vfs.symlink("..", &path("up")).unwrap();
+    vfs.symlink("../outside", &path("out")).unwrap();
+    vfs.symlink("../../escape", &path("d/deep-out")).unwrap();
+    vfs.symlink("d/deep-out", &path("chain-out")).unwrap();
+    vfs.symlink("/", &path("d/root")).unwrap();
+    vfs.symlink("loop-b", &path("loop-a")).unwrap();
+    vfs.symlink("loop-a", &path("loop-b")).unwrap();
+    vfs.symlink("../d/file", &path("d/fine")).unwrap();
+    for bad in [
+        "absolute",
+        "up",
+        "up/d/file",
+        "out",
+        "d/deep-out",
+        "chain-out",
+        "d/root",
+        "d/root/etc/passwd",
+        "loop-a",
+        "loop-b/x",
+    ] {
+        assert_eq!(
+            error(vfs.stat(&path(bad))),
+            VfsError::OutsideShare,
+            "stat {bad}"
+        );
+        for disposition in [
+            Disposition::Open,
+            Disposition::OpenOrCreate,
+            Disposition::Overwrite,
+        ] {
+            let opened = open(vfs, bad, Access::ReadWrite, disposition, Kind::Any);
+            assert_eq!(
+                error(opened),
+                VfsError::OutsideShare,
+                "open {bad} {disposition:?}"
+            );
+        }
+    }
+    for parent in ["up", "d/root", "out"] {
+        let child = format!("{parent}/new");
+        let created = open(vfs, &child, Access::Write, Disposition::Create, Kind::File);
+        assert_eq!(error(created), VfsError::OutsideShare, "create {child}");
+        let dir = open(
+            vfs,
+            &child,
+            Access::Read,
+            Disposition::Create,
+            Kind::Directory,
+        );
+        assert_eq!(error(dir), VfsError::OutsideShare, "mkdir {child}");
+        assert_eq!(
+            error(vfs.unlink(&path(&child))),
+            VfsError::OutsideShare,
+            "unlink {child}"
+        );
+        assert_eq!(
+            error(vfs.rename(&path("d/file"), &path(&child), false)),
+            VfsError::OutsideShare,
+            "rename to {child}"
+        );
+        assert_eq!(
+            error(vfs.rename(&path(&child), &path("d/x"), false)),
+            VfsError::OutsideShare,
+            "rename from {child}"
+        );
+        assert_eq!(
+            error(vfs.symlink("x", &path(&child))),
+            VfsError::OutsideShare
+        );
+    }
+    // The links themselves can be listed, stat'ed without following, renamed and removed.
+    assert_eq!(read_file(vfs, "d/fine"), b"x");
+    vfs.rename(&path("absolute"), &path("d/absolute"), false)
+        .unwrap();
+    vfs.unlink(&path("d/absolute")).unwrap();
+    vfs.unlink(&path("up")).unwrap();
+    let root = open(
+        vfs,
+        "",
+        Access::MetadataOnly,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    assert_eq!(
+        root.stat_child("loop-a").unwrap().file_type,
+        FileType::Symlink
+    );
+}
+
+/// Dangling symlinks: missing when followed, taken when creating, never created through.
+pub fn dangling_symlinks(vfs: &dyn Vfs) {
+    vfs.symlink("missing", &path("dangling")).unwrap();
+    vfs.symlink("nodir/missing", &path("deep-dangling"))
+        .unwrap();
+    for link in ["dangling", "deep-dangling"] {
+        assert_eq!(error(vfs.stat(&path(link))), VfsError::NotFound, "{link}");
+        for disposition in [
+            Disposition::Open,
+            Disposition::OpenOrCreate,
+            Disposition::Overwrite,
+            Disposition::OverwriteOrCreate,
+        ] {
+            let opened = open(vfs, link, Access::ReadWrite, disposition, Kind::File);
+            assert_eq!(error(opened), VfsError::NotFound, "{link} {disposition:?}");
+        }
+        let created = open(
+            vfs,
+            link,
+            Access::ReadWrite,
+            Disposition::Create,
+            Kind::File,
+        );
+        assert_eq!(error(created), VfsError::AlreadyExists, "{link}");
+        let mkdir = open(
+            vfs,
+            link,
+            Access::Read,
+            Disposition::Create,
+            Kind::Directory,
+        );
+        assert_eq!(error(mkdir), VfsError::AlreadyExists, "{link}");
+    }
+    assert_eq!(
+        error(vfs.stat(&path("missing"))),
+        VfsError::NotFound,
+        "no target appeared"
+    );
+    assert_eq!(
+        error(vfs.stat(&path("dangling/x"))),
+        VfsError::ParentNotFound
+    );
+}
+
+/// Created objects carry the requested permission bits (with the usual umask bits clear).
+pub fn create_modes(vfs: &dyn Vfs) {
+    let file = vfs
+        .open(
+            &path("private"),
+            &OpenRequest {
+                access: Access::Write,
+                disposition: Disposition::Create,
+                kind: Kind::File,
+                create_mode: 0o600,
+            },
+        )
+        .unwrap()
+        .file;
+    let stat = file.stat().unwrap();
+    assert_eq!(stat.mode & S_IFMT, S_IFREG);
+    assert_eq!(stat.mode & 0o7777, 0o600);
+    assert_eq!((stat.nlink, stat.size), (1, 0));
+    let dir = vfs
+        .open(
+            &path("dir"),
+            &OpenRequest {
+                access: Access::MetadataOnly,
+                disposition: Disposition::Create,
+                kind: Kind::Directory,
+                create_mode: 0o700,
+            },
+        )
+        .unwrap()
+        .file;
+    let stat = dir.stat().unwrap();
+    assert_eq!(stat.mode & S_IFMT, S_IFDIR);
+    assert_eq!(stat.mode & 0o7777, 0o700);
+    let other = vfs.stat(&path("private")).unwrap();
+    assert_ne!(other.ino, stat.ino);
+    assert_eq!(other.dev, stat.dev);
+}
+
+/// File-system statistics are self-consistent.
+pub fn fs_stat(vfs: &dyn Vfs) {
+    let stat = vfs.fs_stat().unwrap();
+    assert!(stat.block_size > 0 && stat.fragment_size > 0, "{stat:?}");
+    assert!(stat.total_blocks >= stat.free_blocks, "{stat:?}");
+    assert!(stat.free_blocks >= stat.avail_blocks, "{stat:?}");
+    assert!(stat.max_name_len >= 255, "{stat:?}");
+}

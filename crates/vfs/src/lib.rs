@@ -1,0 +1,124 @@
+//! The handle-based, protocol-neutral virtual file system the server runs on.
+//!
+//! A [`Vfs`] resolves [`VfsPath`]s, which cannot contain `..`, and confines every symlink it
+//! follows to the share. What it opens is a [`VfsFile`] handle; everything after the open
+//! works on the handle, never on a path again, so a rename racing with an operation cannot
+//! redirect it. Errors are [`VfsError`]s: no NTSTATUS, UTF-16 or FILETIME here.
+//!
+//! Back ends: [`MemoryVfs`] here (tests and fuzzing), `smb3d-vfs-posix` for Linux. With the
+//! `conformance` feature, [`conformance`] holds the suite both run.
+//!
+//! The calls are synchronous; the server makes them from blocking worker threads.
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
+pub mod backend;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+mod error;
+mod memory;
+mod path;
+mod types;
+
+pub use error::{VfsError, VfsResult, errno};
+pub use memory::MemoryVfs;
+pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
+pub use types::{
+    Access, DirEntry, Disposition, FileStat, FileType, FsStat, Kind, OpenRequest, S_IFDIR, S_IFLNK,
+    S_IFMT, S_IFREG, Timespec,
+};
+
+/// A handle returned by [`Vfs::open`].
+pub struct Opened {
+    /// The open object.
+    pub file: Box<dyn VfsFile>,
+    /// Whether the open created it.
+    pub created: bool,
+}
+
+/// A share's file system: the operations that take a path.
+///
+/// Every path is resolved inside the share: symlinks are followed only while they stay in it
+/// (`OutsideShare` otherwise, also for absolute targets and for more than 40 links in one
+/// resolution). Errors on the way distinguish a missing last component (`NotFound`) from a
+/// missing or non-directory parent (`ParentNotFound`).
+pub trait Vfs: Send + Sync {
+    /// Opens or creates the object at `path`, following a symlink in the last component when
+    /// opening, never when creating.
+    fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened>;
+
+    /// Metadata of the object at `path`, following symlinks (within the share only).
+    fn stat(&self, path: &VfsPath) -> VfsResult<FileStat>;
+
+    /// Removes a file, symlink or empty directory; never follows the last component. The root
+    /// is `Busy`.
+    fn unlink(&self, path: &VfsPath) -> VfsResult<()>;
+
+    /// Moves `from` to `to`, neither last component followed. Without `replace` an existing
+    /// `to` is `AlreadyExists`; with it, a file replaces a file and a directory an empty
+    /// directory (`IsADirectory`, `NotADirectory` or `NotEmpty` otherwise). Moving a directory
+    /// into itself is `Io(EINVAL)`; the root is `Busy`.
+    fn rename(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()>;
+
+    /// Creates a symlink at `link` whose target is `target`, stored as given. Targets that
+    /// leave the share can be created but are refused when followed.
+    fn symlink(&self, target: &str, link: &VfsPath) -> VfsResult<()>;
+
+    /// Capacity and identity of the file system holding the share.
+    fn fs_stat(&self) -> VfsResult<FsStat>;
+}
+
+/// An open file or directory.
+///
+/// Data operations need the access they were opened for (`PermissionDenied` otherwise) and a
+/// non-directory (`IsADirectory`); directory operations need a directory (`NotADirectory`).
+pub trait VfsFile: Send + Sync {
+    /// Metadata of the object.
+    fn stat(&self) -> VfsResult<FileStat>;
+
+    /// Reads at `offset`, filling `buf` unless the end of the file comes first; returns the
+    /// number of bytes read.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> VfsResult<usize>;
+
+    /// Writes all of `data` at `offset`, extending the file as needed; returns `data.len()`.
+    fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize>;
+
+    /// Truncates or extends (with zeros) to `len` bytes.
+    fn set_len(&self, len: u64) -> VfsResult<()>;
+
+    /// Allocates storage for `offset..offset + len`, extending the size if that range ends
+    /// beyond it (`fallocate` mode 0).
+    fn allocate(&self, offset: u64, len: u64) -> VfsResult<()>;
+
+    /// Flushes data and metadata to stable storage.
+    fn sync(&self) -> VfsResult<()>;
+
+    /// Sets the access and modification times; `None` leaves one unchanged.
+    fn set_times(&self, atime: Option<Timespec>, mtime: Option<Timespec>) -> VfsResult<()>;
+
+    /// The directory's entries, without `.` and `..`; names that are not UTF-8 are skipped.
+    fn read_dir(&self) -> VfsResult<Vec<DirEntry>>;
+
+    /// Metadata of the entry `name` of this directory, not following a symlink.
+    fn stat_child(&self, name: &str) -> VfsResult<FileStat>;
+
+    /// The value of an extended attribute, `None` if it is not set.
+    fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>>;
+
+    /// Sets an extended attribute, creating or replacing it.
+    fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()>;
+
+    /// Removes an extended attribute (`NotFound` if it is not set).
+    fn remove_xattr(&self, name: &str) -> VfsResult<()>;
+
+    /// The names of the extended attributes set on the object.
+    fn list_xattr(&self) -> VfsResult<Vec<String>>;
+}

@@ -1,0 +1,908 @@
+//! An in-memory [`Vfs`] with the POSIX back end's semantics, for tests and fuzzing.
+//!
+//! One mutex guards the whole tree: simple, and fast enough for what it is for. File data is
+//! sparse (4 KiB chunks allocated on write), so a peer's huge offset costs nothing, and a
+//! capacity bounds what writes can allocate.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::backend::{open_by_disposition, validate_xattr_name, validate_xattr_value};
+use crate::{
+    Access, DirEntry, FileStat, FileType, FsStat, Kind, MAX_NAME_LEN, MAX_PATH_LEN, OpenRequest,
+    Opened, S_IFDIR, S_IFLNK, S_IFREG, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult, errno,
+    validate_name,
+};
+
+const CHUNK: usize = 4096;
+const CHUNK_U64: u64 = CHUNK as u64;
+/// Linux `MAXSYMLINKS`: more links than this in one resolution is `ELOOP`.
+const MAX_SYMLINKS: usize = 40;
+/// Offsets and sizes beyond `i64::MAX` are `EFBIG` on Linux.
+const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+const DEFAULT_CAPACITY: u64 = 1 << 30;
+const ROOT_INO: u64 = 2;
+/// What a directory reports as its size and allocation, like ext4's one block.
+const DIRECTORY_SIZE: u64 = 4096;
+/// The device number every `MemoryVfs` reports.
+const MEMORY_DEV: u64 = 0x004d_454d;
+
+/// An in-memory file system with the same semantics as the POSIX back end: symlinks stored as
+/// such and resolved within the share, xattrs, times, sparse sizes. Cloning shares the tree.
+///
+/// Objects are owned by uid and gid 0 and permission bits are recorded but not enforced.
+#[derive(Clone)]
+pub struct MemoryVfs {
+    shared: Arc<Mutex<State>>,
+}
+
+struct State {
+    nodes: HashMap<u64, Node>,
+    next_ino: u64,
+    space: Space,
+}
+
+struct Space {
+    used: u64,
+    capacity: u64,
+}
+
+struct Node {
+    body: Body,
+    mode: u32,
+    atime: Timespec,
+    mtime: Timespec,
+    ctime: Timespec,
+    btime: Timespec,
+    xattrs: BTreeMap<String, Vec<u8>>,
+    /// Whether a directory entry names this node; it is freed once unlinked and closed.
+    linked: bool,
+    opens: u64,
+}
+
+enum Body {
+    File(FileData),
+    Directory(BTreeMap<String, u64>),
+    Symlink(String),
+}
+
+#[derive(Default)]
+struct FileData {
+    size: u64,
+    chunks: BTreeMap<u64, Box<[u8; CHUNK]>>,
+}
+
+/// Why a resolution failed, before it is classified against the path: the errno values the
+/// kernel would give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Miss {
+    NoEntry,
+    NotDirectory,
+    Escape,
+    Loop,
+}
+
+impl MemoryVfs {
+    /// An empty file system with a 1 GiB capacity.
+    pub fn new() -> Self {
+        Self::with_capacity(DEFAULT_CAPACITY)
+    }
+
+    /// An empty file system whose file data may use at most `capacity` bytes (`NoSpace`
+    /// beyond).
+    pub fn with_capacity(capacity: u64) -> Self {
+        let now = Timespec::now();
+        let root = Node::new(Body::Directory(BTreeMap::new()), S_IFDIR | 0o755, now);
+        let state = State {
+            nodes: HashMap::from([(ROOT_INO, root)]),
+            next_ino: ROOT_INO + 1,
+            space: Space { used: 0, capacity },
+        };
+        Self {
+            shared: Arc::new(Mutex::new(state)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared)
+    }
+
+    fn open_existing(
+        &self,
+        path: &VfsPath,
+        req: &OpenRequest,
+        truncate: bool,
+    ) -> VfsResult<MemoryFile> {
+        let mut state = self.lock();
+        let ino = state.lookup(path)?;
+        let now = Timespec::now();
+        let State { nodes, space, .. } = &mut *state;
+        let node = nodes.get_mut(&ino).ok_or(INCONSISTENT)?;
+        let is_directory = matches!(node.body, Body::Directory(_));
+        match (req.kind, is_directory) {
+            (Kind::File, true) => return Err(VfsError::IsADirectory),
+            (Kind::Directory, false) => return Err(VfsError::NotADirectory),
+            _ => {}
+        }
+        if truncate {
+            let Body::File(data) = &mut node.body else {
+                return Err(VfsError::IsADirectory);
+            };
+            data.set_len(0, space);
+            node.mtime = now;
+            node.ctime = now;
+        }
+        node.opens += 1;
+        Ok(self.handle(ino, req.access, is_directory))
+    }
+
+    fn create_new(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<MemoryFile> {
+        let is_directory = req.kind == Kind::Directory;
+        let (body, mode) = if is_directory {
+            (Body::Directory(BTreeMap::new()), S_IFDIR)
+        } else {
+            (Body::File(FileData::default()), S_IFREG)
+        };
+        let mut state = self.lock();
+        let ino = state.insert(path, body, mode | (req.create_mode & 0o7777))?;
+        state.nodes.get_mut(&ino).ok_or(INCONSISTENT)?.opens += 1;
+        Ok(self.handle(ino, req.access, is_directory))
+    }
+
+    fn handle(&self, ino: u64, access: Access, is_directory: bool) -> MemoryFile {
+        MemoryFile {
+            shared: Arc::clone(&self.shared),
+            ino,
+            access,
+            is_directory,
+        }
+    }
+}
+
+impl Default for MemoryVfs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn lock(shared: &Mutex<State>) -> MutexGuard<'_, State> {
+    // A panic elsewhere cannot leave the tree half-updated in a way that matters to tests.
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A node that the tree refers to but does not hold: a bug, reported rather than panicking.
+const INCONSISTENT: VfsError = VfsError::Io(errno::EIO);
+
+impl Vfs for MemoryVfs {
+    fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened> {
+        req.validate()?;
+        let (file, created) = open_by_disposition(
+            req.disposition,
+            |truncate| self.open_existing(path, req, truncate),
+            || self.create_new(path, req),
+        )?;
+        Ok(Opened {
+            file: Box::new(file),
+            created,
+        })
+    }
+
+    fn stat(&self, path: &VfsPath) -> VfsResult<FileStat> {
+        let state = self.lock();
+        let ino = state.lookup(path)?;
+        state.stat(ino)
+    }
+
+    fn unlink(&self, path: &VfsPath) -> VfsResult<()> {
+        let Some((parent, name)) = path.parent_and_name() else {
+            return Err(VfsError::Busy);
+        };
+        let mut state = self.lock();
+        let dir = state.parent_directory(&parent)?;
+        let child = *state.entries(dir)?.get(name).ok_or(VfsError::NotFound)?;
+        if let Body::Directory(entries) = &state.node(child)?.body
+            && !entries.is_empty()
+        {
+            return Err(VfsError::NotEmpty);
+        }
+        state.entries_mut(dir)?.remove(name);
+        state.touch_directory(dir)?;
+        state.unlink_node(child)
+    }
+
+    fn rename(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
+        let (Some((from_parent, from_name)), Some((to_parent, to_name))) =
+            (from.parent_and_name(), to.parent_and_name())
+        else {
+            return Err(VfsError::Busy);
+        };
+        let mut state = self.lock();
+        let from_chain = state.walk(&from_parent, true).map_err(parent_miss)?;
+        let to_chain = state.walk(&to_parent, true).map_err(parent_miss)?;
+        let (&from_dir, &to_dir) = (
+            from_chain.last().ok_or(INCONSISTENT)?,
+            to_chain.last().ok_or(INCONSISTENT)?,
+        );
+        let source = *state
+            .directory_entries(from_dir)?
+            .get(from_name)
+            .ok_or(VfsError::NotFound)?;
+        let target = state.directory_entries(to_dir)?.get(to_name).copied();
+        if target.is_some() && !replace {
+            return Err(VfsError::AlreadyExists);
+        }
+        // The kernel's checks for moving a directory under itself, in its order.
+        if to_chain.contains(&source) {
+            return Err(VfsError::Io(errno::EINVAL));
+        }
+        if target.is_some_and(|target| from_chain.contains(&target)) {
+            return Err(VfsError::NotEmpty);
+        }
+        if target == Some(source) {
+            return Ok(());
+        }
+        let source_is_directory = matches!(state.node(source)?.body, Body::Directory(_));
+        if let Some(target) = target {
+            match (&state.node(target)?.body, source_is_directory) {
+                (Body::Directory(_), false) => return Err(VfsError::IsADirectory),
+                (Body::Directory(entries), true) if !entries.is_empty() => {
+                    return Err(VfsError::NotEmpty);
+                }
+                (Body::File(_) | Body::Symlink(_), true) => return Err(VfsError::NotADirectory),
+                _ => {}
+            }
+        }
+        state.entries_mut(from_dir)?.remove(from_name);
+        state
+            .entries_mut(to_dir)?
+            .insert(to_name.to_owned(), source);
+        state.touch_directory(from_dir)?;
+        state.touch_directory(to_dir)?;
+        state.node_mut(source)?.ctime = Timespec::now();
+        match target {
+            Some(target) => state.unlink_node(target),
+            None => Ok(()),
+        }
+    }
+
+    fn symlink(&self, target: &str, link: &VfsPath) -> VfsResult<()> {
+        validate_symlink_target(target)?;
+        let mut state = self.lock();
+        state.insert(link, Body::Symlink(target.to_owned()), S_IFLNK | 0o777)?;
+        Ok(())
+    }
+
+    fn fs_stat(&self) -> VfsResult<FsStat> {
+        let state = self.lock();
+        let free = state.space.capacity.saturating_sub(state.space.used) / CHUNK_U64;
+        Ok(FsStat {
+            block_size: CHUNK_U64,
+            fragment_size: CHUNK_U64,
+            total_blocks: state.space.capacity / CHUNK_U64,
+            free_blocks: free,
+            avail_blocks: free,
+            max_name_len: MAX_NAME_LEN as u64,
+            fs_id: MEMORY_DEV,
+            fs_type: 0,
+        })
+    }
+}
+
+/// Symlink targets as Linux accepts them: not empty, no NUL, shorter than `PATH_MAX`.
+pub(crate) fn validate_symlink_target(target: &str) -> VfsResult<()> {
+    if target.is_empty() || target.contains('\0') {
+        return Err(VfsError::InvalidName);
+    }
+    if target.len() > MAX_PATH_LEN {
+        return Err(VfsError::NameTooLong);
+    }
+    Ok(())
+}
+
+/// Classifies a failure to resolve a parent directory.
+fn parent_miss(miss: Miss) -> VfsError {
+    match miss {
+        Miss::NoEntry | Miss::NotDirectory => VfsError::ParentNotFound,
+        Miss::Escape | Miss::Loop => VfsError::OutsideShare,
+    }
+}
+
+impl Node {
+    fn new(body: Body, mode: u32, now: Timespec) -> Self {
+        Self {
+            body,
+            mode,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            btime: now,
+            xattrs: BTreeMap::new(),
+            linked: true,
+            opens: 0,
+        }
+    }
+
+    fn file_type(&self) -> FileType {
+        match self.body {
+            Body::File(_) => FileType::File,
+            Body::Directory(_) => FileType::Directory,
+            Body::Symlink(_) => FileType::Symlink,
+        }
+    }
+}
+
+impl State {
+    fn node(&self, ino: u64) -> VfsResult<&Node> {
+        self.nodes.get(&ino).ok_or(INCONSISTENT)
+    }
+
+    fn node_mut(&mut self, ino: u64) -> VfsResult<&mut Node> {
+        self.nodes.get_mut(&ino).ok_or(INCONSISTENT)
+    }
+
+    fn entries(&self, dir: u64) -> VfsResult<&BTreeMap<String, u64>> {
+        match &self.node(dir)?.body {
+            Body::Directory(entries) => Ok(entries),
+            _ => Err(VfsError::NotADirectory),
+        }
+    }
+
+    /// The entries of a directory that resolution returned as a parent.
+    fn directory_entries(&self, dir: u64) -> VfsResult<&BTreeMap<String, u64>> {
+        self.entries(dir).map_err(|_| VfsError::ParentNotFound)
+    }
+
+    fn entries_mut(&mut self, dir: u64) -> VfsResult<&mut BTreeMap<String, u64>> {
+        match &mut self.node_mut(dir)?.body {
+            Body::Directory(entries) => Ok(entries),
+            _ => Err(VfsError::NotADirectory),
+        }
+    }
+
+    /// Resolves `path` as `openat2(RESOLVE_BENEATH)` does, returning the chain of objects from
+    /// the root to the result. Symlinks in the last component are followed if `follow_last`.
+    fn walk<'a>(&'a self, path: &'a VfsPath, follow_last: bool) -> Result<Vec<u64>, Miss> {
+        let mut chain = vec![ROOT_INO];
+        let mut pending: Vec<&'a str> = path.components().rev().collect();
+        let mut links = 0;
+        while let Some(name) = pending.pop() {
+            let top = chain.last().copied().unwrap_or(ROOT_INO);
+            let Some(Node {
+                body: Body::Directory(entries),
+                ..
+            }) = self.nodes.get(&top)
+            else {
+                return Err(Miss::NotDirectory);
+            };
+            match name {
+                "" | "." => continue,
+                ".." => {
+                    if chain.len() <= 1 {
+                        return Err(Miss::Escape);
+                    }
+                    chain.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            let child = *entries.get(name).ok_or(Miss::NoEntry)?;
+            let follow = follow_last || !pending.is_empty();
+            if let Some(Node {
+                body: Body::Symlink(target),
+                ..
+            }) = self.nodes.get(&child)
+                && follow
+            {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(Miss::Loop);
+                }
+                if target.starts_with('/') {
+                    return Err(Miss::Escape);
+                }
+                pending.extend(target.split('/').rev());
+                continue;
+            }
+            chain.push(child);
+        }
+        Ok(chain)
+    }
+
+    /// Resolves `path`, following symlinks, and classifies a failure as the POSIX back end
+    /// does: by whether the parent resolves to a directory.
+    fn lookup(&self, path: &VfsPath) -> VfsResult<u64> {
+        let miss = match self.walk(path, true) {
+            Ok(chain) => return chain.last().copied().ok_or(INCONSISTENT),
+            Err(miss) => miss,
+        };
+        if matches!(miss, Miss::Escape | Miss::Loop) {
+            return Err(VfsError::OutsideShare);
+        }
+        let Some((parent, _)) = path.parent_and_name() else {
+            return Err(INCONSISTENT);
+        };
+        self.parent_directory(&parent)?;
+        Err(match miss {
+            Miss::NoEntry => VfsError::NotFound,
+            _ => VfsError::NotADirectory,
+        })
+    }
+
+    /// Resolves the directory that holds the last component of a path.
+    fn parent_directory(&self, parent: &VfsPath) -> VfsResult<u64> {
+        let chain = self.walk(parent, true).map_err(parent_miss)?;
+        let dir = chain.last().copied().ok_or(INCONSISTENT)?;
+        self.directory_entries(dir)?;
+        Ok(dir)
+    }
+
+    /// Creates a node at `path`, which must not exist (not even as a dangling symlink).
+    fn insert(&mut self, path: &VfsPath, body: Body, mode: u32) -> VfsResult<u64> {
+        let Some((parent, name)) = path.parent_and_name() else {
+            return Err(VfsError::AlreadyExists);
+        };
+        let dir = self.parent_directory(&parent)?;
+        if self.entries(dir)?.contains_key(name) {
+            return Err(VfsError::AlreadyExists);
+        }
+        let ino = self.next_ino;
+        self.next_ino += 1;
+        self.nodes
+            .insert(ino, Node::new(body, mode, Timespec::now()));
+        self.entries_mut(dir)?.insert(name.to_owned(), ino);
+        self.touch_directory(dir)?;
+        Ok(ino)
+    }
+
+    fn touch_directory(&mut self, dir: u64) -> VfsResult<()> {
+        let now = Timespec::now();
+        let node = self.node_mut(dir)?;
+        node.mtime = now;
+        node.ctime = now;
+        Ok(())
+    }
+
+    /// Drops the directory entry's reference to a node, freeing it unless a handle is open.
+    fn unlink_node(&mut self, ino: u64) -> VfsResult<()> {
+        let node = self.node_mut(ino)?;
+        node.linked = false;
+        node.ctime = Timespec::now();
+        if node.opens == 0 {
+            self.free(ino);
+        }
+        Ok(())
+    }
+
+    fn free(&mut self, ino: u64) {
+        if let Some(Node {
+            body: Body::File(data),
+            ..
+        }) = self.nodes.remove(&ino)
+        {
+            self.space.release(data.allocated());
+        }
+    }
+
+    fn stat(&self, ino: u64) -> VfsResult<FileStat> {
+        let node = self.node(ino)?;
+        let (size, allocated, nlink) = match &node.body {
+            Body::File(data) => (data.size, data.allocated(), u64::from(node.linked)),
+            Body::Directory(entries) => {
+                let subdirectories = entries
+                    .values()
+                    .filter(|child| {
+                        matches!(
+                            self.nodes.get(child),
+                            Some(Node {
+                                body: Body::Directory(_),
+                                ..
+                            })
+                        )
+                    })
+                    .count() as u64;
+                let nlink = if node.linked { 2 + subdirectories } else { 0 };
+                (DIRECTORY_SIZE, DIRECTORY_SIZE, nlink)
+            }
+            Body::Symlink(target) => (target.len() as u64, 0, u64::from(node.linked)),
+        };
+        Ok(FileStat {
+            file_type: node.file_type(),
+            size,
+            allocated,
+            ino,
+            dev: MEMORY_DEV,
+            nlink,
+            mode: node.mode,
+            uid: 0,
+            gid: 0,
+            atime: node.atime,
+            mtime: node.mtime,
+            ctime: node.ctime,
+            btime: Some(node.btime),
+        })
+    }
+}
+
+impl Space {
+    fn reserve(&mut self, bytes: u64) -> VfsResult<()> {
+        match self.used.checked_add(bytes) {
+            Some(used) if used <= self.capacity => {
+                self.used = used;
+                Ok(())
+            }
+            _ => Err(VfsError::NoSpace),
+        }
+    }
+
+    fn release(&mut self, bytes: u64) {
+        self.used = self.used.saturating_sub(bytes);
+    }
+}
+
+/// The end of `offset..offset + len`, or `NoSpace` (Linux `EFBIG`) past the largest file.
+fn range_end(offset: u64, len: u64) -> VfsResult<u64> {
+    offset
+        .checked_add(len)
+        .filter(|&end| end <= MAX_FILE_SIZE)
+        .ok_or(VfsError::NoSpace)
+}
+
+/// Copies as much of `src` as fits into `dst`; returns the count.
+fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
+    let len = dst.len().min(src.len());
+    if let (Some(dst), Some(src)) = (dst.get_mut(..len), src.get(..len)) {
+        dst.copy_from_slice(src);
+    }
+    len
+}
+
+impl FileData {
+    fn allocated(&self) -> u64 {
+        self.chunks.len() as u64 * CHUNK_U64
+    }
+
+    /// Chunks in `first..=last` that are not allocated yet.
+    fn missing_chunks(&self, first: u64, last: u64) -> u64 {
+        (last - first + 1) - self.chunks.range(first..=last).count() as u64
+    }
+
+    fn read(&self, buf: &mut [u8], offset: u64) -> usize {
+        let available = self.size.saturating_sub(offset);
+        let len =
+            usize::try_from(available).map_or(buf.len(), |available| available.min(buf.len()));
+        let Some(out) = buf.get_mut(..len) else {
+            return 0;
+        };
+        if len == 0 {
+            return 0;
+        }
+        out.fill(0);
+        let end = offset + len as u64;
+        for (&index, chunk) in self
+            .chunks
+            .range(offset / CHUNK_U64..=(end - 1) / CHUNK_U64)
+        {
+            let chunk_start = index * CHUNK_U64;
+            let from = offset.max(chunk_start);
+            let to = end.min(chunk_start + CHUNK_U64);
+            let src = chunk
+                .get((from - chunk_start) as usize..(to - chunk_start) as usize)
+                .unwrap_or_default();
+            copy_prefix(
+                out.get_mut((from - offset) as usize..).unwrap_or_default(),
+                src,
+            );
+        }
+        len
+    }
+
+    fn write(&mut self, data: &[u8], offset: u64, space: &mut Space) -> VfsResult<()> {
+        let end = range_end(offset, data.len() as u64)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let new_chunks = self.missing_chunks(offset / CHUNK_U64, (end - 1) / CHUNK_U64);
+        space.reserve(new_chunks * CHUNK_U64)?;
+        let (mut position, mut rest) = (offset, data);
+        while !rest.is_empty() {
+            let chunk = self
+                .chunks
+                .entry(position / CHUNK_U64)
+                .or_insert_with(|| Box::new([0; CHUNK]));
+            let within = (position % CHUNK_U64) as usize;
+            let copied = copy_prefix(chunk.get_mut(within..).unwrap_or_default(), rest);
+            rest = rest.get(copied..).unwrap_or_default();
+            position += copied as u64;
+        }
+        self.size = self.size.max(end);
+        Ok(())
+    }
+
+    fn set_len(&mut self, len: u64, space: &mut Space) {
+        if len < self.size {
+            let kept_chunks = len.div_ceil(CHUNK_U64);
+            let dropped = self.chunks.split_off(&kept_chunks);
+            space.release(dropped.len() as u64 * CHUNK_U64);
+            // Bytes past the end must read as zeros if the file grows again.
+            let within = (len % CHUNK_U64) as usize;
+            if within != 0
+                && let Some(chunk) = self.chunks.get_mut(&(len / CHUNK_U64))
+                && let Some(tail) = chunk.get_mut(within..)
+            {
+                tail.fill(0);
+            }
+        }
+        self.size = len;
+    }
+
+    fn allocate(&mut self, offset: u64, len: u64, space: &mut Space) -> VfsResult<()> {
+        if len == 0 {
+            return Err(VfsError::Io(errno::EINVAL));
+        }
+        let end = range_end(offset, len)?;
+        let (first, last) = (offset / CHUNK_U64, (end - 1) / CHUNK_U64);
+        space.reserve(self.missing_chunks(first, last) * CHUNK_U64)?;
+        for index in first..=last {
+            self.chunks
+                .entry(index)
+                .or_insert_with(|| Box::new([0; CHUNK]));
+        }
+        self.size = self.size.max(end);
+        Ok(())
+    }
+}
+
+/// A handle on a [`MemoryVfs`] object; it stays usable after the object is unlinked.
+pub struct MemoryFile {
+    shared: Arc<Mutex<State>>,
+    ino: u64,
+    access: Access,
+    is_directory: bool,
+}
+
+impl MemoryFile {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared)
+    }
+
+    /// Runs `change` on the file's data if this handle may write it, then stamps the times.
+    fn change_data<T>(
+        &self,
+        change: impl FnOnce(&mut FileData, &mut Space) -> VfsResult<T>,
+    ) -> VfsResult<T> {
+        if self.is_directory {
+            return Err(VfsError::IsADirectory);
+        }
+        if !self.access.can_write() {
+            return Err(VfsError::PermissionDenied);
+        }
+        let mut state = self.lock();
+        let State { nodes, space, .. } = &mut *state;
+        let node = nodes.get_mut(&self.ino).ok_or(INCONSISTENT)?;
+        let Body::File(data) = &mut node.body else {
+            return Err(VfsError::IsADirectory);
+        };
+        let result = change(data, space)?;
+        let now = Timespec::now();
+        node.mtime = now;
+        node.ctime = now;
+        Ok(result)
+    }
+
+    fn change_xattrs<T>(
+        &self,
+        change: impl FnOnce(&mut BTreeMap<String, Vec<u8>>) -> VfsResult<T>,
+    ) -> VfsResult<T> {
+        let mut state = self.lock();
+        let node = state.node_mut(self.ino)?;
+        let result = change(&mut node.xattrs)?;
+        node.ctime = Timespec::now();
+        Ok(result)
+    }
+
+    fn directory<T>(
+        &self,
+        read: impl FnOnce(&State, &BTreeMap<String, u64>) -> VfsResult<T>,
+    ) -> VfsResult<T> {
+        if !self.is_directory {
+            return Err(VfsError::NotADirectory);
+        }
+        let state = self.lock();
+        read(&state, state.entries(self.ino)?)
+    }
+}
+
+impl VfsFile for MemoryFile {
+    fn stat(&self) -> VfsResult<FileStat> {
+        self.lock().stat(self.ino)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> VfsResult<usize> {
+        if self.is_directory {
+            return Err(VfsError::IsADirectory);
+        }
+        if !self.access.can_read() {
+            return Err(VfsError::PermissionDenied);
+        }
+        let state = self.lock();
+        match &state.node(self.ino)?.body {
+            Body::File(data) => Ok(data.read(buf, offset)),
+            _ => Err(VfsError::IsADirectory),
+        }
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {
+        self.change_data(|file, space| file.write(data, offset, space))?;
+        Ok(data.len())
+    }
+
+    fn set_len(&self, len: u64) -> VfsResult<()> {
+        range_end(len, 0)?;
+        self.change_data(|file, space| {
+            file.set_len(len, space);
+            Ok(())
+        })
+    }
+
+    fn allocate(&self, offset: u64, len: u64) -> VfsResult<()> {
+        self.change_data(|file, space| file.allocate(offset, len, space))
+    }
+
+    fn sync(&self) -> VfsResult<()> {
+        if self.access == Access::MetadataOnly {
+            return Err(VfsError::PermissionDenied);
+        }
+        Ok(())
+    }
+
+    fn set_times(&self, atime: Option<Timespec>, mtime: Option<Timespec>) -> VfsResult<()> {
+        let mut state = self.lock();
+        let node = state.node_mut(self.ino)?;
+        node.atime = atime.unwrap_or(node.atime);
+        node.mtime = mtime.unwrap_or(node.mtime);
+        node.ctime = Timespec::now();
+        Ok(())
+    }
+
+    fn read_dir(&self) -> VfsResult<Vec<DirEntry>> {
+        self.directory(|state, entries| {
+            entries
+                .iter()
+                .map(|(name, &ino)| {
+                    Ok(DirEntry {
+                        name: name.clone(),
+                        ino,
+                        file_type: state.node(ino)?.file_type(),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn stat_child(&self, name: &str) -> VfsResult<FileStat> {
+        validate_name(name)?;
+        self.directory(|state, entries| state.stat(*entries.get(name).ok_or(VfsError::NotFound)?))
+    }
+
+    fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {
+        validate_xattr_name(name)?;
+        Ok(self.lock().node(self.ino)?.xattrs.get(name).cloned())
+    }
+
+    fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
+        validate_xattr_name(name)?;
+        validate_xattr_value(value)?;
+        self.change_xattrs(|xattrs| {
+            xattrs.insert(name.to_owned(), value.to_vec());
+            Ok(())
+        })
+    }
+
+    fn remove_xattr(&self, name: &str) -> VfsResult<()> {
+        validate_xattr_name(name)?;
+        self.change_xattrs(|xattrs| xattrs.remove(name).map(drop).ok_or(VfsError::NotFound))
+    }
+
+    fn list_xattr(&self) -> VfsResult<Vec<String>> {
+        Ok(self.lock().node(self.ino)?.xattrs.keys().cloned().collect())
+    }
+}
+
+impl Drop for MemoryFile {
+    fn drop(&mut self) {
+        let mut state = self.lock();
+        if let Some(node) = state.nodes.get_mut(&self.ino) {
+            node.opens = node.opens.saturating_sub(1);
+            if node.opens == 0 && !node.linked {
+                state.free(self.ino);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::conformance_tests!(|| Box::new(MemoryVfs::new()) as Box<dyn Vfs>);
+
+    fn file(vfs: &MemoryVfs, name: &str) -> Box<dyn VfsFile> {
+        let request = OpenRequest {
+            access: Access::ReadWrite,
+            disposition: crate::Disposition::OpenOrCreate,
+            kind: Kind::File,
+            create_mode: 0o644,
+        };
+        vfs.open(&VfsPath::parse(name).unwrap(), &request)
+            .unwrap()
+            .file
+    }
+
+    #[test]
+    fn sparse_writes_cost_only_what_they_touch() {
+        let vfs = MemoryVfs::with_capacity(4 * CHUNK_U64);
+        let f = file(&vfs, "sparse");
+        f.write_at(b"end", 1 << 40).unwrap();
+        let stat = f.stat().unwrap();
+        assert_eq!(stat.size, (1 << 40) + 3);
+        assert_eq!(stat.allocated, CHUNK_U64);
+        let mut buf = [0xff; 8];
+        assert_eq!(f.read_at(&mut buf, (1 << 40) - 5).unwrap(), 8);
+        assert_eq!(&buf, b"\0\0\0\0\0end");
+    }
+
+    #[test]
+    fn capacity_bounds_allocation() {
+        let vfs = MemoryVfs::with_capacity(2 * CHUNK_U64);
+        let f = file(&vfs, "full");
+        f.write_at(&[1; CHUNK], 0).unwrap();
+        assert_eq!(
+            f.write_at(&[1; CHUNK + 1], CHUNK_U64),
+            Err(VfsError::NoSpace)
+        );
+        assert_eq!(f.allocate(0, 3 * CHUNK_U64), Err(VfsError::NoSpace));
+        assert_eq!(f.stat().unwrap().size, CHUNK_U64);
+        assert_eq!(vfs.fs_stat().unwrap().free_blocks, 1);
+        f.set_len(0).unwrap();
+        assert_eq!(vfs.fs_stat().unwrap().free_blocks, 2);
+    }
+
+    #[test]
+    fn shrinking_zeroes_the_tail() {
+        let vfs = MemoryVfs::new();
+        let f = file(&vfs, "tail");
+        f.write_at(&[7; 100], 0).unwrap();
+        f.set_len(10).unwrap();
+        f.set_len(100).unwrap();
+        let mut buf = [0xff; 100];
+        assert_eq!(f.read_at(&mut buf, 0).unwrap(), 100);
+        assert_eq!(&buf[..10], &[7; 10]);
+        assert_eq!(&buf[10..], &[0; 90]);
+    }
+
+    #[test]
+    fn offsets_past_the_largest_file_are_refused() {
+        let vfs = MemoryVfs::new();
+        let f = file(&vfs, "huge");
+        assert_eq!(f.write_at(b"x", MAX_FILE_SIZE), Err(VfsError::NoSpace));
+        assert_eq!(f.write_at(b"x", u64::MAX), Err(VfsError::NoSpace));
+        assert_eq!(f.set_len(MAX_FILE_SIZE + 1), Err(VfsError::NoSpace));
+        assert_eq!(f.allocate(u64::MAX, 1), Err(VfsError::NoSpace));
+        let mut buf = [0; 4];
+        assert_eq!(f.read_at(&mut buf, u64::MAX).unwrap(), 0);
+    }
+
+    #[test]
+    fn unlinked_files_are_freed_on_last_close() {
+        let vfs = MemoryVfs::with_capacity(CHUNK_U64);
+        let f = file(&vfs, "doomed");
+        f.write_at(&[1; CHUNK], 0).unwrap();
+        vfs.unlink(&VfsPath::parse("doomed").unwrap()).unwrap();
+        assert_eq!(vfs.fs_stat().unwrap().free_blocks, 0);
+        let mut buf = [0; 4];
+        assert_eq!(f.read_at(&mut buf, 0).unwrap(), 4);
+        assert_eq!(f.stat().unwrap().nlink, 0);
+        drop(f);
+        assert_eq!(vfs.fs_stat().unwrap().free_blocks, 1);
+    }
+}
