@@ -80,6 +80,14 @@ impl<'b> Writer<'b> {
         self
     }
 
+    /// Appends `n` zero bytes and returns them, for a payload produced in place (file data read
+    /// straight into the response).
+    pub fn zeroed_tail(&mut self, n: usize) -> &mut [u8] {
+        let start = self.buf.len();
+        self.buf.resize(start + n, 0);
+        self.buf.get_mut(start..).unwrap_or_default()
+    }
+
     /// Writes `s` as UTF-16LE without terminator; returns the byte count.
     pub fn utf16(&mut self, s: &str) -> usize {
         let start = self.buf.len();
