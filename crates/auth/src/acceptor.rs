@@ -1,0 +1,313 @@
+//! The session-setup acceptor: SPNEGO around NTLM, or bare NTLMSSP.
+
+use core::fmt;
+use std::sync::Arc;
+
+use smb3d_dtyp::NtStatus;
+use smb3d_wire::FileTime;
+use subtle::ConstantTimeEq;
+
+use crate::ntlm::{ChallengeState, Direction, NtlmOutcome, messages::SIGNATURE};
+use crate::spnego::{self, NegState, NegTokenResp, NegotiationToken};
+
+/// Where NT hashes come from (MS-NLMP 3.3.1 NTOWFv1); user names match case-insensitively.
+pub trait CredentialStore: Send + Sync {
+    /// The NT hash of `user`'s password, or None when the user does not exist or may not log on.
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]>;
+}
+
+/// The names the server announces in its NTLM CHALLENGE (MS-NLMP 2.2.2.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerIdentity {
+    pub netbios_domain: String,
+    pub netbios_name: String,
+    pub dns_domain: String,
+    pub dns_name: String,
+}
+
+/// Who authenticated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Principal {
+    /// A user whose password was proven; name and domain as the client sent them.
+    User { name: String, domain: String },
+    /// An anonymous logon (MS-NLMP 3.2.5.1.2): no user name and no NT response.
+    Anonymous,
+}
+
+/// Why a session setup failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// Wrong password, unknown user, a refused protocol variant or a failed integrity check;
+    /// deliberately not more specific.
+    #[error("logon failure")]
+    LogonFailure,
+    /// The token is malformed or arrived at the wrong point of the exchange.
+    #[error("invalid token: {0}")]
+    InvalidToken(&'static str),
+    /// The client asked for something this server does not do.
+    #[error("not supported: {0}")]
+    Unsupported(&'static str),
+}
+
+impl AuthError {
+    /// The status the SESSION_SETUP response carries (MS-SMB2 3.3.5.5.3).
+    pub fn status(self) -> NtStatus {
+        match self {
+            Self::LogonFailure => NtStatus::LOGON_FAILURE,
+            Self::InvalidToken(_) => NtStatus::INVALID_PARAMETER,
+            Self::Unsupported(_) => NtStatus::NOT_SUPPORTED,
+        }
+    }
+}
+
+/// What to send back after one step.
+pub enum Step {
+    /// Send `token` with STATUS_MORE_PROCESSING_REQUIRED and wait for the next one.
+    Continue { token: Vec<u8> },
+    /// Send `token` (possibly empty) with STATUS_SUCCESS; `session_key` is the SMB2 session
+    /// key (the NTLM ExportedSessionKey).
+    Done {
+        token: Vec<u8>,
+        principal: Principal,
+        session_key: [u8; 16],
+    },
+}
+
+impl fmt::Debug for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Continue { token } => f
+                .debug_struct("Continue")
+                .field("token_len", &token.len())
+                .finish(),
+            Self::Done {
+                token, principal, ..
+            } => f
+                .debug_struct("Done")
+                .field("token_len", &token.len())
+                .field("principal", principal)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// A source of random bytes for server challenges; tests inject a fixed one.
+pub trait RandomSource: Send + Sync {
+    /// Fills `buf`; fails only when the system has no randomness to give.
+    fn fill(&self, buf: &mut [u8]) -> Result<(), AuthError>;
+}
+
+/// The operating system's random source.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsRandom;
+
+impl RandomSource for OsRandom {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), AuthError> {
+        getrandom::fill(buf).map_err(|_| AuthError::Unsupported("no system random source"))
+    }
+}
+
+/// What SPNEGO remembers for the mechListMIC (RFC 4178 5).
+struct MicState {
+    /// The DER of the MechTypeList the client sent, which both MICs cover.
+    mech_types_der: Vec<u8>,
+    /// NTLM was not the client's first choice, so a MIC must prove the list was not altered.
+    required: bool,
+}
+
+enum State {
+    Start,
+    /// SPNEGO chose NTLM but the client has not yet sent an NTLM NEGOTIATE.
+    AwaitingNegotiate(MicState),
+    AwaitingAuthenticate {
+        ntlm: ChallengeState,
+        spnego: Option<MicState>,
+    },
+    Finished,
+}
+
+/// One SESSION_SETUP exchange. Accepts SPNEGO-wrapped NTLM or bare NTLMSSP tokens; after a
+/// result or an error every further step fails.
+pub struct Acceptor {
+    identity: Arc<ServerIdentity>,
+    store: Arc<dyn CredentialStore>,
+    random: Arc<dyn RandomSource>,
+    state: State,
+}
+
+impl Acceptor {
+    /// An acceptor drawing challenges from the operating system.
+    pub fn new(identity: Arc<ServerIdentity>, store: Arc<dyn CredentialStore>) -> Self {
+        Self::with_random(identity, store, Arc::new(OsRandom))
+    }
+
+    /// An acceptor drawing challenges from `random`.
+    pub fn with_random(
+        identity: Arc<ServerIdentity>,
+        store: Arc<dyn CredentialStore>,
+        random: Arc<dyn RandomSource>,
+    ) -> Self {
+        Self {
+            identity,
+            store,
+            random,
+            state: State::Start,
+        }
+    }
+
+    /// Takes the client's next security token; `now` is the MsvAvTimestamp of the CHALLENGE.
+    pub fn step(&mut self, token: &[u8], now: FileTime) -> Result<Step, AuthError> {
+        match core::mem::replace(&mut self.state, State::Finished) {
+            State::Start if token.starts_with(SIGNATURE) => {
+                let ntlm = self.challenge(token, now)?;
+                let token = ntlm.challenge_message().to_vec();
+                self.state = State::AwaitingAuthenticate { ntlm, spnego: None };
+                Ok(Step::Continue { token })
+            }
+            State::Start => self.spnego_init(token, now),
+            State::AwaitingNegotiate(mic) => {
+                let resp = NegTokenResp::decode(token).map_err(invalid)?;
+                let negotiate = resp
+                    .response_token
+                    .ok_or(AuthError::InvalidToken("responseToken"))?;
+                self.spnego_challenge(negotiate, mic, NegState::ACCEPT_INCOMPLETE, now)
+            }
+            State::AwaitingAuthenticate { ntlm, spnego: None } => {
+                let outcome = ntlm.authenticate(token, &self.store)?;
+                Ok(done(Vec::new(), outcome))
+            }
+            State::AwaitingAuthenticate {
+                ntlm,
+                spnego: Some(mic),
+            } => {
+                let resp = NegTokenResp::decode(token).map_err(invalid)?;
+                let authenticate = resp
+                    .response_token
+                    .ok_or(AuthError::InvalidToken("responseToken"))?;
+                let outcome = ntlm.authenticate(authenticate, &self.store)?;
+                let server_mic = check_mech_list_mic(&mic, resp.mech_list_mic, &outcome)?;
+                let token = NegTokenResp {
+                    neg_state: Some(NegState::ACCEPT_COMPLETED),
+                    mech_list_mic: server_mic.as_ref().map(|m| m.as_slice()),
+                    ..NegTokenResp::default()
+                }
+                .encode();
+                Ok(done(token, outcome))
+            }
+            State::Finished => Err(AuthError::InvalidToken("exchange already finished")),
+        }
+    }
+
+    /// Handles the client's NegTokenInit: picks NTLM and answers its optimistic token, or asks
+    /// for an NTLM token when the optimistic one was for another mechanism.
+    fn spnego_init(&mut self, token: &[u8], now: FileTime) -> Result<Step, AuthError> {
+        let NegotiationToken::Init(init) = NegotiationToken::decode(token).map_err(invalid)? else {
+            return Err(AuthError::InvalidToken("NegTokenInit"));
+        };
+        let position = init
+            .mech_types
+            .iter()
+            .position(|m| *m == spnego::OID_NTLMSSP)
+            .ok_or(AuthError::Unsupported("no mechanism in common"))?;
+        let mic = MicState {
+            mech_types_der: init.mech_types_der.to_vec(),
+            required: position != 0,
+        };
+        match init.mech_token {
+            Some(negotiate) if position == 0 => {
+                self.spnego_challenge(negotiate, mic, NegState::ACCEPT_INCOMPLETE, now)
+            }
+            _ => {
+                // RFC 4178 5: a counter-proposal asks for a MIC when it is not the
+                // initiator's first choice.
+                let neg_state = if mic.required {
+                    NegState::REQUEST_MIC
+                } else {
+                    NegState::ACCEPT_INCOMPLETE
+                };
+                let token = NegTokenResp {
+                    neg_state: Some(neg_state),
+                    supported_mech: Some(spnego::OID_NTLMSSP),
+                    ..NegTokenResp::default()
+                }
+                .encode();
+                self.state = State::AwaitingNegotiate(mic);
+                Ok(Step::Continue { token })
+            }
+        }
+    }
+
+    /// Answers an NTLM NEGOTIATE carried in SPNEGO.
+    fn spnego_challenge(
+        &mut self,
+        negotiate: &[u8],
+        mic: MicState,
+        neg_state: NegState,
+        now: FileTime,
+    ) -> Result<Step, AuthError> {
+        let ntlm = self.challenge(negotiate, now)?;
+        let token = NegTokenResp {
+            neg_state: Some(neg_state),
+            supported_mech: Some(spnego::OID_NTLMSSP),
+            response_token: Some(ntlm.challenge_message()),
+            mech_list_mic: None,
+        }
+        .encode();
+        self.state = State::AwaitingAuthenticate {
+            ntlm,
+            spnego: Some(mic),
+        };
+        Ok(Step::Continue { token })
+    }
+
+    fn challenge(&self, negotiate: &[u8], now: FileTime) -> Result<ChallengeState, AuthError> {
+        let mut server_challenge = [0u8; 8];
+        self.random.fill(&mut server_challenge)?;
+        ChallengeState::new(negotiate, &self.identity, server_challenge, now)
+    }
+}
+
+fn invalid(e: smb3d_wire::DecodeError) -> AuthError {
+    AuthError::InvalidToken(e.field)
+}
+
+fn done(token: Vec<u8>, outcome: NtlmOutcome) -> Step {
+    Step::Done {
+        token,
+        session_key: *outcome.exported_session_key,
+        principal: outcome.principal,
+    }
+}
+
+/// Applies the mechListMIC rules (RFC 4178 5, MS-SPNG 3.3.5.1) and returns the server's MIC,
+/// if one is to be sent. A client MIC is always checked and answered. Without one, the
+/// exchange fails when the MIC was required: NTLM was not the client's first choice, or its
+/// AUTHENTICATE carried an NTLM MIC (as Windows and Samba require since CVE-2016-2110). An
+/// anonymous logon has no keys, so no MIC is checked or sent.
+fn check_mech_list_mic(
+    mic: &MicState,
+    client_mic: Option<&[u8]>,
+    outcome: &NtlmOutcome,
+) -> Result<Option<[u8; 16]>, AuthError> {
+    if outcome.principal == Principal::Anonymous {
+        return Ok(None);
+    }
+    let Some(client_mic) = client_mic else {
+        return if mic.required || outcome.mic_present {
+            Err(AuthError::LogonFailure)
+        } else {
+            Ok(None)
+        };
+    };
+    let expected = outcome
+        .session_security(Direction::ClientToServer)
+        .mac(&mic.mech_types_der, 0);
+    if !bool::from(expected.as_slice().ct_eq(client_mic)) {
+        return Err(AuthError::LogonFailure);
+    }
+    Ok(Some(
+        outcome
+            .session_security(Direction::ServerToClient)
+            .mac(&mic.mech_types_der, 0),
+    ))
+}

@@ -1,0 +1,345 @@
+//! SPNEGO tokens (RFC 4178 4.2, MS-SPNG 2.2): NegTokenInit, NegTokenInit2 and NegTokenResp,
+//! with the GSS-API framing of the initial token (RFC 2743 3.1).
+
+use crate::der::{self, DerReader};
+use smb3d_wire::{DecodeError, DecodeErrorKind, Result};
+
+/// The most mechanisms accepted in one MechTypeList; real clients send at most five.
+const MAX_MECH_TYPES: usize = 32;
+
+/// DER contents of OID 1.3.6.1.5.5.2, SPNEGO (RFC 4178 3).
+pub const OID_SPNEGO: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x02];
+/// DER contents of OID 1.3.6.1.4.1.311.2.2.10, NTLMSSP (MS-NLMP 1.9).
+pub const OID_NTLMSSP: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x02, 0x02, 0x0a];
+/// DER contents of OID 1.2.840.113554.1.2.2, Kerberos V5 (RFC 4121).
+pub const OID_KRB5: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02];
+/// DER contents of OID 1.2.840.48018.1.2.2, the Kerberos OID Windows 2000 sent (MS-KILE 1.9).
+pub const OID_MS_KRB5: &[u8] = &[0x2a, 0x86, 0x48, 0x82, 0xf7, 0x12, 0x01, 0x02, 0x02];
+/// DER contents of OID 1.3.6.1.4.1.311.2.2.30, NEGOEX (MS-NEGOEX 1.9).
+pub const OID_NEGOEX: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x02, 0x02, 0x1e];
+
+/// The hint name Windows puts in NegTokenInit2 (MS-SPNG 2.2.1, 3.2.5.2).
+pub const NEG_HINT_NAME: &[u8] = b"not_defined_in_RFC4178@please_ignore";
+
+smb3d_wire::open_enum! {
+    /// negState of a NegTokenResp (RFC 4178 4.2.2).
+    pub struct NegState(u8) {
+        ACCEPT_COMPLETED = 0,
+        ACCEPT_INCOMPLETE = 1,
+        REJECT = 2,
+        REQUEST_MIC = 3,
+    }
+}
+
+/// NegTokenInit (RFC 4178 4.2.1), the initiator's first token.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NegTokenInit<'a> {
+    /// Each mechanism's OID contents, in the initiator's order of preference.
+    pub mech_types: Vec<&'a [u8]>,
+    /// The complete DER encoding of the MechTypeList, which the mechListMIC covers.
+    pub mech_types_der: &'a [u8],
+    /// The contents of the reqFlags BIT STRING (unused-bits octet first).
+    pub req_flags: Option<&'a [u8]>,
+    /// The optimistic token for `mech_types[0]`.
+    pub mech_token: Option<&'a [u8]>,
+    pub mech_list_mic: Option<&'a [u8]>,
+}
+
+/// NegHints of a NegTokenInit2 (MS-SPNG 2.2.1).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NegHints<'a> {
+    pub hint_name: Option<&'a [u8]>,
+    pub hint_address: Option<&'a [u8]>,
+}
+
+/// NegTokenInit2 (MS-SPNG 2.2.1), the acceptor's unsolicited first token.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NegTokenInit2<'a> {
+    pub mech_types: Vec<&'a [u8]>,
+    pub req_flags: Option<&'a [u8]>,
+    pub mech_token: Option<&'a [u8]>,
+    pub neg_hints: Option<NegHints<'a>>,
+    pub mech_list_mic: Option<&'a [u8]>,
+}
+
+/// NegTokenResp (RFC 4178 4.2.2), every token after the first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NegTokenResp<'a> {
+    pub neg_state: Option<NegState>,
+    pub supported_mech: Option<&'a [u8]>,
+    pub response_token: Option<&'a [u8]>,
+    pub mech_list_mic: Option<&'a [u8]>,
+}
+
+/// A token an initiator sends (RFC 4178 4.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NegotiationToken<'a> {
+    Init(NegTokenInit<'a>),
+    Resp(NegTokenResp<'a>),
+}
+
+/// Unwraps the GSS-API InitialContextToken (RFC 2743 3.1) and checks that it is SPNEGO's;
+/// returns the inner token.
+fn unwrap_initial_context_token(token: &[u8]) -> Result<&[u8]> {
+    let mut outer = DerReader::new(token);
+    let app = outer.expect(der::APPLICATION_0, "InitialContextToken")?;
+    if !outer.is_empty() {
+        return Err(DecodeError::invalid("InitialContextToken"));
+    }
+    let mut r = DerReader::new(app.contents);
+    let mech = r.expect(der::OID, "thisMech")?;
+    if mech.contents != OID_SPNEGO {
+        return Err(DecodeError::invalid("thisMech"));
+    }
+    Ok(r.remaining())
+}
+
+/// Decodes a MechTypeList (RFC 4178 4.1): a SEQUENCE OF OBJECT IDENTIFIER.
+fn decode_mech_types<'a>(list: der::Tlv<'a>) -> Result<Vec<&'a [u8]>> {
+    let mut r = DerReader::new(list.contents);
+    let mut mechs = Vec::new();
+    while !r.is_empty() {
+        if mechs.len() == MAX_MECH_TYPES {
+            return Err(DecodeError::new("mechTypes", DecodeErrorKind::TooLong));
+        }
+        mechs.push(r.expect(der::OID, "mechTypes")?.contents);
+    }
+    if mechs.is_empty() {
+        return Err(DecodeError::invalid("mechTypes"));
+    }
+    Ok(mechs)
+}
+
+/// Opens a SEQUENCE that must be the only value in `bytes`.
+fn sole_sequence<'a>(bytes: &'a [u8], field: &'static str) -> Result<DerReader<'a>> {
+    let mut r = DerReader::new(bytes);
+    let seq = r.expect(der::SEQUENCE, field)?;
+    if !r.is_empty() {
+        return Err(DecodeError::invalid(field));
+    }
+    Ok(DerReader::new(seq.contents))
+}
+
+impl<'a> NegTokenInit<'a> {
+    /// Decodes the contents of the `[0]` choice of NegotiationToken.
+    fn decode_choice(contents: &'a [u8]) -> Result<Self> {
+        let mut r = sole_sequence(contents, "NegTokenInit")?;
+        let list = r
+            .explicit(0, der::SEQUENCE, "mechTypes")?
+            .ok_or(DecodeError::truncated("mechTypes"))?;
+        let mech_types = decode_mech_types(list)?;
+        let req_flags = r.explicit(1, der::BIT_STRING, "reqFlags")?;
+        let mech_token = r.explicit(2, der::OCTET_STRING, "mechToken")?;
+        let mech_list_mic = r.explicit(3, der::OCTET_STRING, "mechListMIC")?;
+        r.skip_unknown_fields(4, "NegTokenInit")?;
+        Ok(Self {
+            mech_types,
+            mech_types_der: list.encoded,
+            req_flags: req_flags.map(|t| t.contents),
+            mech_token: mech_token.map(|t| t.contents),
+            mech_list_mic: mech_list_mic.map(|t| t.contents),
+        })
+    }
+}
+
+impl<'a> NegTokenInit2<'a> {
+    /// Decodes a NegTokenInit2 in its GSS-API framing, as a server sends it.
+    pub fn decode(token: &'a [u8]) -> Result<Self> {
+        let inner = unwrap_initial_context_token(token)?;
+        let mut r = DerReader::new(inner);
+        let choice = r.expect(der::context(0), "NegotiationToken")?;
+        if !r.is_empty() {
+            return Err(DecodeError::invalid("NegotiationToken"));
+        }
+        let mut r = sole_sequence(choice.contents, "NegTokenInit2")?;
+        let list = r
+            .explicit(0, der::SEQUENCE, "mechTypes")?
+            .ok_or(DecodeError::truncated("mechTypes"))?;
+        let mech_types = decode_mech_types(list)?;
+        let req_flags = r.explicit(1, der::BIT_STRING, "reqFlags")?;
+        let mech_token = r.explicit(2, der::OCTET_STRING, "mechToken")?;
+        let neg_hints = match r.explicit(3, der::SEQUENCE, "negHints")? {
+            None => None,
+            Some(seq) => {
+                let mut h = DerReader::new(seq.contents);
+                let hint_name = h.explicit(0, der::GENERAL_STRING, "hintName")?;
+                let hint_address = h.explicit(1, der::OCTET_STRING, "hintAddress")?;
+                h.skip_unknown_fields(2, "negHints")?;
+                Some(NegHints {
+                    hint_name: hint_name.map(|t| t.contents),
+                    hint_address: hint_address.map(|t| t.contents),
+                })
+            }
+        };
+        let mech_list_mic = r.explicit(4, der::OCTET_STRING, "mechListMIC")?;
+        r.skip_unknown_fields(5, "NegTokenInit2")?;
+        Ok(Self {
+            mech_types,
+            req_flags: req_flags.map(|t| t.contents),
+            mech_token: mech_token.map(|t| t.contents),
+            neg_hints,
+            mech_list_mic: mech_list_mic.map(|t| t.contents),
+        })
+    }
+
+    /// Encodes in the GSS-API framing.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        der::write_nested(der::APPLICATION_0, &mut out, |app| {
+            der::write_tlv(der::OID, OID_SPNEGO, app);
+            der::write_nested(der::context(0), app, |choice| {
+                der::write_nested(der::SEQUENCE, choice, |seq| {
+                    der::write_nested(der::context(0), seq, |f| {
+                        write_mech_types(&self.mech_types, f);
+                    });
+                    write_optional(seq, 1, der::BIT_STRING, self.req_flags);
+                    write_optional(seq, 2, der::OCTET_STRING, self.mech_token);
+                    if let Some(hints) = &self.neg_hints {
+                        der::write_nested(der::context(3), seq, |f| {
+                            der::write_nested(der::SEQUENCE, f, |h| {
+                                write_optional(h, 0, der::GENERAL_STRING, hints.hint_name);
+                                write_optional(h, 1, der::OCTET_STRING, hints.hint_address);
+                            });
+                        });
+                    }
+                    write_optional(seq, 4, der::OCTET_STRING, self.mech_list_mic);
+                });
+            });
+        });
+        out
+    }
+}
+
+impl NegTokenInit<'_> {
+    /// Encodes in the GSS-API framing, as an initiator sends it.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        der::write_nested(der::APPLICATION_0, &mut out, |app| {
+            der::write_tlv(der::OID, OID_SPNEGO, app);
+            der::write_nested(der::context(0), app, |choice| {
+                der::write_nested(der::SEQUENCE, choice, |seq| {
+                    der::write_nested(der::context(0), seq, |f| {
+                        write_mech_types(&self.mech_types, f);
+                    });
+                    write_optional(seq, 1, der::BIT_STRING, self.req_flags);
+                    write_optional(seq, 2, der::OCTET_STRING, self.mech_token);
+                    write_optional(seq, 3, der::OCTET_STRING, self.mech_list_mic);
+                });
+            });
+        });
+        out
+    }
+}
+
+impl<'a> NegTokenResp<'a> {
+    /// Decodes the contents of the `[1]` choice of NegotiationToken.
+    fn decode_choice(contents: &'a [u8]) -> Result<Self> {
+        let mut r = sole_sequence(contents, "NegTokenResp")?;
+        let neg_state = match r.explicit(0, der::ENUMERATED, "negState")? {
+            None => None,
+            Some(t) => match t.contents {
+                [v] => Some(NegState(*v)),
+                _ => return Err(DecodeError::invalid("negState")),
+            },
+        };
+        let supported_mech = r.explicit(1, der::OID, "supportedMech")?;
+        let response_token = r.explicit(2, der::OCTET_STRING, "responseToken")?;
+        let mech_list_mic = r.explicit(3, der::OCTET_STRING, "mechListMIC")?;
+        r.skip_unknown_fields(4, "NegTokenResp")?;
+        Ok(Self {
+            neg_state,
+            supported_mech: supported_mech.map(|t| t.contents),
+            response_token: response_token.map(|t| t.contents),
+            mech_list_mic: mech_list_mic.map(|t| t.contents),
+        })
+    }
+
+    /// Decodes a NegTokenResp, which travels without GSS-API framing.
+    pub fn decode(token: &'a [u8]) -> Result<Self> {
+        match NegotiationToken::decode(token)? {
+            NegotiationToken::Resp(resp) => Ok(resp),
+            NegotiationToken::Init(_) => Err(DecodeError::invalid("NegTokenResp")),
+        }
+    }
+
+    /// Encodes as the `[1]` choice of NegotiationToken.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        der::write_nested(der::context(1), &mut out, |choice| {
+            der::write_nested(der::SEQUENCE, choice, |seq| {
+                if let Some(state) = self.neg_state {
+                    der::write_nested(der::context(0), seq, |f| {
+                        der::write_tlv(der::ENUMERATED, &[state.0], f);
+                    });
+                }
+                write_optional(seq, 1, der::OID, self.supported_mech);
+                write_optional(seq, 2, der::OCTET_STRING, self.response_token);
+                write_optional(seq, 3, der::OCTET_STRING, self.mech_list_mic);
+            });
+        });
+        out
+    }
+}
+
+impl<'a> NegotiationToken<'a> {
+    /// Decodes what an initiator sends: a NegTokenInit in its GSS-API framing (or, as some
+    /// initiators send it, bare), or a bare NegTokenResp.
+    pub fn decode(token: &'a [u8]) -> Result<Self> {
+        let inner = if token.first() == Some(&der::APPLICATION_0) {
+            unwrap_initial_context_token(token)?
+        } else {
+            token
+        };
+        let mut r = DerReader::new(inner);
+        let choice = r.read("NegotiationToken")?;
+        if !r.is_empty() {
+            return Err(DecodeError::invalid("NegotiationToken"));
+        }
+        match choice.tag {
+            t if t == der::context(0) => {
+                NegTokenInit::decode_choice(choice.contents).map(Self::Init)
+            }
+            t if t == der::context(1) => {
+                NegTokenResp::decode_choice(choice.contents).map(Self::Resp)
+            }
+            _ => Err(DecodeError::invalid("NegotiationToken")),
+        }
+    }
+}
+
+/// Writes a MechTypeList.
+fn write_mech_types(mechs: &[&[u8]], out: &mut Vec<u8>) {
+    der::write_nested(der::SEQUENCE, out, |list| {
+        for mech in mechs {
+            der::write_tlv(der::OID, mech, list);
+        }
+    });
+}
+
+/// The DER encoding of a MechTypeList, as the mechListMIC covers it (RFC 4178 5).
+pub fn encode_mech_types(mechs: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_mech_types(mechs, &mut out);
+    out
+}
+
+/// Writes `[n] value` when the value is present.
+fn write_optional(out: &mut Vec<u8>, n: u8, tag: u8, value: Option<&[u8]>) {
+    if let Some(v) = value {
+        der::write_nested(der::context(n), out, |f| der::write_tlv(tag, v, f));
+    }
+}
+
+/// The NegTokenInit2 a server puts in its NEGOTIATE response (MS-SMB2 3.3.5.4, MS-SPNG
+/// 3.2.5.2): NTLMSSP as the only mechanism and Windows' hint name.
+pub fn server_initial_token() -> Vec<u8> {
+    NegTokenInit2 {
+        mech_types: vec![OID_NTLMSSP],
+        neg_hints: Some(NegHints {
+            hint_name: Some(NEG_HINT_NAME),
+            hint_address: None,
+        }),
+        ..NegTokenInit2::default()
+    }
+    .encode()
+}
