@@ -343,3 +343,147 @@ pub fn server_initial_token() -> Vec<u8> {
     }
     .encode()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Samba 4.17's NEGOTIATE response security buffer (loopback capture, see
+    /// tests/samba_capture.rs).
+    const SAMBA_INIT2: &str = "604806062b0601050502a03e303ca00e300c060a2b06010401823702020aa32a3028a0261b246e6f745f646566696e65645f696e5f5246433431373840706c656173655f69676e6f7265";
+    /// smbclient's first SESSION_SETUP security buffer (same capture).
+    const SMBCLIENT_INIT: &str = "604806062b0601050502a03e303ca00e300c060a2b06010401823702020aa22a04284e544c4d53535000010000001582086200000000280000000000000028000000060100000000000f";
+
+    #[test]
+    fn samba_neg_token_init2_decodes_and_re_encodes() {
+        let bytes = hex(SAMBA_INIT2);
+        let t = NegTokenInit2::decode(&bytes).unwrap();
+        assert_eq!(t.mech_types, vec![OID_NTLMSSP]);
+        assert_eq!(t.neg_hints.as_ref().unwrap().hint_name, Some(NEG_HINT_NAME));
+        assert_eq!(t.mech_token, None);
+        assert_eq!(t.encode(), bytes);
+        assert_eq!(server_initial_token(), bytes);
+    }
+
+    #[test]
+    fn smbclient_neg_token_init_decodes_and_re_encodes() {
+        let bytes = hex(SMBCLIENT_INIT);
+        let NegotiationToken::Init(t) = NegotiationToken::decode(&bytes).unwrap() else {
+            panic!("expected NegTokenInit");
+        };
+        assert_eq!(t.mech_types, vec![OID_NTLMSSP]);
+        assert_eq!(t.mech_types_der, &hex("300c060a2b06010401823702020a")[..]);
+        assert!(t.mech_token.unwrap().starts_with(b"NTLMSSP\0"));
+        assert_eq!(t.encode(), bytes);
+        // The same token without the GSS-API framing, as some initiators send it.
+        assert_eq!(
+            NegotiationToken::decode(&bytes[10..]).unwrap(),
+            NegotiationToken::Init(t)
+        );
+    }
+
+    #[test]
+    fn neg_token_resp_round_trips_and_skips_extensions() {
+        let resp = NegTokenResp {
+            neg_state: Some(NegState::ACCEPT_COMPLETED),
+            supported_mech: Some(OID_NTLMSSP),
+            response_token: Some(b"tok"),
+            mech_list_mic: Some(&[7; 16]),
+        };
+        let bytes = resp.encode();
+        assert_eq!(NegTokenResp::decode(&bytes).unwrap(), resp);
+        // A later field [5] is skipped (RFC 4178 4.2.2 leaves the SEQUENCE extensible).
+        let mut extended = Vec::new();
+        der::write_nested(der::context(1), &mut extended, |c| {
+            der::write_nested(der::SEQUENCE, c, |s| {
+                der::write_nested(der::context(0), s, |f| {
+                    der::write_tlv(der::ENUMERATED, &[1], f)
+                });
+                der::write_nested(der::context(5), s, |f| {
+                    der::write_tlv(der::OCTET_STRING, b"later", f)
+                });
+            });
+        });
+        let decoded = NegTokenResp::decode(&extended).unwrap();
+        assert_eq!(decoded.neg_state, Some(NegState::ACCEPT_INCOMPLETE));
+        // Fields out of order or unknown universal tags are refused.
+        let mut swapped = Vec::new();
+        der::write_nested(der::context(1), &mut swapped, |c| {
+            der::write_nested(der::SEQUENCE, c, |s| {
+                der::write_nested(der::context(2), s, |f| {
+                    der::write_tlv(der::OCTET_STRING, b"t", f)
+                });
+                der::write_nested(der::context(0), s, |f| {
+                    der::write_tlv(der::ENUMERATED, &[1], f)
+                });
+            });
+        });
+        assert!(NegTokenResp::decode(&swapped).is_err());
+    }
+
+    #[test]
+    fn every_truncation_is_refused() {
+        for token in [hex(SAMBA_INIT2), hex(SMBCLIENT_INIT)] {
+            for len in 0..token.len() {
+                assert!(NegotiationToken::decode(&token[..len]).is_err(), "{len}");
+                assert!(NegTokenInit2::decode(&token[..len]).is_err(), "{len}");
+            }
+        }
+    }
+
+    #[test]
+    fn huge_lengths_are_refused_without_allocating() {
+        let cases = [
+            hex("6084ffffffff06062b0601050502"),
+            hex("60480606"),
+            hex("a184ffffff00"),
+            hex("a1053003a084ffffffff"),
+            hex("604806062b0601050502a03e303ca08effffffffffffffffffffffffffffff"),
+        ];
+        for case in cases {
+            assert!(NegotiationToken::decode(&case).is_err(), "{case:02x?}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_recursing() {
+        // 2 000 nested [0] wrappers: the decoder reads a fixed schema, so it stops at the
+        // first wrong tag instead of descending.
+        let depth = 2_000;
+        let mut token = vec![0x04, 0x00];
+        for _ in 0..depth {
+            let mut outer = Vec::with_capacity(token.len() + 6);
+            der::write_tlv(der::context(0), &token, &mut outer);
+            token = outer;
+        }
+        assert!(NegotiationToken::decode(&token).is_err());
+        let mut wrapped = Vec::new();
+        der::write_nested(der::APPLICATION_0, &mut wrapped, |app| {
+            der::write_tlv(der::OID, OID_SPNEGO, app);
+            app.extend_from_slice(&token);
+        });
+        assert!(NegotiationToken::decode(&wrapped).is_err());
+    }
+
+    #[test]
+    fn wrong_framing_is_refused() {
+        // Another mechanism's OID in the GSS-API header.
+        let mut krb = hex(SMBCLIENT_INIT);
+        krb[4..10].copy_from_slice(&[0x2b, 0x06, 0x01, 0x05, 0x05, 0x03]);
+        assert!(NegotiationToken::decode(&krb).is_err());
+        // Trailing bytes after the token.
+        let mut trailing = hex(SMBCLIENT_INIT);
+        trailing.push(0);
+        assert!(NegotiationToken::decode(&trailing).is_err());
+        // An empty mechanism list, and a negState longer than one byte.
+        assert!(NegotiationToken::decode(&hex("a0063004a0023000")).is_err());
+        assert!(NegotiationToken::decode(&hex("a1083006a0040a020001")).is_err());
+    }
+}

@@ -358,3 +358,183 @@ impl CredentialStore for UserDb {
             .map(|e| *e.nt_hash)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pdbedit -s smb.conf -L -w` from the reference Samba 4.17, user bench, password "pass".
+    const PDBEDIT_LINE: &str = "bench:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3FC:[U          ]:LCT-6B0246E4:";
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!(
+                "smb3d-auth-{tag}-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Self(dir)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn write_with_mode(path: &Path, text: &str, mode: u32) {
+        fs::write(path, text).unwrap();
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn pdbedit_output_imports_and_saves_unchanged() {
+        let dir = TempDir::new("pdbedit");
+        let path = dir.0.join("smbpasswd");
+        write_with_mode(&path, &format!("{PDBEDIT_LINE}\n"), 0o600);
+        let db = UserDb::load(&path).unwrap();
+        assert_eq!(
+            db.list(),
+            vec![UserInfo {
+                name: "bench".into(),
+                uid: 1001,
+                flags: "U".into(),
+                last_change: 0x6B02_46E4,
+            }]
+        );
+        assert_eq!(db.nt_hash("BENCH"), Some(*crypto::nt_hash("pass")));
+        assert_eq!(db.nt_hash("nobody"), None);
+        db.save().unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            format!("{PDBEDIT_LINE}\n")
+        );
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn refuses_a_file_others_can_read() {
+        let dir = TempDir::new("mode");
+        let path = dir.0.join("smbpasswd");
+        for mode in [0o644, 0o640, 0o604, 0o660] {
+            write_with_mode(&path, PDBEDIT_LINE, mode);
+            assert!(matches!(
+                UserDb::load(&path),
+                Err(UserDbError::Permissions { .. })
+            ));
+        }
+        write_with_mode(&path, PDBEDIT_LINE, 0o400);
+        assert!(UserDb::load(&path).is_ok());
+    }
+
+    #[test]
+    fn bad_lines_are_reported_with_their_number() {
+        let dir = TempDir::new("parse");
+        let path = dir.0.join("smbpasswd");
+        let cases = [
+            (
+                "bench:x:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3FC:[U          ]:LCT-6B0246E4:",
+                "uid is not a number",
+            ),
+            (
+                "bench:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3F:[U          ]:LCT-6B0246E4:",
+                "NT hash is not 32 hex digits",
+            ),
+            (
+                "bench:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3FG:[U          ]:LCT-6B0246E4:",
+                "NT hash is not 32 hex digits",
+            ),
+            (
+                "bench:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3FC:U:LCT-6B0246E4:",
+                "account flags are not in brackets",
+            ),
+            (
+                "bench:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3FC:[U          ]:6B0246E4:",
+                "last change time is not LCT- and hex digits",
+            ),
+            (
+                "bench:1001:XXXX:36AA83BDCAB3C9FDAF321CA42A31C3FC:[U          ]:LCT-6B0246E4:",
+                "LM hash field is not 32 hex digits or X",
+            ),
+            ("bench:1001", "missing LM hash field"),
+            (
+                ":1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3FC:[U          ]:LCT-6B0246E4:",
+                "empty",
+            ),
+            (PDBEDIT_LINE, "user listed twice"),
+        ];
+        for (bad, reason) in cases {
+            let text = format!(
+                "# users\n\n{PDBEDIT_LINE}\n{}\n",
+                bad.replace("bench", "BENCH")
+            );
+            write_with_mode(&path, &text, 0o600);
+            match UserDb::load(&path) {
+                Err(UserDbError::Parse {
+                    line, reason: r, ..
+                }) => {
+                    assert_eq!((line, r), (4, reason), "{bad}");
+                }
+                other => panic!("{bad}: {:?}", other.map(|_| ())),
+            }
+        }
+    }
+
+    #[test]
+    fn add_update_remove_and_disabled_accounts() {
+        let dir = TempDir::new("edit");
+        let path = dir.0.join("users");
+        let mut db = UserDb::new(&path);
+        db.add_or_update("Alice", "one", Some(1000)).unwrap();
+        db.add_or_update("bob", "two", Some(1001)).unwrap();
+        db.add_or_update("ALICE", "three", None).unwrap();
+        assert_eq!(db.nt_hash("alice"), Some(*crypto::nt_hash("three")));
+        let names: Vec<_> = db.list().into_iter().map(|u| (u.name, u.uid)).collect();
+        assert_eq!(
+            names,
+            [("Alice".to_owned(), 1000), ("bob".to_owned(), 1001)]
+        );
+        db.save().unwrap();
+
+        let reloaded = UserDb::load(&path).unwrap();
+        assert_eq!(reloaded.list(), db.list());
+        assert_eq!(reloaded.nt_hash("BOB"), Some(*crypto::nt_hash("two")));
+
+        db.remove("BOB").unwrap();
+        assert!(matches!(db.remove("bob"), Err(UserDbError::NoSuchUser(_))));
+        assert_eq!(db.nt_hash("bob"), None);
+        assert!(matches!(
+            db.add_or_update("no-such-system-account-smb3d", "x", None),
+            Err(UserDbError::NoUid(_))
+        ));
+
+        let disabled = PDBEDIT_LINE.replace("[U          ]", "[DU         ]");
+        write_with_mode(&path, &disabled, 0o600);
+        let db = UserDb::load(&path).unwrap();
+        assert_eq!(db.list()[0].flags, "DU");
+        assert_eq!(db.nt_hash("bench"), None);
+    }
+
+    #[test]
+    fn names_are_validated() {
+        let long = "a".repeat(65);
+        for bad in ["", "a:b", "a\nb", "tab\there", long.as_str()] {
+            assert!(validate_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["bench", "Jörg Müller", "host$", &"a".repeat(64)] {
+            assert!(validate_name(good).is_ok(), "{good:?}");
+        }
+        let mut db = UserDb::new("/nonexistent/users");
+        assert!(matches!(
+            db.add_or_update("a:b", "x", Some(1)),
+            Err(UserDbError::InvalidName(_))
+        ));
+    }
+}

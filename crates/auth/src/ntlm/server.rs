@@ -61,6 +61,16 @@ pub struct NtlmOutcome {
     pub mic_present: bool,
 }
 
+impl core::fmt::Debug for NtlmOutcome {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("NtlmOutcome")
+            .field("principal", &self.principal)
+            .field("flags", &self.flags)
+            .field("mic_present", &self.mic_present)
+            .finish_non_exhaustive()
+    }
+}
+
 impl NtlmOutcome {
     /// Signing and sealing state for one direction, for the SPNEGO mechListMIC
     /// (MS-SPNG 3.3.5.1: each check starts from a fresh RC4 handle).
