@@ -1,6 +1,6 @@
 //! Rules every back end applies the same way, so that they agree on edge cases.
 
-use crate::{Disposition, VfsError, VfsResult};
+use crate::{Disposition, MAX_PATH_LEN, VfsError, VfsResult};
 
 /// The longest extended-attribute name, namespace prefix included (Linux `XATTR_NAME_MAX`).
 pub const MAX_XATTR_NAME_LEN: usize = 255;
@@ -9,6 +9,9 @@ pub const MAX_XATTR_VALUE_LEN: usize = 65_536;
 /// Namespaces a back end stores; others (`system.`, which has kernel-defined formats) are
 /// `Unsupported`.
 pub const XATTR_NAMESPACES: [&str; 3] = ["user.", "trusted.", "security."];
+
+/// The largest file size and offset: beyond `i64::MAX`, Linux reports `EFBIG`.
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
 /// How often an open-or-create retries when the object appears or disappears between its two
 /// steps. Beyond this the name keeps existing without being openable: a dangling symlink.
@@ -37,6 +40,26 @@ pub fn validate_xattr_name(name: &str) -> VfsResult<()> {
 pub fn validate_xattr_value(value: &[u8]) -> VfsResult<()> {
     if value.len() > MAX_XATTR_VALUE_LEN {
         return Err(VfsError::NoSpace);
+    }
+    Ok(())
+}
+
+/// The end of `offset..offset + len`, or `NoSpace` (Linux `EFBIG`) past [`MAX_FILE_SIZE`].
+pub fn checked_range_end(offset: u64, len: u64) -> VfsResult<u64> {
+    offset
+        .checked_add(len)
+        .filter(|&end| end <= MAX_FILE_SIZE)
+        .ok_or(VfsError::NoSpace)
+}
+
+/// Checks a symlink target as Linux accepts it: not empty, no NUL, at most [`MAX_PATH_LEN`]
+/// bytes. Where it points is checked only when it is followed.
+pub fn validate_symlink_target(target: &str) -> VfsResult<()> {
+    if target.is_empty() || target.contains('\0') {
+        return Err(VfsError::InvalidName);
+    }
+    if target.len() > MAX_PATH_LEN {
+        return Err(VfsError::NameTooLong);
     }
     Ok(())
 }
@@ -99,6 +122,22 @@ mod tests {
         assert_eq!(
             validate_xattr_value(&[0; MAX_XATTR_VALUE_LEN + 1]),
             Err(VfsError::NoSpace)
+        );
+    }
+
+    #[test]
+    fn ranges_and_symlink_targets() {
+        assert_eq!(checked_range_end(10, 5), Ok(15));
+        assert_eq!(checked_range_end(MAX_FILE_SIZE, 0), Ok(MAX_FILE_SIZE));
+        assert_eq!(checked_range_end(MAX_FILE_SIZE, 1), Err(VfsError::NoSpace));
+        assert_eq!(checked_range_end(u64::MAX, 1), Err(VfsError::NoSpace));
+        assert!(validate_symlink_target("../a/b").is_ok());
+        assert!(validate_symlink_target("/abs").is_ok());
+        assert_eq!(validate_symlink_target(""), Err(VfsError::InvalidName));
+        assert_eq!(validate_symlink_target("a\0"), Err(VfsError::InvalidName));
+        assert_eq!(
+            validate_symlink_target(&"a".repeat(MAX_PATH_LEN + 1)),
+            Err(VfsError::NameTooLong)
         );
     }
 

@@ -7,19 +7,19 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::backend::{open_by_disposition, validate_xattr_name, validate_xattr_value};
+use crate::backend::{
+    checked_range_end, open_by_disposition, validate_symlink_target, validate_xattr_name,
+    validate_xattr_value,
+};
 use crate::{
-    Access, DirEntry, FileStat, FileType, FsStat, Kind, MAX_NAME_LEN, MAX_PATH_LEN, OpenRequest,
-    Opened, S_IFDIR, S_IFLNK, S_IFREG, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult, errno,
-    validate_name,
+    Access, DirEntry, FileStat, FileType, FsStat, Kind, MAX_NAME_LEN, OpenRequest, Opened, S_IFDIR,
+    S_IFLNK, S_IFREG, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult, errno, validate_name,
 };
 
 const CHUNK: usize = 4096;
 const CHUNK_U64: u64 = CHUNK as u64;
 /// Linux `MAXSYMLINKS`: more links than this in one resolution is `ELOOP`.
 const MAX_SYMLINKS: usize = 40;
-/// Offsets and sizes beyond `i64::MAX` are `EFBIG` on Linux.
-const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 const DEFAULT_CAPACITY: u64 = 1 << 30;
 const ROOT_INO: u64 = 2;
 /// What a directory reports as its size and allocation, like ext4's one block.
@@ -288,17 +288,6 @@ impl Vfs for MemoryVfs {
     }
 }
 
-/// Symlink targets as Linux accepts them: not empty, no NUL, shorter than `PATH_MAX`.
-pub(crate) fn validate_symlink_target(target: &str) -> VfsResult<()> {
-    if target.is_empty() || target.contains('\0') {
-        return Err(VfsError::InvalidName);
-    }
-    if target.len() > MAX_PATH_LEN {
-        return Err(VfsError::NameTooLong);
-    }
-    Ok(())
-}
-
 /// Classifies a failure to resolve a parent directory.
 fn parent_miss(miss: Miss) -> VfsError {
     match miss {
@@ -539,14 +528,6 @@ impl Space {
     }
 }
 
-/// The end of `offset..offset + len`, or `NoSpace` (Linux `EFBIG`) past the largest file.
-fn range_end(offset: u64, len: u64) -> VfsResult<u64> {
-    offset
-        .checked_add(len)
-        .filter(|&end| end <= MAX_FILE_SIZE)
-        .ok_or(VfsError::NoSpace)
-}
-
 /// Copies as much of `src` as fits into `dst`; returns the count.
 fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
     let len = dst.len().min(src.len());
@@ -597,7 +578,7 @@ impl FileData {
     }
 
     fn write(&mut self, data: &[u8], offset: u64, space: &mut Space) -> VfsResult<()> {
-        let end = range_end(offset, data.len() as u64)?;
+        let end = checked_range_end(offset, data.len() as u64)?;
         if data.is_empty() {
             return Ok(());
         }
@@ -639,7 +620,7 @@ impl FileData {
         if len == 0 {
             return Err(VfsError::Io(errno::EINVAL));
         }
-        let end = range_end(offset, len)?;
+        let end = checked_range_end(offset, len)?;
         let (first, last) = (offset / CHUNK_U64, (end - 1) / CHUNK_U64);
         space.reserve(self.missing_chunks(first, last) * CHUNK_U64)?;
         for index in first..=last {
@@ -737,7 +718,7 @@ impl VfsFile for MemoryFile {
     }
 
     fn set_len(&self, len: u64) -> VfsResult<()> {
-        range_end(len, 0)?;
+        checked_range_end(len, 0)?;
         self.change_data(|file, space| {
             file.set_len(len, space);
             Ok(())
@@ -756,6 +737,9 @@ impl VfsFile for MemoryFile {
     }
 
     fn set_times(&self, atime: Option<Timespec>, mtime: Option<Timespec>) -> VfsResult<()> {
+        if atime.is_none() && mtime.is_none() {
+            return Ok(());
+        }
         let mut state = self.lock();
         let node = state.node_mut(self.ino)?;
         node.atime = atime.unwrap_or(node.atime);
@@ -823,6 +807,7 @@ impl Drop for MemoryFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::MAX_FILE_SIZE;
 
     crate::conformance_tests!(|| Box::new(MemoryVfs::new()) as Box<dyn Vfs>);
 

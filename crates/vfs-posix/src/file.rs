@@ -1,0 +1,284 @@
+//! [`PosixFile`]: a VFS handle over one file descriptor.
+
+use rustix::fd::{AsRawFd, OwnedFd};
+use rustix::fs::{
+    AtFlags, CWD, Dir, FallocateFlags, Mode, OFlags, Timestamps, UTIME_OMIT, XattrFlags, fallocate,
+    fgetxattr, fgetxattr_query, flistxattr, flistxattr_query, fremovexattr, fsetxattr, fsync,
+    ftruncate, futimens, getxattr, getxattr_query, listxattr, listxattr_query, openat, removexattr,
+    setxattr, utimensat,
+};
+use rustix::io::{self, Errno, pread, pwrite};
+use smb3d_vfs::backend::{checked_range_end, validate_xattr_name, validate_xattr_value};
+use smb3d_vfs::{
+    Access, DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult, validate_name,
+};
+
+use crate::errno::map_errno;
+use crate::stat::{statx_at, statx_fd};
+
+/// How often a size query and a read of an xattr may disagree because another process changed
+/// it in between before giving up.
+const XATTR_RACE_RETRIES: usize = 8;
+
+/// An open file, directory or other object of a [`PosixVfs`](crate::PosixVfs).
+///
+/// The descriptor may carry more rights than `access` (a truncating metadata-only open holds a
+/// writable one); the handle enforces `access` itself.
+pub struct PosixFile {
+    fd: OwnedFd,
+    access: Access,
+    file_type: FileType,
+    /// The descriptor is `O_PATH`: calls that need a real open file go through
+    /// `/proc/self/fd`, which resolves to the same object.
+    path_only: bool,
+}
+
+impl PosixFile {
+    pub(crate) fn new(fd: OwnedFd, access: Access, file_type: FileType, path_only: bool) -> Self {
+        Self {
+            fd,
+            access,
+            file_type,
+            path_only,
+        }
+    }
+
+    fn proc_path(&self) -> String {
+        format!("/proc/self/fd/{}", self.fd.as_raw_fd())
+    }
+
+    fn check_data(&self, allowed: bool) -> VfsResult<()> {
+        match self.file_type {
+            FileType::Directory => Err(VfsError::IsADirectory),
+            _ if !allowed => Err(VfsError::PermissionDenied),
+            FileType::File => Ok(()),
+            _ => Err(VfsError::Unsupported),
+        }
+    }
+
+    fn check_directory(&self) -> VfsResult<()> {
+        if self.file_type == FileType::Directory {
+            Ok(())
+        } else {
+            Err(VfsError::NotADirectory)
+        }
+    }
+
+    fn xattr_value(&self, name: &str) -> io::Result<Vec<u8>> {
+        if self.path_only {
+            let path = self.proc_path();
+            read_sized(
+                || getxattr_query(&path, name),
+                |buf| getxattr(&path, name, buf),
+            )
+        } else {
+            read_sized(
+                || fgetxattr_query(&self.fd, name),
+                |buf| fgetxattr(&self.fd, name, buf),
+            )
+        }
+    }
+
+    fn xattr_names(&self) -> io::Result<Vec<u8>> {
+        if self.path_only {
+            let path = self.proc_path();
+            read_sized(|| listxattr_query(&path), |buf| listxattr(&path, buf))
+        } else {
+            read_sized(
+                || flistxattr_query(&self.fd),
+                |buf| flistxattr(&self.fd, buf),
+            )
+        }
+    }
+}
+
+/// Reads a value whose size the kernel reports first, retrying if it grows in between
+/// (`ERANGE`). The kernel bounds xattr values and lists to 64 KiB.
+fn read_sized(
+    mut query: impl FnMut() -> io::Result<usize>,
+    mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
+) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    for _ in 0..XATTR_RACE_RETRIES {
+        buf.resize(query()?, 0);
+        match read(&mut buf) {
+            Ok(len) => {
+                buf.truncate(len);
+                return Ok(buf);
+            }
+            Err(Errno::RANGE) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Err(Errno::RANGE)
+}
+
+fn to_timespec(time: Option<Timespec>) -> rustix::fs::Timespec {
+    match time {
+        Some(time) => rustix::fs::Timespec {
+            tv_sec: time.sec,
+            tv_nsec: time.nsec.into(),
+        },
+        None => rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+    }
+}
+
+impl VfsFile for PosixFile {
+    fn stat(&self) -> VfsResult<FileStat> {
+        statx_fd(&self.fd).map_err(map_errno)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> VfsResult<usize> {
+        self.check_data(self.access.can_read())?;
+        let mut done = 0;
+        while let Some(rest) = buf.get_mut(done..).filter(|rest| !rest.is_empty()) {
+            let Some(position) = offset.checked_add(done as u64) else {
+                break;
+            };
+            match pread(&self.fd, rest, position) {
+                Ok(0) => break,
+                Ok(read) => done += read,
+                Err(Errno::INTR) => {}
+                // Offsets beyond the largest file read as the end of the file.
+                Err(Errno::INVAL) if position > i64::MAX as u64 => break,
+                Err(error) => return Err(map_errno(error)),
+            }
+        }
+        Ok(done)
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {
+        self.check_data(self.access.can_write())?;
+        checked_range_end(offset, data.len() as u64)?;
+        let mut done = 0;
+        while let Some(rest) = data.get(done..).filter(|rest| !rest.is_empty()) {
+            match pwrite(&self.fd, rest, offset + done as u64) {
+                Ok(0) => return Err(VfsError::NoSpace),
+                Ok(written) => done += written,
+                Err(Errno::INTR) => {}
+                Err(error) => return Err(map_errno(error)),
+            }
+        }
+        Ok(done)
+    }
+
+    fn set_len(&self, len: u64) -> VfsResult<()> {
+        self.check_data(self.access.can_write())?;
+        checked_range_end(len, 0)?;
+        ftruncate(&self.fd, len).map_err(map_errno)
+    }
+
+    fn allocate(&self, offset: u64, len: u64) -> VfsResult<()> {
+        self.check_data(self.access.can_write())?;
+        checked_range_end(offset, len)?;
+        fallocate(&self.fd, FallocateFlags::empty(), offset, len).map_err(map_errno)
+    }
+
+    fn sync(&self) -> VfsResult<()> {
+        if self.access == Access::MetadataOnly {
+            return Err(VfsError::PermissionDenied);
+        }
+        fsync(&self.fd).map_err(map_errno)
+    }
+
+    fn set_times(&self, atime: Option<Timespec>, mtime: Option<Timespec>) -> VfsResult<()> {
+        let times = Timestamps {
+            last_access: to_timespec(atime),
+            last_modification: to_timespec(mtime),
+        };
+        if self.path_only {
+            utimensat(CWD, self.proc_path(), &times, AtFlags::empty())
+        } else {
+            futimens(&self.fd, &times)
+        }
+        .map_err(map_errno)
+    }
+
+    fn read_dir(&self) -> VfsResult<Vec<DirEntry>> {
+        self.check_directory()?;
+        // A descriptor of its own, so that concurrent listings do not share a position, and
+        // readable even when this handle is `O_PATH`.
+        let listing = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = openat(&self.fd, ".", listing, Mode::empty()).map_err(map_errno)?;
+        let mut dir = Dir::new(fd).map_err(map_errno)?;
+        let mut entries = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(map_errno)?;
+            let Ok(name) = entry.file_name().to_str() else {
+                continue;
+            };
+            if name == "." || name == ".." {
+                continue;
+            }
+            let file_type = match entry.file_type() {
+                rustix::fs::FileType::RegularFile => FileType::File,
+                rustix::fs::FileType::Directory => FileType::Directory,
+                rustix::fs::FileType::Symlink => FileType::Symlink,
+                rustix::fs::FileType::Unknown => {
+                    match statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(stat) => stat.file_type,
+                        // Removed since the directory was read.
+                        Err(Errno::NOENT) => continue,
+                        Err(error) => return Err(map_errno(error)),
+                    }
+                }
+                _ => FileType::Other,
+            };
+            entries.push(DirEntry {
+                name: name.to_owned(),
+                ino: entry.ino(),
+                file_type,
+            });
+        }
+        Ok(entries)
+    }
+
+    fn stat_child(&self, name: &str) -> VfsResult<FileStat> {
+        validate_name(name)?;
+        self.check_directory()?;
+        statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(map_errno)
+    }
+
+    fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {
+        validate_xattr_name(name)?;
+        match self.xattr_value(name) {
+            Ok(value) => Ok(Some(value)),
+            Err(Errno::NODATA) => Ok(None),
+            Err(error) => Err(map_errno(error)),
+        }
+    }
+
+    fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
+        validate_xattr_name(name)?;
+        validate_xattr_value(value)?;
+        if self.path_only {
+            setxattr(self.proc_path(), name, value, XattrFlags::empty())
+        } else {
+            fsetxattr(&self.fd, name, value, XattrFlags::empty())
+        }
+        .map_err(map_errno)
+    }
+
+    fn remove_xattr(&self, name: &str) -> VfsResult<()> {
+        validate_xattr_name(name)?;
+        if self.path_only {
+            removexattr(self.proc_path(), name)
+        } else {
+            fremovexattr(&self.fd, name)
+        }
+        .map_err(map_errno)
+    }
+
+    fn list_xattr(&self) -> VfsResult<Vec<String>> {
+        let names = self.xattr_names().map_err(map_errno)?;
+        Ok(names
+            .split(|&byte| byte == 0)
+            .filter(|name| !name.is_empty())
+            .filter_map(|name| std::str::from_utf8(name).ok())
+            .map(str::to_owned)
+            .collect())
+    }
+}
