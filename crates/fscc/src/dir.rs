@@ -383,3 +383,214 @@ fn parse_class<const CLASS: u8>(entry: &[u8]) -> Result<DirEntryBuf> {
         .map_err(|_| DecodeError::invalid("FileInformationClass"))?
         .parse(entry)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL_CLASSES: [(u8, usize); 12] = [
+        (1, 64),
+        (2, 68),
+        (3, 94),
+        (12, 12),
+        (37, 104),
+        (38, 80),
+        (60, 88),
+        (63, 114),
+        (78, 80),
+        (79, 106),
+        (80, 96),
+        (81, 122),
+    ];
+
+    fn sample(name: &str) -> DirEntry<'_> {
+        DirEntry {
+            file_index: 0,
+            creation_time: FileTime(1),
+            last_access_time: FileTime(2),
+            last_write_time: FileTime(3),
+            change_time: FileTime(4),
+            end_of_file: 5,
+            allocation_size: 4096,
+            file_attributes: FileAttributes::ARCHIVE,
+            ea_size: 42,
+            reparse_tag: 0,
+            file_id: 0x1122_3344,
+            file_id_128: [7; 16],
+            short_name: "LONGNA~1.TXT",
+            name,
+        }
+    }
+
+    fn list(class: u8, entries: &[DirEntry<'_>], limit: usize) -> (Vec<u8>, usize) {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf);
+        let mut enc = DirListEncoder::new(FileInformationClass(class), &w, limit).unwrap();
+        for e in entries {
+            if !enc.push(&mut w, e) {
+                break;
+            }
+        }
+        let count = enc.count();
+        assert_eq!(enc.len(&w), w.offset());
+        (buf, count)
+    }
+
+    /// Only the fields a class carries survive decoding.
+    fn as_listed(class: u8, e: &DirEntry<'_>) -> DirEntryBuf {
+        let mut out = DirEntryBuf {
+            file_index: e.file_index,
+            name: e.name.into(),
+            ..DirEntryBuf::default()
+        };
+        if class == 12 {
+            return out;
+        }
+        out.creation_time = e.creation_time;
+        out.last_access_time = e.last_access_time;
+        out.last_write_time = e.last_write_time;
+        out.change_time = e.change_time;
+        out.end_of_file = e.end_of_file;
+        out.allocation_size = e.allocation_size;
+        out.file_attributes = e.file_attributes;
+        if class != 1 {
+            out.ea_size = e.ea_size;
+        }
+        if matches!(class, 3 | 37 | 63 | 79 | 81) {
+            out.short_name = e.short_name.into();
+        }
+        if matches!(class, 37 | 38 | 78 | 79 | 80 | 81) {
+            out.file_id = e.file_id;
+        }
+        if matches!(class, 60 | 63 | 80 | 81) {
+            out.file_id_128 = e.file_id_128;
+        }
+        out
+    }
+
+    #[test]
+    fn every_class_round_trips_with_fixed_sizes_and_alignment() {
+        let entries = [sample("a"), sample("longer name.txt"), sample("\u{1F600}")];
+        for (class, fixed) in ALL_CLASSES {
+            assert_eq!(
+                dir_entry_fixed_size(FileInformationClass(class)).unwrap(),
+                fixed
+            );
+            let (buf, count) = list(class, &entries, 65536);
+            assert_eq!(count, 3);
+            // First entry: fixed part, "a", padded to 8.
+            let first_next = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
+            assert_eq!(first_next, (fixed + 2).next_multiple_of(8), "class {class}");
+            let decoded: Vec<_> = dir_list(FileInformationClass(class), &buf)
+                .unwrap()
+                .map(|e| e.unwrap())
+                .collect();
+            let expected: Vec<_> = entries.iter().map(|e| as_listed(class, e)).collect();
+            assert_eq!(decoded, expected, "class {class}");
+            // The last entry has no padding after it.
+            let last = &decoded[2];
+            assert!(
+                buf.len() > fixed && buf.ends_with(&[0x3D, 0xD8, 0x00, 0xDE]),
+                "{last:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ea_size_carries_the_reparse_tag_where_the_class_has_no_tag_field() {
+        let mut e = sample("link");
+        e.file_attributes = FileAttributes::REPARSE_POINT;
+        e.reparse_tag = 0xA000_000C;
+        for (class, ea_at) in [(2u8, 64usize), (3, 64), (37, 64), (38, 64), (60, 64)] {
+            let (buf, _) = list(class, &[e], 4096);
+            let field = u32::from_le_bytes(buf[ea_at..ea_at + 4].try_into().unwrap());
+            let expected = if class == 60 { 42 } else { 0xA000_000C };
+            assert_eq!(field, expected, "class {class}");
+            let back = dir_list(FileInformationClass(class), &buf)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap();
+            assert_eq!(back.reparse_tag, 0xA000_000C);
+        }
+    }
+
+    #[test]
+    fn encoder_stops_when_the_next_entry_does_not_fit() {
+        let entries = [sample("one"), sample("two"), sample("three")];
+        // Class 1: 64 + 6 = 70, padded to 72; two entries need 72 + 70 = 142.
+        let (buf, count) = list(1, &entries, 141);
+        assert_eq!((count, buf.len()), (1, 70));
+        assert_eq!(&buf[..4], &[0, 0, 0, 0]);
+        let (buf, count) = list(1, &entries, 142);
+        assert_eq!((count, buf.len()), (2, 142));
+        let (_, count) = list(1, &entries, 69);
+        assert_eq!(count, 0);
+    }
+
+    #[test]
+    fn too_long_short_name_is_left_out() {
+        let mut e = sample("x");
+        e.short_name = "THIRTEEN.CHAR";
+        let (buf, _) = list(3, &[e], 4096);
+        let back = dir_list(FileInformationClass(3), &buf)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(back.short_name, "");
+    }
+
+    #[test]
+    fn unsupported_classes_are_a_distinct_error() {
+        let mut buf = Vec::new();
+        let w = Writer::new(&mut buf);
+        let err =
+            DirListEncoder::new(FileInformationClass::FILE_BASIC_INFORMATION, &w, 10).unwrap_err();
+        assert_eq!(err, UnsupportedClass(4));
+        assert!(dir_list(FileInformationClass(200), &[]).is_err());
+        assert!(dir_entry_fixed_size(FileInformationClass(61)).is_err());
+    }
+
+    #[test]
+    fn malformed_entries_are_rejected() {
+        let (mut buf, _) = list(12, &[sample("abc")], 4096);
+        // FileNameLength larger than the entry.
+        buf[8] = 200;
+        let e = dir_list(FileInformationClass(12), &buf)
+            .unwrap()
+            .next()
+            .unwrap();
+        assert_eq!(e.unwrap_err().kind, DecodeErrorKind::Truncated);
+        // A name that does not fit before the next entry.
+        let (mut buf, _) = list(12, &[sample("abc"), sample("d")], 4096);
+        buf[8] = 14;
+        let e = dir_list(FileInformationClass(12), &buf)
+            .unwrap()
+            .next()
+            .unwrap();
+        assert!(e.is_err());
+        // ShortNameLength past ShortName.
+        let (mut buf, _) = list(3, &[sample("abc")], 4096);
+        buf[68] = 26;
+        let e = dir_list(FileInformationClass(3), &buf)
+            .unwrap()
+            .next()
+            .unwrap();
+        assert_eq!(e.unwrap_err().kind, DecodeErrorKind::OutOfBounds);
+        // Odd name length.
+        let (mut buf, _) = list(1, &[sample("abc")], 4096);
+        buf[60] = 5;
+        let e = dir_list(FileInformationClass(1), &buf)
+            .unwrap()
+            .next()
+            .unwrap();
+        assert_eq!(e.unwrap_err().kind, DecodeErrorKind::InvalidUtf16);
+        // Truncated fixed part.
+        let e = dir_list(FileInformationClass(37), &buf[..40])
+            .unwrap()
+            .next()
+            .unwrap();
+        assert_eq!(e.unwrap_err().kind, DecodeErrorKind::Truncated);
+    }
+}

@@ -149,3 +149,119 @@ pub fn encode_get_ea_list<'n>(
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ea<'a>(name: &'a [u8], value: &'a [u8]) -> FullEa<'a> {
+        FullEa {
+            flags: EaFlags::empty(),
+            name,
+            value,
+        }
+    }
+
+    fn build(eas: &[FullEa<'_>], limit: usize) -> (Vec<u8>, usize) {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf);
+        let mut list = FullEaListEncoder::new(&w, limit);
+        for e in eas {
+            if !list.push(&mut w, e) {
+                break;
+            }
+        }
+        (buf.clone(), list.count())
+    }
+
+    #[test]
+    fn entries_are_four_byte_aligned_with_no_trailing_padding() {
+        let (buf, n) = build(&[ea(b"A", b"1"), ea(b"BB", b""), ea(b"C", b"xyz")], 1000);
+        assert_eq!(n, 3);
+        assert_eq!(
+            buf,
+            [
+                12, 0, 0, 0, 0, 1, 1, 0, b'A', 0, b'1', 0, //
+                12, 0, 0, 0, 0, 2, 0, 0, b'B', b'B', 0, 0, //
+                0, 0, 0, 0, 0, 1, 3, 0, b'C', 0, b'x', b'y', b'z'
+            ]
+        );
+        let back: Vec<_> = full_ea_list(&buf).map(|e| e.unwrap()).collect();
+        assert_eq!(back, [ea(b"A", b"1"), ea(b"BB", b""), ea(b"C", b"xyz")]);
+    }
+
+    #[test]
+    fn encoder_respects_limit_and_wire_limits() {
+        let (buf, n) = build(&[ea(b"A", b"1"), ea(b"B", b"2")], 22);
+        assert_eq!((n, buf.len()), (1, 11));
+        let long_name = [b'n'; 256];
+        let (buf, n) = build(&[ea(&long_name, b"")], 10_000);
+        assert_eq!((n, buf.len()), (0, 0));
+        assert!(!ea(&long_name, b"").is_encodable());
+        let big_value = vec![0u8; 65_536];
+        assert!(!ea(b"v", &big_value).is_encodable());
+        assert!(ea(b"v", &big_value[1..]).is_encodable());
+    }
+
+    #[test]
+    fn malformed_lists_are_rejected() {
+        let (good, _) = build(&[ea(b"A", b"1"), ea(b"B", b"2")], 1000);
+        // NextEntryOffset pointing back into the entry itself (a loop).
+        let mut looped = good.clone();
+        looped[0] = 4;
+        let e = full_ea_list(&looped).next().unwrap().unwrap_err();
+        assert_eq!(e.kind, DecodeErrorKind::OutOfBounds);
+        // Past the end of the buffer.
+        let mut escaping = good.clone();
+        escaping[0] = 0x40;
+        assert!(full_ea_list(&escaping).next().unwrap().is_err());
+        // Not a multiple of 4.
+        let mut misaligned = good.clone();
+        misaligned[0] = 13;
+        let e = full_ea_list(&misaligned).next().unwrap().unwrap_err();
+        assert_eq!(e.kind, DecodeErrorKind::Misaligned);
+        // Missing name terminator.
+        let mut unterminated = good.clone();
+        unterminated[9] = b'X';
+        let e = full_ea_list(&unterminated).next().unwrap().unwrap_err();
+        assert_eq!(e.kind, DecodeErrorKind::InvalidValue);
+        // Value longer than the entry.
+        let mut long_value = good.clone();
+        long_value[6] = 9;
+        assert!(full_ea_list(&long_value).next().unwrap().is_err());
+        // Truncated last entry.
+        assert!(
+            full_ea_list(&good[..good.len() - 1])
+                .nth(1)
+                .unwrap()
+                .is_err()
+        );
+        // The walk stops after the first error.
+        let mut it = full_ea_list(&looped);
+        assert!(it.next().unwrap().is_err());
+        assert!(it.next().is_none());
+    }
+
+    #[test]
+    fn get_ea_lists() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf);
+        assert!(encode_get_ea_list(&mut w, [&b"EA1"[..], b"LONGER"]));
+        assert_eq!(
+            buf,
+            [
+                12, 0, 0, 0, 3, b'E', b'A', b'1', 0, 0, 0, 0, //
+                0, 0, 0, 0, 6, b'L', b'O', b'N', b'G', b'E', b'R', 0
+            ]
+        );
+        let names: Vec<_> = get_ea_list(&buf).map(|e| e.unwrap().name).collect();
+        assert_eq!(names, [&b"EA1"[..], b"LONGER"]);
+        buf[8] = 1;
+        assert!(get_ea_list(&buf).next().unwrap().is_err());
+        let mut buf = Vec::new();
+        assert!(!encode_get_ea_list(
+            &mut Writer::new(&mut buf),
+            [&[b'x'; 300][..]]
+        ));
+    }
+}

@@ -607,3 +607,118 @@ impl FilePipeLocalInformation {
     }
 }
 whole_struct_codec!(FilePipeLocalInformation);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(f: impl FnOnce(&mut Writer<'_>)) -> Vec<u8> {
+        let mut buf = Vec::new();
+        f(&mut Writer::new(&mut buf));
+        buf
+    }
+
+    #[test]
+    fn rename_ex_layout() {
+        // MS-FSCC FileRenameInformationEx: Flags, Reserved (4), RootDirectory (8),
+        // FileNameLength, FileName.
+        let bytes = [
+            3, 0, 0, 0, 0xEE, 0xEE, 0xEE, 0xEE, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, b'n', 0, b'2',
+            0,
+        ];
+        let v = FileRenameInformationEx::decode(&bytes).unwrap();
+        assert_eq!(
+            v,
+            FileRenameInformationEx {
+                flags: RenameFlags::REPLACE_IF_EXISTS | RenameFlags::POSIX_SEMANTICS,
+                root_directory: 0,
+                file_name: "n2".into(),
+            }
+        );
+        // Reserved bytes are ignored on read and written as zero.
+        let mut expected = bytes;
+        expected[4..8].fill(0);
+        assert_eq!(encoded(|w| v.encode(w)), expected);
+
+        let link = FileLinkInformationEx::decode(&bytes).unwrap();
+        assert_eq!(
+            link.flags,
+            LinkFlags::REPLACE_IF_EXISTS | LinkFlags::POSIX_SEMANTICS
+        );
+        assert_eq!(encoded(|w| link.encode(w)), expected);
+    }
+
+    #[test]
+    fn rename_rejects_empty_and_overlong_names() {
+        let mut bytes = vec![1u8, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF];
+        bytes.extend_from_slice(&[0; 8]);
+        bytes.extend_from_slice(&[0, 0, 0, 0]);
+        let e = FileRenameInformation::decode(&bytes).unwrap_err();
+        assert_eq!(e.kind, DecodeErrorKind::InvalidValue);
+        bytes[16] = 4;
+        bytes.extend_from_slice(&[b'a', 0]);
+        let e = FileRenameInformation::decode(&bytes).unwrap_err();
+        assert_eq!(e.kind, DecodeErrorKind::Truncated);
+        bytes.extend_from_slice(&[b'b', 0]);
+        let v = FileRenameInformation::decode(&bytes).unwrap();
+        assert!(v.replace_if_exists);
+        assert_eq!(v.file_name, "ab");
+        bytes[16] = 0xFF;
+        bytes[19] = 0xFF;
+        assert!(FileRenameInformation::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn disposition_ex_id_and_pipe_layouts() {
+        let d = FileDispositionInformationEx::decode(&[0x13, 0, 0, 0]).unwrap();
+        assert_eq!(
+            d.flags,
+            DispositionFlags::DELETE
+                | DispositionFlags::POSIX_SEMANTICS
+                | DispositionFlags::IGNORE_READONLY_ATTRIBUTE
+        );
+        assert_eq!(encoded(|w| d.encode(w)), [0x13, 0, 0, 0]);
+
+        let id = FileIdInformation {
+            volume_serial_number: 0x0102_0304_0506_0708,
+            file_id: *b"0123456789abcdef",
+        };
+        let bytes = encoded(|w| id.encode(w));
+        assert_eq!(bytes.len(), FileIdInformation::SIZE);
+        assert_eq!(&bytes[..8], &[8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(FileIdInformation::decode(&bytes).unwrap(), id);
+
+        let pipe = FilePipeLocalInformation {
+            named_pipe_type: 1,
+            named_pipe_end: 1,
+            maximum_instances: 0xFFFF_FFFF,
+            ..Default::default()
+        };
+        let bytes = encoded(|w| pipe.encode(w));
+        assert_eq!(bytes.len(), FilePipeLocalInformation::SIZE);
+        assert_eq!(FilePipeLocalInformation::decode(&bytes).unwrap(), pipe);
+        let p = FilePipeInformation::decode(&[1, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+        assert_eq!((p.read_mode, p.completion_mode), (1, 0));
+        assert_eq!(
+            FileValidDataLengthInformation::decode(&[9, 0, 0, 0, 0, 0, 0, 0x80])
+                .unwrap()
+                .valid_data_length,
+            i64::MIN + 9
+        );
+    }
+
+    #[test]
+    fn short_buffers_are_truncated_errors() {
+        assert_eq!(
+            FileBasicInformation::decode(&[0; 39]).unwrap_err().kind,
+            DecodeErrorKind::Truncated
+        );
+        assert!(FileBasicInformation::decode(&[0; 40]).is_ok());
+        assert!(FileDispositionInformation::decode(&[]).is_err());
+        assert!(FileAllInformation::decode(&[0; 99]).is_err());
+        assert!(FileAllInformation::decode(&[0; 100]).is_ok());
+        let mut with_name = vec![0u8; 100];
+        with_name[96] = 2;
+        assert!(FileAllInformation::decode(&with_name).is_err());
+    }
+}

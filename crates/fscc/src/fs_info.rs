@@ -302,3 +302,54 @@ impl FileFsControlInformation {
     }
 }
 whole_struct_codec!(FileFsControlInformation);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smb3d_wire::DecodeErrorKind;
+
+    #[test]
+    fn control_information_round_trips_with_zero_padding() {
+        let v = FileFsControlInformation {
+            free_space_start_filtering: 1,
+            free_space_threshold: 2,
+            free_space_stop_filtering: 3,
+            default_quota_threshold: u64::MAX,
+            default_quota_limit: u64::MAX,
+            file_system_control_flags: FsControlFlags::QUOTA_TRACK | FsControlFlags::QUOTA_ENFORCE,
+        };
+        let mut buf = Vec::new();
+        v.encode(&mut Writer::new(&mut buf));
+        assert_eq!(buf.len(), FileFsControlInformation::SIZE);
+        assert_eq!(&buf[40..], &[3, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(FileFsControlInformation::decode(&buf).unwrap(), v);
+        assert!(FileFsControlInformation::decode(&buf[..44]).is_err());
+    }
+
+    #[test]
+    fn label_information_layout() {
+        let bytes = [4, 0, 0, 0, b'o', 0, b'k', 0];
+        let v = FileFsLabelInformation::decode(&bytes).unwrap();
+        assert_eq!(v.volume_label, "ok");
+        let mut buf = Vec::new();
+        v.encode(&mut Writer::new(&mut buf));
+        assert_eq!(buf, bytes);
+        let e = FileFsLabelInformation::decode(&[6, 0, 0, 0, b'o', 0]).unwrap_err();
+        assert_eq!(e.kind, DecodeErrorKind::Truncated);
+    }
+
+    #[test]
+    fn volume_label_length_is_bounded_by_the_buffer() {
+        let mut bytes = vec![0u8; 18];
+        bytes[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = FileFsVolumeInformation::decode(&bytes).unwrap_err();
+        assert_eq!(e.kind, DecodeErrorKind::Truncated);
+        bytes[12..16].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(
+            FileFsVolumeInformation::decode(&bytes)
+                .unwrap()
+                .volume_label,
+            ""
+        );
+    }
+}

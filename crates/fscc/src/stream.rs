@@ -87,3 +87,33 @@ impl StreamListEncoder {
         self.chain.len(w)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_keeps_whole_entries_only() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf);
+        let mut list = StreamListEncoder::new(&w, 70);
+        assert!(list.push(&mut w, "::$DATA", 11, 4096));
+        // 24 + 14 = 38 at offset 40 would end at 78.
+        assert!(!list.push(&mut w, "::$DATA", 1, 1));
+        assert_eq!((list.count(), list.len(&w)), (1, 38));
+        let entries: Vec<_> = file_stream_list(&buf).map(|e| e.unwrap()).collect();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].stream_allocation_size, 4096);
+    }
+
+    #[test]
+    fn misaligned_chain_is_rejected() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf);
+        let mut list = StreamListEncoder::new(&w, 1000);
+        assert!(list.push(&mut w, ":a:$DATA", 1, 1));
+        assert!(list.push(&mut w, "::$DATA", 1, 1));
+        buf[0] = 44;
+        assert!(file_stream_list(&buf).next().unwrap().is_err());
+    }
+}

@@ -213,3 +213,115 @@ impl StateSet<'_> {
         self.0.iter().all(|w| *w == 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_cases_of_part_one() {
+        assert!(is_name_in_expression("", "", false));
+        assert!(!is_name_in_expression("", "a", false));
+        assert!(!is_name_in_expression("*", "", false));
+        assert!(is_name_in_expression("*", "anything.at.all", false));
+        assert!(is_name_in_expression("*.*", "noextension", false));
+        assert!(is_name_in_expression("*.txt", "file.txt", false));
+        assert!(!is_name_in_expression("*.txt", "file.txt2", false));
+        assert!(!is_name_in_expression("*.txt", "txt", false));
+        assert!(is_name_in_expression("*.TXT", "file.txt", true));
+    }
+
+    #[test]
+    fn rules_table() {
+        // (expression, name, expected), case-sensitive.
+        let cases = [
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("a*", "a", true),
+            ("*b*", "abc", true),
+            ("*b*", "acd", false),
+            ("**", "x", true),
+            ("a*b*c", "aXbYc", true),
+            ("a*b*c", "aXcYb", false),
+            // DOS_STAR stops at the last period; dots before it are consumed.
+            ("<.txt", "file.txt", true),
+            ("<.txt", "a.b.txt", true),
+            ("<", "a.b", false),
+            ("<", "ab", true),
+            ("<.b", "a.b", true),
+            ("<b", "a.b", false),
+            ("<.txt", "file", false),
+            // DOS_QM: one character, or nothing at a period or the end of the name.
+            (">>>.txt", "ab.txt", true),
+            (">>>.txt", "abcd.txt", false),
+            ("a>>", "a", true),
+            ("a>>", "ab", true),
+            ("a>b", "ab", false),
+            ("a>.b", "ax.b", true),
+            // DOS_DOT: a period, or nothing at the end.
+            ("a\"", "a", true),
+            ("a\"", "a.", true),
+            ("a\"b", "a.b", true),
+            ("a\"b", "ab", false),
+            ("a\"*", "a.b", true),
+            // The way Windows rewrites `*.` and `?`: "<\"*" matches names with no extension.
+            ("<\"*", "noext", true),
+            ("<\"*", "has.ext", true),
+            ("x>\">>>", "x", true),
+            ("x>\">>>", "xy.abc", true),
+            ("x>\">>>", "xy.abcd", false),
+            ("abc", "abc", true),
+            ("abc", "ABC", false),
+        ];
+        for (expr, name, expected) in cases {
+            assert_eq!(
+                is_name_in_expression(expr, name, false),
+                expected,
+                "{expr:?} vs {name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn case_folding_is_unicode_not_ascii() {
+        assert!(is_name_in_expression("ABC", "abc", true));
+        assert!(is_name_in_expression("ÜNÏCÖDÉ.TXT", "ünïcödé.txt", true));
+        assert!(is_name_in_expression("ΣΊΣΥΦΟΣ*", "σίσυφος.txt", true));
+        assert!(is_name_in_expression("straẞe", "STRAßE", true));
+        assert!(is_name_in_expression("*ÉTÉ", "un été", true));
+        assert!(!is_name_in_expression("ÜNÏCÖDÉ.TXT", "ünïcödé.txt", false));
+    }
+
+    #[test]
+    fn has_wildcards_knows_the_dos_ones() {
+        assert!(!has_wildcards("plain.txt"));
+        for w in ["*", "a?", "<", ">", "\""] {
+            assert!(has_wildcards(w), "{w}");
+        }
+    }
+
+    #[test]
+    fn pathological_patterns_stay_fast() {
+        let name = "a".repeat(255);
+        let expr = "*a".repeat(200) + "b";
+        let started = std::time::Instant::now();
+        assert!(!is_name_in_expression(&expr, &name, true));
+        assert!(!is_name_in_expression(
+            "*a*a*a*a*a*a*a*a*a*a*a*a*b",
+            &name,
+            false
+        ));
+        let dos = "<>".repeat(2000) + "b";
+        assert!(!is_name_in_expression(&dos, &name, true));
+        assert!(is_name_in_expression(&"<>".repeat(2000), &name, true));
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn compiled_expression_matches_many_names() {
+        let expr = Expression::new("*.rs", true);
+        let names = ["lib.rs", "MAIN.RS", "notes.md", "rs"];
+        let hits: Vec<_> = names.into_iter().filter(|n| expr.matches(n)).collect();
+        assert_eq!(hits, ["lib.rs", "MAIN.RS"]);
+    }
+}
