@@ -81,8 +81,9 @@ impl Expression {
         }
     }
 
-    fn eq(&self, pattern: char, c: char) -> bool {
-        pattern == c || (self.ignore_case && pattern == fold(c))
+    /// The name character as literals were stored: folded when ignoring case.
+    fn key(&self, c: char) -> char {
+        if self.ignore_case { fold(c) } else { c }
     }
 
     /// Whether `name` matches the expression.
@@ -115,7 +116,7 @@ impl Expression {
         let mut chars = name.chars().rev();
         for t in literals.iter().rev() {
             match (t, chars.next()) {
-                (Token::Char(p), Some(c)) if self.eq(*p, c) => {}
+                (Token::Char(p), Some(c)) if *p == self.key(c) => {}
                 _ => return false,
             }
         }
@@ -143,6 +144,7 @@ impl Expression {
         cur.insert(0);
         for (at, c) in name.char_indices() {
             self.close(&mut cur, Some(c));
+            let key = self.key(c);
             next.clear();
             let consumable_period = last_period.is_some_and(|p| p > at);
             for (state, token) in self.tokens.iter().enumerate() {
@@ -157,7 +159,7 @@ impl Expression {
                     Token::DosQm if c != '.' => next.insert(state + 1),
                     Token::DosDot if c == '.' => next.insert(state + 1),
                     Token::DosQm | Token::DosDot => {}
-                    Token::Char(p) if self.eq(p, c) => next.insert(state + 1),
+                    Token::Char(p) if p == key => next.insert(state + 1),
                     Token::Char(_) => {}
                 }
             }
