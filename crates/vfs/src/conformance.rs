@@ -852,6 +852,17 @@ pub fn symlinks_inside_the_share(vfs: &dyn Vfs) {
         )),
         VfsError::AlreadyExists
     );
+    // A trailing slash in a target requires a directory, as in any path.
+    vfs.symlink("dir/sub/", &path("slash-dir")).unwrap();
+    vfs.symlink("dir/sub/target/", &path("slash-file")).unwrap();
+    assert_eq!(
+        vfs.stat(&path("slash-dir")).unwrap().file_type,
+        FileType::Directory
+    );
+    assert_eq!(
+        error(vfs.stat(&path("slash-file"))),
+        VfsError::NotADirectory
+    );
     let dir_handle = open(vfs, "dir", Access::Read, Disposition::Open, Kind::Directory)
         .unwrap()
         .file;

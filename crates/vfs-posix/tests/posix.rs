@@ -1,0 +1,159 @@
+//! Behaviour specific to the Linux back end: special files, names that are not UTF-8, the
+//! share root itself.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{PermissionsExt, symlink};
+
+use rustix::fs::{CWD, Mode, mkfifoat};
+use smb3d_vfs::{Access, Disposition, FileType, Kind, OpenRequest, Vfs, VfsError, VfsPath};
+use smb3d_vfs_posix::{PosixVfs, Resolver};
+
+const RESOLVERS: [Resolver; 2] = [Resolver::Openat2, Resolver::Walk];
+
+fn path(text: &str) -> VfsPath {
+    VfsPath::parse(text).unwrap()
+}
+
+fn request(access: Access, kind: Kind) -> OpenRequest {
+    OpenRequest {
+        access,
+        disposition: Disposition::Open,
+        kind,
+        create_mode: 0o644,
+    }
+}
+
+#[test]
+fn fifos_open_without_blocking_and_refuse_data() {
+    for resolver in RESOLVERS {
+        let dir = tempfile::tempdir().unwrap();
+        mkfifoat(CWD, dir.path().join("fifo"), Mode::from_raw_mode(0o644)).unwrap();
+        let vfs = PosixVfs::with_resolver(dir.path(), resolver).unwrap();
+        let fifo = path("fifo");
+        assert_eq!(vfs.stat(&fifo).unwrap().file_type, FileType::Other);
+        let metadata = vfs
+            .open(&fifo, &request(Access::MetadataOnly, Kind::Any))
+            .unwrap();
+        assert_eq!(metadata.file.stat().unwrap().file_type, FileType::Other);
+        // Without O_NONBLOCK this open would wait for a writer forever.
+        let reader = vfs.open(&fifo, &request(Access::Read, Kind::File)).unwrap();
+        let mut buf = [0; 4];
+        assert_eq!(reader.file.read_at(&mut buf, 0), Err(VfsError::Unsupported));
+        let root = vfs
+            .open(&VfsPath::root(), &request(Access::Read, Kind::Directory))
+            .unwrap();
+        let entries = root.file.read_dir().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].file_type, FileType::Other);
+        assert_eq!(
+            root.file.stat_child("fifo").unwrap().file_type,
+            FileType::Other
+        );
+    }
+}
+
+#[test]
+fn names_that_are_not_utf8_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join(OsStr::from_bytes(b"latin1-\xe9")), b"").unwrap();
+    fs::write(dir.path().join("plain"), b"").unwrap();
+    let vfs = PosixVfs::new(dir.path()).unwrap();
+    let root = vfs
+        .open(
+            &VfsPath::root(),
+            &request(Access::MetadataOnly, Kind::Directory),
+        )
+        .unwrap();
+    let names: Vec<String> = root
+        .file
+        .read_dir()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["plain"]);
+}
+
+/// The uid and gid tests switch to when run as root, so that permissions apply.
+const NOBODY: u32 = 65_534;
+
+/// Runs `check` on a thread with an unprivileged uid (only that thread: the raw system calls
+/// change one thread's credentials), or directly when not root.
+fn unprivileged(check: impl FnOnce() + Send) {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                if rustix::process::geteuid().is_root() {
+                    let gid = rustix::process::Gid::from_raw(NOBODY);
+                    rustix::thread::set_thread_groups(&[]).unwrap();
+                    rustix::thread::set_thread_res_gid(gid, gid, gid).unwrap();
+                    rustix::thread::set_thread_uid(rustix::process::Uid::from_raw(NOBODY)).unwrap();
+                }
+                check();
+            })
+            .join()
+            .unwrap();
+    });
+}
+
+#[test]
+fn metadata_only_opens_need_no_read_permission() {
+    for resolver in RESOLVERS {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let locked = dir.path().join("locked");
+        fs::write(&locked, b"secret").unwrap();
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(&locked, Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+        let vfs = PosixVfs::with_resolver(dir.path(), resolver).unwrap();
+        unprivileged(|| {
+            let read = vfs.open(&path("locked"), &request(Access::Read, Kind::File));
+            assert_eq!(read.err(), Some(VfsError::PermissionDenied));
+            let file = vfs
+                .open(&path("locked"), &request(Access::MetadataOnly, Kind::File))
+                .unwrap()
+                .file;
+            let stat = file.stat().unwrap();
+            assert_eq!((stat.size, stat.mode & 0o777), (6, 0));
+            let when = smb3d_vfs::Timespec {
+                sec: 86_400,
+                nsec: 0,
+            };
+            file.set_times(Some(when), Some(when)).unwrap();
+            assert_eq!(vfs.stat(&path("locked")).unwrap().mtime, when);
+        });
+    }
+}
+
+#[test]
+fn share_root_must_be_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("file"), b"").unwrap();
+    assert_eq!(
+        PosixVfs::new(&dir.path().join("missing")).err(),
+        Some(VfsError::NotFound)
+    );
+    assert_eq!(
+        PosixVfs::new(&dir.path().join("file")).err(),
+        Some(VfsError::NotADirectory)
+    );
+    // A symlink in the configured root path is the administrator's choice and is followed.
+    symlink(dir.path(), dir.path().join("alias")).unwrap();
+    let vfs = PosixVfs::new(&dir.path().join("alias")).unwrap();
+    assert_eq!(vfs.stat(&path("file")).unwrap().file_type, FileType::File);
+}
+
+#[test]
+fn fs_stat_reports_the_file_system() {
+    let dir = tempfile::tempdir().unwrap();
+    let vfs = PosixVfs::new(dir.path()).unwrap();
+    let stat = vfs.fs_stat().unwrap();
+    let statvfs = rustix::fs::statvfs(dir.path()).unwrap();
+    assert_eq!(stat.total_blocks, statvfs.f_blocks);
+    assert_eq!(stat.fs_id, statvfs.f_fsid);
+    assert_ne!(stat.fs_type, 0);
+}
