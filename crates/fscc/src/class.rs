@@ -203,8 +203,9 @@ impl FileInformationClass {
             Self::FILE_ALL_INFORMATION => OutputSize::variable(104),
             // 24 bytes of fixed fields, one name character, padded to 8.
             Self::FILE_STREAM_INFORMATION => OutputSize::variable(32),
-            // 8 bytes of fixed fields and one name byte, padded to 4.
-            Self::FILE_FULL_EA_INFORMATION => OutputSize::variable(12),
+            // No fixed part: whole entries only, STATUS_BUFFER_TOO_SMALL when not even the
+            // first fits, STATUS_BUFFER_OVERFLOW when some are left (MS-FSA 2.1.5.12.12).
+            Self::FILE_FULL_EA_INFORMATION => OutputSize::variable(0),
             _ => None,
         }
     }
@@ -270,6 +271,45 @@ mod tests {
         assert_eq!(all.fit(126, 104), OutputFit::Overflow { len: 104 });
         assert_eq!(all.fit(126, 107), OutputFit::Overflow { len: 106 });
         assert_eq!(all.fit(126, 126), OutputFit::Fits);
+    }
+
+    #[test]
+    fn minimums_match_samba() {
+        // (class, largest OutputBufferLength Samba answered STATUS_INFO_LENGTH_MISMATCH to),
+        // probed against the reference Samba on loopback. Samba also refuses 12 to 14 bytes of
+        // FileFsAttributeInformation, where MS-FSA 2.1.5.13.5 allows a truncated name.
+        let file = [(4u8, 39u32), (18, 103), (21, 7), (22, 31)];
+        for (class, refused) in file {
+            let size = FileInformationClass(class).query_size().unwrap();
+            assert_eq!(
+                size.fit(1000, refused),
+                OutputFit::LengthMismatch,
+                "{class}"
+            );
+            assert_ne!(
+                size.fit(1000, refused + 1),
+                OutputFit::LengthMismatch,
+                "{class}"
+            );
+        }
+        for (class, refused) in [(1u8, 23u32), (3, 23)] {
+            let size = FsInformationClass(class).query_size().unwrap();
+            assert_eq!(
+                size.fit(1000, refused),
+                OutputFit::LengthMismatch,
+                "{class}"
+            );
+            assert_ne!(
+                size.fit(1000, refused + 1),
+                OutputFit::LengthMismatch,
+                "{class}"
+            );
+        }
+        // Samba answers STATUS_BUFFER_OVERFLOW to FileFullEaInformation even in 0 bytes.
+        let ea = FileInformationClass::FILE_FULL_EA_INFORMATION
+            .query_size()
+            .unwrap();
+        assert_eq!(ea.fit(50, 0), OutputFit::Overflow { len: 0 });
     }
 
     #[test]
