@@ -82,7 +82,7 @@ impl DirEntryBuf {
 }
 
 /// A class-specific field between FileNameLength and FileName.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Tail {
     /// EaSize, or the reparse tag when FILE_ATTRIBUTE_REPARSE_POINT is set (the classes
     /// without a ReparsePointTag field).
@@ -112,7 +112,7 @@ impl Tail {
 use Tail::{EaOrTag, EaSize, FileId64, FileId128, ReparseTag, Reserved16, Reserved32, ShortName};
 
 /// The layout of one directory class: FileNamesInformation, or the common fields and a tail.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Layout {
     Names,
     Common(&'static [Tail]),
@@ -284,18 +284,8 @@ fn read_short_name(r: &mut Reader<'_>) -> Result<String> {
 /// entry's stays zero, and no padding follows it).
 #[derive(Debug)]
 pub struct DirListEncoder {
-    layout: LayoutDebug,
+    layout: Layout,
     chain: ChainWriter,
-}
-
-/// [`Layout`] with a Debug impl that does not print the tail table.
-#[derive(Clone, Copy)]
-struct LayoutDebug(Layout);
-
-impl core::fmt::Debug for LayoutDebug {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Layout(fixed {})", self.0.fixed_len())
-    }
 }
 
 impl DirListEncoder {
@@ -306,7 +296,7 @@ impl DirListEncoder {
         limit: usize,
     ) -> core::result::Result<Self, UnsupportedClass> {
         Ok(Self {
-            layout: LayoutDebug(Layout::of(class)?),
+            layout: Layout::of(class)?,
             chain: ChainWriter::new(w, limit, DIR_ALIGN),
         })
     }
@@ -314,7 +304,7 @@ impl DirListEncoder {
     /// Appends `entry`; false, writing nothing, if it does not fit (the server keeps it for the
     /// next QUERY_DIRECTORY).
     pub fn push(&mut self, w: &mut Writer<'_>, entry: &DirEntry<'_>) -> bool {
-        let layout = self.layout.0;
+        let layout = self.layout;
         let name_len = utf16_len_u32(entry.name);
         let len = layout
             .fixed_len()
