@@ -26,7 +26,7 @@ macro_rules! conformance_tests {
             read_write_and_size, allocate, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
-            create_modes, fs_stat,
+            create_modes, fs_stat, removed_directory_handles,
         );
     };
     (@each $make:expr; $($test:ident),* $(,)?) => {
@@ -1055,4 +1055,23 @@ pub fn fs_stat(vfs: &dyn Vfs) {
     assert!(stat.total_blocks >= stat.free_blocks, "{stat:?}");
     assert!(stat.free_blocks >= stat.avail_blocks, "{stat:?}");
     assert!(stat.max_name_len >= 255, "{stat:?}");
+}
+
+/// A removed directory's handle stays valid: it lists nothing and has no children.
+pub fn removed_directory_handles(vfs: &dyn Vfs) {
+    mkdir(vfs, "gone");
+    let dir = open(
+        vfs,
+        "gone",
+        Access::Read,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    vfs.unlink(&path("gone")).unwrap();
+    assert_eq!(dir.stat().unwrap().file_type, FileType::Directory);
+    assert!(dir.read_dir().unwrap().is_empty());
+    assert_eq!(error(dir.stat_child("x")), VfsError::NotFound);
+    assert_eq!(dir.stat().unwrap().nlink, 0);
 }

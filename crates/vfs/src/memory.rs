@@ -217,8 +217,8 @@ impl Vfs for MemoryVfs {
             return Err(VfsError::Busy);
         };
         let mut state = self.lock();
-        let from_chain = state.walk(&from_parent, true).map_err(parent_miss)?;
-        let to_chain = state.walk(&to_parent, true).map_err(parent_miss)?;
+        let from_chain = state.parent_chain(&from_parent)?;
+        let to_chain = state.parent_chain(&to_parent)?;
         let (&from_dir, &to_dir) = (
             from_chain.last().ok_or(INCONSISTENT)?,
             to_chain.last().ok_or(INCONSISTENT)?,
@@ -419,10 +419,17 @@ impl State {
 
     /// Resolves the directory that holds the last component of a path.
     fn parent_directory(&self, parent: &VfsPath) -> VfsResult<u64> {
+        self.parent_chain(parent)?
+            .last()
+            .copied()
+            .ok_or(INCONSISTENT)
+    }
+
+    /// Resolves a parent directory, returning the chain of directories from the root to it.
+    fn parent_chain(&self, parent: &VfsPath) -> VfsResult<Vec<u64>> {
         let chain = self.walk(parent, true).map_err(parent_miss)?;
-        let dir = chain.last().copied().ok_or(INCONSISTENT)?;
-        self.directory_entries(dir)?;
-        Ok(dir)
+        self.directory_entries(chain.last().copied().ok_or(INCONSISTENT)?)?;
+        Ok(chain)
     }
 
     /// Creates a node at `path`, which must not exist (not even as a dangling symlink).
