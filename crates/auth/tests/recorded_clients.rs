@@ -1,8 +1,13 @@
-//! Replays exchanges recorded with Python pyspnego as the client (tests/pyspnego_fixtures.py
-//! wrote tests/fixtures/pyspnego.txt by driving examples/accept_stdio.rs). pyspnego checked
-//! the server's mechListMIC and derived the same session key when they were recorded; here the
-//! acceptor, given the same challenge and time, must answer every recorded client token with
-//! the recorded bytes.
+//! Replays exchanges recorded with other clients driving the acceptor:
+//!
+//! * Python pyspnego 0.12 (tests/pyspnego_fixtures.py through examples/accept_stdio.rs wrote
+//!   tests/fixtures/pyspnego.txt);
+//! * the `sspi` crate 0.23, NTLM and Negotiate (tests/sspi_fixtures wrote
+//!   tests/fixtures/sspi.txt).
+//!
+//! Both clients checked the server's mechListMIC and derived the same session key when the
+//! exchanges were recorded; here the acceptor, given the same challenge and time, must answer
+//! every recorded client token with the recorded bytes.
 
 use std::sync::Arc;
 
@@ -10,8 +15,6 @@ use smb3d_auth::{
     Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
 };
 use smb3d_wire::FileTime;
-
-const FIXTURES: &str = include_str!("fixtures/pyspnego.txt");
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len())
@@ -72,13 +75,13 @@ fn render(step: Result<Step, AuthError>) -> String {
     }
 }
 
-#[test]
-fn pyspnego_exchanges_replay_byte_for_byte() {
+/// Replays one fixture file; returns how many scenarios it held and how many succeeded.
+fn replay(fixtures: &str) -> (usize, usize) {
     let mut scenarios = 0;
     let mut successes = 0;
     let mut current: Option<(Acceptor, FileTime)> = None;
     let mut last_reply = String::new();
-    for line in FIXTURES.lines() {
+    for line in fixtures.lines() {
         let Some((kind, rest)) = line.split_once(' ') else {
             continue;
         };
@@ -109,5 +112,15 @@ fn pyspnego_exchanges_replay_byte_for_byte() {
             _ => {}
         }
     }
-    assert_eq!((scenarios, successes), (5, 3));
+    (scenarios, successes)
+}
+
+#[test]
+fn pyspnego_exchanges_replay_byte_for_byte() {
+    assert_eq!(replay(include_str!("fixtures/pyspnego.txt")), (5, 3));
+}
+
+#[test]
+fn sspi_exchanges_replay_byte_for_byte() {
+    assert_eq!(replay(include_str!("fixtures/sspi.txt")), (4, 3));
 }
