@@ -7,7 +7,7 @@ use rustix::fs::{Mode, OFlags, ResolveFlags, openat, openat2, readlinkat};
 use rustix::io::{self, Errno};
 use smb3d_vfs::VfsPath;
 
-/// How [`Root`] resolves paths.
+/// How a [`PosixVfs`](crate::PosixVfs) resolves paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resolver {
     /// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`: the kernel confines the

@@ -6,7 +6,7 @@
 //! redirect it. Errors are [`VfsError`]s: no NTSTATUS, UTF-16 or FILETIME here.
 //!
 //! Back ends: [`MemoryVfs`] here (tests and fuzzing), `smb3d-vfs-posix` for Linux. With the
-//! `conformance` feature, [`conformance`] holds the suite both run.
+//! `conformance` feature, the `conformance` module holds the suite both run.
 //!
 //! The calls are synchronous; the server makes them from blocking worker threads.
 #![forbid(unsafe_code)]
