@@ -221,3 +221,60 @@ fn authenticate_offsets_out_of_range_are_invalid() {
         );
     }
 }
+
+/// `smbclient -N -L //127.0.0.1 -m SMB3_11` against the same Samba: first a logon as the local
+/// user "root" with empty LM and NT responses (Samba: STATUS_LOGON_FAILURE), then an
+/// anonymous one (Samba: success, accept-completed without a mechListMIC).
+mod anonymous {
+    use super::*;
+
+    const NEGOTIATE: &str = "604806062b0601050502a03e303ca00e300c060a2b06010401823702020aa22a04284e544c4d53535000010000001582086200000000280000000000000028000000060100000000000f";
+    const CHALLENGE_1: &str = "a18181307fa0030a0101a10c060a2b06010401823702020aa26a04684e544c4d5353500002000000040004003800000015828a6206d9ba0ce979116800000000000000002c002c003c000000060100000000000f56004d000200040056004d000100040056004d00040000000300040076006d0007000800661adcda237add0100000000";
+    const EMPTY_RESPONSES: &str = "a181a33081a0a281890481864e544c4d5353500003000000000000005800000000000000580000001200120058000000080008006a0000000400040072000000100010007600000015820062060100000000000f26abd34c64ae31ea10dee8eb7cd36e9757004f0052004b00470052004f005500500072006f006f00740056004d0074e80f61d60b674d487d978c8fcbbb67a312041001000000348c9166e2e37b143ecb2501";
+    const CHALLENGE_2: &str = "a18181307fa0030a0101a10c060a2b06010401823702020aa26a04684e544c4d5353500002000000040004003800000015828a62ec7784782ebba31800000000000000002c002c003c000000060100000000000f56004d000200040056004d000100040056004d00040000000300040076006d0007000800764bdcda237add0100000000";
+    const ANONYMOUS: &str = "a16e306ca26a04684e544c4d5353500003000000000000005800000000000000580000000000000058000000000000005800000000000000580000001000100058000000158a0062060100000000000f42151a08ebc34fed5bace77fa148b515aaf78eb39b2304f92f89e878810e71e6";
+    const SAMBA_ACCEPT: &str = "a1073005a0030a0100";
+
+    fn exchange(challenge: [u8; 8], time: u64, expected_challenge: &str) -> Acceptor {
+        let mut acc = Acceptor::with_random(
+            samba_identity(),
+            Arc::new(Bench),
+            Arc::new(FixedChallenge(challenge)),
+        );
+        let Step::Continue { token } = acc.step(&hex(NEGOTIATE), FileTime(time)).unwrap() else {
+            panic!("expected a challenge");
+        };
+        assert_eq!(token, hex(expected_challenge));
+        acc
+    }
+
+    #[test]
+    fn named_user_without_responses_fails_like_samba() {
+        let mut acc = exchange(
+            [0x06, 0xd9, 0xba, 0x0c, 0xe9, 0x79, 0x11, 0x68],
+            0x01dd_7a23_dadc_1a66,
+            CHALLENGE_1,
+        );
+        assert_eq!(
+            acc.step(&hex(EMPTY_RESPONSES), FileTime(0)).unwrap_err(),
+            AuthError::LogonFailure
+        );
+    }
+
+    #[test]
+    fn anonymous_succeeds_like_samba() {
+        let mut acc = exchange(
+            [0xec, 0x77, 0x84, 0x78, 0x2e, 0xbb, 0xa3, 0x18],
+            0x01dd_7a23_dadc_4b76,
+            CHALLENGE_2,
+        );
+        let Step::Done {
+            token, principal, ..
+        } = acc.step(&hex(ANONYMOUS), FileTime(0)).unwrap()
+        else {
+            panic!("expected success");
+        };
+        assert_eq!(principal, Principal::Anonymous);
+        assert_eq!(token, hex(SAMBA_ACCEPT));
+    }
+}
