@@ -190,3 +190,10 @@ fn an_error_ends_the_exchange() {
         AuthError::InvalidToken("exchange already finished")
     );
 }
+
+#[test]
+fn acceptor_can_move_between_tasks() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Acceptor>();
+    assert_send_sync::<smb3d_auth::UserDb>();
+}
