@@ -58,8 +58,13 @@ pub mod negotiate;
 pub mod output;
 pub mod query_directory;
 pub mod query_info;
+pub mod read;
+pub mod session_setup;
 pub mod smb1;
+pub mod tree_connect;
 pub mod tree_disconnect;
+
+pub mod write;
 
 mod util;
 

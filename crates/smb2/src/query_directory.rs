@@ -26,12 +26,12 @@ pub struct QueryDirectoryRequest<'a> {
     pub file_index: u32,
     pub file_id: FileId,
     /// The search pattern, raw UTF-16LE (even length; the server validates it).
-    pub pattern: &'a [u8],
+    pub file_name: &'a [u8],
     /// The most output the client accepts.
     pub output_buffer_length: u32,
 }
 
-/// Where the pattern starts: after the 32-byte fixed part.
+/// Where the file name starts: after the 32-byte fixed part.
 const REQUEST_BUFFER_OFFSET: usize = 64 + 32;
 
 impl<'a> QueryDirectoryRequest<'a> {
@@ -48,20 +48,20 @@ impl<'a> QueryDirectoryRequest<'a> {
         if !name_len.is_multiple_of(2) {
             return Err(DecodeError::new("FileName", DecodeErrorKind::InvalidUtf16));
         }
-        let pattern = r.buffer_at(name_offset, name_len, "FileName")?;
+        let file_name = r.buffer_at(name_offset, name_len, "FileName")?;
         Ok(Self {
             file_information_class,
             flags,
             file_index,
             file_id,
-            pattern,
+            file_name,
             output_buffer_length,
         })
     }
 
     /// Writes the body after the header (an empty pattern as offset 0 and a pad byte).
     pub fn encode(&self, w: &mut Writer<'_>) {
-        let offset = if self.pattern.is_empty() {
+        let offset = if self.file_name.is_empty() {
             0
         } else {
             REQUEST_BUFFER_OFFSET
@@ -72,12 +72,12 @@ impl<'a> QueryDirectoryRequest<'a> {
             .u32(self.file_index);
         self.file_id.write(w);
         w.u16(len16(offset))
-            .u16(len16(self.pattern.len()))
+            .u16(len16(self.file_name.len()))
             .u32(self.output_buffer_length);
-        if self.pattern.is_empty() {
+        if self.file_name.is_empty() {
             w.u8(0);
         } else {
-            w.bytes(self.pattern);
+            w.bytes(self.file_name);
         }
     }
 }
@@ -123,7 +123,7 @@ mod tests {
     use proptest::prelude::*;
 
     // smbtorture smb2.lock.cancel against Samba 4.17: FileNamesInformation (class 0x0C) with
-    // pattern "*", and the two entries "." and ".." plus "cancel.txt".
+    // pattern "*": the entries ".", ".." and "cancel.txt".
     const REQUEST: &str = "
         fe534d4240000100000000000e0001001000000000000000180000000000000000000000cbec1692ae772cdf00000000
         0000000000000000000000000000000021000c0000000000d9d921ba00000000a32cbeb3000000006000020000000100
@@ -145,14 +145,14 @@ mod tests {
         let req = QueryDirectoryRequest::decode(&pdu).unwrap();
         assert_eq!(req.file_information_class, 0x0C);
         assert!(req.flags.is_empty());
-        assert_eq!(req.pattern, b"*\0");
+        assert_eq!(req.file_name, b"*\0");
         assert_eq!(req.output_buffer_length, 0x0001_0000);
         assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(REQUEST_NAMED);
         let req = QueryDirectoryRequest::decode(&pdu).unwrap();
         assert_eq!(req.file_information_class, 0x25);
-        assert_eq!(req.pattern, b"b\0.\0t\0x\0t\0");
+        assert_eq!(req.file_name, b"b\0.\0t\0x\0t\0");
         assert_eq!(req.output_buffer_length, 0x0080_0000);
         assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
@@ -188,9 +188,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trips(class in any::<u8>(), flags in any::<u8>(), index in any::<u32>(), len in any::<u32>(), pattern in proptest::collection::vec(any::<u16>(), 0..20)) {
-            let pattern: Vec<u8> = pattern.iter().flat_map(|u| u.to_le_bytes()).collect();
-            let req = QueryDirectoryRequest { file_information_class: class, flags: QueryDirectoryFlags(flags), file_index: index, file_id: FileId { persistent: 1, volatile: 2 }, pattern: &pattern, output_buffer_length: len };
+        fn round_trips(class in any::<u8>(), flags in any::<u8>(), index in any::<u32>(), len in any::<u32>(), file_name in proptest::collection::vec(any::<u16>(), 0..20)) {
+            let file_name: Vec<u8> = file_name.iter().flat_map(|u| u.to_le_bytes()).collect();
+            let req = QueryDirectoryRequest { file_information_class: class, flags: QueryDirectoryFlags(flags), file_index: index, file_id: FileId { persistent: 1, volatile: 2 }, file_name: &file_name, output_buffer_length: len };
             let mut buf = vec![0u8; 64];
             req.encode(&mut Writer::with_base(&mut buf, 0));
             prop_assert_eq!(QueryDirectoryRequest::decode(&buf).unwrap(), req);
