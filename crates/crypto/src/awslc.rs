@@ -1,0 +1,180 @@
+//! The AWS-LC back end (`aws-lc-rs`): AES-GCM and GMAC with AWS-LC's VAES/VPCLMULQDQ (AVX-512)
+//! and AES-NI/CLMUL assembly, HMAC-SHA256 and AES-CMAC. AWS-LC has no AES-CCM with SMB's
+//! 11-byte nonce, so CCM comes from RustCrypto.
+
+use aws_lc_rs::aead::{AES_128_GCM, AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
+use aws_lc_rs::{cmac, hmac};
+
+use crate::rustcrypto::{ccm_cipher, fill_os_random};
+use crate::signing::{HeaderSigner, Mac16, gmac_nonce};
+use crate::{
+    Cipher, CryptoError, CryptoProvider, MessageCipher, MessageSigner, SigningAlgorithm, check_key,
+    check_nonce,
+};
+
+/// AWS-LC for every algorithm it has (GCM, GMAC, HMAC-SHA256, CMAC); CCM from RustCrypto.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AwsLcProvider;
+
+impl CryptoProvider for AwsLcProvider {
+    fn signer(&self, alg: SigningAlgorithm, key: &[u8; 16]) -> Box<dyn MessageSigner> {
+        match alg {
+            SigningAlgorithm::HmacSha256 => hmac_signer(key),
+            SigningAlgorithm::AesCmac => cmac_signer(key),
+            SigningAlgorithm::AesGmac => gmac_signer(key),
+        }
+    }
+
+    fn cipher(&self, cipher: Cipher, key: &[u8]) -> Result<Box<dyn MessageCipher>, CryptoError> {
+        match cipher {
+            Cipher::Aes128Gcm | Cipher::Aes256Gcm => gcm_cipher(cipher, key),
+            Cipher::Aes128Ccm | Cipher::Aes256Ccm => ccm_cipher(cipher, key),
+        }
+    }
+
+    fn fill_random(&self, buf: &mut [u8]) {
+        fill_os_random(buf);
+    }
+}
+
+fn gcm_key(cipher: Cipher, key: &[u8]) -> Result<LessSafeKey, CryptoError> {
+    check_key(cipher, key)?;
+    let alg = if cipher.is_256() {
+        &AES_256_GCM
+    } else {
+        &AES_128_GCM
+    };
+    let unbound = UnboundKey::new(alg, key).map_err(|_| CryptoError::InvalidKeyLength {
+        expected: cipher.key_len(),
+        got: key.len(),
+    })?;
+    Ok(LessSafeKey::new(unbound))
+}
+
+/// An AES-GCM cipher.
+pub(crate) fn gcm_cipher(
+    cipher: Cipher,
+    key: &[u8],
+) -> Result<Box<dyn MessageCipher>, CryptoError> {
+    Ok(Box::new(Gcm {
+        key: gcm_key(cipher, key)?,
+        cipher,
+    }))
+}
+
+/// An AES-128-GMAC signer.
+pub(crate) fn gmac_signer(key: &[u8; 16]) -> Box<dyn MessageSigner> {
+    match gcm_key(Cipher::Aes128Gcm, key) {
+        Ok(key) => Box::new(HeaderSigner(Gmac(key))),
+        // A 16-byte AES-128 key is always accepted; should AWS-LC ever refuse one, the
+        // RustCrypto signer computes the same MAC.
+        Err(_) => crate::RustCryptoProvider.signer(SigningAlgorithm::AesGmac, key),
+    }
+}
+
+/// An HMAC-SHA256 signer.
+pub(crate) fn hmac_signer(key: &[u8; 16]) -> Box<dyn MessageSigner> {
+    Box::new(HeaderSigner(HmacMac(hmac::Key::new(
+        hmac::HMAC_SHA256,
+        key,
+    ))))
+}
+
+/// An AES-128-CMAC signer.
+pub(crate) fn cmac_signer(key: &[u8; 16]) -> Box<dyn MessageSigner> {
+    match cmac::Key::new(cmac::AES_128, key) {
+        Ok(key) => Box::new(HeaderSigner(CmacMac(key))),
+        Err(_) => crate::RustCryptoProvider.signer(SigningAlgorithm::AesCmac, key),
+    }
+}
+
+fn nonce_of(cipher: Cipher, nonce: &[u8]) -> Result<Nonce, CryptoError> {
+    check_nonce(cipher, nonce)?;
+    Nonce::try_assume_unique_for_key(nonce).map_err(|_| CryptoError::InvalidNonceLength {
+        expected: cipher.nonce_len(),
+        got: nonce.len(),
+    })
+}
+
+fn first16(b: &[u8]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    if let Some(src) = b.get(..16) {
+        out.copy_from_slice(src);
+    }
+    out
+}
+
+struct Gcm {
+    key: LessSafeKey,
+    cipher: Cipher,
+}
+
+impl MessageCipher for Gcm {
+    fn encrypt(&self, nonce: &[u8], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], CryptoError> {
+        let nonce = nonce_of(self.cipher, nonce)?;
+        let tag = self
+            .key
+            .seal_in_place_separate_tag(nonce, Aad::from(aad), buf)
+            .map_err(|_| CryptoError::TooLong)?;
+        Ok(first16(tag.as_ref()))
+    }
+
+    fn decrypt(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: &mut [u8],
+        tag: &[u8; 16],
+    ) -> Result<(), CryptoError> {
+        let nonce = nonce_of(self.cipher, nonce)?;
+        self.key
+            .open_in_place_separate_tag(nonce, Aad::from(aad), tag, buf)
+            .map(|_| ())
+            .map_err(|_| CryptoError::AuthenticationFailed)
+    }
+}
+
+/// AES-128-GMAC: GCM over an empty plaintext with the message as associated data (RFC 4543).
+struct Gmac(LessSafeKey);
+
+impl Mac16 for Gmac {
+    fn mac(&self, msg: &[u8]) -> [u8; 16] {
+        let nonce = Nonce::assume_unique_for_key(gmac_nonce(msg));
+        // Only input beyond GCM's limits fails; an all-zero MAC then matches no real signature.
+        self.0
+            .seal_in_place_separate_tag(nonce, Aad::from(msg), &mut [])
+            .map_or([0; 16], |tag| first16(tag.as_ref()))
+    }
+}
+
+struct HmacMac(hmac::Key);
+
+impl Mac16 for HmacMac {
+    fn mac(&self, msg: &[u8]) -> [u8; 16] {
+        first16(hmac::sign(&self.0, msg).as_ref())
+    }
+}
+
+struct CmacMac(cmac::Key);
+
+impl Mac16 for CmacMac {
+    fn mac(&self, msg: &[u8]) -> [u8; 16] {
+        cmac::sign(&self.0, msg).map_or([0; 16], |tag| first16(tag.as_ref()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testvectors::{check_cmac, check_hmac};
+
+    #[test]
+    fn cmac_rfc4493() {
+        check_cmac(&|k, m| CmacMac(cmac::Key::new(cmac::AES_128, k).unwrap()).mac(m));
+    }
+
+    #[test]
+    fn hmac_rfc4231() {
+        check_hmac(&|k, m| HmacMac(hmac::Key::new(hmac::HMAC_SHA256, k)).mac(m));
+    }
+}
