@@ -48,6 +48,7 @@ pub mod cancel;
 pub mod change_notify;
 pub mod close;
 pub mod compound;
+pub mod create;
 pub mod echo;
 pub mod file_id;
 pub mod flush;
