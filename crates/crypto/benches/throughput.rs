@@ -19,40 +19,48 @@ struct Candidate {
 }
 
 fn candidates() -> Vec<Candidate> {
-    let mut all = vec![Candidate {
-        name: "rustcrypto",
-        provider: Box::new(RustCryptoProvider),
-        ciphers: &[
-            Cipher::Aes128Gcm,
-            Cipher::Aes256Gcm,
-            Cipher::Aes128Ccm,
-            Cipher::Aes256Ccm,
-        ],
-        signing: &[
-            SigningAlgorithm::HmacSha256,
-            SigningAlgorithm::AesCmac,
-            SigningAlgorithm::AesGmac,
-        ],
-    }];
-    #[cfg(feature = "aws-lc")]
-    all.push(Candidate {
-        name: "aws-lc",
-        provider: Box::new(smb3d_crypto::AwsLcProvider),
-        ciphers: &[Cipher::Aes128Gcm, Cipher::Aes256Gcm],
-        signing: &[
-            SigningAlgorithm::HmacSha256,
-            SigningAlgorithm::AesCmac,
-            SigningAlgorithm::AesGmac,
-        ],
-    });
-    #[cfg(feature = "ring")]
-    all.push(Candidate {
-        name: "ring",
-        provider: Box::new(smb3d_crypto::RingProvider),
-        ciphers: &[Cipher::Aes128Gcm, Cipher::Aes256Gcm],
-        signing: &[SigningAlgorithm::HmacSha256, SigningAlgorithm::AesGmac],
-    });
-    all
+    let all = [
+        Some(Candidate {
+            name: "rustcrypto",
+            provider: Box::new(RustCryptoProvider),
+            ciphers: &[
+                Cipher::Aes128Gcm,
+                Cipher::Aes256Gcm,
+                Cipher::Aes128Ccm,
+                Cipher::Aes256Ccm,
+            ],
+            signing: &[
+                SigningAlgorithm::HmacSha256,
+                SigningAlgorithm::AesCmac,
+                SigningAlgorithm::AesGmac,
+            ],
+        }),
+        #[cfg(feature = "aws-lc")]
+        Some(Candidate {
+            name: "aws-lc",
+            provider: Box::new(smb3d_crypto::AwsLcProvider),
+            ciphers: &[
+                Cipher::Aes128Gcm,
+                Cipher::Aes256Gcm,
+                Cipher::Aes128Ccm,
+                Cipher::Aes256Ccm,
+            ],
+            signing: &[
+                SigningAlgorithm::HmacSha256,
+                SigningAlgorithm::AesCmac,
+                SigningAlgorithm::AesGmac,
+            ],
+        }),
+        #[cfg(feature = "ring")]
+        Some(Candidate {
+            name: "ring",
+            provider: Box::new(smb3d_crypto::RingProvider),
+            ciphers: &[Cipher::Aes128Gcm, Cipher::Aes256Gcm],
+            signing: &[SigningAlgorithm::HmacSha256, SigningAlgorithm::AesGmac],
+        }),
+        None,
+    ];
+    all.into_iter().flatten().collect()
 }
 
 fn ciphers(c: &mut Criterion) {

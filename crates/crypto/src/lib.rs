@@ -20,6 +20,8 @@
 
 #[cfg(feature = "aws-lc")]
 mod awslc;
+#[cfg(feature = "aws-lc")]
+mod awslc_cbcmac;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod keys;
