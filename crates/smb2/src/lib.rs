@@ -55,6 +55,7 @@ pub mod file_id;
 pub mod flush;
 pub mod framing;
 pub mod header;
+pub mod ioctl;
 pub mod lock;
 pub mod logoff;
 pub mod negotiate;
@@ -66,6 +67,7 @@ pub mod read;
 pub mod session_setup;
 pub mod set_info;
 pub mod smb1;
+pub mod transform;
 pub mod tree_connect;
 pub mod tree_disconnect;
 
