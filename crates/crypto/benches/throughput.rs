@@ -45,11 +45,7 @@ fn candidates() -> Vec<Candidate> {
                 Cipher::Aes128Ccm,
                 Cipher::Aes256Ccm,
             ],
-            signing: &[
-                SigningAlgorithm::HmacSha256,
-                SigningAlgorithm::AesCmac,
-                SigningAlgorithm::AesGmac,
-            ],
+            signing: &[SigningAlgorithm::AesCmac, SigningAlgorithm::AesGmac],
         }),
         #[cfg(feature = "ring")]
         Some(Candidate {

@@ -1,19 +1,19 @@
 //! The AWS-LC back end (`aws-lc-rs`): AES-GCM and GMAC with AWS-LC's VAES/VPCLMULQDQ (AVX-512)
-//! and AES-NI/CLMUL assembly, HMAC-SHA256, and AES-CMAC and AES-CCM composed from its AES-CBC
-//! and AES-CTR (`awslc_cbcmac`).
-
-use aws_lc_rs::aead::{AES_128_GCM, AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
-use aws_lc_rs::hmac;
+//! and AES-NI/CLMUL assembly, and AES-CMAC and AES-CCM composed from its AES-CBC and AES-CTR
+//! (`awslc_cbcmac`). HMAC-SHA256 comes from RustCrypto: as fast (both use SHA-NI) and its keyed
+//! state is copied on the stack, where AWS-LC's HMAC context copy may allocate.
 
 use crate::awslc_cbcmac::{Ccm, Cmac};
-use crate::rustcrypto::fill_os_random;
+use crate::rustcrypto::{fill_os_random, hmac_signer};
 use crate::signing::{HeaderSigner, Mac16, gmac_nonce};
 use crate::{
     Cipher, CryptoError, CryptoProvider, MessageCipher, MessageSigner, SigningAlgorithm, check_key,
     check_nonce,
 };
+use aws_lc_rs::aead::{AES_128_GCM, AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 
-/// AWS-LC for every algorithm: the fastest measured for each (docs/crypto.md).
+/// The fastest implementation measured for each algorithm (docs/crypto.md): AWS-LC for
+/// AES-GCM, AES-GMAC, AES-CCM and AES-CMAC; RustCrypto for HMAC-SHA256.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AwsLcProvider;
 
@@ -71,14 +71,6 @@ pub(crate) fn gmac_signer(key: &[u8; 16]) -> Box<dyn MessageSigner> {
         // RustCrypto signer computes the same MAC.
         Err(_) => crate::RustCryptoProvider.signer(SigningAlgorithm::AesGmac, key),
     }
-}
-
-/// An HMAC-SHA256 signer.
-pub(crate) fn hmac_signer(key: &[u8; 16]) -> Box<dyn MessageSigner> {
-    Box::new(HeaderSigner(HmacMac(hmac::Key::new(
-        hmac::HMAC_SHA256,
-        key,
-    ))))
 }
 
 /// An AES-128-CMAC signer.
@@ -146,24 +138,5 @@ impl Mac16 for Gmac {
         self.0
             .seal_in_place_separate_tag(nonce, Aad::from(msg), &mut [])
             .map_or([0; 16], |tag| first16(tag.as_ref()))
-    }
-}
-
-struct HmacMac(hmac::Key);
-
-impl Mac16 for HmacMac {
-    fn mac(&self, msg: &[u8]) -> [u8; 16] {
-        first16(hmac::sign(&self.0, msg).as_ref())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testvectors::check_hmac;
-
-    #[test]
-    fn hmac_rfc4231() {
-        check_hmac(&|k, m| HmacMac(hmac::Key::new(hmac::HMAC_SHA256, k)).mac(m));
     }
 }

@@ -187,8 +187,8 @@ pub trait MessageCipher: Send + Sync {
 
 /// The provider to use: per algorithm the fastest implementation measured (`docs/crypto.md`).
 ///
-/// With the default `aws-lc` feature that is [`AwsLcProvider`] (AES-GCM and AES-GMAC from
-/// AWS-LC, the rest from RustCrypto); without it, [`RustCryptoProvider`].
+/// With the default `aws-lc` feature that is [`AwsLcProvider`] (AES-GCM, AES-GMAC, AES-CCM and
+/// AES-CMAC on AWS-LC, HMAC-SHA256 from RustCrypto); without it, [`RustCryptoProvider`].
 pub fn default_provider() -> Arc<dyn CryptoProvider> {
     #[cfg(feature = "aws-lc")]
     {
