@@ -1,5 +1,21 @@
-//! The smb3d protocol core. No sockets: the transport hands it frames and takes frames back.
+//! The smb3d protocol core. No sockets: the transport hands it frames ([`Connection::on_frame`])
+//! and takes frames back through a [`connection::FrameSink`].
 #![forbid(unsafe_code)]
 
+mod blocking;
+pub mod connection;
 pub mod credits;
+mod fileinfo;
+mod handlers;
 pub mod names;
+mod open;
+mod response;
+mod server;
+mod session;
+pub mod share;
+mod shortname;
+mod status_map;
+
+pub use connection::Connection;
+pub use server::{Server, Settings};
+pub use status_map::vfs_status;

@@ -1,0 +1,452 @@
+//! One client connection: its negotiated state, credit window and sessions, and the request
+//! pipeline of MS-SMB2 3.3.5.2 (frame → compound split → credits → signature → session and
+//! tree → handler → response → sign → send).
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::Command;
+use smb3d_smb2::header::{Header, HeaderFlags};
+use smb3d_wire::Guid;
+
+use crate::credits::{CreditWindow, OutOfWindow};
+use crate::handlers;
+use crate::response::ResponseFrame;
+use crate::server::Server;
+use crate::session::{Session, Tree};
+
+/// Where a connection's outgoing frames go (the transport's writer).
+pub trait FrameSink: Send + Sync + 'static {
+    /// Queues a complete frame, Direct-TCP prefix included.
+    fn send(&self, frame: OutFrame);
+    /// Ends the connection.
+    fn disconnect(&self);
+}
+
+/// A frame ready to send: `buf[start..]`.
+pub struct OutFrame {
+    pub buf: Vec<u8>,
+    pub start: usize,
+}
+
+impl OutFrame {
+    pub fn bytes(&self) -> &[u8] {
+        self.buf.get(self.start..).unwrap_or_default()
+    }
+}
+
+/// The peer broke the protocol in a way that ends the connection (MS-SMB2 3.3.5.2: framing
+/// errors, out-of-window message ids, a second NEGOTIATE, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disconnect(pub &'static str);
+
+/// What NEGOTIATE settled (MS-SMB2 3.3.1.7 Connection.*). Fixed for the connection's life.
+pub(crate) struct Negotiated {
+    pub dialect: u16,
+    pub client_guid: Guid,
+    pub client_capabilities: u32,
+    pub client_security_mode: u16,
+    pub client_dialects: Vec<u16>,
+    pub server_capabilities: u32,
+    pub server_security_mode: u16,
+    pub signing_algorithm: SigningAlgorithm,
+    pub cipher: Option<Cipher>,
+    /// Connection.PreauthIntegrityHashValue after the NEGOTIATE exchange (3.1.1 only).
+    pub preauth: Option<PreauthHash>,
+}
+
+impl Negotiated {
+    pub fn is_smb3(&self) -> bool {
+        self.dialect >= 0x0300
+    }
+
+    /// Connection.SupportsMultiCredit.
+    pub fn multi_credit(&self) -> bool {
+        self.dialect >= 0x0210
+    }
+}
+
+struct ConnState {
+    credits: CreditWindow,
+    /// An SMB1 negotiate was answered with the 2.??? wildcard: an SMB2 NEGOTIATE must follow.
+    smb1_upgraded: bool,
+    /// Connection.SessionTable.
+    sessions: HashMap<u64, Arc<Session>>,
+}
+
+pub struct Connection {
+    pub(crate) server: Arc<Server>,
+    sink: Arc<dyn FrameSink>,
+    pub(crate) negotiated: OnceLock<Negotiated>,
+    state: Mutex<ConnState>,
+}
+
+/// What the previous request of a compound chain left for related requests (MS-SMB2
+/// 3.3.5.2.7.2).
+#[derive(Default)]
+pub(crate) struct ChainState {
+    pub session_id: u64,
+    pub tree_id: u32,
+    pub file_id: Option<smb3d_smb2::create::FileId>,
+    pub status: NtStatus,
+}
+
+/// Everything a handler may use and set for the response.
+pub(crate) struct Ctx<'a> {
+    pub conn: &'a Arc<Connection>,
+    /// What NEGOTIATE settled; requests other than NEGOTIATE only reach handlers after it.
+    pub negotiated: &'a Negotiated,
+    pub hdr: &'a Header,
+    pub session: Option<Arc<Session>>,
+    pub tree: Option<Arc<Tree>>,
+    pub chain: &'a mut ChainState,
+    /// SessionId for the response header when the handler made a new session.
+    pub response_session_id: Option<u64>,
+    /// TreeId for the response header when the handler made a new tree connect.
+    pub response_tree_id: Option<u32>,
+    /// Sign the response with this (the 3.1.1 final SESSION_SETUP response).
+    pub sign_with: Option<Arc<dyn MessageSigner>>,
+    /// Hash the response into this session's preauth value (3.1.1 SESSION_SETUP).
+    pub preauth_session: Option<Arc<Session>>,
+    /// End the connection instead of answering (MS-SMB2 3.3.5.15.12).
+    pub disconnect: Option<&'static str>,
+}
+
+impl Connection {
+    pub fn new(server: Arc<Server>, sink: Arc<dyn FrameSink>) -> Arc<Self> {
+        let max_credits = server.settings.max_credits;
+        Arc::new(Self {
+            server,
+            sink,
+            negotiated: OnceLock::new(),
+            state: Mutex::new(ConnState {
+                credits: CreditWindow::new(max_credits),
+                smb1_upgraded: false,
+                sessions: HashMap::new(),
+            }),
+        })
+    }
+
+    /// Handles one received frame (without its 4-byte prefix). An error means the connection
+    /// must be closed.
+    pub fn on_frame(self: &Arc<Self>, frame: Vec<u8>) -> Result<(), Disconnect> {
+        match frame.get(..4) {
+            Some([0xFF, b'S', b'M', b'B']) => self.on_smb1_negotiate(&frame),
+            Some([0xFE, b'S', b'M', b'B']) => self.on_smb2(frame),
+            Some([0xFD, b'S', b'M', b'B']) => {
+                Err(Disconnect("encrypted message without encryption"))
+            }
+            Some([0xFC, b'S', b'M', b'B']) => {
+                Err(Disconnect("compressed message without compression"))
+            }
+            _ => Err(Disconnect("not an SMB2 message")),
+        }
+    }
+
+    /// The connection ended: every session it had is logged off (MS-SMB2 3.3.7.1).
+    pub fn on_disconnect(&self) {
+        let sessions: Vec<Arc<Session>> =
+            self.state.lock().sessions.drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            handlers::logoff::tear_down(&self.server, &session);
+        }
+    }
+
+    /// MS-SMB2 3.3.5.3.1: an SMB1 NEGOTIATE offering SMB2 dialects is answered with an SMB2
+    /// NEGOTIATE response; anything else SMB1 is refused.
+    fn on_smb1_negotiate(self: &Arc<Self>, frame: &[u8]) -> Result<(), Disconnect> {
+        let offer = smb3d_smb2::smb1::Smb1Negotiate::decode(frame)
+            .map_err(|_| Disconnect("SMB1 traffic"))?;
+        {
+            let mut st = self.state.lock();
+            if self.negotiated.get().is_some() || st.smb1_upgraded {
+                return Err(Disconnect("SMB1 negotiate after negotiation"));
+            }
+            // The SMB1 negotiate takes message id 0.
+            st.credits
+                .consume(0, 1)
+                .map_err(|OutOfWindow| Disconnect("credits"))?;
+        }
+        let mut out = ResponseFrame::new();
+        let upgraded = handlers::negotiate::smb1_upgrade(self, &offer, &mut out)?;
+        self.state.lock().smb1_upgraded = upgraded;
+        self.sink.send(out.finish());
+        Ok(())
+    }
+
+    fn on_smb2(self: &Arc<Self>, frame: Vec<u8>) -> Result<(), Disconnect> {
+        let mut requests: Vec<(Header, Range<usize>)> = Vec::new();
+        let base = frame.as_ptr() as usize;
+        for item in smb3d_smb2::compound::split(&frame) {
+            let (hdr, pdu) = item.map_err(|_| Disconnect("malformed compound"))?;
+            let start = pdu.as_ptr() as usize - base;
+            requests.push((hdr, start..start + pdu.len()));
+        }
+        let negotiated = self.negotiated.get();
+        {
+            let mut st = self.state.lock();
+            for (hdr, _) in &requests {
+                // MS-SMB2 3.3.5.2.3: every request but CANCEL spends its message ids.
+                if hdr.command != Command::CANCEL {
+                    let charge = if negotiated.is_some_and(Negotiated::multi_credit) {
+                        hdr.credit_charge
+                    } else {
+                        1
+                    };
+                    st.credits
+                        .consume(hdr.message_id, charge)
+                        .map_err(|OutOfWindow| {
+                            Disconnect("message id outside the credit window")
+                        })?;
+                }
+            }
+        }
+        let Some((first, first_range)) = requests.first() else {
+            return Err(Disconnect("empty message"));
+        };
+        if first.command == Command::NEGOTIATE {
+            if requests.len() != 1 || self.negotiated.get().is_some() {
+                return Err(Disconnect("NEGOTIATE after negotiation or in a compound"));
+            }
+            let mut out = ResponseFrame::new();
+            let pdu = frame.get(first_range.clone()).unwrap_or_default();
+            handlers::negotiate::handle(self, first, pdu, &mut out)?;
+            self.state.lock().smb1_upgraded = false;
+            self.sink.send(out.finish());
+            return Ok(());
+        }
+        if negotiated.is_none() {
+            return Err(Disconnect("request before NEGOTIATE"));
+        }
+        if requests
+            .iter()
+            .any(|(h, _)| h.command == Command::NEGOTIATE)
+        {
+            return Err(Disconnect("NEGOTIATE inside a compound"));
+        }
+        if first.command == Command::CANCEL && requests.len() == 1 {
+            // CANCEL gets no response (MS-SMB2 3.3.5.16); there is nothing pending yet to
+            // cancel because every request completes synchronously.
+            return Ok(());
+        }
+        let conn = self.clone();
+        tokio::spawn(async move { conn.run_chain(frame, requests).await });
+        Ok(())
+    }
+
+    /// Processes the requests of one frame in order and sends their responses as one frame
+    /// (MS-SMB2 3.3.4.1.3).
+    async fn run_chain(self: Arc<Self>, mut frame: Vec<u8>, requests: Vec<(Header, Range<usize>)>) {
+        let Some(negotiated) = self.negotiated.get() else {
+            return;
+        };
+        let mut out = ResponseFrame::new();
+        let mut chain = ChainState::default();
+        for (index, (hdr, range)) in requests.into_iter().enumerate() {
+            let Some(pdu) = frame.get_mut(range) else {
+                continue;
+            };
+            if hdr.command == Command::CANCEL {
+                continue;
+            }
+            let start = out.begin();
+            let mut cx = Ctx {
+                conn: &self,
+                negotiated,
+                hdr: &hdr,
+                session: None,
+                tree: None,
+                chain: &mut chain,
+                response_session_id: None,
+                response_tree_id: None,
+                sign_with: None,
+                preauth_session: None,
+                disconnect: None,
+            };
+            let result = match self.admit(&mut cx, pdu, index) {
+                Ok(()) => {
+                    let mut w = out.body_writer(start);
+                    handlers::dispatch(&mut cx, pdu, &mut w).await
+                }
+                Err(status) => Err(status),
+            };
+            if let Some(why) = cx.disconnect {
+                tracing::warn!("closing connection: {why}");
+                self.sink.disconnect();
+                return;
+            }
+            let status = match result {
+                Ok(status) => status,
+                Err(status) => {
+                    out.error_body(start);
+                    status
+                }
+            };
+            let related = hdr.flags.contains(HeaderFlags::RELATED_OPERATIONS);
+            let session_id = cx.response_session_id.unwrap_or(if related {
+                cx.chain.session_id
+            } else {
+                hdr.session_id
+            });
+            let tree_id = cx.response_tree_id.unwrap_or(if related {
+                cx.chain.tree_id
+            } else {
+                hdr.tree_id
+            });
+            let signer = cx
+                .sign_with
+                .take()
+                .or_else(|| self.response_signer(&hdr, session_id, status));
+            let preauth_session = cx.preauth_session.take();
+            cx.chain.session_id = session_id;
+            cx.chain.tree_id = tree_id;
+            cx.chain.status = status;
+            let credits = self.grant_credits(hdr.credits);
+            out.end(start, &hdr, status, credits, session_id, tree_id, signer);
+            if let Some(session) = preauth_session {
+                handlers::session_setup::hash_response(&session, out.message(start));
+            }
+            // Compounded responses may be sent separately (MS-SMB2 3.3.4.1.3); a frame that
+            // grows large goes now, so that several large READs never exceed the 24-bit frame
+            // length.
+            if out.len() >= FRAME_FLUSH_LEN {
+                self.sink
+                    .send(std::mem::replace(&mut out, ResponseFrame::new()).finish());
+            }
+        }
+        if !out.is_empty() {
+            self.sink.send(out.finish());
+        }
+    }
+
+    /// MS-SMB2 3.3.5.2.7-3.3.5.2.11: related-request inheritance, signature, session and tree
+    /// checks, before the handler runs.
+    fn admit(&self, cx: &mut Ctx<'_>, pdu: &mut [u8], index: usize) -> Result<(), NtStatus> {
+        let hdr = cx.hdr;
+        let related = hdr.flags.contains(HeaderFlags::RELATED_OPERATIONS);
+        if related {
+            if index == 0 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            if cx.chain.status.is_error() {
+                return Err(cx.chain.status);
+            }
+        } else {
+            cx.chain.file_id = None;
+        }
+        let session_id = if related {
+            cx.chain.session_id
+        } else {
+            hdr.session_id
+        };
+        let tree_id = if related {
+            cx.chain.tree_id
+        } else {
+            hdr.tree_id
+        };
+
+        if hdr.command == Command::SESSION_SETUP {
+            // SESSION_SETUP finds (or makes) its session itself (3.3.5.5).
+            cx.session = self.session(session_id);
+            return Ok(());
+        }
+        if hdr.command == Command::ECHO && session_id == 0 {
+            return Ok(());
+        }
+        let session = self
+            .session(session_id)
+            .ok_or(NtStatus::USER_SESSION_DELETED)?;
+        let (signer, signing_required) = match session.signing() {
+            Some(signing) => signing,
+            None if matches!(
+                hdr.command,
+                Command::LOGOFF | Command::CLOSE | Command::LOCK
+            ) =>
+            {
+                (None, false)
+            }
+            None => return Err(NtStatus::USER_SESSION_DELETED),
+        };
+        if hdr.flags.contains(HeaderFlags::SIGNED) {
+            let valid = signer.as_ref().is_some_and(|s| s.verify(pdu));
+            if !valid {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+        } else if signing_required {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        if needs_tree(hdr.command) {
+            let tree = session.state.lock().trees.get(&tree_id).cloned();
+            cx.tree = Some(tree.ok_or(NtStatus::NETWORK_NAME_DELETED)?);
+        }
+        cx.session = Some(session);
+        Ok(())
+    }
+
+    /// The signer for a response (MS-SMB2 3.3.4.1.1): responses to signed requests, and every
+    /// response of a session that requires signing, except interim ones.
+    fn response_signer(
+        &self,
+        hdr: &Header,
+        session_id: u64,
+        status: NtStatus,
+    ) -> Option<Arc<dyn MessageSigner>> {
+        if session_id == 0 || status == NtStatus::PENDING {
+            return None;
+        }
+        let session = self.session(session_id)?;
+        let (signer, required) = session.signing()?;
+        if hdr.flags.contains(HeaderFlags::SIGNED) || required {
+            signer
+        } else {
+            None
+        }
+    }
+
+    /// Grants credits for a response (MS-SMB2 3.3.1.2).
+    pub(crate) fn grant_credits(&self, requested: u16) -> u16 {
+        self.state.lock().credits.grant(requested)
+    }
+
+    /// Records the outcome of NEGOTIATE; it cannot change afterwards.
+    pub(crate) fn set_negotiated(&self, negotiated: Negotiated) {
+        let _ = self.negotiated.set(negotiated);
+    }
+
+    pub(crate) fn session(&self, id: u64) -> Option<Arc<Session>> {
+        self.state.lock().sessions.get(&id).cloned()
+    }
+
+    pub(crate) fn add_session(&self, session: Arc<Session>) {
+        self.state
+            .lock()
+            .sessions
+            .insert(session.id, session.clone());
+        self.server.sessions.lock().insert(session.id, session);
+    }
+
+    pub(crate) fn remove_session(&self, id: u64) -> Option<Arc<Session>> {
+        self.server.sessions.lock().remove(&id);
+        self.state.lock().sessions.remove(&id)
+    }
+}
+
+/// Size at which a frame of compounded responses is sent before the chain ends.
+const FRAME_FLUSH_LEN: usize = 4 * 1024 * 1024;
+
+/// Commands that act within a tree connect.
+fn needs_tree(command: Command) -> bool {
+    !matches!(
+        command,
+        Command::NEGOTIATE
+            | Command::SESSION_SETUP
+            | Command::LOGOFF
+            | Command::TREE_CONNECT
+            | Command::ECHO
+            | Command::CANCEL
+    )
+}

@@ -1,0 +1,60 @@
+//! CLOSE: MS-SMB2 3.3.5.10.
+
+use std::sync::Arc;
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::close::{CloseAttributes, CloseFlags, CloseRequest, CloseResponse};
+use smb3d_wire::Writer;
+
+use crate::blocking::blocking;
+use crate::connection::Ctx;
+use crate::fileinfo;
+use crate::handlers::lookup_open;
+use crate::open::Open;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = CloseRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = lookup_open(cx, req.file_id)?;
+    let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    session.state.lock().opens.remove(&open.file_id.volatile);
+
+    // With POSTQUERY_ATTRIB the attributes are taken before a delete-on-close removes the
+    // file; what is returned describes the file as it was closed.
+    let mut response = CloseResponse { attributes: None };
+    if req.flags.contains(CloseFlags::POSTQUERY_ATTRIB)
+        && let Ok(stat) = blocking(|| open.file.stat())
+    {
+        let t = fileinfo::times(&stat);
+        let path = open.path();
+        response.attributes = Some(CloseAttributes {
+            creation_time: t.creation,
+            last_access_time: t.last_access,
+            last_write_time: t.last_write,
+            change_time: t.change,
+            allocation_size: fileinfo::allocation_size(&stat),
+            end_of_file: fileinfo::end_of_file(&stat),
+            file_attributes: fileinfo::attributes(&stat, path.name().unwrap_or("")).0,
+        });
+    }
+    close_open(&open);
+    if cx.chain.file_id == Some(open.file_id) {
+        cx.chain.file_id = None;
+    }
+    response.encode(w);
+    Ok(NtStatus::SUCCESS)
+}
+
+/// Ends an open that was already removed from its session: delete-on-close runs here.
+pub(crate) fn close_open(open: &Arc<Open>) {
+    if !open.delete_on_close() {
+        return;
+    }
+    let path = open.path();
+    if let Err(e) = blocking(|| open.vfs.unlink(&path)) {
+        tracing::debug!(path = path.as_str(), "delete on close failed: {e}");
+    }
+}

@@ -1,0 +1,25 @@
+//! FLUSH: MS-SMB2 3.3.5.11.
+
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_smb2::flush::{FlushRequest, FlushResponse};
+use smb3d_wire::Writer;
+
+use crate::blocking::blocking;
+use crate::connection::Ctx;
+use crate::handlers::lookup_open;
+use crate::status_map::VfsResultExt;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = FlushRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = lookup_open(cx, req.file_id)?;
+    if !open.may(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    blocking(|| open.file.sync()).status()?;
+    FlushResponse.encode(w);
+    Ok(NtStatus::SUCCESS)
+}

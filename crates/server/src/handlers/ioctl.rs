@@ -1,0 +1,80 @@
+//! IOCTL: MS-SMB2 3.3.5.15. FSCTL_VALIDATE_NEGOTIATE_INFO is answered (3.3.5.15.12); the other
+//! controls a client may send without asking are answered as a server without that feature
+//! answers them.
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::file_id::FileId;
+use smb3d_smb2::ioctl::{
+    CtlCode, IoctlFlags, IoctlRequest, IoctlResponse, ValidateNegotiateInfoRequest,
+    ValidateNegotiateInfoResponse,
+};
+use smb3d_smb2::negotiate::{Capabilities, Dialect, SecurityMode};
+use smb3d_wire::Writer;
+
+use crate::connection::Ctx;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = IoctlRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let max_io = cx.conn.server.settings.max_io_size;
+    if req.input.len() > max_io as usize || req.max_output_response > max_io {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if !req.flags.contains(IoctlFlags::IS_FSCTL) {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    match req.ctl_code {
+        CtlCode::FSCTL_VALIDATE_NEGOTIATE_INFO => validate_negotiate(cx, &req, w),
+        // No DFS namespace is served (MS-SMB2 3.3.5.15.2).
+        CtlCode::FSCTL_DFS_GET_REFERRALS | CtlCode::FSCTL_DFS_GET_REFERRALS_EX => {
+            Err(NtStatus::FS_DRIVER_REQUIRED)
+        }
+        _ => Err(NtStatus::INVALID_DEVICE_REQUEST),
+    }
+}
+
+/// MS-SMB2 3.3.5.15.12: any mismatch with what NEGOTIATE saw means a man in the middle, and
+/// ends the connection.
+fn validate_negotiate(
+    cx: &mut Ctx<'_>,
+    req: &IoctlRequest<'_>,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let negotiated = cx.negotiated;
+    let settings = &cx.conn.server.settings;
+    let valid = negotiated.dialect != Dialect::SMB3_1_1.0
+        && req.max_output_response as usize >= ValidateNegotiateInfoResponse::LEN
+        && ValidateNegotiateInfoRequest::decode(req.input).is_ok_and(|info| {
+            let dialects: Vec<u16> = info.dialects.iter().map(|d| d.0).collect();
+            let best = dialects
+                .iter()
+                .copied()
+                .filter(|d| {
+                    (settings.min_dialect..=settings.max_dialect).contains(d)
+                        && *d != Dialect::SMB2_WILDCARD.0
+                })
+                .max();
+            dialects == negotiated.client_dialects
+                && best == Some(negotiated.dialect)
+                && info.guid == negotiated.client_guid
+                && info.security_mode.0 == negotiated.client_security_mode
+                && info.capabilities.0 == negotiated.client_capabilities
+        });
+    if !valid {
+        cx.disconnect = Some("validate negotiate mismatch");
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let pending = IoctlResponse::begin(w, req.ctl_code, FileId::ANY);
+    ValidateNegotiateInfoResponse {
+        capabilities: Capabilities(negotiated.server_capabilities),
+        guid: cx.conn.server.guid,
+        security_mode: SecurityMode(negotiated.server_security_mode),
+        dialect: Dialect(negotiated.dialect),
+    }
+    .encode(w);
+    IoctlResponse::finish(w, pending);
+    Ok(NtStatus::SUCCESS)
+}

@@ -1,0 +1,38 @@
+//! LOGOFF: MS-SMB2 3.3.5.6.
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::logoff::{LogoffRequest, LogoffResponse};
+use smb3d_wire::Writer;
+
+use crate::connection::Ctx;
+use crate::handlers::close::close_open;
+use crate::server::Server;
+use crate::session::Session;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    LogoffRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let session = cx.session.take().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    if let Some(session) = cx.conn.remove_session(session.id) {
+        tear_down(&cx.conn.server, &session);
+    }
+    LogoffResponse.encode(w);
+    Ok(NtStatus::SUCCESS)
+}
+
+/// Closes everything a session holds: its opens (running delete-on-close) and tree connects.
+pub(crate) fn tear_down(server: &Server, session: &Session) {
+    let opens = {
+        let mut st = session.state.lock();
+        st.exchange = None;
+        st.trees.clear();
+        st.take_opens(None)
+    };
+    for open in opens {
+        close_open(&open);
+    }
+    server.sessions.lock().remove(&session.id);
+}

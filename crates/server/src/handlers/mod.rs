@@ -1,0 +1,99 @@
+//! One module per SMB2 command (MS-SMB2 3.3.5.x), and the dispatch between them.
+
+pub(crate) mod close;
+pub(crate) mod create;
+pub(crate) mod echo;
+pub(crate) mod flush;
+pub(crate) mod ioctl;
+pub(crate) mod logoff;
+pub(crate) mod negotiate;
+pub(crate) mod query_directory;
+pub(crate) mod query_info;
+pub(crate) mod read;
+pub(crate) mod session_setup;
+pub(crate) mod set_info;
+pub(crate) mod tree_connect;
+pub(crate) mod tree_disconnect;
+pub(crate) mod write;
+
+use std::sync::Arc;
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::Command;
+use smb3d_smb2::file_id::FileId;
+use smb3d_wire::Writer;
+
+use crate::connection::Ctx;
+use crate::open::Open;
+
+/// Runs the handler for the request's command. `Ok` carries the status of a response with a
+/// body (success, or a warning such as STATUS_BUFFER_OVERFLOW); `Err` an error response.
+pub(crate) async fn dispatch(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    match cx.hdr.command {
+        Command::SESSION_SETUP => session_setup::handle(cx, pdu, w).await,
+        Command::LOGOFF => logoff::handle(cx, pdu, w).await,
+        Command::TREE_CONNECT => tree_connect::handle(cx, pdu, w).await,
+        Command::TREE_DISCONNECT => tree_disconnect::handle(cx, pdu, w).await,
+        Command::CREATE => create::handle(cx, pdu, w).await,
+        Command::CLOSE => close::handle(cx, pdu, w).await,
+        Command::FLUSH => flush::handle(cx, pdu, w).await,
+        Command::READ => read::handle(cx, pdu, w).await,
+        Command::WRITE => write::handle(cx, pdu, w).await,
+        Command::IOCTL => ioctl::handle(cx, pdu, w).await,
+        Command::ECHO => echo::handle(cx, pdu, w).await,
+        Command::QUERY_DIRECTORY => query_directory::handle(cx, pdu, w).await,
+        Command::QUERY_INFO => query_info::handle(cx, pdu, w).await,
+        Command::SET_INFO => set_info::handle(cx, pdu, w).await,
+        // Byte-range locks, change notification and oplock breaks are not offered yet
+        // (docs/conformance.md lists them as known gaps).
+        Command::LOCK | Command::CHANGE_NOTIFY | Command::OPLOCK_BREAK => {
+            Err(NtStatus::NOT_SUPPORTED)
+        }
+        _ => Err(NtStatus::INVALID_PARAMETER),
+    }
+}
+
+/// Finds the open a request names (MS-SMB2 3.3.5.x "lookup in Session.OpenTable"): the
+/// FileId 0xFFFF.. of a related compound stands for the one the previous request used; an open
+/// of another tree connect does not count.
+pub(crate) fn lookup_open(cx: &Ctx<'_>, file_id: FileId) -> Result<Arc<Open>, NtStatus> {
+    let file_id = if file_id.is_any() && cx.hdr.is_related() {
+        cx.chain.file_id.ok_or(NtStatus::FILE_CLOSED)?
+    } else {
+        file_id
+    };
+    let session = cx.session.as_ref().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let open = session
+        .state
+        .lock()
+        .opens
+        .get(&file_id.volatile)
+        .cloned()
+        .ok_or(NtStatus::FILE_CLOSED)?;
+    let same_tree = cx.tree.as_ref().is_some_and(|t| t.id == open.tree_id);
+    if open.file_id.persistent != file_id.persistent || !same_tree {
+        return Err(NtStatus::FILE_CLOSED);
+    }
+    Ok(open)
+}
+
+/// MS-SMB2 3.3.5.2.5: a multi-credit request's CreditCharge must cover its payload, 64 KiB per
+/// credit; without multi-credit support the payload is at most 64 KiB.
+pub(crate) fn check_credit_charge(cx: &Ctx<'_>, payload: u32) -> Result<(), NtStatus> {
+    const UNIT: u32 = 65536;
+    let needed = payload.saturating_sub(1) / UNIT + 1;
+    let charge = if cx.negotiated.multi_credit() {
+        u32::from(cx.hdr.credit_charge.max(1))
+    } else {
+        1
+    };
+    if needed > charge {
+        Err(NtStatus::INVALID_PARAMETER)
+    } else {
+        Ok(())
+    }
+}

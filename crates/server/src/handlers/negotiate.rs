@@ -1,0 +1,301 @@
+//! NEGOTIATE: MS-SMB2 3.3.5.3.1 (the SMB1 multi-protocol upgrade) and 3.3.5.4.
+
+use std::sync::Arc;
+
+use smb3d_crypto::{PreauthHash, SigningAlgorithm};
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::Command;
+use smb3d_smb2::header::{Header, HeaderFlags};
+use smb3d_smb2::negotiate::{
+    Capabilities, Cipher, Dialect, HashAlgorithm, NegotiateContext, NegotiateContextType,
+    NegotiateRequest, NegotiateResponse, SecurityMode, SigningAlgorithm as WireSigning,
+};
+use smb3d_smb2::smb1::Smb1Negotiate;
+use smb3d_wire::{FileTime, Guid};
+
+use crate::connection::{Connection, Disconnect, Negotiated};
+use crate::response::ResponseFrame;
+
+/// Salt length in the server's preauth integrity context.
+const SALT_LEN: usize = 32;
+/// The SMB2 0x02FF and 2.0.2 limits on a single read, write or transact without LARGE_MTU.
+const SMALL_MTU: u32 = 65536;
+
+/// MS-SMB2 3.3.5.3.1. Returns whether the client must now send an SMB2 NEGOTIATE (the wildcard
+/// answer); a 2.0.2-only client is negotiated by this exchange.
+pub(crate) fn smb1_upgrade(
+    conn: &Arc<Connection>,
+    offer: &Smb1Negotiate,
+    out: &mut ResponseFrame,
+) -> Result<bool, Disconnect> {
+    let settings = &conn.server.settings;
+    let (dialect, upgraded) = if offer.smb2_wildcard && settings.max_dialect >= Dialect::SMB2_1.0 {
+        (Dialect::SMB2_WILDCARD, true)
+    } else if offer.smb2_002 && settings.min_dialect <= Dialect::SMB2_0_2.0 {
+        (Dialect::SMB2_0_2, false)
+    } else {
+        return Err(Disconnect("SMB1 negotiate without a usable SMB2 dialect"));
+    };
+    let request = Header {
+        command: Command::NEGOTIATE,
+        credits: 1,
+        ..Header::default()
+    };
+    let start = out.begin();
+    let init_token = smb3d_auth::server_initial_token();
+    response(conn, dialect, &init_token, Vec::new()).encode(&mut out.body_writer(start));
+    let credits = conn.grant_credits(1);
+    out.end(start, &request, NtStatus::SUCCESS, credits, 0, 0, None);
+    if !upgraded {
+        conn.set_negotiated(Negotiated {
+            dialect: dialect.0,
+            client_guid: Guid::ZERO,
+            client_capabilities: 0,
+            client_security_mode: 0,
+            client_dialects: vec![dialect.0],
+            server_capabilities: server_capabilities(dialect).0,
+            server_security_mode: security_mode(conn).0,
+            signing_algorithm: SigningAlgorithm::HmacSha256,
+            cipher: None,
+            preauth: None,
+        });
+    }
+    Ok(upgraded)
+}
+
+/// MS-SMB2 3.3.5.4.
+pub(crate) fn handle(
+    conn: &Arc<Connection>,
+    hdr: &Header,
+    pdu: &[u8],
+    out: &mut ResponseFrame,
+) -> Result<(), Disconnect> {
+    let start = out.begin();
+    let (status, negotiated) = match negotiate(conn, hdr, pdu, out, start) {
+        Ok(negotiated) => (NtStatus::SUCCESS, Some(negotiated)),
+        Err(status) => {
+            out.error_body(start);
+            (status, None)
+        }
+    };
+    let credits = conn.grant_credits(hdr.credits);
+    out.end(start, hdr, status, credits, 0, 0, None);
+    if let Some(mut negotiated) = negotiated {
+        // Connection.PreauthIntegrityHashValue covers the request and this response.
+        if let Some(preauth) = negotiated.preauth.as_mut() {
+            preauth.update(out.message(start));
+        }
+        conn.set_negotiated(negotiated);
+    }
+    Ok(())
+}
+
+fn negotiate(
+    conn: &Arc<Connection>,
+    hdr: &Header,
+    pdu: &[u8],
+    out: &mut ResponseFrame,
+    start: usize,
+) -> Result<Negotiated, NtStatus> {
+    // 3.3.5.2.4: a signed NEGOTIATE is invalid.
+    if hdr.flags.contains(HeaderFlags::SIGNED) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let req = NegotiateRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if req.dialects.is_empty() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let settings = &conn.server.settings;
+    let dialect = req
+        .dialects
+        .iter()
+        .copied()
+        .filter(|d| {
+            *d != Dialect::SMB2_WILDCARD
+                && (settings.min_dialect..=settings.max_dialect).contains(&d.0)
+        })
+        .filter(|d| {
+            [
+                Dialect::SMB2_0_2,
+                Dialect::SMB2_1,
+                Dialect::SMB3_0,
+                Dialect::SMB3_0_2,
+                Dialect::SMB3_1_1,
+            ]
+            .contains(d)
+        })
+        .max()
+        .ok_or(NtStatus::NOT_SUPPORTED)?;
+
+    let mut preauth = None;
+    let mut signing = if dialect.is_smb3() {
+        SigningAlgorithm::AesCmac
+    } else {
+        SigningAlgorithm::HmacSha256
+    };
+    let mut response_contexts = Vec::new();
+    let mut salt = [0u8; SALT_LEN];
+    if dialect == Dialect::SMB3_1_1 {
+        let choice = negotiate_contexts(&req.contexts)?;
+        conn.server.crypto.fill_random(&mut salt);
+        response_contexts.push(NegotiateContext::PreauthIntegrity {
+            hash_algorithms: vec![HashAlgorithm::SHA512],
+            salt: &salt,
+        });
+        if choice.client_sent_encryption {
+            // Encryption is not offered yet: "no common cipher" (MS-SMB2 3.3.5.4).
+            response_contexts.push(NegotiateContext::Encryption {
+                ciphers: vec![Cipher(0)],
+            });
+        }
+        if let Some(algorithm) = choice.signing {
+            response_contexts.push(NegotiateContext::Signing {
+                algorithms: vec![algorithm.0],
+            });
+            signing = algorithm.1;
+        }
+        let mut hash = PreauthHash::new();
+        hash.update(pdu);
+        preauth = Some(hash);
+    }
+
+    let init_token = smb3d_auth::server_initial_token();
+    response(conn, dialect, &init_token, response_contexts).encode(&mut out.body_writer(start));
+    Ok(Negotiated {
+        dialect: dialect.0,
+        client_guid: if dialect == Dialect::SMB2_0_2 {
+            Guid::ZERO
+        } else {
+            req.client_guid
+        },
+        client_capabilities: req.capabilities.0,
+        client_security_mode: req.security_mode.0,
+        client_dialects: req.dialects.iter().map(|d| d.0).collect(),
+        server_capabilities: server_capabilities(dialect).0,
+        server_security_mode: security_mode(conn).0,
+        signing_algorithm: signing,
+        cipher: None,
+        preauth,
+    })
+}
+
+struct ContextChoice {
+    client_sent_encryption: bool,
+    signing: Option<(WireSigning, SigningAlgorithm)>,
+}
+
+/// The 3.1.1 negotiate-context rules of MS-SMB2 3.3.5.4.
+fn negotiate_contexts(contexts: &[NegotiateContext<'_>]) -> Result<ContextChoice, NtStatus> {
+    let count = |t: NegotiateContextType| contexts.iter().filter(|c| c.context_type() == t).count();
+    for unique in [
+        NegotiateContextType::PREAUTH_INTEGRITY_CAPABILITIES,
+        NegotiateContextType::ENCRYPTION_CAPABILITIES,
+        NegotiateContextType::COMPRESSION_CAPABILITIES,
+        NegotiateContextType::RDMA_TRANSFORM_CAPABILITIES,
+        NegotiateContextType::SIGNING_CAPABILITIES,
+        NegotiateContextType::TRANSPORT_CAPABILITIES,
+    ] {
+        if count(unique) > 1 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    let mut choice = ContextChoice {
+        client_sent_encryption: false,
+        signing: None,
+    };
+    let mut preauth_seen = false;
+    for context in contexts {
+        match context {
+            NegotiateContext::PreauthIntegrity {
+                hash_algorithms, ..
+            } => {
+                if hash_algorithms.is_empty() {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+                if !hash_algorithms.contains(&HashAlgorithm::SHA512) {
+                    return Err(NtStatus::SMB_NO_PREAUTH_INTEGRITY_HASH_OVERLAP);
+                }
+                preauth_seen = true;
+            }
+            NegotiateContext::Encryption { ciphers } => {
+                if ciphers.is_empty() {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+                choice.client_sent_encryption = true;
+            }
+            NegotiateContext::Compression { algorithms, .. } => {
+                if algorithms.is_empty() {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+            }
+            NegotiateContext::RdmaTransform { transform_ids } => {
+                if transform_ids.is_empty() {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+            }
+            NegotiateContext::Signing { algorithms } => {
+                if algorithms.is_empty() {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+                // Server preference: AES-GMAC, then AES-CMAC, then HMAC-SHA256.
+                choice.signing = [
+                    (WireSigning::AES_GMAC, SigningAlgorithm::AesGmac),
+                    (WireSigning::AES_CMAC, SigningAlgorithm::AesCmac),
+                    (WireSigning::HMAC_SHA256, SigningAlgorithm::HmacSha256),
+                ]
+                .into_iter()
+                .find(|(wire, _)| algorithms.contains(wire));
+            }
+            NegotiateContext::NetName(_)
+            | NegotiateContext::TransportCapabilities { .. }
+            | NegotiateContext::Unknown { .. } => {}
+        }
+    }
+    if !preauth_seen {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    Ok(choice)
+}
+
+fn server_capabilities(dialect: Dialect) -> Capabilities {
+    let mut caps = Capabilities::empty();
+    if dialect.0 >= Dialect::SMB2_1.0 {
+        caps |= Capabilities::LARGE_MTU;
+    }
+    caps
+}
+
+fn security_mode(conn: &Connection) -> SecurityMode {
+    let mut mode = SecurityMode::SIGNING_ENABLED;
+    if conn.server.settings.require_signing {
+        mode |= SecurityMode::SIGNING_REQUIRED;
+    }
+    mode
+}
+
+fn response<'a>(
+    conn: &Connection,
+    dialect: Dialect,
+    security_buffer: &'a [u8],
+    contexts: Vec<NegotiateContext<'a>>,
+) -> NegotiateResponse<'a> {
+    let server = &conn.server;
+    let max_io = if dialect == Dialect::SMB2_0_2 {
+        SMALL_MTU
+    } else {
+        server.settings.max_io_size
+    };
+    NegotiateResponse {
+        security_mode: security_mode(conn),
+        dialect_revision: dialect,
+        server_guid: server.guid,
+        capabilities: server_capabilities(dialect),
+        max_transact_size: max_io,
+        max_read_size: max_io,
+        max_write_size: max_io,
+        system_time: FileTime::now(),
+        server_start_time: FileTime::UNCHANGED,
+        security_buffer,
+        contexts,
+    }
+}

@@ -1,0 +1,222 @@
+//! QUERY_DIRECTORY: MS-SMB2 3.3.5.18 with MS-FSA 2.1.5.6.3. The directory is read once per
+//! enumeration (one getdents pass), names are matched before anything is stat'ed, and only
+//! matching entries cost a statx.
+
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_fscc::{
+    DirEntry, DirListEncoder, Expression, FileInformationClass, dir_entry_fixed_size, has_wildcards,
+};
+use smb3d_smb2::query_directory::{
+    QueryDirectoryFlags, QueryDirectoryRequest, QueryDirectoryResponse,
+};
+use smb3d_vfs::{self as vfs, FileStat, FileType, VfsError};
+use smb3d_wire::Writer;
+
+use crate::blocking::blocking;
+use crate::connection::Ctx;
+use crate::fileinfo;
+use crate::handlers::{check_credit_charge, lookup_open};
+use crate::open::{DirCursor, Open};
+use crate::status_map::VfsResultExt;
+
+/// A search pattern names (at most) one name component.
+const MAX_PATTERN_UNITS: usize = 255;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = QueryDirectoryRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = lookup_open(cx, req.file_id)?;
+    if !open.is_directory {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if !open.may(AccessMask::FILE_LIST_DIRECTORY) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let class = FileInformationClass(req.file_information_class);
+    let fixed = dir_entry_fixed_size(class).map_err(|e| e.status())?;
+    if req.output_buffer_length > cx.conn.server.settings.max_io_size {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    check_credit_charge(cx, req.output_buffer_length)?;
+    if (req.output_buffer_length as usize) < fixed {
+        return Err(NtStatus::INFO_LENGTH_MISMATCH);
+    }
+    let pattern = smb3d_wire::decode_utf16le(req.file_name, "FileName")
+        .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+    let pattern = if pattern.is_empty() {
+        "*".to_owned()
+    } else {
+        pattern
+    };
+    if pattern.encode_utf16().count() > MAX_PATTERN_UNITS {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+
+    let pending = QueryDirectoryResponse::begin(w);
+    let status = blocking(|| {
+        let mut cursor = open.dir.lock();
+        let restart = req
+            .flags
+            .intersects(QueryDirectoryFlags::RESTART_SCANS | QueryDirectoryFlags::REOPEN);
+        if restart || cursor.pattern.is_none() {
+            start_enumeration(&open, &mut cursor, pattern).status()?;
+        }
+        let single = req.flags.contains(QueryDirectoryFlags::RETURN_SINGLE_ENTRY);
+        fill(
+            &open,
+            &mut cursor,
+            class,
+            req.output_buffer_length as usize,
+            single,
+            w,
+        )
+    })?;
+    QueryDirectoryResponse::finish(w, pending);
+    Ok(status)
+}
+
+/// Reads the directory afresh for a new enumeration with `pattern` (which stays fixed until
+/// the next restart, as on Windows). A pattern without wildcards names one entry: only that
+/// name is looked up.
+fn start_enumeration(open: &Open, cursor: &mut DirCursor, pattern: String) -> Result<(), VfsError> {
+    let entries = if has_wildcards(&pattern) {
+        let mut entries = vec![dot_entry("."), dot_entry("..")];
+        entries.extend(open.file.read_dir()?);
+        entries
+    } else if pattern == "." || pattern == ".." {
+        vec![dot_entry(&pattern)]
+    } else {
+        match open.file.stat_child(&pattern) {
+            Ok(stat) => vec![vfs::DirEntry {
+                name: pattern.clone(),
+                ino: stat.ino,
+                file_type: stat.file_type,
+            }],
+            Err(VfsError::NotFound | VfsError::InvalidName | VfsError::NameTooLong) => Vec::new(),
+            Err(e) => return Err(e),
+        }
+    };
+    *cursor = DirCursor {
+        entries,
+        next: 0,
+        pattern: Some(pattern),
+        returned_any: false,
+    };
+    Ok(())
+}
+
+fn dot_entry(name: &str) -> vfs::DirEntry {
+    vfs::DirEntry {
+        name: name.to_owned(),
+        ino: 0,
+        file_type: FileType::Directory,
+    }
+}
+
+/// Encodes matching entries from the cursor while they fit.
+fn fill(
+    open: &Open,
+    cursor: &mut DirCursor,
+    class: FileInformationClass,
+    limit: usize,
+    single: bool,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let mut encoder = DirListEncoder::new(class, w, limit).map_err(|e| e.status())?;
+    let expression = Expression::new(cursor.pattern.as_deref().unwrap_or("*"), true);
+    let needs_stat = class != FileInformationClass::FILE_NAMES_INFORMATION;
+    while let Some(entry) = cursor.entries.get(cursor.next) {
+        if !expression.matches(&entry.name) {
+            cursor.next += 1;
+            continue;
+        }
+        let listed = if needs_stat {
+            match entry_stat(open, entry) {
+                Some(stat) => listing(&stat, &entry.name),
+                // Gone since the directory was read, or a symlink leading out of the share:
+                // not listed.
+                None => {
+                    cursor.next += 1;
+                    continue;
+                }
+            }
+        } else {
+            DirEntry {
+                name: &entry.name,
+                ..DirEntry::default()
+            }
+        };
+        if !encoder.push(w, &listed) {
+            break;
+        }
+        cursor.next += 1;
+        cursor.returned_any = true;
+        if single {
+            break;
+        }
+    }
+    if !encoder.is_empty() {
+        return Ok(NtStatus::SUCCESS);
+    }
+    if cursor.next < cursor.entries.len() {
+        // The next entry alone does not fit in the client's buffer.
+        return Err(NtStatus::INFO_LENGTH_MISMATCH);
+    }
+    Err(if cursor.returned_any {
+        NtStatus::NO_MORE_FILES
+    } else {
+        NtStatus::NO_SUCH_FILE
+    })
+}
+
+/// What a listing shows of an entry.
+fn listing<'a>(stat: &FileStat, name: &'a str) -> DirEntry<'a> {
+    let t = fileinfo::times(stat);
+    DirEntry {
+        file_index: 0,
+        creation_time: t.creation,
+        last_access_time: t.last_access,
+        last_write_time: t.last_write,
+        change_time: t.change,
+        end_of_file: fileinfo::end_of_file(stat),
+        allocation_size: fileinfo::allocation_size(stat),
+        file_attributes: fileinfo::attributes(stat, name),
+        ea_size: 0,
+        reparse_tag: 0,
+        file_id: stat.ino,
+        file_id_128: file_id_128(stat.ino),
+        short_name: "",
+        name,
+    }
+}
+
+/// The stat of a listed entry: "." is the directory itself, ".." its parent (the share root
+/// is its own parent), symlinks are followed within the share.
+fn entry_stat(open: &Open, entry: &vfs::DirEntry) -> Option<FileStat> {
+    match entry.name.as_str() {
+        "." => open.file.stat().ok(),
+        ".." => {
+            let path = open.path();
+            let parent = path.parent_and_name().map(|(p, _)| p).unwrap_or(path);
+            open.vfs.stat(&parent).ok()
+        }
+        name => {
+            let stat = open.file.stat_child(name).ok()?;
+            if stat.file_type == FileType::Symlink {
+                open.vfs.stat(&open.path().join(name).ok()?).ok()
+            } else {
+                Some(stat)
+            }
+        }
+    }
+}
+
+/// The 128-bit file id (FileIdExtd classes): the inode number, zero-extended.
+fn file_id_128(ino: u64) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&ino.to_le_bytes());
+    id
+}

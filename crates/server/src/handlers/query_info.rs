@@ -1,0 +1,316 @@
+//! QUERY_INFO: MS-SMB2 3.3.5.20, file classes (3.3.5.20.1 with MS-FSA 2.1.5.12) and file
+//! system classes (3.3.5.20.2 with MS-FSA 2.1.5.13). Answers are encoded in place and then cut
+//! to the client's OutputBufferLength as the classes' rules say.
+
+use std::sync::atomic::Ordering;
+
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_fscc::{
+    CompressionFormat, DeviceCharacteristics, DeviceType, FileAccessInformation,
+    FileAlignmentInformation, FileAllInformation, FileAttributeTagInformation,
+    FileCompressionInformation, FileEaInformation, FileFsAttributeInformation,
+    FileFsDeviceInformation, FileFsFullSizeInformation, FileFsObjectIdInformation,
+    FileFsSectorSizeInformation, FileFsSizeInformation, FileFsVolumeInformation, FileIdInformation,
+    FileInformationClass, FileInternalInformation, FileMode, FileModeInformation,
+    FileNameInformation, FilePositionInformation, FsAttributes, FsInformationClass, OutputFit,
+    OutputSize, SectorSizeFlags, StreamListEncoder,
+};
+use smb3d_smb2::query_info::{InfoType, QueryInfoRequest, QueryInfoResponse};
+use smb3d_vfs::{FileStat, FsStat};
+use smb3d_wire::{FileTime, Guid, Writer};
+
+use crate::blocking::blocking;
+use crate::connection::Ctx;
+use crate::fileinfo;
+use crate::handlers::{check_credit_charge, lookup_open};
+use crate::open::Open;
+use crate::status_map::VfsResultExt;
+
+/// Sector size reported to clients; allocation units are the file system's block size.
+const BYTES_PER_SECTOR: u32 = 512;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = QueryInfoRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = lookup_open(cx, req.file_id)?;
+    if req.output_buffer_length > cx.conn.server.settings.max_io_size {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    check_credit_charge(cx, req.output_buffer_length)?;
+    let dialect = cx.negotiated.dialect;
+    let share_name = cx
+        .tree
+        .as_ref()
+        .map(|t| t.share.name.clone())
+        .unwrap_or_default();
+    let limit = req.output_buffer_length;
+    let pending = QueryInfoResponse::begin(w);
+    let status = match req.info_type {
+        InfoType::FILE => blocking(|| {
+            file_info(
+                &open,
+                FileInformationClass(req.file_info_class),
+                limit,
+                dialect,
+                w,
+            )
+        })?,
+        InfoType::FILESYSTEM => blocking(|| {
+            fs_info(
+                &open,
+                FsInformationClass(req.file_info_class),
+                limit,
+                &share_name,
+                w,
+            )
+        })?,
+        // Security descriptors and quotas come with the file-semantics work (docs/conformance.md).
+        InfoType::SECURITY | InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    QueryInfoResponse::finish(w, pending);
+    Ok(status)
+}
+
+/// Cuts an encoded answer that started at `start` to the client's buffer.
+fn fit(
+    size: OutputSize,
+    start: usize,
+    limit: u32,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    match size.fit(w.offset() - start, limit) {
+        OutputFit::Fits => Ok(NtStatus::SUCCESS),
+        OutputFit::LengthMismatch => Err(NtStatus::INFO_LENGTH_MISMATCH),
+        OutputFit::Overflow { len } => {
+            w.truncate(start + len);
+            Ok(NtStatus::BUFFER_OVERFLOW)
+        }
+    }
+}
+
+/// The open's path as FileNameInformation gives it: from the share root, with a leading
+/// backslash.
+fn full_name(open: &Open) -> String {
+    let path = open.path();
+    let mut name = String::with_capacity(path.as_str().len() + 1);
+    name.push('\\');
+    name.push_str(&path.components().collect::<Vec<_>>().join("\\"));
+    name
+}
+
+fn file_info(
+    open: &Open,
+    class: FileInformationClass,
+    limit: u32,
+    dialect: u16,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let size = class.query_size().ok_or(NtStatus::INVALID_INFO_CLASS)?;
+    let needs_read_attributes = matches!(
+        class,
+        FileInformationClass::FILE_BASIC_INFORMATION
+            | FileInformationClass::FILE_ALL_INFORMATION
+            | FileInformationClass::FILE_NETWORK_OPEN_INFORMATION
+            | FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION
+    );
+    if needs_read_attributes && !open.may(AccessMask::FILE_READ_ATTRIBUTES) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let stat = open.file.stat().status()?;
+    let path = open.path();
+    let name = path.name().unwrap_or("");
+    let start = w.offset();
+    match class {
+        FileInformationClass::FILE_BASIC_INFORMATION => fileinfo::basic(&stat, name).encode(w),
+        FileInformationClass::FILE_STANDARD_INFORMATION => {
+            fileinfo::standard(&stat, open.delete_on_close()).encode(w)
+        }
+        FileInformationClass::FILE_INTERNAL_INFORMATION => FileInternalInformation {
+            index_number: stat.ino,
+        }
+        .encode(w),
+        FileInformationClass::FILE_EA_INFORMATION => FileEaInformation { ea_size: 0 }.encode(w),
+        FileInformationClass::FILE_ACCESS_INFORMATION => FileAccessInformation {
+            access_flags: open.granted,
+        }
+        .encode(w),
+        FileInformationClass::FILE_POSITION_INFORMATION => position(open).encode(w),
+        FileInformationClass::FILE_MODE_INFORMATION => mode(open).encode(w),
+        FileInformationClass::FILE_ALIGNMENT_INFORMATION => FileAlignmentInformation {
+            alignment_requirement: 0,
+        }
+        .encode(w),
+        FileInformationClass::FILE_ALL_INFORMATION => FileAllInformation {
+            basic: fileinfo::basic(&stat, name),
+            standard: fileinfo::standard(&stat, open.delete_on_close()),
+            internal: FileInternalInformation {
+                index_number: stat.ino,
+            },
+            ea: FileEaInformation { ea_size: 0 },
+            access: FileAccessInformation {
+                access_flags: open.granted,
+            },
+            position: position(open),
+            mode: mode(open),
+            alignment: FileAlignmentInformation {
+                alignment_requirement: 0,
+            },
+            name: FileNameInformation {
+                file_name: full_name(open),
+            },
+        }
+        .encode(w),
+        FileInformationClass::FILE_NETWORK_OPEN_INFORMATION => {
+            fileinfo::network_open(&stat, name).encode(w)
+        }
+        FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => FileAttributeTagInformation {
+            file_attributes: fileinfo::attributes(&stat, name),
+            reparse_tag: 0,
+        }
+        .encode(w),
+        FileInformationClass::FILE_COMPRESSION_INFORMATION => FileCompressionInformation {
+            compressed_file_size: fileinfo::end_of_file(&stat),
+            compression_format: CompressionFormat::NONE,
+            compression_unit_shift: 0,
+            chunk_shift: 0,
+            cluster_shift: 0,
+        }
+        .encode(w),
+        FileInformationClass::FILE_ID_INFORMATION => {
+            let mut file_id = [0u8; 16];
+            file_id[..8].copy_from_slice(&stat.ino.to_le_bytes());
+            FileIdInformation {
+                volume_serial_number: stat.dev,
+                file_id,
+            }
+            .encode(w)
+        }
+        FileInformationClass::FILE_STREAM_INFORMATION => return stream_info(&stat, limit, w),
+        FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
+            file_name: crate::shortname::short_name(name),
+        }
+        .encode(w),
+        FileInformationClass::FILE_NORMALIZED_NAME_INFORMATION => {
+            if dialect < 0x0311 {
+                return Err(NtStatus::NOT_SUPPORTED);
+            }
+            FileNameInformation {
+                file_name: full_name(open).trim_start_matches('\\').to_owned(),
+            }
+            .encode(w)
+        }
+        // No extended attributes are stored yet.
+        FileInformationClass::FILE_FULL_EA_INFORMATION => return Err(NtStatus::NO_EAS_ON_FILE),
+        _ => return Err(NtStatus::INVALID_INFO_CLASS),
+    }
+    fit(size, start, limit, w)
+}
+
+fn position(open: &Open) -> FilePositionInformation {
+    FilePositionInformation {
+        current_byte_offset: open.position.load(Ordering::Relaxed) as i64,
+    }
+}
+
+fn mode(open: &Open) -> FileModeInformation {
+    FileModeInformation {
+        mode: FileMode(open.mode.load(Ordering::Relaxed) as u32),
+    }
+}
+
+/// FileStreamInformation: a file has its unnamed data stream; a directory has none.
+fn stream_info(stat: &FileStat, limit: u32, w: &mut Writer<'_>) -> Result<NtStatus, NtStatus> {
+    if fileinfo::is_directory(stat) {
+        return Ok(NtStatus::SUCCESS);
+    }
+    let mut streams = StreamListEncoder::new(w, limit as usize);
+    if !streams.push(w, "::$DATA", stat.size, stat.allocated) {
+        return Err(NtStatus::BUFFER_OVERFLOW);
+    }
+    Ok(NtStatus::SUCCESS)
+}
+
+fn fs_info(
+    open: &Open,
+    class: FsInformationClass,
+    limit: u32,
+    share_name: &str,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let size = class.query_size().ok_or(NtStatus::INVALID_INFO_CLASS)?;
+    let fs = open.vfs.fs_stat().status()?;
+    let start = w.offset();
+    let unit = fs.fragment_size.max(u64::from(BYTES_PER_SECTOR));
+    let sectors_per_unit = u32::try_from(unit / u64::from(BYTES_PER_SECTOR)).unwrap_or(1);
+    let scale = |blocks: u64| blocks.saturating_mul(fs.fragment_size.max(1)) / unit;
+    match class {
+        FsInformationClass::FILE_FS_VOLUME_INFORMATION => FileFsVolumeInformation {
+            volume_creation_time: FileTime::UNCHANGED,
+            volume_serial_number: volume_serial(&fs),
+            supports_objects: false,
+            volume_label: share_name.chars().take(32).collect(),
+        }
+        .encode(w),
+        FsInformationClass::FILE_FS_SIZE_INFORMATION => FileFsSizeInformation {
+            total_allocation_units: scale(fs.total_blocks),
+            available_allocation_units: scale(fs.avail_blocks),
+            sectors_per_allocation_unit: sectors_per_unit,
+            bytes_per_sector: BYTES_PER_SECTOR,
+        }
+        .encode(w),
+        FsInformationClass::FILE_FS_FULL_SIZE_INFORMATION => FileFsFullSizeInformation {
+            total_allocation_units: scale(fs.total_blocks),
+            caller_available_allocation_units: scale(fs.avail_blocks),
+            actual_available_allocation_units: scale(fs.free_blocks),
+            sectors_per_allocation_unit: sectors_per_unit,
+            bytes_per_sector: BYTES_PER_SECTOR,
+        }
+        .encode(w),
+        FsInformationClass::FILE_FS_DEVICE_INFORMATION => FileFsDeviceInformation {
+            device_type: DeviceType::DISK,
+            characteristics: DeviceCharacteristics::DEVICE_IS_MOUNTED,
+        }
+        .encode(w),
+        FsInformationClass::FILE_FS_ATTRIBUTE_INFORMATION => FileFsAttributeInformation {
+            file_system_attributes: FsAttributes::CASE_SENSITIVE_SEARCH
+                | FsAttributes::CASE_PRESERVED_NAMES
+                | FsAttributes::UNICODE_ON_DISK,
+            maximum_component_name_length: u32::try_from(fs.max_name_len.min(255)).unwrap_or(255),
+            // Clients (and applications asking GetVolumeInformation) expect NTFS semantics
+            // from a file server; this is the name they test for.
+            file_system_name: "NTFS".into(),
+        }
+        .encode(w),
+        FsInformationClass::FILE_FS_SECTOR_SIZE_INFORMATION => FileFsSectorSizeInformation {
+            logical_bytes_per_sector: BYTES_PER_SECTOR,
+            physical_bytes_per_sector_for_atomicity: BYTES_PER_SECTOR,
+            physical_bytes_per_sector_for_performance: BYTES_PER_SECTOR,
+            file_system_effective_physical_bytes_per_sector_for_atomicity: BYTES_PER_SECTOR,
+            flags: SectorSizeFlags::ALIGNED_DEVICE | SectorSizeFlags::PARTITION_ALIGNED_ON_DEVICE,
+            byte_offset_for_sector_alignment: 0,
+            byte_offset_for_partition_alignment: 0,
+        }
+        .encode(w),
+        FsInformationClass::FILE_FS_OBJECT_ID_INFORMATION => {
+            let mut object_id = Guid::ZERO;
+            object_id.0[..8].copy_from_slice(&fs.fs_id.to_le_bytes());
+            object_id.0[8..].copy_from_slice(&fs.fs_type.to_le_bytes());
+            FileFsObjectIdInformation {
+                object_id,
+                extended_info: [0; 48],
+            }
+            .encode(w)
+        }
+        _ => return Err(NtStatus::INVALID_INFO_CLASS),
+    }
+    fit(size, start, limit, w)
+}
+
+/// A volume serial number stable for the file system.
+fn volume_serial(fs: &FsStat) -> u32 {
+    (fs.fs_id ^ (fs.fs_id >> 32)) as u32
+}

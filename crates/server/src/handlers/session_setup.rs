@@ -1,0 +1,162 @@
+//! SESSION_SETUP: MS-SMB2 3.3.5.5 (new sessions 3.3.5.5.1, re-authentication 3.3.5.5.2,
+//! completing authentication 3.3.5.5.3).
+
+use std::sync::Arc;
+
+use smb3d_auth::{Acceptor, Principal, Step};
+use smb3d_crypto::SessionKeys;
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::negotiate::SecurityMode;
+use smb3d_smb2::session_setup::{
+    SessionFlags, SessionSetupFlags, SessionSetupRequest, SessionSetupResponse,
+};
+use smb3d_wire::{FileTime, Writer};
+
+use crate::connection::Ctx;
+use crate::handlers::logoff;
+use crate::session::{AuthExchange, Established, Session, SessionUser};
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = SessionSetupRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let negotiated = cx.negotiated;
+    // Multichannel is not offered, so a binding request is refused (3.3.5.5 step 4).
+    if negotiated.is_smb3() && req.flags.contains(SessionSetupFlags::BINDING) {
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+    let server = cx.conn.server.clone();
+    let session = if cx.hdr.session_id == 0 {
+        let session = Arc::new(Session::new(server.allocate_session_id()));
+        cx.conn.add_session(session.clone());
+        session
+    } else {
+        cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?
+    };
+    cx.response_session_id = Some(session.id);
+
+    let step = {
+        let mut st = session.state.lock();
+        let exchange = st.exchange.get_or_insert_with(|| AuthExchange {
+            acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone()),
+            preauth: negotiated.preauth.clone(),
+        });
+        if let Some(preauth) = exchange.preauth.as_mut() {
+            preauth.update(pdu);
+        }
+        exchange.acceptor.step(req.security_buffer, FileTime::now())
+    };
+    match step {
+        Ok(Step::Continue { token }) => {
+            cx.preauth_session = Some(session.clone());
+            SessionSetupResponse {
+                session_flags: SessionFlags::empty(),
+                security_buffer: &token,
+            }
+            .encode(w);
+            Ok(NtStatus::MORE_PROCESSING_REQUIRED)
+        }
+        Ok(Step::Done {
+            token,
+            principal,
+            session_key,
+        }) => {
+            let flags = complete(cx, &session, &req, principal, &session_key);
+            SessionSetupResponse {
+                session_flags: flags,
+                security_buffer: &token,
+            }
+            .encode(w);
+            Ok(NtStatus::SUCCESS)
+        }
+        Err(e) => {
+            // A failed exchange ends the session (3.3.5.5.3), including a failed
+            // re-authentication.
+            if let Some(session) = cx.conn.remove_session(session.id) {
+                logoff::tear_down(&server, &session);
+            }
+            Err(e.status())
+        }
+    }
+}
+
+/// MS-SMB2 3.3.5.5.3 after the security package succeeded: keys, signing, and the previous
+/// session of the same user closed.
+fn complete(
+    cx: &mut Ctx<'_>,
+    session: &Arc<Session>,
+    req: &SessionSetupRequest<'_>,
+    principal: Principal,
+    session_key: &[u8; 16],
+) -> SessionFlags {
+    let negotiated = cx.negotiated;
+    let server = &cx.conn.server;
+    let exchange = session.state.lock().exchange.take();
+    let preauth = exchange.and_then(|e| e.preauth);
+    let user = match principal {
+        Principal::User { name, domain } => SessionUser::User { name, domain },
+        Principal::Anonymous => SessionUser::Anonymous,
+    };
+    let anonymous = user == SessionUser::Anonymous;
+    let keys = SessionKeys::derive(
+        negotiated.dialect,
+        session_key,
+        preauth.as_ref(),
+        negotiated.cipher,
+    );
+    let signer: Option<Arc<dyn smb3d_crypto::MessageSigner>> = if anonymous {
+        None
+    } else {
+        Some(Arc::from(
+            server
+                .crypto
+                .signer(negotiated.signing_algorithm, &keys.signing),
+        ))
+    };
+    // Session.SigningRequired: the server's policy, or the client asked for it at NEGOTIATE
+    // (Connection.ShouldSign) or now.
+    let client_requires = SecurityMode(negotiated.client_security_mode)
+        .contains(SecurityMode::SIGNING_REQUIRED)
+        || req.security_mode.contains(SecurityMode::SIGNING_REQUIRED);
+    let signing_required = !anonymous && (server.settings.require_signing || client_requires);
+
+    // PreviousSessionId: the client lost its earlier connection; that session goes (3.3.5.5.3).
+    if req.previous_session_id != 0
+        && req.previous_session_id != session.id
+        && let Some(previous) = server.session(req.previous_session_id)
+        && previous.user() == Some(user.clone())
+    {
+        server.sessions.lock().remove(&previous.id);
+        logoff::tear_down(server, &previous);
+    }
+
+    // 3.1.1 signs the final response with the new key whatever the signing policy.
+    if negotiated.dialect == 0x0311 {
+        cx.sign_with = signer.clone();
+    }
+    session.state.lock().established = Some(Established {
+        user,
+        signer,
+        signing_required,
+    });
+    if anonymous {
+        SessionFlags::IS_NULL
+    } else {
+        SessionFlags::empty()
+    }
+}
+
+/// Adds a MORE_PROCESSING_REQUIRED response to the session's preauth hash (3.3.5.5.3).
+pub(crate) fn hash_response(session: &Session, message: &[u8]) {
+    if let Some(preauth) = session
+        .state
+        .lock()
+        .exchange
+        .as_mut()
+        .and_then(|e| e.preauth.as_mut())
+    {
+        preauth.update(message);
+    }
+}

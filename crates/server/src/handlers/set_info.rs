@@ -1,0 +1,212 @@
+//! SET_INFO: MS-SMB2 3.3.5.21 with MS-FSA 2.1.5.14 for the file classes clients use to change
+//! times and sizes, delete and rename.
+
+use std::sync::atomic::Ordering;
+
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_fscc::{
+    DispositionFlags, FileAllocationInformation, FileBasicInformation, FileDispositionInformation,
+    FileDispositionInformationEx, FileEndOfFileInformation, FileInformationClass, FileMode,
+    FileModeInformation, FilePositionInformation, FileRenameInformation, FileRenameInformationEx,
+    RenameFlags,
+};
+use smb3d_smb2::query_info::InfoType;
+use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
+use smb3d_vfs::{Timespec, VfsError, VfsPath};
+use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
+
+use crate::blocking::blocking;
+use crate::connection::Ctx;
+use crate::handlers::lookup_open;
+use crate::names::parse_path;
+use crate::open::Open;
+use crate::status_map::VfsResultExt;
+
+/// FileModeInformation bits a client may set (MS-FSCC 2.4.26).
+const SETTABLE_MODE: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = SetInfoRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = lookup_open(cx, req.file_id)?;
+    if cx.tree.as_ref().is_some_and(|t| t.share.read_only) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    match req.info_type {
+        InfoType::FILE => blocking(|| {
+            set_file_info(&open, FileInformationClass(req.file_info_class), req.buffer)
+        })?,
+        // Changing volume information needs privileges no SMB user has here.
+        InfoType::FILESYSTEM => return Err(NtStatus::ACCESS_DENIED),
+        // Security descriptors and quotas come with the file-semantics work (docs/conformance.md).
+        InfoType::SECURITY | InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    }
+    SetInfoResponse.encode(w);
+    Ok(NtStatus::SUCCESS)
+}
+
+/// A buffer too short for its class is STATUS_INFO_LENGTH_MISMATCH; any other malformation
+/// STATUS_INVALID_PARAMETER.
+fn buffer_error(e: DecodeError) -> NtStatus {
+    if e.kind == DecodeErrorKind::Truncated {
+        NtStatus::INFO_LENGTH_MISMATCH
+    } else {
+        NtStatus::INVALID_PARAMETER
+    }
+}
+
+fn require(open: &Open, access: AccessMask) -> Result<(), NtStatus> {
+    if open.may(access) {
+        Ok(())
+    } else {
+        Err(NtStatus::ACCESS_DENIED)
+    }
+}
+
+fn set_file_info(open: &Open, class: FileInformationClass, buf: &[u8]) -> Result<(), NtStatus> {
+    match class {
+        FileInformationClass::FILE_BASIC_INFORMATION => {
+            let info = FileBasicInformation::decode(buf).map_err(buffer_error)?;
+            require(open, AccessMask::FILE_WRITE_ATTRIBUTES)?;
+            set_basic(open, &info)
+        }
+        FileInformationClass::FILE_END_OF_FILE_INFORMATION => {
+            let info = FileEndOfFileInformation::decode(buf).map_err(buffer_error)?;
+            require(open, AccessMask::FILE_WRITE_DATA)?;
+            let len = u64::try_from(info.end_of_file).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+            if open.is_directory {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            open.file.set_len(len).status()
+        }
+        FileInformationClass::FILE_ALLOCATION_INFORMATION => {
+            let info = FileAllocationInformation::decode(buf).map_err(buffer_error)?;
+            require(open, AccessMask::FILE_WRITE_DATA)?;
+            let allocation =
+                u64::try_from(info.allocation_size).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+            // Shrinking the allocation below the end of file truncates the file (MS-FSA
+            // 2.1.5.14.1); growing it does not change the end of file.
+            let size = open.file.stat().status()?.size;
+            if allocation < size {
+                open.file.set_len(allocation).status()
+            } else {
+                Ok(())
+            }
+        }
+        FileInformationClass::FILE_DISPOSITION_INFORMATION => {
+            let info = FileDispositionInformation::decode(buf).map_err(buffer_error)?;
+            set_delete_pending(open, info.delete_pending)
+        }
+        FileInformationClass::FILE_DISPOSITION_INFORMATION_EX => {
+            let info = FileDispositionInformationEx::decode(buf).map_err(buffer_error)?;
+            set_delete_pending(open, info.flags.contains(DispositionFlags::DELETE))
+        }
+        FileInformationClass::FILE_RENAME_INFORMATION => {
+            let info = FileRenameInformation::decode(buf).map_err(buffer_error)?;
+            rename(
+                open,
+                info.root_directory,
+                &info.file_name,
+                info.replace_if_exists,
+            )
+        }
+        FileInformationClass::FILE_RENAME_INFORMATION_EX => {
+            let info = FileRenameInformationEx::decode(buf).map_err(buffer_error)?;
+            rename(
+                open,
+                info.root_directory,
+                &info.file_name,
+                info.flags.contains(RenameFlags::REPLACE_IF_EXISTS),
+            )
+        }
+        FileInformationClass::FILE_POSITION_INFORMATION => {
+            let info = FilePositionInformation::decode(buf).map_err(buffer_error)?;
+            let position =
+                u64::try_from(info.current_byte_offset).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+            open.position.store(position, Ordering::Relaxed);
+            Ok(())
+        }
+        FileInformationClass::FILE_MODE_INFORMATION => {
+            let FileModeInformation {
+                mode: FileMode(mode),
+            } = FileModeInformation::decode(buf).map_err(buffer_error)?;
+            if mode & !SETTABLE_MODE != 0 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            open.mode.store(u64::from(mode), Ordering::Relaxed);
+            Ok(())
+        }
+        _ => Err(NtStatus::INVALID_INFO_CLASS),
+    }
+}
+
+/// Times per MS-FSA 2.1.5.14.2: 0 leaves a time alone, -1 and -2 stop and resume automatic
+/// updates (which the file system does on its own, so they change nothing here). Only access
+/// and write times can be set on Linux; attributes are not stored until DOS attributes are
+/// kept in xattrs (docs/conformance.md).
+fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
+    let settable = |t: FileTime| -> Option<Timespec> {
+        if t == FileTime::UNCHANGED
+            || t == FileTime::SUSPEND_UPDATES
+            || t == FileTime::RESUME_UPDATES
+        {
+            return None;
+        }
+        let (sec, nsec) = t.to_unix();
+        Some(Timespec { sec, nsec })
+    };
+    let atime = settable(info.last_access_time);
+    let mtime = settable(info.last_write_time);
+    if atime.is_some() || mtime.is_some() {
+        open.file.set_times(atime, mtime).status()?;
+    }
+    Ok(())
+}
+
+fn set_delete_pending(open: &Open, delete: bool) -> Result<(), NtStatus> {
+    require(open, AccessMask::DELETE)?;
+    if delete && open.is_directory {
+        let empty = open.file.read_dir().status()?.is_empty();
+        if !empty {
+            return Err(NtStatus::DIRECTORY_NOT_EMPTY);
+        }
+    }
+    open.set_delete_on_close(delete);
+    Ok(())
+}
+
+/// MS-SMB2 3.3.5.21.1 and MS-FSA 2.1.5.14.11.
+fn rename(open: &Open, root_directory: u64, target: &str, replace: bool) -> Result<(), NtStatus> {
+    require(open, AccessMask::DELETE)?;
+    if root_directory != 0 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    // The target is relative to the share root; clients may start it with a backslash.
+    let target = parse_path(target.strip_prefix('\\').unwrap_or(target))?;
+    if target.is_root() {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    let to = VfsPath::from_components(target.components.iter())
+        .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+    let from = open.path();
+    if from.is_root() {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if from == to {
+        return Ok(());
+    }
+    match open.vfs.rename(&from, &to, replace) {
+        Ok(()) => {}
+        // Replacing a directory is refused as Windows does.
+        Err(VfsError::IsADirectory | VfsError::NotEmpty) if replace => {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        Err(e) => return Err(crate::status_map::vfs_status(&e)),
+    }
+    *open.path.lock() = to;
+    Ok(())
+}

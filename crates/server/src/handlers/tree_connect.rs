@@ -1,0 +1,78 @@
+//! TREE_CONNECT: MS-SMB2 3.3.5.7.
+
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_smb2::tree_connect::{
+    ShareFlags, ShareType, TreeCapabilities, TreeConnectRequest, TreeConnectResponse,
+};
+use smb3d_wire::Writer;
+
+use crate::connection::Ctx;
+use crate::session::SessionUser;
+use crate::share::ShareKind;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = TreeConnectRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let user = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let share_name = share_name(&req.path).ok_or(NtStatus::BAD_NETWORK_NAME)?;
+    let share = cx
+        .conn
+        .server
+        .share(share_name)
+        .ok_or(NtStatus::BAD_NETWORK_NAME)?;
+
+    // Access to the share: null sessions only where guests are welcome; named users only when
+    // the share lists them (or lists nobody).
+    let admitted = match &user {
+        SessionUser::Anonymous => share.guest_ok,
+        SessionUser::User { name, .. } => share.admits(name),
+    };
+    if !admitted {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let maximal_access = if share.read_only {
+        AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_EXECUTE
+    } else {
+        AccessMask::FILE_ALL_ACCESS
+    };
+    let share_type = match share.kind {
+        ShareKind::Disk(_) => ShareType::DISK,
+        ShareKind::Ipc => ShareType::PIPE,
+    };
+    let tree = session.state.lock().add_tree(share.clone(), maximal_access);
+    cx.response_tree_id = Some(tree.id);
+    TreeConnectResponse {
+        share_type,
+        share_flags: ShareFlags::MANUAL_CACHING,
+        capabilities: TreeCapabilities::empty(),
+        maximal_access,
+    }
+    .encode(w);
+    Ok(NtStatus::SUCCESS)
+}
+
+/// The share part of `\\server\share` (MS-SMB2 2.2.9: the path names the server too).
+fn share_name(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("\\\\")?;
+    let (_server, share) = rest.split_once('\\')?;
+    (!share.is_empty() && !share.contains('\\')).then_some(share)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_name;
+
+    #[test]
+    fn share_names() {
+        assert_eq!(share_name("\\\\127.0.0.1\\demo"), Some("demo"));
+        assert_eq!(share_name("\\\\srv\\IPC$"), Some("IPC$"));
+        assert_eq!(share_name("\\\\srv"), None);
+        assert_eq!(share_name("\\\\srv\\"), None);
+        assert_eq!(share_name("\\\\srv\\a\\b"), None);
+        assert_eq!(share_name("srv\\a"), None);
+    }
+}

@@ -1,0 +1,145 @@
+//! Building the frame that carries one or more responses (MS-SMB2 3.3.4.1): headers, padding
+//! between compounded responses, NextCommand, signatures, and the Direct-TCP prefix.
+
+use std::sync::Arc;
+
+use smb3d_crypto::MessageSigner;
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::header::{Header, HeaderFlags, SMB2_HEADER_LEN};
+use smb3d_wire::Writer;
+
+use crate::connection::OutFrame;
+
+/// Room before the first message: the 4-byte Direct-TCP prefix and the 52-byte transform header,
+/// so that an encrypted frame is built in place without moving the messages.
+const PREFIX_LEN: usize = 4;
+const TRANSFORM_HEADER_LEN: usize = 52;
+const MESSAGES_START: usize = PREFIX_LEN + TRANSFORM_HEADER_LEN;
+/// Offset of NextCommand within the SMB2 header.
+const NEXT_COMMAND_OFFSET: usize = 20;
+
+struct Element {
+    start: usize,
+    signer: Option<Arc<dyn MessageSigner>>,
+}
+
+pub(crate) struct ResponseFrame {
+    buf: Vec<u8>,
+    /// The last response added, not yet signed: its NextCommand and padding are known only
+    /// when the next one starts or the frame ends.
+    current: Option<Element>,
+}
+
+impl ResponseFrame {
+    pub fn new() -> Self {
+        let mut buf = Vec::with_capacity(512);
+        buf.resize(MESSAGES_START, 0);
+        Self { buf, current: None }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == MESSAGES_START
+    }
+
+    /// Bytes of messages so far.
+    pub fn len(&self) -> usize {
+        self.buf.len() - MESSAGES_START
+    }
+
+    /// Starts a response: seals the previous one (padding, NextCommand, signature) and
+    /// reserves the header. Returns the new response's start.
+    pub fn begin(&mut self) -> usize {
+        if let Some(prev) = self.current.take() {
+            let pad = (8 - (self.buf.len() - MESSAGES_START) % 8) % 8;
+            self.buf.resize(self.buf.len() + pad, 0);
+            let next = (self.buf.len() - prev.start) as u32;
+            self.buf[prev.start + NEXT_COMMAND_OFFSET..prev.start + NEXT_COMMAND_OFFSET + 4]
+                .copy_from_slice(&next.to_le_bytes());
+            let end = self.buf.len();
+            Self::sign(&mut self.buf[prev.start..end], prev.signer.as_deref());
+        }
+        let start = self.buf.len();
+        self.buf.resize(start + SMB2_HEADER_LEN, 0);
+        start
+    }
+
+    /// A writer for the body of the response that starts at `start`; offsets count from its
+    /// header, as on the wire.
+    pub fn body_writer(&mut self, start: usize) -> Writer<'_> {
+        Writer::with_base(&mut self.buf, start)
+    }
+
+    /// Replaces whatever body was written with the error response body (MS-SMB2 2.2.2).
+    pub fn error_body(&mut self, start: usize) {
+        self.buf.truncate(start + SMB2_HEADER_LEN);
+        let mut w = Writer::with_base(&mut self.buf, start);
+        smb3d_smb2::error::ErrorResponse::empty().encode(&mut w);
+    }
+
+    /// Fills in the header of the response that starts at `start`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn end(
+        &mut self,
+        start: usize,
+        request: &Header,
+        status: NtStatus,
+        credits: u16,
+        session_id: u64,
+        tree_id: u32,
+        signer: Option<Arc<dyn MessageSigner>>,
+    ) {
+        let mut flags = HeaderFlags::SERVER_TO_REDIR;
+        if request.flags.contains(HeaderFlags::RELATED_OPERATIONS) {
+            flags |= HeaderFlags::RELATED_OPERATIONS;
+        }
+        if signer.is_some() {
+            flags |= HeaderFlags::SIGNED;
+        }
+        let header = Header {
+            credit_charge: request.credit_charge,
+            status,
+            command: request.command,
+            credits,
+            flags,
+            next_command: 0,
+            message_id: request.message_id,
+            async_id: 0,
+            process_id: request.process_id,
+            tree_id,
+            session_id,
+            signature: [0; 16],
+        };
+        let mut encoded = Vec::with_capacity(SMB2_HEADER_LEN);
+        header.encode(&mut Writer::new(&mut encoded));
+        self.buf[start..start + SMB2_HEADER_LEN].copy_from_slice(&encoded);
+        self.current = Some(Element { start, signer });
+    }
+
+    /// The bytes of the response that starts at `start`, as built so far.
+    pub fn message(&self, start: usize) -> &[u8] {
+        &self.buf[start..]
+    }
+
+    /// Seals the last response and prefixes the frame.
+    pub fn finish(mut self) -> OutFrame {
+        if let Some(last) = self.current.take() {
+            Self::sign(&mut self.buf[last.start..], last.signer.as_deref());
+        }
+        let start = MESSAGES_START - PREFIX_LEN;
+        // Responses are bounded by the negotiated sizes, far below the 24-bit frame limit;
+        // the chain is split before it could exceed it.
+        let prefix = smb3d_smb2::framing::encode_frame_prefix(self.buf.len() - MESSAGES_START)
+            .unwrap_or([0; 4]);
+        self.buf[start..MESSAGES_START].copy_from_slice(&prefix);
+        OutFrame {
+            buf: self.buf,
+            start,
+        }
+    }
+
+    fn sign(message: &mut [u8], signer: Option<&dyn MessageSigner>) {
+        if let Some(signer) = signer {
+            signer.sign(message);
+        }
+    }
+}

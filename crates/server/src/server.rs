@@ -1,0 +1,114 @@
+//! Server-wide state: settings, shares, the session table and id allocators. One `Server`
+//! value is passed explicitly to every connection; there is no global state.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use smb3d_auth::{CredentialStore, ServerIdentity};
+use smb3d_crypto::CryptoProvider;
+use smb3d_wire::Guid;
+
+use crate::session::Session;
+use crate::share::Share;
+
+/// Protocol settings taken from the configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Lowest and highest dialect revision offered (e.g. 0x0202, 0x0311).
+    pub min_dialect: u16,
+    pub max_dialect: u16,
+    /// RequireMessageSigning (MS-SMB2 3.3.1.5).
+    pub require_signing: bool,
+    /// MaxReadSize, MaxWriteSize and MaxTransactSize.
+    pub max_io_size: u32,
+    /// Credits one connection may hold.
+    pub max_credits: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            min_dialect: 0x0202,
+            max_dialect: 0x0311,
+            require_signing: false,
+            max_io_size: 8 * 1024 * 1024,
+            max_credits: 8192,
+        }
+    }
+}
+
+/// Everything a running server shares between its connections.
+pub struct Server {
+    pub(crate) settings: Settings,
+    pub(crate) identity: Arc<ServerIdentity>,
+    pub(crate) credentials: Arc<dyn CredentialStore>,
+    pub(crate) crypto: Arc<dyn CryptoProvider>,
+    pub(crate) shares: Vec<Arc<Share>>,
+    pub(crate) guid: Guid,
+    pub(crate) sessions: Mutex<HashMap<u64, Arc<Session>>>,
+    next_session_id: AtomicU64,
+    next_file_id: AtomicU64,
+}
+
+impl Server {
+    pub fn new(
+        settings: Settings,
+        identity: ServerIdentity,
+        credentials: Arc<dyn CredentialStore>,
+        crypto: Arc<dyn CryptoProvider>,
+        shares: Vec<Share>,
+    ) -> Arc<Self> {
+        let mut guid = Guid::ZERO;
+        crypto.fill_random(&mut guid.0);
+        // Session ids start at a random point so that ids from before a restart are not
+        // accepted by accident.
+        let mut seed = [0u8; 4];
+        crypto.fill_random(&mut seed);
+        Arc::new(Self {
+            settings,
+            identity: Arc::new(identity),
+            credentials,
+            crypto,
+            shares: shares.into_iter().map(Arc::new).collect(),
+            guid,
+            sessions: Mutex::new(HashMap::new()),
+            next_session_id: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16 | 1),
+            next_file_id: AtomicU64::new(1),
+        })
+    }
+
+    /// A share by name, case-insensitively.
+    pub(crate) fn share(&self, name: &str) -> Option<Arc<Share>> {
+        self.shares
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+            .cloned()
+    }
+
+    pub(crate) fn allocate_session_id(&self) -> u64 {
+        self.next_session_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A server-unique id for a new open.
+    pub(crate) fn allocate_file_id(&self) -> u64 {
+        self.next_file_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn session(&self, id: u64) -> Option<Arc<Session>> {
+        self.sessions.lock().get(&id).cloned()
+    }
+
+    /// Number of sessions, trees and opens, for tests and status reports.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let sessions = self.sessions.lock();
+        let (mut trees, mut opens) = (0, 0);
+        for s in sessions.values() {
+            let st = s.state.lock();
+            trees += st.trees.len();
+            opens += st.opens.len();
+        }
+        (sessions.len(), trees, opens)
+    }
+}

@@ -1,0 +1,119 @@
+//! Sessions (MS-SMB2 3.3.1.8), their tree connects (3.3.1.9) and their opens.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use smb3d_auth::Acceptor;
+use smb3d_crypto::{MessageSigner, PreauthHash};
+use smb3d_dtyp::AccessMask;
+
+use crate::open::Open;
+use crate::share::Share;
+
+/// Who a session belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionUser {
+    User {
+        name: String,
+        domain: String,
+    },
+    /// A null session (MS-SMB2 SMB2_SESSION_FLAG_IS_NULL): no user, no keys.
+    Anonymous,
+}
+
+/// An authentication exchange still under way (Session.State InProgress).
+pub(crate) struct AuthExchange {
+    pub acceptor: Acceptor,
+    /// Session.PreauthIntegrityHashValue for 3.1.1.
+    pub preauth: Option<PreauthHash>,
+}
+
+/// The established part of a session.
+pub(crate) struct Established {
+    pub user: SessionUser,
+    /// Signs and verifies with Session.SigningKey; None for null sessions.
+    pub signer: Option<Arc<dyn MessageSigner>>,
+    /// Session.SigningRequired.
+    pub signing_required: bool,
+}
+
+pub(crate) struct SessionState {
+    /// Present while a (re-)authentication runs.
+    pub exchange: Option<AuthExchange>,
+    /// Present once the first authentication succeeded.
+    pub established: Option<Established>,
+    pub trees: HashMap<u32, Arc<Tree>>,
+    next_tree_id: u32,
+    /// Opens by their volatile file id.
+    pub opens: HashMap<u64, Arc<Open>>,
+}
+
+pub(crate) struct Session {
+    pub id: u64,
+    pub state: Mutex<SessionState>,
+}
+
+impl Session {
+    pub fn new(id: u64) -> Self {
+        Self {
+            id,
+            state: Mutex::new(SessionState {
+                exchange: None,
+                established: None,
+                trees: HashMap::new(),
+                next_tree_id: 1,
+                opens: HashMap::new(),
+            }),
+        }
+    }
+
+    /// The signer and whether signing is required, if the session is established.
+    pub fn signing(&self) -> Option<(Option<Arc<dyn MessageSigner>>, bool)> {
+        let st = self.state.lock();
+        st.established
+            .as_ref()
+            .map(|e| (e.signer.clone(), e.signing_required))
+    }
+
+    pub fn user(&self) -> Option<SessionUser> {
+        self.state
+            .lock()
+            .established
+            .as_ref()
+            .map(|e| e.user.clone())
+    }
+}
+
+impl SessionState {
+    pub fn add_tree(&mut self, share: Arc<Share>, maximal_access: AccessMask) -> Arc<Tree> {
+        let id = self.next_tree_id;
+        self.next_tree_id = self.next_tree_id.wrapping_add(1).max(1);
+        let tree = Arc::new(Tree {
+            id,
+            share,
+            maximal_access,
+        });
+        self.trees.insert(id, tree.clone());
+        tree
+    }
+
+    /// Removes the opens of one tree (or all with `None`) and returns them to be closed.
+    pub fn take_opens(&mut self, tree_id: Option<u32>) -> Vec<Arc<Open>> {
+        let ids: Vec<u64> = self
+            .opens
+            .iter()
+            .filter(|(_, o)| tree_id.is_none_or(|t| o.tree_id == t))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.iter().filter_map(|id| self.opens.remove(id)).collect()
+    }
+}
+
+/// A tree connect (MS-SMB2 3.3.1.9).
+pub(crate) struct Tree {
+    pub id: u32,
+    pub share: Arc<Share>,
+    /// TreeConnect.MaximalAccess: the most any open through this tree may be granted.
+    pub maximal_access: AccessMask,
+}

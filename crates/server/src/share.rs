@@ -1,0 +1,63 @@
+//! Shares as the server serves them.
+
+use std::sync::Arc;
+
+use smb3d_vfs::Vfs;
+
+/// What a share holds.
+pub enum ShareKind {
+    /// Files, through a VFS back end.
+    Disk(Arc<dyn Vfs>),
+    /// The IPC$ share of named pipes.
+    Ipc,
+}
+
+/// One share.
+pub struct Share {
+    pub name: String,
+    pub comment: String,
+    pub kind: ShareKind,
+    pub read_only: bool,
+    /// Users allowed to connect, lower-cased; empty allows every authenticated user.
+    pub valid_users: Vec<String>,
+    pub browseable: bool,
+    /// Anonymous and guest sessions may connect.
+    pub guest_ok: bool,
+}
+
+impl Share {
+    /// A disk share with default options.
+    pub fn disk(name: impl Into<String>, vfs: Arc<dyn Vfs>) -> Self {
+        Self {
+            name: name.into(),
+            comment: String::new(),
+            kind: ShareKind::Disk(vfs),
+            read_only: false,
+            valid_users: Vec::new(),
+            browseable: true,
+            guest_ok: false,
+        }
+    }
+
+    /// The IPC$ share every server has.
+    pub fn ipc() -> Self {
+        Self {
+            name: "IPC$".into(),
+            comment: "IPC Service".into(),
+            kind: ShareKind::Ipc,
+            read_only: true,
+            valid_users: Vec::new(),
+            browseable: false,
+            guest_ok: true,
+        }
+    }
+
+    /// Whether `user` (already authenticated) may connect.
+    pub fn admits(&self, user: &str) -> bool {
+        self.valid_users.is_empty()
+            || self
+                .valid_users
+                .iter()
+                .any(|u| u.eq_ignore_ascii_case(user))
+    }
+}

@@ -1,0 +1,126 @@
+"""Fixtures for interop tests: a running smb3d with a share and a user, driven by third-party
+clients (smbclient, smbtorture, smbprotocol)."""
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BINARY = Path(os.environ.get("SMB3D_BIN", ROOT / "target" / "release" / "smb3d"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, proc, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("smb3d exited early with status %s" % proc.returncode)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("smb3d did not listen on port %d" % port)
+
+
+@dataclass
+class Smb3d:
+    port: int
+    user: str
+    password: str
+    share: str
+    share_dir: Path
+    config: Path
+    proc: subprocess.Popen
+    log: Path
+
+    @property
+    def creds(self):
+        return "%s%%%s" % (self.user, self.password)
+
+    def unc(self, share=None):
+        return "//127.0.0.1/%s" % (share or self.share)
+
+    def smbclient(self, commands, *extra, share=None, user=None, check=True, timeout=600):
+        cmd = ["smbclient", self.unc(share), "-p", str(self.port), "-U", user or self.creds, *extra, "-c", commands]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError("smbclient failed (%d):\n%s\n--- server log ---\n%s" % (r.returncode, r.stdout, self.log_tail()))
+        return r
+
+    def log_tail(self, n=60):
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc.poll() is None
+
+
+def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto"):
+    share_dir = tmp / "share"
+    share_dir.mkdir(parents=True, exist_ok=True)
+    user, password = "tester", "pw-" + secrets.token_hex(8)
+    db = tmp / "users"
+    r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", user, "--uid", str(os.getuid()), "--password-stdin"],
+                       input=password + "\n", text=True, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    port = free_port()
+    config = tmp / "smb3d.toml"
+    share_blocks = shares or {"share": {"path": str(share_dir)}}
+    text = "[server]\nlisten = [\"127.0.0.1:%d\"]\nuser_db = \"%s\"\nsigning = \"%s\"\n%s\n" % (port, db, signing, extra_config)
+    for name, opts in share_blocks.items():
+        text += "\n[share.%s]\n" % name
+        for k, v in opts.items():
+            text += "%s = %s\n" % (k, '"%s"' % v if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else v)
+    config.write_text(text)
+    log = tmp / "smb3d.log"
+    proc = subprocess.Popen([str(BINARY), "serve", "-c", str(config)], stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                            env=dict(os.environ, SMB3D_LOG=os.environ.get("SMB3D_LOG", "info")))
+    wait_for_port(port, proc)
+    return Smb3d(port, user, password, "share", share_dir, config, proc, log)
+
+
+def stop(server):
+    if server.proc.poll() is None:
+        server.proc.terminate()
+        try:
+            server.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.proc.kill()
+
+
+@pytest.fixture
+def smb3d(tmp_path):
+    server = start_smb3d(tmp_path)
+    yield server
+    stop(server)
+
+
+@pytest.fixture(scope="module")
+def shared_smb3d(tmp_path_factory):
+    """One server for a whole module (smbtorture suites)."""
+    server = start_smb3d(tmp_path_factory.mktemp("smb3d"))
+    yield server
+    stop(server)
+
+
+def pytest_sessionstart(session):
+    if not BINARY.exists():
+        raise pytest.UsageError("%s is missing: run `cargo build --release` first" % BINARY)
+    for tool in ("smbclient", "smbtorture"):
+        if shutil.which(tool) is None:
+            raise pytest.UsageError("%s is not installed (Debian: smbclient samba-testsuite)" % tool)

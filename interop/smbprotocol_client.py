@@ -1,0 +1,67 @@
+"""Small helpers over Python smbprotocol, a third-party client independent of Samba's."""
+
+import uuid
+
+from smbprotocol.connection import Connection
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
+                              ImpersonationLevel, Open, ShareAccess)
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
+
+STATUS_NAMES = {
+    0xC000003B: "STATUS_OBJECT_PATH_SYNTAX_BAD",
+    0xC0000034: "STATUS_OBJECT_NAME_NOT_FOUND",
+    0xC000003A: "STATUS_OBJECT_PATH_NOT_FOUND",
+    0xC0000033: "STATUS_OBJECT_NAME_INVALID",
+    0xC000000D: "STATUS_INVALID_PARAMETER",
+    0xC0000022: "STATUS_ACCESS_DENIED",
+}
+
+
+def connect(server, dialect=None, require_signing=False, encrypt=False):
+    conn = Connection(uuid.uuid4(), "127.0.0.1", server.port, require_signing=require_signing)
+    conn.connect(dialect) if dialect else conn.connect()
+    session = Session(conn, server.user, server.password, require_encryption=encrypt)
+    session.connect()
+    tree = TreeConnect(session, r"\\127.0.0.1\%s" % server.share)
+    tree.connect()
+    return conn, session, tree
+
+
+def open_status(server, name):
+    """Opens `name` for reading and returns the status name."""
+    conn, session, tree = connect(server)
+    try:
+        handle = Open(tree, name)
+        try:
+            handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                          FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                          CreateDisposition.FILE_OPEN, 0)
+        except SMBResponseException as e:
+            return STATUS_NAMES.get(e.status, hex(e.status))
+        handle.close()
+        return "STATUS_SUCCESS"
+    finally:
+        conn.disconnect()
+
+
+def write_then_read(tree, name, data):
+    handle = Open(tree, name)
+    handle.create(ImpersonationLevel.Impersonation,
+                  FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE | FilePipePrinterAccessMask.DELETE,
+                  FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                  CreateDisposition.FILE_OVERWRITE_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+    try:
+        offset = 0
+        conn = tree.session.connection
+        step = min(1024 * 1024, conn.max_write_size, conn.max_read_size)
+        while offset < len(data):
+            handle.write(data[offset:offset + step], offset)
+            offset += step
+        out = bytearray()
+        while len(out) < len(data):
+            out += handle.read(len(out), min(step, len(data) - len(out)))
+        return bytes(out)
+    finally:
+        handle.close()

@@ -1,0 +1,19 @@
+"""smbtorture suites against smb3d, with a knownfail list (interop/torture/knownfail)."""
+
+import pytest
+
+from torture import judge, read_list, run_suite
+
+SUITES = read_list("suites")
+KNOWNFAIL = read_list("knownfail")
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_suite(shared_smb3d, suite):
+    results, output = run_suite(shared_smb3d, suite)
+    passed = sum(1 for r in results.values() if r == "success")
+    print("%s: %d passed of %d" % (suite, passed, len(results)))
+    problems = judge(results, KNOWNFAIL)
+    assert not problems, "\n".join(problems) + "\n--- smbtorture ---\n" + output[-6000:] + \
+        "\n--- server log ---\n" + shared_smb3d.log_tail()
+    assert shared_smb3d.alive(), "server died during " + suite

@@ -1,0 +1,48 @@
+"""Runs smbtorture suites against a server and compares the results with the checked-in
+knownfail list: a failure not listed fails the run, and so does a listed test that passes
+(an unexpected pass means the list is stale)."""
+
+import re
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent / "torture"
+RESULT = re.compile(r"^(success|failure|error|skip|xfail|uxsuccess|successful|fail): (\S+)")
+
+
+def read_list(name):
+    path = HERE / name
+    items = []
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            items.append(line)
+    return items
+
+
+def run_suite(server, suite, extra=(), timeout=1200):
+    """Returns {subtest: result} and the raw output."""
+    cmd = ["smbtorture", server.unc(), "-p", str(server.port), "-U", server.creds, "--fullname",
+           "--target=samba3", *extra, suite]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    results = {}
+    for line in proc.stdout.splitlines():
+        m = RESULT.match(line)
+        if m:
+            word = {"successful": "success", "fail": "failure"}.get(m.group(1), m.group(1))
+            results[m.group(2)] = word
+    if not results:
+        results[suite] = "error"
+    return results, proc.stdout
+
+
+def judge(results, knownfail):
+    """Lists the problems: unexpected failures and unexpected passes."""
+    problems = []
+    for name, result in sorted(results.items()):
+        listed = any(name == k or name.startswith(k + ".") for k in knownfail)
+        if result in ("failure", "error", "uxsuccess") and not listed:
+            problems.append("unexpected failure: %s" % name)
+        if result == "success" and listed:
+            problems.append("unexpected pass (remove it from knownfail): %s" % name)
+    return problems

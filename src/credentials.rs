@@ -1,0 +1,43 @@
+//! The running server's view of the user database: reread when the file changes, so that
+//! `smb3d user add` takes effect without a restart.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
+use smb3d_auth::{CredentialStore, UserDb};
+
+pub struct ReloadingUserDb {
+    path: PathBuf,
+    cached: Mutex<(Option<SystemTime>, Option<UserDb>)>,
+}
+
+impl ReloadingUserDb {
+    /// Loads the database once now, so that a broken file is reported at startup.
+    pub fn open(path: PathBuf) -> Result<Self, smb3d_auth::UserDbError> {
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let db = UserDb::load(&path)?;
+        Ok(Self {
+            path,
+            cached: Mutex::new((modified, Some(db))),
+        })
+    }
+}
+
+impl CredentialStore for ReloadingUserDb {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        let mut cached = self.cached.lock();
+        let modified = std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok();
+        if modified != cached.0 {
+            // A file that cannot be read now (mid-edit, wrong mode) denies every logon until it
+            // is fixed, rather than serving stale credentials.
+            let db = UserDb::load(&self.path)
+                .map_err(|e| tracing::error!("user database: {e}"))
+                .ok();
+            *cached = (modified, db);
+        }
+        cached.1.as_ref()?.nt_hash(user)
+    }
+}
