@@ -145,23 +145,37 @@ impl Header {
         })
     }
 
+    /// The 64 header bytes, for writing over a placeholder once the body is known.
+    pub fn to_bytes(&self) -> [u8; SMB2_HEADER_LEN] {
+        let mut out = [0u8; SMB2_HEADER_LEN];
+        let mut put = |at: usize, bytes: &[u8]| {
+            if let Some(dst) = out.get_mut(at..at + bytes.len()) {
+                dst.copy_from_slice(bytes);
+            }
+        };
+        put(0, &PROTOCOL_ID);
+        put(4, &64u16.to_le_bytes());
+        put(6, &self.credit_charge.to_le_bytes());
+        put(STATUS_OFFSET, &self.status.0.to_le_bytes());
+        put(COMMAND_OFFSET, &self.command.0.to_le_bytes());
+        put(CREDITS_OFFSET, &self.credits.to_le_bytes());
+        put(FLAGS_OFFSET, &self.flags.0.to_le_bytes());
+        put(NEXT_COMMAND_OFFSET, &self.next_command.to_le_bytes());
+        put(MESSAGE_ID_OFFSET, &self.message_id.to_le_bytes());
+        if self.is_async() {
+            put(ASYNC_ID_OFFSET, &self.async_id.to_le_bytes());
+        } else {
+            put(ASYNC_ID_OFFSET, &self.process_id.to_le_bytes());
+            put(TREE_ID_OFFSET, &self.tree_id.to_le_bytes());
+        }
+        put(SESSION_ID_OFFSET, &self.session_id.to_le_bytes());
+        put(SIGNATURE_RANGE.start, &self.signature);
+        out
+    }
+
     /// Writes the 64 header bytes.
     pub fn encode(&self, w: &mut Writer<'_>) {
-        w.bytes(&PROTOCOL_ID)
-            .u16(64)
-            .u16(self.credit_charge)
-            .u32(self.status.0)
-            .u16(self.command.0)
-            .u16(self.credits)
-            .u32(self.flags.0)
-            .u32(self.next_command)
-            .u64(self.message_id);
-        if self.is_async() {
-            w.u64(self.async_id);
-        } else {
-            w.u32(self.process_id).u32(self.tree_id);
-        }
-        w.u64(self.session_id).bytes(&self.signature);
+        w.bytes(&self.to_bytes());
     }
 
     /// ChannelSequence: the low 16 bits of the Status field of a 3.x request (MS-SMB2 2.2.1.2).
@@ -214,6 +228,7 @@ mod tests {
         let mut out = Vec::new();
         h.encode(&mut Writer::new(&mut out));
         assert_eq!(out, bytes);
+        assert_eq!(h.to_bytes(), bytes);
         h
     }
 
@@ -261,6 +276,36 @@ mod tests {
             u32::from_le_bytes(bytes[FLAGS_OFFSET..][..4].try_into().unwrap()),
             h.flags.0
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn round_trips(
+            charge in proptest::prelude::any::<u16>(),
+            status in proptest::prelude::any::<u32>(),
+            command in proptest::prelude::any::<u16>(),
+            credits in proptest::prelude::any::<u16>(),
+            flags in proptest::prelude::any::<u32>(),
+            ids in proptest::prelude::any::<[u64; 4]>(),
+            signature in proptest::prelude::any::<[u8; 16]>(),
+        ) {
+            let is_async = flags & HeaderFlags::ASYNC_COMMAND.0 != 0;
+            let h = Header {
+                credit_charge: charge,
+                status: NtStatus(status),
+                command: Command(command),
+                credits,
+                flags: HeaderFlags(flags),
+                next_command: ids[0] as u32,
+                message_id: ids[1],
+                async_id: if is_async { ids[2] } else { 0 },
+                process_id: if is_async { 0 } else { ids[2] as u32 },
+                tree_id: if is_async { 0 } else { (ids[2] >> 32) as u32 },
+                session_id: ids[3],
+                signature,
+            };
+            proptest::prop_assert_eq!(Header::decode(&h.to_bytes()).unwrap(), h);
+        }
     }
 
     #[test]
