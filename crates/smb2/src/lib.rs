@@ -76,6 +76,8 @@ pub mod write;
 mod util;
 
 #[cfg(test)]
+mod edge_tests;
+#[cfg(test)]
 mod testutil;
 
 pub use file_id::FileId;
