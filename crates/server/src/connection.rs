@@ -282,6 +282,7 @@ impl Connection {
             let status = match result {
                 Ok(status) => status,
                 Err(status) => {
+                    tracing::debug!(command = ?hdr.command, message_id = hdr.message_id, %status, "request failed");
                     out.error_body(start);
                     status
                 }

@@ -5,6 +5,7 @@
 mod blocking;
 pub mod connection;
 pub mod credits;
+mod eas;
 mod fileinfo;
 mod handlers;
 pub mod names;

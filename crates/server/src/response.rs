@@ -109,9 +109,7 @@ impl ResponseFrame {
             session_id,
             signature: [0; 16],
         };
-        let mut encoded = Vec::with_capacity(SMB2_HEADER_LEN);
-        header.encode(&mut Writer::new(&mut encoded));
-        self.buf[start..start + SMB2_HEADER_LEN].copy_from_slice(&encoded);
+        self.buf[start..start + SMB2_HEADER_LEN].copy_from_slice(&header.to_bytes());
         self.current = Some(Element { start, signer });
     }
 

@@ -17,6 +17,7 @@ use smb3d_wire::Writer;
 
 use crate::blocking::blocking;
 use crate::connection::Ctx;
+use crate::eas;
 use crate::fileinfo;
 use crate::names::parse_path;
 use crate::open::{DirCursor, Open};
@@ -122,6 +123,14 @@ pub(crate) async fn handle(
     };
 
     let vfs = vfs.clone();
+    // EAs given with the create (MS-SMB2 3.3.5.9.2) are checked before anything is created.
+    let ea_buffer = req.contexts.iter().flatten().find_map(|c| match c {
+        CreateContext::EaBuffer(data) => Some(data),
+        _ => None,
+    });
+    if let Some(data) = ea_buffer {
+        eas::check(data)?;
+    }
     let (opened, stat) = blocking(|| {
         let opened = vfs.open(&vfs_path, &open_request)?;
         let stat = opened.file.stat()?;
@@ -139,6 +148,9 @@ pub(crate) async fn handle(
         }
     })?;
     let is_directory = fileinfo::is_directory(&stat);
+    if let Some(data) = ea_buffer.filter(|_| opened.created || truncates) {
+        blocking(|| eas::write(opened.file.as_ref(), data))?;
+    }
     let action = if opened.created {
         CreateAction::CREATED
     } else if disposition == CreateDisposition::SUPERSEDE {

@@ -57,6 +57,9 @@ pub(crate) async fn dispatch(
     }
 }
 
+/// File offsets are signed 64-bit values on the file system side (MS-FSA 2.1.5.2, 2.1.5.3).
+pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
+
 /// Finds the open a request names (MS-SMB2 3.3.5.x "lookup in Session.OpenTable"): the
 /// FileId 0xFFFF.. of a related compound stands for the one the previous request used; an open
 /// of another tree connect does not count.

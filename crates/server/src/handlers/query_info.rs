@@ -6,14 +6,15 @@ use std::sync::atomic::Ordering;
 
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_fscc::{
-    CompressionFormat, DeviceCharacteristics, DeviceType, FileAccessInformation,
+    CompressionFormat, DeviceCharacteristics, DeviceType, EaFlags, FileAccessInformation,
     FileAlignmentInformation, FileAllInformation, FileAttributeTagInformation,
     FileCompressionInformation, FileEaInformation, FileFsAttributeInformation,
-    FileFsDeviceInformation, FileFsFullSizeInformation, FileFsObjectIdInformation,
-    FileFsSectorSizeInformation, FileFsSizeInformation, FileFsVolumeInformation, FileIdInformation,
-    FileInformationClass, FileInternalInformation, FileMode, FileModeInformation,
-    FileNameInformation, FilePositionInformation, FsAttributes, FsInformationClass, OutputFit,
-    OutputSize, SectorSizeFlags, StreamListEncoder,
+    FileFsControlInformation, FileFsDeviceInformation, FileFsFullSizeInformation,
+    FileFsObjectIdInformation, FileFsSectorSizeInformation, FileFsSizeInformation,
+    FileFsVolumeInformation, FileIdInformation, FileInformationClass, FileInternalInformation,
+    FileMode, FileModeInformation, FileNameInformation, FilePositionInformation, FsAttributes,
+    FsControlFlags, FsInformationClass, FullEa, FullEaListEncoder, OutputFit, OutputSize,
+    SectorSizeFlags, StreamListEncoder,
 };
 use smb3d_smb2::query_info::{InfoType, QueryInfoRequest, QueryInfoResponse};
 use smb3d_vfs::{FileStat, FsStat};
@@ -21,6 +22,7 @@ use smb3d_wire::{FileTime, Guid, Writer};
 
 use crate::blocking::blocking;
 use crate::connection::Ctx;
+use crate::eas;
 use crate::fileinfo;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::open::Open;
@@ -110,6 +112,11 @@ fn file_info(
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let size = class.query_size().ok_or(NtStatus::INVALID_INFO_CLASS)?;
+    if class == FileInformationClass::FILE_FULL_EA_INFORMATION
+        && !open.may(AccessMask::FILE_READ_EA)
+    {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     let needs_read_attributes = matches!(
         class,
         FileInformationClass::FILE_BASIC_INFORMATION
@@ -133,7 +140,10 @@ fn file_info(
             index_number: stat.ino,
         }
         .encode(w),
-        FileInformationClass::FILE_EA_INFORMATION => FileEaInformation { ea_size: 0 }.encode(w),
+        FileInformationClass::FILE_EA_INFORMATION => FileEaInformation {
+            ea_size: eas::size(&eas::read(open.file.as_ref())?),
+        }
+        .encode(w),
         FileInformationClass::FILE_ACCESS_INFORMATION => FileAccessInformation {
             access_flags: open.granted,
         }
@@ -150,7 +160,9 @@ fn file_info(
             internal: FileInternalInformation {
                 index_number: stat.ino,
             },
-            ea: FileEaInformation { ea_size: 0 },
+            ea: FileEaInformation {
+                ea_size: eas::size(&eas::read(open.file.as_ref())?),
+            },
             access: FileAccessInformation {
                 access_flags: open.granted,
             },
@@ -189,7 +201,7 @@ fn file_info(
             }
             .encode(w)
         }
-        FileInformationClass::FILE_STREAM_INFORMATION => return stream_info(&stat, limit, w),
+        FileInformationClass::FILE_STREAM_INFORMATION => stream_info(&stat, w),
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
             file_name: crate::shortname::short_name(name),
         }
@@ -203,8 +215,7 @@ fn file_info(
             }
             .encode(w)
         }
-        // No extended attributes are stored yet.
-        FileInformationClass::FILE_FULL_EA_INFORMATION => return Err(NtStatus::NO_EAS_ON_FILE),
+        FileInformationClass::FILE_FULL_EA_INFORMATION => return full_ea(open, limit, w),
         _ => return Err(NtStatus::INVALID_INFO_CLASS),
     }
     fit(size, start, limit, w)
@@ -222,16 +233,37 @@ fn mode(open: &Open) -> FileModeInformation {
     }
 }
 
-/// FileStreamInformation: a file has its unnamed data stream; a directory has none.
-fn stream_info(stat: &FileStat, limit: u32, w: &mut Writer<'_>) -> Result<NtStatus, NtStatus> {
-    if fileinfo::is_directory(stat) {
-        return Ok(NtStatus::SUCCESS);
+/// FileFullEaInformation: every EA that fits, STATUS_BUFFER_OVERFLOW if some did not (as
+/// Samba answers, even for an empty buffer), STATUS_NO_EAS_ON_FILE if there are none.
+fn full_ea(open: &Open, limit: u32, w: &mut Writer<'_>) -> Result<NtStatus, NtStatus> {
+    let eas = eas::read(open.file.as_ref())?;
+    if eas.is_empty() {
+        return Err(NtStatus::NO_EAS_ON_FILE);
     }
-    let mut streams = StreamListEncoder::new(w, limit as usize);
-    if !streams.push(w, "::$DATA", stat.size, stat.allocated) {
-        return Err(NtStatus::BUFFER_OVERFLOW);
+    let mut list = FullEaListEncoder::new(w, limit as usize);
+    for (name, value) in &eas {
+        if !list.push(
+            w,
+            &FullEa {
+                flags: EaFlags::empty(),
+                name: name.as_bytes(),
+                value,
+            },
+        ) {
+            return Ok(NtStatus::BUFFER_OVERFLOW);
+        }
     }
     Ok(NtStatus::SUCCESS)
+}
+
+/// FileStreamInformation: a file has its unnamed data stream; a directory has none. The list
+/// is encoded whole and cut to the client's buffer like any variable-length answer.
+fn stream_info(stat: &FileStat, w: &mut Writer<'_>) {
+    if fileinfo::is_directory(stat) {
+        return;
+    }
+    let mut streams = StreamListEncoder::new(w, usize::MAX);
+    streams.push(w, "::$DATA", stat.size, stat.allocated);
 }
 
 fn fs_info(
@@ -293,6 +325,16 @@ fn fs_info(
             flags: SectorSizeFlags::ALIGNED_DEVICE | SectorSizeFlags::PARTITION_ALIGNED_ON_DEVICE,
             byte_offset_for_sector_alignment: 0,
             byte_offset_for_partition_alignment: 0,
+        }
+        .encode(w),
+        // Quotas are not enforced: no thresholds, no limits, quota tracking off.
+        FsInformationClass::FILE_FS_CONTROL_INFORMATION => FileFsControlInformation {
+            free_space_start_filtering: 0,
+            free_space_threshold: 0,
+            free_space_stop_filtering: 0,
+            default_quota_threshold: u64::MAX,
+            default_quota_limit: u64::MAX,
+            file_system_control_flags: FsControlFlags::empty(),
         }
         .encode(w),
         FsInformationClass::FILE_FS_OBJECT_ID_INFORMATION => {

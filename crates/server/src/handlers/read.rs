@@ -1,12 +1,14 @@
 //! READ: MS-SMB2 3.3.5.12. File data is read straight into the response buffer.
 
+use std::sync::atomic::Ordering;
+
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::read::{ReadRequest, ReadResponse};
 use smb3d_wire::Writer;
 
 use crate::blocking::blocking;
 use crate::connection::Ctx;
-use crate::handlers::{check_credit_charge, lookup_open};
+use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
 use crate::status_map::VfsResultExt;
 
 pub(crate) async fn handle(
@@ -19,6 +21,11 @@ pub(crate) async fn handle(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     check_credit_charge(cx, req.length)?;
+    // Offsets are signed 64-bit on the file system side (MS-FSA 2.1.5.2).
+    let end = req.offset.checked_add(u64::from(req.length));
+    if req.offset > MAX_OFFSET || end.is_none_or(|end| end > MAX_OFFSET) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
     let open = lookup_open(cx, req.file_id)?;
     if open.is_directory {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
@@ -39,5 +46,8 @@ pub(crate) async fn handle(
         return Err(NtStatus::END_OF_FILE);
     }
     ReadResponse::finish(w, pending, 0);
+    // FilePositionInformation follows synchronous reads.
+    open.position
+        .store(req.offset + read as u64, Ordering::Relaxed);
     Ok(NtStatus::SUCCESS)
 }

@@ -17,6 +17,7 @@ use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
 
 use crate::blocking::blocking;
 use crate::connection::Ctx;
+use crate::eas;
 use crate::handlers::lookup_open;
 use crate::names::parse_path;
 use crate::open::Open;
@@ -122,6 +123,10 @@ fn set_file_info(open: &Open, class: FileInformationClass, buf: &[u8]) -> Result
                 &info.file_name,
                 info.flags.contains(RenameFlags::REPLACE_IF_EXISTS),
             )
+        }
+        FileInformationClass::FILE_FULL_EA_INFORMATION => {
+            require(open, AccessMask::FILE_WRITE_EA)?;
+            eas::write(open.file.as_ref(), buf)
         }
         FileInformationClass::FILE_POSITION_INFORMATION => {
             let info = FilePositionInformation::decode(buf).map_err(buffer_error)?;

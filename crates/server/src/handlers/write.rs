@@ -1,17 +1,19 @@
 //! WRITE: MS-SMB2 3.3.5.13. The data is written from the request buffer, not copied.
 
+use std::sync::atomic::Ordering;
+
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::write::{WriteRequest, WriteResponse};
 use smb3d_wire::Writer;
 
 use crate::blocking::blocking;
 use crate::connection::Ctx;
-use crate::handlers::{check_credit_charge, lookup_open};
+use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
 use crate::status_map::VfsResultExt;
 
-/// Offset value meaning "at the end of the file" for opens with append-only access (MS-FSA
-/// 2.1.5.3).
-const APPEND_OFFSET: u64 = u64::MAX;
+/// The largest file NTFS can hold (16 TiB - 64 KiB); clients expect writes beyond it to fail
+/// with STATUS_INVALID_PARAMETER, whatever the Linux file system allows.
+const MAX_FILE_SIZE: u64 = 0x0000_0FFF_FFFF_0000;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -24,28 +26,28 @@ pub(crate) async fn handle(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     check_credit_charge(cx, len)?;
+    // Offsets are signed 64-bit (MS-FSA 2.1.5.3), and no write may end beyond what NTFS holds.
+    let end = req.offset.checked_add(u64::from(len));
+    if req.offset > MAX_OFFSET
+        || end.is_none_or(|end| end > MAX_OFFSET || (len > 0 && end > MAX_FILE_SIZE))
+    {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
     let open = lookup_open(cx, req.file_id)?;
     if open.is_directory {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     }
-    let appending = req.offset == APPEND_OFFSET;
-    let allowed = if appending {
-        open.may(AccessMask::FILE_APPEND_DATA | AccessMask::FILE_WRITE_DATA)
-    } else {
-        open.may(AccessMask::FILE_WRITE_DATA)
-    };
-    if !allowed {
+    if !open.may(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let written = blocking(|| {
-        let offset = if appending {
-            open.file.stat()?.size
-        } else {
-            req.offset
-        };
-        open.file.write_at(req.data, offset)
-    })
-    .status()?;
+    let written = if len == 0 {
+        0
+    } else {
+        blocking(|| open.file.write_at(req.data, req.offset)).status()?
+    };
+    // FilePositionInformation follows synchronous writes.
+    open.position
+        .store(req.offset + written as u64, Ordering::Relaxed);
     WriteResponse {
         count: u32::try_from(written).unwrap_or(u32::MAX),
         remaining: 0,
