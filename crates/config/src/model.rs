@@ -91,6 +91,55 @@ pub enum SigningPolicy {
     Required,
 }
 
+/// Whether SMB3 encryption is used (MS-SMB2 3.3.1.5 EncryptData and RejectUnencryptedAccess).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum EncryptPolicy {
+    /// Not offered: no cipher is negotiated.
+    Off,
+    /// Offered; a client encrypts if it wants to.
+    #[default]
+    Auto,
+    /// Clients that can encrypt are asked to; others may still work unencrypted.
+    Desired,
+    /// Every request must be encrypted; clients that cannot encrypt are refused.
+    Required,
+}
+
+/// An SMB3 cipher, by its configuration name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum CipherName {
+    #[serde(rename = "aes-128-gcm")]
+    Aes128Gcm,
+    #[serde(rename = "aes-128-ccm")]
+    Aes128Ccm,
+    #[serde(rename = "aes-256-gcm")]
+    Aes256Gcm,
+    #[serde(rename = "aes-256-ccm")]
+    Aes256Ccm,
+}
+
+impl CipherName {
+    /// The cipher id of MS-SMB2 2.2.3.1.2.
+    pub const fn id(self) -> u16 {
+        match self {
+            Self::Aes128Ccm => 1,
+            Self::Aes128Gcm => 2,
+            Self::Aes256Ccm => 3,
+            Self::Aes256Gcm => 4,
+        }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Aes128Gcm => "aes-128-gcm",
+            Self::Aes128Ccm => "aes-128-ccm",
+            Self::Aes256Gcm => "aes-256-gcm",
+            Self::Aes256Ccm => "aes-256-ccm",
+        }
+    }
+}
+
 /// Settings for the whole server.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -103,6 +152,9 @@ pub struct ServerConfig {
     pub min_dialect: Spanned<Dialect>,
     pub max_dialect: Spanned<Dialect>,
     pub signing: SigningPolicy,
+    pub encrypt: EncryptPolicy,
+    /// Ciphers offered to SMB 3.1.1 clients, in the server's order of preference.
+    pub ciphers: Vec<CipherName>,
     /// The user database (smbpasswd format, mode 0600).
     pub user_db: PathBuf,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize offered to clients (bytes).
@@ -118,6 +170,13 @@ impl Default for ServerConfig {
             min_dialect: Spanned::new(0..0, Dialect::Smb202),
             max_dialect: Spanned::new(0..0, Dialect::Smb311),
             signing: SigningPolicy::Auto,
+            encrypt: EncryptPolicy::Auto,
+            ciphers: vec![
+                CipherName::Aes128Gcm,
+                CipherName::Aes256Gcm,
+                CipherName::Aes128Ccm,
+                CipherName::Aes256Ccm,
+            ],
             user_db: PathBuf::from("/var/lib/smb3d/users"),
             max_io_size: Spanned::new(0..0, 8 * 1024 * 1024),
         }
@@ -142,6 +201,12 @@ pub struct ShareConfig {
     /// Anonymous and guest sessions may connect.
     #[serde(default)]
     pub guest_ok: bool,
+    /// Encryption for this share; the server's setting when absent.
+    #[serde(default)]
+    pub encrypt: Option<EncryptPolicy>,
+    /// `required`: requests on this share must be signed (or encrypted).
+    #[serde(default)]
+    pub signing: SigningPolicy,
 }
 
 fn yes() -> bool {
@@ -209,6 +274,14 @@ impl Config {
                     server.min_dialect.get_ref().as_str(),
                     server.max_dialect.get_ref().as_str()
                 ),
+            ));
+        }
+        if server.ciphers.is_empty() && server.encrypt != EncryptPolicy::Off {
+            return Err(ConfigError::at(
+                path,
+                text,
+                None,
+                "server.ciphers is empty while encryption is on",
             ));
         }
         let io = *server.max_io_size.get_ref();
@@ -331,11 +404,27 @@ guest_ok = true
         assert_eq!(c.server.listen.len(), 2);
         assert_eq!(*c.server.min_dialect.get_ref(), Dialect::Smb300);
         assert_eq!(c.server.signing, SigningPolicy::Required);
+        assert_eq!(c.server.encrypt, EncryptPolicy::Auto);
+        assert_eq!(c.server.ciphers[0], CipherName::Aes128Gcm);
         assert_eq!(c.shares[0].0, "docs");
         assert!(c.share("DOCS").unwrap().read_only);
         assert!(!c.share("docs").unwrap().browseable);
         assert!(c.share("public").unwrap().browseable);
         assert!(c.share("public").unwrap().guest_ok);
+    }
+
+    #[test]
+    fn encryption_settings() {
+        let c = parse(
+            "[server]\nencrypt = \"desired\"\nciphers = [\"aes-256-gcm\"]\n[share.s]\npath = \"/s\"\nencrypt = \"required\"\nsigning = \"required\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.server.encrypt, EncryptPolicy::Desired);
+        assert_eq!(c.server.ciphers, [CipherName::Aes256Gcm]);
+        let share = c.share("s").unwrap();
+        assert_eq!(share.encrypt, Some(EncryptPolicy::Required));
+        assert_eq!(share.signing, SigningPolicy::Required);
+        assert!(parse("[server]\nciphers = []\n").is_err());
     }
 
     #[test]
@@ -378,6 +467,9 @@ guest_ok = true
         assert_eq!(e.line, 2, "{e}");
 
         let e = parse("[server]\nsigning = \"sometimes\"\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+
+        let e = parse("[server]\nciphers = [\"aes-128-gcm\", \"rc4\"]\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
 
         let e = parse("[share.x]\nread_only = true\n").unwrap_err();
