@@ -1,0 +1,1 @@
+"""The smb3d benchmark harness: servers, clients, workloads and the report. Entry point: bench/run."""

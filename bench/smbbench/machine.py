@@ -1,0 +1,74 @@
+"""What the machine allows, measured in the same run, and what the machine is."""
+
+import json
+import os
+import platform
+import re
+import subprocess
+import time
+
+from .servers import free_port
+
+
+def loopback_tcp(seconds):
+    """Single-stream TCP over loopback with iperf3, in bytes/s received."""
+    port = free_port()
+    server = subprocess.Popen(["iperf3", "--server", "--one-off", "--bind", "127.0.0.1", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            r = subprocess.run(["iperf3", "--client", "127.0.0.1", "--port", str(port), "--time", str(seconds), "--json"],
+                               capture_output=True, text=True, timeout=seconds + 30)
+            if r.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)  # the server may not listen yet
+        if r.returncode != 0:
+            raise RuntimeError("iperf3 failed: %s" % (r.stdout + r.stderr)[-300:])
+        return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 8
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait()
+
+
+def aes_128_gcm(seconds):
+    """One core's AES-128-GCM rate from `openssl speed` on 16 KiB blocks, in bytes/s."""
+    r = subprocess.run(["openssl", "speed", "-evp", "aes-128-gcm", "-bytes", "16384", "-seconds", str(seconds), "-mr"],
+                       capture_output=True, text=True, timeout=seconds * 10 + 30)
+    m = re.search(r"^\+F:\d+:AES-128-GCM:([\d.]+)", r.stdout, re.M | re.I)
+    if r.returncode != 0 or not m:
+        raise RuntimeError("openssl speed failed: %s" % (r.stdout + r.stderr)[-300:])
+    return float(m.group(1))
+
+
+def _first_line(cmd):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return r.stdout.strip().splitlines()[0] if r.stdout.strip() else "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
+def describe(share_path, repo):
+    """(label, value) pairs describing the machine, the software and the share's file system."""
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    model = re.search(r"^Model name:\s*(.+)$", lscpu, re.M)
+    with open("/proc/meminfo") as f:
+        mem_kib = int(re.search(r"MemTotal:\s+(\d+)", f.read()).group(1))
+    fs = _first_line(["findmnt", "--noheadings", "--output", "FSTYPE,SOURCE,OPTIONS", "--target", str(share_path)])
+    commit = _first_line(["git", "-C", str(repo), "describe", "--always", "--dirty", "--abbrev=10"])
+    return [
+        ("CPU", "%s, %d cores" % (model.group(1).strip() if model else platform.processor(), os.cpu_count())),
+        ("RAM", "%.1f GiB" % (mem_kib / (1 << 20))),
+        ("kernel", platform.release()),
+        ("share file system", fs),
+        ("smb3d", "commit %s" % commit),
+        ("Samba", _first_line(["smbd", "--version"])),
+        ("clients", "%s; smbtorture from samba-testsuite" % _first_line(["smbclient", "--version"])),
+        ("tools", "%s; %s" % (_first_line(["iperf3", "--version"]), _first_line(["openssl", "version"]))),
+    ]
+
+
+def load_average():
+    return "%.2f %.2f %.2f" % os.getloadavg()
