@@ -50,24 +50,31 @@ def _first_line(cmd):
         return "?"
 
 
-def describe(share_path, repo):
-    """(label, value) pairs describing the machine, the software and the share's file system."""
+def describe(share_path, smb3d):
+    """(label, value) pairs describing the machine, the software and the share's file system;
+    smb3d says which smb3d was measured."""
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = re.search(r"^Model name:\s*(.+)$", lscpu, re.M)
     with open("/proc/meminfo") as f:
         mem_kib = int(re.search(r"MemTotal:\s+(\d+)", f.read()).group(1))
-    fs = _first_line(["findmnt", "--noheadings", "--output", "FSTYPE,SOURCE,OPTIONS", "--target", str(share_path)])
-    commit = _first_line(["git", "-C", str(repo), "describe", "--always", "--dirty", "--abbrev=10"])
+    fs = _first_line(["findmnt", "--noheadings", "--raw", "--output", "FSTYPE,SOURCE,OPTIONS", "--target", str(share_path)])
+    if fs.count(" ") == 2:
+        fs = "%s on %s (%s)" % tuple(fs.split(" "))
     return [
         ("CPU", "%s, %d cores" % (model.group(1).strip() if model else platform.processor(), os.cpu_count())),
         ("RAM", "%.1f GiB" % (mem_kib / (1 << 20))),
         ("kernel", platform.release()),
         ("share file system", fs),
-        ("smb3d", "commit %s" % commit),
+        ("smb3d", smb3d),
         ("Samba", _first_line(["smbd", "--version"])),
         ("clients", "%s; smbtorture from samba-testsuite" % _first_line(["smbclient", "--version"])),
         ("tools", "%s; %s" % (_first_line(["iperf3", "--version"]), _first_line(["openssl", "version"]))),
     ]
+
+
+def commit(repo):
+    """The checked-out commit; -dirty when the work tree has changes (other engineers' too)."""
+    return _first_line(["git", "-C", str(repo), "describe", "--always", "--dirty", "--abbrev=10"])
 
 
 def load_average():
