@@ -18,6 +18,7 @@ class Table:
         self.notes = []
         self.raw = []
         self.medians = {}  # workload name -> (baseline median, contender median) of its first row
+        self.cpu_medians = {}  # throughput workload name -> (baseline, contender) CPU s/GiB
 
     def _note(self, text):
         if text not in self.notes:
@@ -52,9 +53,12 @@ class Table:
                 ratio = "%.2f" % (new / base if higher else base / new)
             cpu = ["", ""]
             if workload.throughput:
-                for i, label in enumerate(self.labels):
+                cpu_medians = []
+                for label in self.labels:
                     samples = [s for s in results.get(label) or () if s.error is None and s.cpu_per_gib is not None]
-                    cpu[i] = "%.2f" % statistics.median(s.cpu_per_gib for s in samples) if samples else "-"
+                    cpu_medians.append(statistics.median(s.cpu_per_gib for s in samples) if samples else None)
+                self.cpu_medians.setdefault(workload.name, tuple(cpu_medians))
+                cpu = ["-" if m is None else "%.2f" % m for m in cpu_medians]
             self.rows.append([title, unit, base_cell, new_cell, ratio] + cpu)
             for label in self.labels:
                 samples = results.get(label)
@@ -72,3 +76,52 @@ class Table:
             lines.append("")
             lines += ["%d. %s" % (i + 1, n) for i, n in enumerate(self.notes)]
         return "\n".join(lines)
+
+
+def _ratio(medians, name, higher_is_better=True):
+    base, new = medians.get(name, (None, None))
+    if not base or not new:
+        return None
+    return new / base if higher_is_better else base / new
+
+
+def checks_markdown(table, tcp_limit):
+    """Issue 7's checks against this run's medians: what is needed, what was measured, and
+    whether it holds. Only the workloads that ran are checked."""
+    rows = []
+
+    def check(what, measured, holds):
+        rows.append("| %s | %s | %s |" % (what, measured, "n/a" if holds is None else "yes" if holds else "**no**"))
+
+    def ratio_check(name, needed, higher_is_better=True):
+        if name not in table.medians:
+            return
+        r = _ratio(table.medians, name, higher_is_better)
+        check("%s: smb3d >= %.1fx Samba" % (name, needed), "-" if r is None else "%.2fx" % r,
+              None if r is None else r >= needed)
+
+    ratio_check("read-plain", 1.6)
+    ratio_check("write-plain", 1.3)
+    for name in ("read-plain", "write-plain"):
+        if name in table.medians:
+            new = table.medians[name][1]
+            check("%s: smb3d >= 60%% of loopback TCP" % name, "-" if not new else "%.0f%%" % (100 * new / tcp_limit),
+                  None if not new else new >= 0.6 * tcp_limit)
+    for name in ("read-signed", "read-encrypted", "write-signed", "write-encrypted"):
+        ratio_check(name, 2.0)
+    for name, (base, new) in table.cpu_medians.items():
+        check("%s: smb3d CPU/GiB <= 0.5x Samba" % name, "-" if base is None or new is None else "%.2fx" % (new / base),
+              None if base is None or new is None else new <= 0.5 * base)
+    for n in (4, 16):
+        ratio_check("echo-%d" % n, 1.5)
+        ratio_check("path-contention-%d" % n, 3.0)
+    if "dirscan" in table.medians:
+        r = _ratio(table.medians, "dirscan", higher_is_better=False)
+        check("dirscan: smb3d time <= 0.5x Samba", "-" if r is None else "%.2fx" % (1 / r), None if r is None else r >= 2.0)
+    if "idle-memory" in table.medians:
+        new = table.medians["idle-memory"][1]
+        check("idle-memory: smb3d <= 64 KiB RSS per connection", "-" if new is None else "%.1f KiB" % new,
+              None if new is None else new <= 64)
+    if not rows:
+        return ""
+    return "\n".join(["| issue 7 check | measured | holds |", "|---|---:|---|"] + rows)
