@@ -9,10 +9,13 @@ use rustix::fs::{
 };
 use rustix::io::{self, Errno, pread, pwrite};
 use smb3d_vfs::backend::{checked_range_end, validate_xattr_name, validate_xattr_value};
+use smb3d_vfs::casefold::Found;
 use smb3d_vfs::{
-    Access, DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult, validate_name,
+    Access, CaseSensitivity, DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult,
+    validate_name,
 };
 
+use crate::caseless::scan;
 use crate::errno::map_errno;
 use crate::stat::{statx_at, statx_fd};
 
@@ -31,15 +34,24 @@ pub struct PosixFile {
     /// The descriptor is `O_PATH`: calls that need a real open file go through
     /// `/proc/self/fd`, which resolves to the same object.
     path_only: bool,
+    /// How the share matches names, for [`VfsFile::lookup_child`].
+    case: CaseSensitivity,
 }
 
 impl PosixFile {
-    pub(crate) fn new(fd: OwnedFd, access: Access, file_type: FileType, path_only: bool) -> Self {
+    pub(crate) fn new(
+        fd: OwnedFd,
+        access: Access,
+        file_type: FileType,
+        path_only: bool,
+        case: CaseSensitivity,
+    ) -> Self {
         Self {
             fd,
             access,
             file_type,
             path_only,
+            case,
         }
     }
 
@@ -240,6 +252,29 @@ impl VfsFile for PosixFile {
         validate_name(name)?;
         self.check_directory()?;
         statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(map_errno)
+    }
+
+    fn lookup_child(&self, name: &str) -> VfsResult<Option<(String, FileStat)>> {
+        validate_name(name)?;
+        self.check_directory()?;
+        match statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => return Ok(Some((name.to_owned(), stat))),
+            Err(Errno::NOENT) if self.case == CaseSensitivity::Insensitive => {}
+            Err(Errno::NOENT) => return Ok(None),
+            Err(error) => return Err(map_errno(error)),
+        }
+        let real = match scan(&self.fd, name).map_err(map_errno)? {
+            Found::Variant(real) => real,
+            // Created since the statx.
+            Found::Exact => name.to_owned(),
+            Found::Missing => return Ok(None),
+        };
+        match statx_at(&self.fd, &real, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some((real, stat))),
+            // Removed since the listing.
+            Err(Errno::NOENT) => Ok(None),
+            Err(error) => Err(map_errno(error)),
+        }
     }
 
     fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {

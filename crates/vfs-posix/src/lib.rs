@@ -6,6 +6,10 @@
 //! last component (`unlinkat`, `renameat2`, `mkdirat`, `symlinkat`) act relative to a parent
 //! opened that way, so no symlink or concurrent rename can take them out of the share.
 //! Everything is `O_CLOEXEC` and closed on drop. No `unsafe`: rustix wraps the system calls.
+//!
+//! Names ignore case by default ([`CaseSensitivity`]): a path that exists as spelled costs
+//! what it would cost without the option; a component missing as spelled is looked for by
+//! listing its parent, which was itself opened the confined way.
 #![forbid(unsafe_code)]
 #![cfg_attr(
     not(test),
@@ -17,6 +21,7 @@
     )
 )]
 
+mod caseless;
 mod errno;
 mod file;
 mod resolve;
@@ -29,10 +34,13 @@ use rustix::fs::{
     openat, openat2, renameat_with, symlinkat, unlinkat,
 };
 use rustix::io::Errno;
-use smb3d_vfs::backend::{open_by_disposition, validate_symlink_target};
+use smb3d_vfs::backend::{
+    caseless_rename_target, open_caseless, retry_caseless, validate_symlink_target,
+};
+use smb3d_vfs::casefold::resolve_path;
 use smb3d_vfs::{
-    Access, FileStat, FileType, FsStat, Kind, OpenRequest, Opened, Vfs, VfsError, VfsPath,
-    VfsResult,
+    Access, CaseSensitivity, FileStat, FileType, FsStat, Kind, OpenRequest, Opened, Vfs, VfsError,
+    VfsPath, VfsResult,
 };
 
 use crate::errno::{map_errno, map_resolve_errno};
@@ -48,6 +56,7 @@ const DATA_OPEN: OFlags = OFlags::NOCTTY.union(OFlags::NONBLOCK);
 /// A share rooted at a directory of the local file system.
 pub struct PosixVfs {
     root: Root,
+    case: CaseSensitivity,
 }
 
 impl PosixVfs {
@@ -68,6 +77,7 @@ impl PosixVfs {
         };
         Ok(Self {
             root: Root::new(fd, resolver),
+            case: CaseSensitivity::default(),
         })
     }
 
@@ -76,12 +86,56 @@ impl PosixVfs {
     pub fn with_resolver(root: &Path, resolver: Resolver) -> VfsResult<Self> {
         Ok(Self {
             root: Root::new(open_root(root)?, resolver),
+            case: CaseSensitivity::default(),
         })
+    }
+
+    /// This share with names matched under `case` (by default they ignore case).
+    #[must_use]
+    pub fn with_case_sensitivity(mut self, case: CaseSensitivity) -> Self {
+        self.case = case;
+        self
     }
 
     /// How this share resolves paths.
     pub fn resolver(&self) -> Resolver {
         self.root.resolver()
+    }
+
+    /// How this share matches names.
+    pub fn case_sensitivity(&self) -> CaseSensitivity {
+        self.case
+    }
+
+    /// The real spelling of `path` when names ignore case (see [`resolve_path`]). Every
+    /// directory it lists is opened with the confined resolution.
+    fn real_path(&self, path: &VfsPath) -> Option<VfsPath> {
+        resolve_path(
+            path,
+            |dir| self.root.open_dir(dir).ok(),
+            |dir, name| caseless::find(dir, name),
+        )
+    }
+
+    /// The real spelling of `path` if names ignore case, else `path`.
+    fn spelled(&self, path: &VfsPath) -> Option<VfsPath> {
+        match self.case {
+            CaseSensitivity::Sensitive => None,
+            CaseSensitivity::Insensitive => self.real_path(path),
+        }
+    }
+
+    /// Whether two directory paths resolve to the same directory.
+    fn same_directory(&self, a: &VfsPath, b: &VfsPath) -> bool {
+        if a == b {
+            return true;
+        }
+        let identity = |path| {
+            let dir = self.root.open_dir(path).ok()?;
+            let stat = fstat(&dir).ok()?;
+            Some((stat.st_dev, stat.st_ino))
+        };
+        matches!((identity(a), identity(b)), (Some(a), Some(b)) if a == b)
     }
 
     /// Tells a missing last component (`NotFound`, or `NotADirectory` for `ENOTDIR`) from a
@@ -138,7 +192,9 @@ impl PosixVfs {
             (Kind::Directory, FileType::File | FileType::Symlink | FileType::Other) => {
                 Err(VfsError::NotADirectory)
             }
-            _ => Ok(PosixFile::new(fd, req.access, file_type, path_only)),
+            _ => Ok(PosixFile::new(
+                fd, req.access, file_type, path_only, self.case,
+            )),
         }
     }
 
@@ -164,12 +220,54 @@ impl PosixVfs {
                 req.access,
                 FileType::Directory,
                 path_only,
+                self.case,
             ));
         }
         // A new file grants any access whatever its mode; metadata-only needs no more.
         let flags = data_mode(req.access) | OFlags::CREATE | OFlags::EXCL | DATA_OPEN;
         let fd = self.root.open(path, flags, mode).map_err(parent_error)?;
-        Ok(PosixFile::new(fd, req.access, FileType::File, false))
+        Ok(PosixFile::new(
+            fd,
+            req.access,
+            FileType::File,
+            false,
+            self.case,
+        ))
+    }
+}
+
+impl PosixVfs {
+    fn unlink_exact(&self, path: &VfsPath) -> VfsResult<()> {
+        let (parent, name) = path.parent_and_name().ok_or(VfsError::Busy)?;
+        let dir = self.parent_dir(&parent)?;
+        match unlinkat(&dir, name, AtFlags::empty()) {
+            Err(Errno::ISDIR) => unlinkat(&dir, name, AtFlags::REMOVEDIR),
+            result => result,
+        }
+        .map_err(|errno| match errno {
+            // Some file systems report a non-empty directory to rmdir as EEXIST.
+            Errno::EXIST => VfsError::NotEmpty,
+            other => map_errno(other),
+        })
+    }
+
+    fn rename_exact(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
+        let (Some((from_parent, from_name)), Some((to_parent, to_name))) =
+            (from.parent_and_name(), to.parent_and_name())
+        else {
+            return Err(VfsError::Busy);
+        };
+        let from_dir = self.parent_dir(&from_parent)?;
+        let to_dir = self.parent_dir(&to_parent)?;
+        let flags = if replace {
+            RenameFlags::empty()
+        } else {
+            RenameFlags::NOREPLACE
+        };
+        renameat_with(&from_dir, from_name, &to_dir, to_name, flags).map_err(|errno| match errno {
+            Errno::EXIST if replace => VfsError::NotEmpty,
+            other => map_errno(other),
+        })
     }
 }
 
@@ -197,10 +295,13 @@ fn parent_error(errno: Errno) -> VfsError {
 impl Vfs for PosixVfs {
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened> {
         req.validate()?;
-        let (file, created) = open_by_disposition(
+        let (file, created) = open_caseless(
+            self.case,
+            path,
             req.disposition,
-            |truncate| self.open_existing(path, req, truncate),
-            || self.create_new(path, req),
+            |path, truncate| self.open_existing(path, req, truncate),
+            |path| self.create_new(path, req),
+            |path| self.real_path(path),
         )?;
         Ok(Opened {
             file: Box::new(file),
@@ -209,49 +310,50 @@ impl Vfs for PosixVfs {
     }
 
     fn stat(&self, path: &VfsPath) -> VfsResult<FileStat> {
-        let fd = self
-            .root
-            .open(path, OFlags::PATH, Mode::empty())
-            .map_err(|errno| self.classify(path, errno))?;
-        statx_fd(&fd).map_err(map_errno)
+        retry_caseless(
+            self.case,
+            path,
+            &mut (),
+            |(), path| {
+                let fd = self
+                    .root
+                    .open(path, OFlags::PATH, Mode::empty())
+                    .map_err(|errno| self.classify(path, errno))?;
+                statx_fd(&fd).map_err(map_errno)
+            },
+            |(), path| self.real_path(path),
+        )
     }
 
     fn unlink(&self, path: &VfsPath) -> VfsResult<()> {
-        let (parent, name) = path.parent_and_name().ok_or(VfsError::Busy)?;
-        let dir = self.parent_dir(&parent)?;
-        match unlinkat(&dir, name, AtFlags::empty()) {
-            Err(Errno::ISDIR) => unlinkat(&dir, name, AtFlags::REMOVEDIR),
-            result => result,
-        }
-        .map_err(|errno| match errno {
-            // Some file systems report a non-empty directory to rmdir as EEXIST.
-            Errno::EXIST => VfsError::NotEmpty,
-            other => map_errno(other),
-        })
+        retry_caseless(
+            self.case,
+            path,
+            &mut (),
+            |(), path| self.unlink_exact(path),
+            |(), path| self.real_path(path),
+        )
     }
 
     fn rename(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
-        let (Some((from_parent, from_name)), Some((to_parent, to_name))) =
-            (from.parent_and_name(), to.parent_and_name())
-        else {
-            return Err(VfsError::Busy);
-        };
-        let from_dir = self.parent_dir(&from_parent)?;
-        let to_dir = self.parent_dir(&to_parent)?;
-        let flags = if replace {
-            RenameFlags::empty()
-        } else {
-            RenameFlags::NOREPLACE
-        };
-        renameat_with(&from_dir, from_name, &to_dir, to_name, flags).map_err(|errno| match errno {
-            Errno::EXIST if replace => VfsError::NotEmpty,
-            other => map_errno(other),
-        })
+        if self.case == CaseSensitivity::Sensitive {
+            return self.rename_exact(from, to, replace);
+        }
+        let from = self.real_path(from).unwrap_or_else(|| from.clone());
+        let to = caseless_rename_target(&from, to, self.real_path(to), |a, b| {
+            self.same_directory(a, b)
+        })?;
+        self.rename_exact(&from, &to, replace)
     }
 
     fn symlink(&self, target: &str, link: &VfsPath) -> VfsResult<()> {
         validate_symlink_target(target)?;
-        let (parent, name) = link.parent_and_name().ok_or(VfsError::AlreadyExists)?;
+        let real = self.spelled(link);
+        let (parent, name) = real
+            .as_ref()
+            .unwrap_or(link)
+            .parent_and_name()
+            .ok_or(VfsError::AlreadyExists)?;
         let dir = self.parent_dir(&parent)?;
         symlinkat(target, &dir, name).map_err(map_errno)
     }

@@ -1,15 +1,17 @@
-//! The VFS conformance suite on a temporary directory, with both resolvers.
+//! The VFS conformance suite on a temporary directory, with both resolvers, with names that
+//! ignore case (the default) and with names that do not.
 
 use std::ops::Deref;
+use std::sync::Arc;
 
-use smb3d_vfs::Vfs;
+use smb3d_vfs::{CaseSensitivity, Vfs};
 use smb3d_vfs_posix::{PosixVfs, Resolver};
 use tempfile::TempDir;
 
-/// A share in a fresh temporary directory, removed on drop.
+/// A share in a temporary directory, removed when the last share on it is dropped.
 struct Share {
     vfs: PosixVfs,
-    _dir: TempDir,
+    _dir: Arc<TempDir>,
 }
 
 impl Deref for Share {
@@ -20,22 +22,53 @@ impl Deref for Share {
     }
 }
 
-fn share(resolver: Resolver) -> Share {
-    let dir = tempfile::tempdir().unwrap();
-    let vfs = PosixVfs::with_resolver(dir.path(), resolver).unwrap();
-    Share { vfs, _dir: dir }
+fn share_on(dir: &Arc<TempDir>, resolver: Resolver, case: CaseSensitivity) -> Share {
+    let vfs = PosixVfs::with_resolver(dir.path(), resolver)
+        .unwrap()
+        .with_case_sensitivity(case);
+    Share {
+        vfs,
+        _dir: Arc::clone(dir),
+    }
+}
+
+fn share(resolver: Resolver, case: CaseSensitivity) -> Share {
+    share_on(&Arc::new(tempfile::tempdir().unwrap()), resolver, case)
+}
+
+/// One directory seen through a case-sensitive and a case-insensitive share.
+fn views(resolver: Resolver) -> (Share, Share) {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    (
+        share_on(&dir, resolver, CaseSensitivity::Sensitive),
+        share_on(&dir, resolver, CaseSensitivity::Insensitive),
+    )
 }
 
 mod openat2 {
     use super::*;
 
-    smb3d_vfs::conformance_tests!(|| share(Resolver::Openat2));
+    smb3d_vfs::conformance_tests!(|| share(Resolver::Openat2, CaseSensitivity::Insensitive));
+    smb3d_vfs::case_conformance_tests!(|| views(Resolver::Openat2));
+
+    mod case_sensitive {
+        use super::*;
+
+        smb3d_vfs::conformance_tests!(|| share(Resolver::Openat2, CaseSensitivity::Sensitive));
+    }
 }
 
 mod walk {
     use super::*;
 
-    smb3d_vfs::conformance_tests!(|| share(Resolver::Walk));
+    smb3d_vfs::conformance_tests!(|| share(Resolver::Walk, CaseSensitivity::Insensitive));
+    smb3d_vfs::case_conformance_tests!(|| views(Resolver::Walk));
+
+    mod case_sensitive {
+        use super::*;
+
+        smb3d_vfs::conformance_tests!(|| share(Resolver::Walk, CaseSensitivity::Sensitive));
+    }
 }
 
 #[test]
@@ -43,4 +76,13 @@ fn new_picks_openat2_on_this_kernel() {
     let dir = tempfile::tempdir().unwrap();
     let vfs = PosixVfs::new(dir.path()).unwrap();
     assert_eq!(vfs.resolver(), Resolver::Openat2);
+}
+
+#[test]
+fn names_ignore_case_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let vfs = PosixVfs::new(dir.path()).unwrap();
+    assert_eq!(vfs.case_sensitivity(), CaseSensitivity::Insensitive);
+    let exact = vfs.with_case_sensitivity(CaseSensitivity::Sensitive);
+    assert_eq!(exact.case_sensitivity(), CaseSensitivity::Sensitive);
 }

@@ -1,6 +1,6 @@
 //! Rules every back end applies the same way, so that they agree on edge cases.
 
-use crate::{Disposition, MAX_PATH_LEN, VfsError, VfsResult};
+use crate::{CaseSensitivity, Disposition, MAX_PATH_LEN, VfsError, VfsPath, VfsResult};
 
 /// The longest extended-attribute name, namespace prefix included (Linux `XATTR_NAME_MAX`).
 pub const MAX_XATTR_NAME_LEN: usize = 255;
@@ -93,6 +93,100 @@ pub fn open_by_disposition<H>(
             Err(VfsError::NotFound)
         }
     }
+}
+
+/// Whether a failure means that the path does not exist as spelled, so that a case-insensitive
+/// lookup may find it under another spelling.
+fn missing(error: VfsError) -> bool {
+    matches!(error, VfsError::NotFound | VfsError::ParentNotFound)
+}
+
+/// Runs a path operation under the case rules: on `path` as spelled and, when case is ignored
+/// and `path` does not exist as spelled, once more on the real spelling `resolve` finds (see
+/// [`casefold::resolve_path`](crate::casefold::resolve_path)). An existing exact spelling
+/// costs nothing extra. `state` is what both need, lent to each in turn.
+pub fn retry_caseless<S: ?Sized, T>(
+    case: CaseSensitivity,
+    path: &VfsPath,
+    state: &mut S,
+    mut op: impl FnMut(&mut S, &VfsPath) -> VfsResult<T>,
+    resolve: impl FnOnce(&mut S, &VfsPath) -> Option<VfsPath>,
+) -> VfsResult<T> {
+    match op(state, path) {
+        Err(error) if case == CaseSensitivity::Insensitive && missing(error) => {
+            match resolve(state, path) {
+                Some(real) => op(state, &real),
+                None => Err(error),
+            }
+        }
+        result => result,
+    }
+}
+
+/// Carries out an open ([`open_by_disposition`]) under the case rules. An object that exists
+/// as spelled costs one open; otherwise the disposition is carried out on the real spelling
+/// `resolve` finds, so that creating a name an existing entry matches opens that entry
+/// (`OpenOrCreate`, `OverwriteOrCreate`) or collides with it (`Create`, `AlreadyExists`).
+pub fn open_caseless<H>(
+    case: CaseSensitivity,
+    path: &VfsPath,
+    disposition: Disposition,
+    mut open_existing: impl FnMut(&VfsPath, bool) -> VfsResult<H>,
+    mut create_new: impl FnMut(&VfsPath) -> VfsResult<H>,
+    resolve: impl FnOnce(&VfsPath) -> Option<VfsPath>,
+) -> VfsResult<(H, bool)> {
+    let mut open_at = |target: &VfsPath, open_existing: &mut dyn FnMut(&VfsPath, bool) -> _| {
+        open_by_disposition(
+            disposition,
+            |truncate| open_existing(target, truncate),
+            || create_new(target),
+        )
+    };
+    if case == CaseSensitivity::Sensitive {
+        return open_at(path, &mut open_existing);
+    }
+    // A creation looks for other spellings first: an entry one matches is what it opens.
+    if disposition != Disposition::Create {
+        match open_existing(path, disposition.truncates()) {
+            Err(error) if missing(error) => {
+                let creates = !matches!(disposition, Disposition::Open | Disposition::Overwrite);
+                return match resolve(path) {
+                    Some(real) => open_at(&real, &mut open_existing),
+                    None if creates => open_at(path, &mut open_existing),
+                    None => Err(error),
+                };
+            }
+            opened => return opened.map(|handle| (handle, false)),
+        }
+    }
+    let real = resolve(path);
+    open_at(real.as_ref().unwrap_or(path), &mut open_existing)
+}
+
+/// Where a rename of `from` (already at its real spelling) to `to` goes when case is ignored,
+/// given `to_real`, the real spelling of `to` (`None` when it is `to` itself). A last
+/// component that only a differently-spelled entry matches names that entry, so the rename
+/// collides with it or replaces it (keeping the entry's spelling, as Samba does), unless that
+/// entry is `from` itself: then the rename is a change of case and keeps the new spelling.
+/// `same_directory(a, b)` tells whether two directory paths resolve to one directory.
+pub fn caseless_rename_target(
+    from: &VfsPath,
+    to: &VfsPath,
+    to_real: Option<VfsPath>,
+    same_directory: impl FnOnce(&VfsPath, &VfsPath) -> bool,
+) -> VfsResult<VfsPath> {
+    let Some(real) = to_real else {
+        return Ok(to.clone());
+    };
+    let (Some((real_parent, real_name)), Some((from_parent, from_name)), Some(wanted)) =
+        (real.parent_and_name(), from.parent_and_name(), to.name())
+    else {
+        return Ok(real);
+    };
+    if real_name != wanted && real_name == from_name && same_directory(&from_parent, &real_parent) {
+        return real_parent.join(wanted);
+    }
+    Ok(real)
 }
 
 #[cfg(test)]

@@ -15,6 +15,31 @@ use crate::{
     Vfs, VfsError, VfsFile, VfsPath, errno,
 };
 
+/// Generates one `#[test]` per case-sensitivity test. `$make` is a closure returning a pair
+/// `(exact, caseless)`: one fresh, empty tree seen through
+/// [`CaseSensitivity::Sensitive`](crate::CaseSensitivity::Sensitive) and through
+/// [`CaseSensitivity::Insensitive`](crate::CaseSensitivity::Insensitive), each dereferencing
+/// to `dyn Vfs`. The exact view makes what the caseless one must cope with: names that differ
+/// only in case.
+#[macro_export]
+macro_rules! case_conformance_tests {
+    ($make:expr) => {
+        $crate::case_conformance_tests!(@each $make;
+            caseless_lookup, caseless_creation_collides, caseless_rename, caseless_ambiguity,
+            caseless_unlink_and_symlink, caseless_lookup_child, case_sensitive_names_are_distinct,
+        );
+    };
+    (@each $make:expr; $($test:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                let (exact, caseless) = ($make)();
+                $crate::conformance::$test(&*exact, &*caseless);
+            }
+        )*
+    };
+}
+
 /// Generates one `#[test]` per conformance test. `$make` is a closure returning a fresh
 /// subject that dereferences to `dyn Vfs` (a `Box<dyn Vfs>`, or a guard that also owns a
 /// temporary directory).
@@ -1074,4 +1099,454 @@ pub fn removed_directory_handles(vfs: &dyn Vfs) {
     assert!(dir.read_dir().unwrap().is_empty());
     assert_eq!(error(dir.stat_child("x")), VfsError::NotFound);
     assert_eq!(dir.stat().unwrap().nlink, 0);
+}
+
+/// The names in a directory, sorted.
+fn names(vfs: &dyn Vfs, dir: &str) -> Vec<String> {
+    let handle = open(vfs, dir, Access::Read, Disposition::Open, Kind::Directory)
+        .unwrap()
+        .file;
+    let mut names: Vec<String> = handle
+        .read_dir()
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.name)
+        .collect();
+    names.sort();
+    names
+}
+
+/// Files and directories are found whatever the case of any component, Unicode included;
+/// symlink targets are followed as spelled.
+pub fn caseless_lookup(exact: &dyn Vfs, caseless: &dyn Vfs) {
+    mkdir(caseless, "Docs");
+    mkdir(caseless, "Docs/Sub");
+    write_file(caseless, "Docs/Sub/Report.TXT", b"report");
+    let ino = caseless.stat(&path("Docs/Sub/Report.TXT")).unwrap().ino;
+    for spelling in [
+        "docs/sub/report.txt",
+        "DOCS/SUB/REPORT.TXT",
+        "dOCS/Sub/rEPORT.txt",
+        "Docs/Sub/report.txt",
+    ] {
+        assert_eq!(
+            caseless.stat(&path(spelling)).unwrap().ino,
+            ino,
+            "{spelling}"
+        );
+        assert_eq!(read_file(caseless, spelling), b"report", "{spelling}");
+        assert!(exact.stat(&path(spelling)).is_err(), "{spelling}");
+    }
+    assert_eq!(
+        error(exact.stat(&path("docs/sub/report.txt"))),
+        VfsError::ParentNotFound
+    );
+    let sub = open(
+        caseless,
+        "docs/SUB",
+        Access::Read,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    assert_eq!(
+        sub.stat().unwrap().ino,
+        caseless.stat(&path("Docs/Sub")).unwrap().ino
+    );
+    let sub_as_file = open(
+        caseless,
+        "DOCS/sub",
+        Access::Read,
+        Disposition::Open,
+        Kind::File,
+    );
+    assert_eq!(error(sub_as_file), VfsError::IsADirectory);
+    let truncated = open(
+        caseless,
+        "docs/sub/REPORT.txt",
+        Access::Write,
+        Disposition::Overwrite,
+        Kind::File,
+    )
+    .unwrap();
+    assert!(!truncated.created);
+    assert_eq!(truncated.file.stat().unwrap().ino, ino);
+    assert_eq!(caseless.stat(&path("Docs/Sub/Report.TXT")).unwrap().size, 0);
+
+    assert_eq!(
+        error(caseless.stat(&path("DOCS/missing"))),
+        VfsError::NotFound
+    );
+    assert_eq!(
+        error(caseless.stat(&path("nodir/x"))),
+        VfsError::ParentNotFound
+    );
+    assert_eq!(
+        error(caseless.stat(&path("docs/sub/report.txt/x"))),
+        VfsError::ParentNotFound
+    );
+    for disposition in [Disposition::Open, Disposition::Overwrite] {
+        let missing = open(
+            caseless,
+            "DOCS/missing",
+            Access::Read,
+            disposition,
+            Kind::Any,
+        );
+        assert_eq!(error(missing), VfsError::NotFound, "{disposition:?}");
+        let no_parent = open(caseless, "NODIR/x", Access::Read, disposition, Kind::Any);
+        assert_eq!(
+            error(no_parent),
+            VfsError::ParentNotFound,
+            "{disposition:?}"
+        );
+    }
+
+    write_file(caseless, "Ünïcödé ΣΊΣΥΦΟΣ straße", b"u");
+    assert_eq!(read_file(caseless, "üNÏCÖDÉ σίσυφος STRAẞE"), b"u");
+    assert_eq!(
+        error(caseless.stat(&path("ÜNÏCÖDÉ ΣΊΣΥΦΟΣ STRASSE"))),
+        VfsError::NotFound,
+        "simple folding: ß is not ss"
+    );
+    // Names whose spellings differ in length: the Kelvin sign is three bytes, `k` one.
+    write_file(caseless, "\u{212a}elvin", b"K");
+    assert_eq!(read_file(caseless, "KELVIN"), b"K");
+    assert_eq!(names(caseless, "").len(), 3);
+
+    caseless.symlink("Docs/Sub", &path("Shortcut")).unwrap();
+    assert_eq!(
+        caseless.stat(&path("SHORTCUT/report.txt")).unwrap().ino,
+        ino
+    );
+    caseless.symlink("docs/sub", &path("Misspelt")).unwrap();
+    assert_eq!(
+        error(caseless.stat(&path("MISSPELT"))),
+        VfsError::NotFound,
+        "a symlink's target is followed as spelled"
+    );
+}
+
+/// Creating a name an existing entry matches opens that entry or collides with it; new names
+/// keep the spelling given.
+pub fn caseless_creation_collides(exact: &dyn Vfs, caseless: &dyn Vfs) {
+    let rw = Access::ReadWrite;
+    write_file(caseless, "readme", b"original");
+    let ino = caseless.stat(&path("readme")).unwrap().ino;
+    for kind in [Kind::File, Kind::Directory, Kind::Any] {
+        let created = open(caseless, "README", rw, Disposition::Create, kind);
+        assert_eq!(error(created), VfsError::AlreadyExists, "{kind:?}");
+    }
+    let opened = open(
+        caseless,
+        "README",
+        rw,
+        Disposition::OpenOrCreate,
+        Kind::File,
+    )
+    .unwrap();
+    assert!(!opened.created);
+    assert_eq!(opened.file.stat().unwrap().ino, ino);
+    let mut buf = [0; 8];
+    assert_eq!(opened.file.read_at(&mut buf, 0).unwrap(), 8);
+    assert_eq!(&buf, b"original");
+    let overwritten = open(
+        caseless,
+        "ReadMe",
+        rw,
+        Disposition::OverwriteOrCreate,
+        Kind::File,
+    )
+    .unwrap();
+    assert!(!overwritten.created);
+    let stat = overwritten.file.stat().unwrap();
+    assert_eq!((stat.ino, stat.size), (ino, 0));
+    let as_dir = open(
+        caseless,
+        "README",
+        rw,
+        Disposition::OpenOrCreate,
+        Kind::Directory,
+    );
+    assert_eq!(error(as_dir), VfsError::NotADirectory);
+    assert_eq!(names(caseless, ""), ["readme"]);
+
+    let new = open(
+        caseless,
+        "New File.TXT",
+        rw,
+        Disposition::Create,
+        Kind::File,
+    )
+    .unwrap();
+    assert!(new.created);
+    mkdir(caseless, "Docs");
+    let inner = open(caseless, "DOCS/Inner", rw, Disposition::Create, Kind::File).unwrap();
+    assert!(inner.created);
+    assert_eq!(names(caseless, "Docs"), ["Inner"]);
+    let dir = open(
+        caseless,
+        "docs",
+        rw,
+        Disposition::OpenOrCreate,
+        Kind::Directory,
+    )
+    .unwrap();
+    assert!(!dir.created);
+    let again = open(caseless, "DOCS", rw, Disposition::Create, Kind::Directory);
+    assert_eq!(error(again), VfsError::AlreadyExists);
+    let inner_again = open(caseless, "docs/INNER", rw, Disposition::Create, Kind::File);
+    assert_eq!(error(inner_again), VfsError::AlreadyExists);
+    let no_parent = open(
+        caseless,
+        "NODIR/x",
+        rw,
+        Disposition::OpenOrCreate,
+        Kind::File,
+    );
+    assert_eq!(error(no_parent), VfsError::ParentNotFound);
+    assert_eq!(names(caseless, ""), ["Docs", "New File.TXT", "readme"]);
+
+    // A dangling symlink takes its name in every spelling, and nothing is created through it.
+    caseless.symlink("target", &path("Dangling")).unwrap();
+    let through = open(
+        caseless,
+        "DANGLING",
+        rw,
+        Disposition::OpenOrCreate,
+        Kind::File,
+    );
+    assert_eq!(error(through), VfsError::NotFound);
+    let over = open(caseless, "dangling", rw, Disposition::Create, Kind::File);
+    assert_eq!(error(over), VfsError::AlreadyExists);
+    assert_eq!(error(caseless.stat(&path("target"))), VfsError::NotFound);
+
+    // The exact view creates what the caseless one refuses.
+    let twin = open(exact, "README", rw, Disposition::Create, Kind::File).unwrap();
+    assert!(twin.created);
+    assert_ne!(twin.file.stat().unwrap().ino, ino);
+}
+
+/// A rename that changes only case works; a target that another entry matches collides with
+/// it or replaces it; sources and target parents are found in any case.
+pub fn caseless_rename(_exact: &dyn Vfs, caseless: &dyn Vfs) {
+    let rename =
+        |from: &str, to: &str, replace: bool| caseless.rename(&path(from), &path(to), replace);
+    write_file(caseless, "a", b"moving");
+    let ino = caseless.stat(&path("a")).unwrap().ino;
+    rename("a", "A", false).unwrap();
+    assert_eq!(names(caseless, ""), ["A"]);
+    assert_eq!(caseless.stat(&path("a")).unwrap().ino, ino);
+    rename("A", "a", true).unwrap();
+    assert_eq!(names(caseless, ""), ["a"]);
+    rename("A", "b", false).unwrap();
+    assert_eq!(names(caseless, ""), ["b"]);
+    // Onto itself in its own spelling, the usual rules apply.
+    assert_eq!(error(rename("B", "b", false)), VfsError::AlreadyExists);
+    rename("B", "b", true).unwrap();
+    assert_eq!(names(caseless, ""), ["b"]);
+
+    write_file(caseless, "c", b"replaced");
+    assert_eq!(error(rename("b", "C", false)), VfsError::AlreadyExists);
+    assert_eq!(read_file(caseless, "c"), b"replaced");
+    rename("b", "C", true).unwrap();
+    assert_eq!(
+        names(caseless, ""),
+        ["c"],
+        "the replaced entry's spelling stays"
+    );
+    assert_eq!(caseless.stat(&path("C")).unwrap().ino, ino);
+    assert_eq!(read_file(caseless, "c"), b"moving");
+
+    mkdir(caseless, "Dir");
+    write_file(caseless, "dir/x", b"x");
+    rename("DIR", "dir", false).unwrap();
+    assert_eq!(names(caseless, ""), ["c", "dir"]);
+    assert_eq!(read_file(caseless, "DIR/X"), b"x");
+    rename("C", "DIR/Moved", false).unwrap();
+    assert_eq!(names(caseless, "dir"), ["Moved", "x"]);
+    rename("Dir/moved", "DIR/MOVED", false).unwrap();
+    assert_eq!(names(caseless, "dir"), ["MOVED", "x"]);
+    assert_eq!(
+        error(rename("dir/moved", "dir/X", false)),
+        VfsError::AlreadyExists
+    );
+    rename("dir/X", "dir/Y", false).unwrap();
+    assert_eq!(names(caseless, "dir"), ["MOVED", "Y"]);
+    // The same name in another directory is another entry: a collision, not a change of case.
+    mkdir(caseless, "other");
+    write_file(caseless, "other/y", b"other");
+    assert_eq!(
+        error(rename("dir/Y", "OTHER/Y", false)),
+        VfsError::AlreadyExists
+    );
+    rename("dir/y", "Other/Y", true).unwrap();
+    assert_eq!(names(caseless, "other"), ["y"]);
+    assert_eq!(read_file(caseless, "OTHER/Y"), b"x");
+    assert_eq!(names(caseless, "dir"), ["MOVED"]);
+    assert_eq!(error(rename("dir/y", "dir/z", false)), VfsError::NotFound);
+    assert_eq!(
+        error(rename("nodir/y", "z", false)),
+        VfsError::ParentNotFound
+    );
+    assert_eq!(
+        error(rename("dir/moved", "NODIR/z", false)),
+        VfsError::ParentNotFound
+    );
+}
+
+/// Where several entries match a name in different cases, the exact spelling wins, else the
+/// lowest in code-point order; a directory chosen that way is not backtracked from.
+pub fn caseless_ambiguity(exact: &dyn Vfs, caseless: &dyn Vfs) {
+    for name in ["Foo", "foo", "FOO"] {
+        write_file(exact, name, name.as_bytes());
+    }
+    for name in ["Foo", "foo", "FOO"] {
+        assert_eq!(read_file(caseless, name), name.as_bytes());
+    }
+    assert_eq!(read_file(caseless, "fOO"), b"FOO");
+    let root = open(
+        caseless,
+        "",
+        Access::MetadataOnly,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    assert_eq!(root.lookup_child("fOO").unwrap().unwrap().0, "FOO");
+    caseless.unlink(&path("fOO")).unwrap();
+    assert_eq!(read_file(caseless, "fOO"), b"Foo");
+    assert_eq!(root.lookup_child("fOO").unwrap().unwrap().0, "Foo");
+    let opened = open(
+        caseless,
+        "fOO",
+        Access::Read,
+        Disposition::OpenOrCreate,
+        Kind::File,
+    )
+    .unwrap();
+    assert!(!opened.created);
+    assert_eq!(
+        opened.file.stat().unwrap().ino,
+        caseless.stat(&path("Foo")).unwrap().ino
+    );
+
+    mkdir(exact, "Dir");
+    mkdir(exact, "dir");
+    write_file(exact, "Dir/upper-only", b"u");
+    write_file(exact, "dir/lower-only", b"l");
+    assert_eq!(read_file(caseless, "DIR/upper-only"), b"u");
+    assert_eq!(read_file(caseless, "dir/lower-only"), b"l");
+    assert_eq!(
+        error(caseless.stat(&path("DIR/lower-only"))),
+        VfsError::NotFound
+    );
+}
+
+/// `unlink` and `symlink` find their last component's parent in any case; `unlink` removes a
+/// link, not its target; `symlink` collides with any spelling of an existing name.
+pub fn caseless_unlink_and_symlink(_exact: &dyn Vfs, caseless: &dyn Vfs) {
+    mkdir(caseless, "Dir");
+    write_file(caseless, "Dir/File", b"f");
+    caseless.symlink("Dir/File", &path("Link")).unwrap();
+    caseless.unlink(&path("LINK")).unwrap();
+    assert_eq!(read_file(caseless, "dir/file"), b"f");
+    assert_eq!(error(caseless.unlink(&path("DIR"))), VfsError::NotEmpty);
+    caseless.unlink(&path("dir/FILE")).unwrap();
+    caseless.unlink(&path("DIR")).unwrap();
+    assert!(names(caseless, "").is_empty());
+    assert_eq!(error(caseless.unlink(&path("dir"))), VfsError::NotFound);
+    assert_eq!(
+        error(caseless.unlink(&path("dir/x"))),
+        VfsError::ParentNotFound
+    );
+
+    caseless.symlink("x", &path("NewLink")).unwrap();
+    assert_eq!(
+        error(caseless.symlink("y", &path("newlink"))),
+        VfsError::AlreadyExists
+    );
+    mkdir(caseless, "Sub");
+    caseless.symlink("t", &path("SUB/Link")).unwrap();
+    assert_eq!(names(caseless, "Sub"), ["Link"]);
+    assert_eq!(
+        error(caseless.symlink("t", &path("NOSUB/Link"))),
+        VfsError::ParentNotFound
+    );
+    assert_eq!(names(caseless, ""), ["NewLink", "Sub"]);
+}
+
+/// `lookup_child` finds an entry of a directory handle in any case, without following it, and
+/// returns its real name.
+pub fn caseless_lookup_child(exact: &dyn Vfs, caseless: &dyn Vfs) {
+    mkdir(caseless, "D");
+    write_file(caseless, "D/Mixed.Case", b"12345");
+    caseless.symlink("Mixed.Case", &path("D/Link")).unwrap();
+    let ino = caseless.stat(&path("D/Mixed.Case")).unwrap().ino;
+    let dir = open(
+        caseless,
+        "d",
+        Access::MetadataOnly,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    for spelling in ["MIXED.CASE", "mixed.case", "Mixed.Case"] {
+        let (name, stat) = dir.lookup_child(spelling).unwrap().unwrap();
+        assert_eq!(name, "Mixed.Case", "{spelling}");
+        assert_eq!((stat.ino, stat.size), (ino, 5), "{spelling}");
+    }
+    let (name, link) = dir.lookup_child("link").unwrap().unwrap();
+    assert_eq!((name.as_str(), link.file_type), ("Link", FileType::Symlink));
+    assert_eq!(dir.lookup_child("missing").unwrap(), None);
+    for bad in ["..", ".", "a/b", ""] {
+        assert_eq!(
+            error(dir.lookup_child(bad)),
+            VfsError::InvalidName,
+            "{bad:?}"
+        );
+    }
+    let file = open_file(caseless, "d/mixed.case", Access::MetadataOnly);
+    assert_eq!(error(file.lookup_child("x")), VfsError::NotADirectory);
+
+    let exact_dir = open(
+        exact,
+        "D",
+        Access::MetadataOnly,
+        Disposition::Open,
+        Kind::Directory,
+    )
+    .unwrap()
+    .file;
+    assert_eq!(exact_dir.lookup_child("MIXED.CASE").unwrap(), None);
+    let (name, _) = exact_dir.lookup_child("Mixed.Case").unwrap().unwrap();
+    assert_eq!(name, "Mixed.Case");
+}
+
+/// With case sensitivity, names that differ in case are different names.
+pub fn case_sensitive_names_are_distinct(exact: &dyn Vfs, caseless: &dyn Vfs) {
+    let rw = Access::ReadWrite;
+    write_file(exact, "name", b"lower");
+    write_file(exact, "NAME", b"upper");
+    let third = open(exact, "Name", rw, Disposition::OpenOrCreate, Kind::File).unwrap();
+    assert!(third.created);
+    assert_eq!(names(exact, ""), ["NAME", "Name", "name"]);
+    assert_eq!(read_file(exact, "name"), b"lower");
+    assert_eq!(read_file(exact, "NAME"), b"upper");
+    assert_eq!(error(exact.stat(&path("nAME"))), VfsError::NotFound);
+    assert_eq!(error(exact.unlink(&path("nAME"))), VfsError::NotFound);
+    assert_eq!(
+        error(exact.rename(&path("name"), &path("NAME"), false)),
+        VfsError::AlreadyExists
+    );
+    exact.rename(&path("name"), &path("nAmE"), false).unwrap();
+    assert_eq!(names(exact, ""), ["NAME", "Name", "nAmE"]);
+    mkdir(exact, "dir");
+    assert_eq!(error(exact.stat(&path("DIR/x"))), VfsError::ParentNotFound);
+    let collides = open(caseless, "name", rw, Disposition::Create, Kind::File);
+    assert_eq!(error(collides), VfsError::AlreadyExists);
+    assert_eq!(read_file(caseless, "name"), b"upper", "NAME is the lowest");
 }

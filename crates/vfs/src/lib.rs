@@ -21,6 +21,7 @@
 )]
 
 pub mod backend;
+pub mod casefold;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod error;
@@ -32,8 +33,8 @@ pub use error::{VfsError, VfsResult, errno};
 pub use memory::MemoryVfs;
 pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
 pub use types::{
-    Access, DirEntry, Disposition, FileStat, FileType, FsStat, Kind, OpenRequest, S_IFDIR, S_IFLNK,
-    S_IFMT, S_IFREG, Timespec,
+    Access, CaseSensitivity, DirEntry, Disposition, FileStat, FileType, FsStat, Kind, OpenRequest,
+    S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
 };
 
 /// A handle returned by [`Vfs::open`].
@@ -109,6 +110,13 @@ pub trait VfsFile: Send + Sync {
 
     /// Metadata of the entry `name` of this directory, not following a symlink.
     fn stat_child(&self, name: &str) -> VfsResult<FileStat>;
+
+    /// The entry of this directory that `name` designates under the share's
+    /// [`CaseSensitivity`], with its real name and metadata (not following a symlink); `None`
+    /// if there is none. An entry spelled exactly costs one stat; otherwise, when the share
+    /// ignores case, the directory is listed once and the entry chosen as
+    /// [`casefold::EntryChooser`] does. For a search pattern without wildcards.
+    fn lookup_child(&self, name: &str) -> VfsResult<Option<(String, FileStat)>>;
 
     /// The value of an extended attribute, `None` if it is not set.
     fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>>;

@@ -8,12 +8,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::{
-    checked_range_end, open_by_disposition, validate_symlink_target, validate_xattr_name,
-    validate_xattr_value,
+    caseless_rename_target, checked_range_end, open_caseless, retry_caseless,
+    validate_symlink_target, validate_xattr_name, validate_xattr_value,
 };
+use crate::casefold::{EntryChooser, Found, resolve_path};
 use crate::{
-    Access, DirEntry, FileStat, FileType, FsStat, Kind, MAX_NAME_LEN, OpenRequest, Opened, S_IFDIR,
-    S_IFLNK, S_IFREG, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult, errno, validate_name,
+    Access, CaseSensitivity, DirEntry, FileStat, FileType, FsStat, Kind, MAX_NAME_LEN, OpenRequest,
+    Opened, S_IFDIR, S_IFLNK, S_IFREG, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult, errno,
+    validate_name,
 };
 
 const CHUNK: usize = 4096;
@@ -31,9 +33,12 @@ const MEMORY_DEV: u64 = 0x004d_454d;
 /// such and resolved within the share, xattrs, times, sparse sizes. Cloning shares the tree.
 ///
 /// Objects are owned by uid and gid 0 and permission bits are recorded but not enforced.
+/// Names ignore case unless [`with_case_sensitivity`](Self::with_case_sensitivity) says
+/// otherwise; clones with different settings see one tree.
 #[derive(Clone)]
 pub struct MemoryVfs {
     shared: Arc<Mutex<State>>,
+    case: CaseSensitivity,
 }
 
 struct State {
@@ -100,7 +105,20 @@ impl MemoryVfs {
         };
         Self {
             shared: Arc::new(Mutex::new(state)),
+            case: CaseSensitivity::default(),
         }
+    }
+
+    /// This file system with names matched under `case`.
+    #[must_use]
+    pub fn with_case_sensitivity(mut self, case: CaseSensitivity) -> Self {
+        self.case = case;
+        self
+    }
+
+    /// How names are matched.
+    pub fn case_sensitivity(&self) -> CaseSensitivity {
+        self.case
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -155,6 +173,7 @@ impl MemoryVfs {
             ino,
             access,
             is_directory,
+            case: self.case,
         }
     }
 }
@@ -176,10 +195,13 @@ const INCONSISTENT: VfsError = VfsError::Io(errno::EIO);
 impl Vfs for MemoryVfs {
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened> {
         req.validate()?;
-        let (file, created) = open_by_disposition(
+        let (file, created) = open_caseless(
+            self.case,
+            path,
             req.disposition,
-            |truncate| self.open_existing(path, req, truncate),
-            || self.create_new(path, req),
+            |path, truncate| self.open_existing(path, req, truncate),
+            |path| self.create_new(path, req),
+            |path| self.lock().real_path(path),
         )?;
         Ok(Opened {
             file: Box::new(file),
@@ -188,86 +210,51 @@ impl Vfs for MemoryVfs {
     }
 
     fn stat(&self, path: &VfsPath) -> VfsResult<FileStat> {
-        let state = self.lock();
-        let ino = state.lookup(path)?;
-        state.stat(ino)
+        let mut state = self.lock();
+        retry_caseless(
+            self.case,
+            path,
+            &mut *state,
+            |state, path| state.stat(state.lookup(path)?),
+            |state, path| state.real_path(path),
+        )
     }
 
     fn unlink(&self, path: &VfsPath) -> VfsResult<()> {
-        let Some((parent, name)) = path.parent_and_name() else {
-            return Err(VfsError::Busy);
-        };
         let mut state = self.lock();
-        let dir = state.parent_directory(&parent)?;
-        let child = *state.entries(dir)?.get(name).ok_or(VfsError::NotFound)?;
-        if let Body::Directory(entries) = &state.node(child)?.body
-            && !entries.is_empty()
-        {
-            return Err(VfsError::NotEmpty);
-        }
-        state.entries_mut(dir)?.remove(name);
-        state.touch_directory(dir)?;
-        state.unlink_node(child)
+        retry_caseless(
+            self.case,
+            path,
+            &mut *state,
+            State::unlink,
+            |state, path| state.real_path(path),
+        )
     }
 
     fn rename(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
-        let (Some((from_parent, from_name)), Some((to_parent, to_name))) =
-            (from.parent_and_name(), to.parent_and_name())
-        else {
-            return Err(VfsError::Busy);
-        };
         let mut state = self.lock();
-        let from_chain = state.parent_chain(&from_parent)?;
-        let to_chain = state.parent_chain(&to_parent)?;
-        let (&from_dir, &to_dir) = (
-            from_chain.last().ok_or(INCONSISTENT)?,
-            to_chain.last().ok_or(INCONSISTENT)?,
-        );
-        let source = *state
-            .directory_entries(from_dir)?
-            .get(from_name)
-            .ok_or(VfsError::NotFound)?;
-        let target = state.directory_entries(to_dir)?.get(to_name).copied();
-        if target.is_some() && !replace {
-            return Err(VfsError::AlreadyExists);
+        if self.case == CaseSensitivity::Sensitive {
+            return state.rename(from, to, replace);
         }
-        // The kernel's checks for moving a directory under itself, in its order.
-        if to_chain.contains(&source) {
-            return Err(VfsError::Io(errno::EINVAL));
-        }
-        if target.is_some_and(|target| from_chain.contains(&target)) {
-            return Err(VfsError::NotEmpty);
-        }
-        if target == Some(source) {
-            return Ok(());
-        }
-        let source_is_directory = matches!(state.node(source)?.body, Body::Directory(_));
-        if let Some(target) = target {
-            match (&state.node(target)?.body, source_is_directory) {
-                (Body::Directory(_), false) => return Err(VfsError::IsADirectory),
-                (Body::Directory(entries), true) if !entries.is_empty() => {
-                    return Err(VfsError::NotEmpty);
-                }
-                (Body::File(_) | Body::Symlink(_), true) => return Err(VfsError::NotADirectory),
-                _ => {}
-            }
-        }
-        state.entries_mut(from_dir)?.remove(from_name);
-        state
-            .entries_mut(to_dir)?
-            .insert(to_name.to_owned(), source);
-        state.touch_directory(from_dir)?;
-        state.touch_directory(to_dir)?;
-        state.node_mut(source)?.ctime = Timespec::now();
-        match target {
-            Some(target) => state.unlink_node(target),
-            None => Ok(()),
-        }
+        let from = state.real_path(from).unwrap_or_else(|| from.clone());
+        let to_real = state.real_path(to);
+        let to = caseless_rename_target(&from, to, to_real, |a, b| {
+            matches!(
+                (state.parent_directory(a), state.parent_directory(b)),
+                (Ok(a), Ok(b)) if a == b
+            )
+        })?;
+        state.rename(&from, &to, replace)
     }
 
     fn symlink(&self, target: &str, link: &VfsPath) -> VfsResult<()> {
         validate_symlink_target(target)?;
         let mut state = self.lock();
+        let real = match self.case {
+            CaseSensitivity::Sensitive => None,
+            CaseSensitivity::Insensitive => state.real_path(link),
+        };
+        let link = real.as_ref().unwrap_or(link);
         state.insert(link, Body::Symlink(target.to_owned()), S_IFLNK | 0o777)?;
         Ok(())
     }
@@ -286,6 +273,18 @@ impl Vfs for MemoryVfs {
             fs_type: 0,
         })
     }
+}
+
+/// The entry of `entries` that `name` designates, ignoring case.
+fn choose_entry(entries: &BTreeMap<String, u64>, name: &str) -> Found {
+    if entries.contains_key(name) {
+        return Found::Exact;
+    }
+    let mut chooser = EntryChooser::new(name);
+    for candidate in entries.keys() {
+        chooser.offer(candidate);
+    }
+    chooser.choice()
 }
 
 /// Classifies a failure to resolve a parent directory.
@@ -430,6 +429,87 @@ impl State {
         let chain = self.walk(parent, true).map_err(parent_miss)?;
         self.directory_entries(chain.last().copied().ok_or(INCONSISTENT)?)?;
         Ok(chain)
+    }
+
+    /// The real spelling of `path` when names ignore case (see
+    /// [`resolve_path`](crate::casefold::resolve_path)).
+    fn real_path(&self, path: &VfsPath) -> Option<VfsPath> {
+        resolve_path(
+            path,
+            |dir| self.parent_directory(dir).ok(),
+            |&dir, name| match self.entries(dir) {
+                Ok(entries) => choose_entry(entries, name),
+                Err(_) => Found::Missing,
+            },
+        )
+    }
+
+    fn unlink(&mut self, path: &VfsPath) -> VfsResult<()> {
+        let Some((parent, name)) = path.parent_and_name() else {
+            return Err(VfsError::Busy);
+        };
+        let dir = self.parent_directory(&parent)?;
+        let child = *self.entries(dir)?.get(name).ok_or(VfsError::NotFound)?;
+        if let Body::Directory(entries) = &self.node(child)?.body
+            && !entries.is_empty()
+        {
+            return Err(VfsError::NotEmpty);
+        }
+        self.entries_mut(dir)?.remove(name);
+        self.touch_directory(dir)?;
+        self.unlink_node(child)
+    }
+
+    fn rename(&mut self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
+        let (Some((from_parent, from_name)), Some((to_parent, to_name))) =
+            (from.parent_and_name(), to.parent_and_name())
+        else {
+            return Err(VfsError::Busy);
+        };
+        let from_chain = self.parent_chain(&from_parent)?;
+        let to_chain = self.parent_chain(&to_parent)?;
+        let (&from_dir, &to_dir) = (
+            from_chain.last().ok_or(INCONSISTENT)?,
+            to_chain.last().ok_or(INCONSISTENT)?,
+        );
+        let source = *self
+            .directory_entries(from_dir)?
+            .get(from_name)
+            .ok_or(VfsError::NotFound)?;
+        let target = self.directory_entries(to_dir)?.get(to_name).copied();
+        if target.is_some() && !replace {
+            return Err(VfsError::AlreadyExists);
+        }
+        // The kernel's checks for moving a directory under itself, in its order.
+        if to_chain.contains(&source) {
+            return Err(VfsError::Io(errno::EINVAL));
+        }
+        if target.is_some_and(|target| from_chain.contains(&target)) {
+            return Err(VfsError::NotEmpty);
+        }
+        if target == Some(source) {
+            return Ok(());
+        }
+        let source_is_directory = matches!(self.node(source)?.body, Body::Directory(_));
+        if let Some(target) = target {
+            match (&self.node(target)?.body, source_is_directory) {
+                (Body::Directory(_), false) => return Err(VfsError::IsADirectory),
+                (Body::Directory(entries), true) if !entries.is_empty() => {
+                    return Err(VfsError::NotEmpty);
+                }
+                (Body::File(_) | Body::Symlink(_), true) => return Err(VfsError::NotADirectory),
+                _ => {}
+            }
+        }
+        self.entries_mut(from_dir)?.remove(from_name);
+        self.entries_mut(to_dir)?.insert(to_name.to_owned(), source);
+        self.touch_directory(from_dir)?;
+        self.touch_directory(to_dir)?;
+        self.node_mut(source)?.ctime = Timespec::now();
+        match target {
+            Some(target) => self.unlink_node(target),
+            None => Ok(()),
+        }
     }
 
     /// Creates a node at `path`, which must not exist (not even as a dangling symlink).
@@ -646,6 +726,7 @@ pub struct MemoryFile {
     ino: u64,
     access: Access,
     is_directory: bool,
+    case: CaseSensitivity,
 }
 
 impl MemoryFile {
@@ -775,6 +856,22 @@ impl VfsFile for MemoryFile {
         self.directory(|state, entries| state.stat(*entries.get(name).ok_or(VfsError::NotFound)?))
     }
 
+    fn lookup_child(&self, name: &str) -> VfsResult<Option<(String, FileStat)>> {
+        validate_name(name)?;
+        self.directory(|state, entries| {
+            let real = match (entries.get_key_value(name), self.case) {
+                (Some((real, _)), _) => real.clone(),
+                (None, CaseSensitivity::Sensitive) => return Ok(None),
+                (None, CaseSensitivity::Insensitive) => match choose_entry(entries, name) {
+                    Found::Variant(real) => real,
+                    Found::Exact | Found::Missing => return Ok(None),
+                },
+            };
+            let ino = *entries.get(&real).ok_or(INCONSISTENT)?;
+            Ok(Some((real, state.stat(ino)?)))
+        })
+    }
+
     fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {
         validate_xattr_name(name)?;
         Ok(self.lock().node(self.ino)?.xattrs.get(name).cloned())
@@ -817,6 +914,38 @@ mod tests {
     use crate::backend::MAX_FILE_SIZE;
 
     crate::conformance_tests!(|| Box::new(MemoryVfs::new()) as Box<dyn Vfs>);
+
+    mod case_sensitive {
+        use super::*;
+
+        crate::conformance_tests!(|| {
+            Box::new(MemoryVfs::new().with_case_sensitivity(CaseSensitivity::Sensitive))
+                as Box<dyn Vfs>
+        });
+    }
+
+    mod case_views {
+        use super::*;
+
+        crate::case_conformance_tests!(|| {
+            let tree = MemoryVfs::new();
+            let exact = tree
+                .clone()
+                .with_case_sensitivity(CaseSensitivity::Sensitive);
+            (
+                Box::new(exact) as Box<dyn Vfs>,
+                Box::new(tree) as Box<dyn Vfs>,
+            )
+        });
+    }
+
+    #[test]
+    fn case_sensitivity_defaults_to_insensitive() {
+        let vfs = MemoryVfs::new();
+        assert_eq!(vfs.case_sensitivity(), CaseSensitivity::Insensitive);
+        let exact = vfs.with_case_sensitivity(CaseSensitivity::Sensitive);
+        assert_eq!(exact.case_sensitivity(), CaseSensitivity::Sensitive);
+    }
 
     fn file(vfs: &MemoryVfs, name: &str) -> Box<dyn VfsFile> {
         let request = OpenRequest {

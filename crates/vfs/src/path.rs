@@ -62,7 +62,7 @@ impl VfsPath {
         Ok(path)
     }
 
-    fn push(&mut self, name: &str) -> VfsResult<()> {
+    pub(crate) fn push(&mut self, name: &str) -> VfsResult<()> {
         validate_name(name)?;
         let separator = usize::from(!self.0.is_empty());
         if self.0.len() + separator + name.len() > MAX_PATH_LEN {

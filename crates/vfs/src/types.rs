@@ -86,6 +86,18 @@ impl OpenRequest {
     }
 }
 
+/// How names are matched against directory entries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum CaseSensitivity {
+    /// Names match only as spelled, as the Linux kernel compares them.
+    Sensitive,
+    /// A name that does not exist as spelled designates an entry equal to it under Unicode
+    /// simple case folding, as on Windows (see [`casefold`](crate::casefold)). Creating a name
+    /// that such an entry matches opens or collides with that entry. The default for shares.
+    #[default]
+    Insensitive,
+}
+
 /// The type of a file-system object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileType {
