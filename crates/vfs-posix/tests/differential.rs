@@ -1,18 +1,20 @@
 //! Random operation sequences run on `MemoryVfs` and `PosixVfs` side by side must give the
 //! same results: the in-memory back end is only useful for testing the server if it behaves
-//! like the real one, including on errors.
+//! like the real one, including on errors. Each path operation goes through a case-sensitive
+//! or a case-insensitive view of the same tree, at random, with names that differ only in
+//! case, so that both back ends must also agree on which spelling a name designates.
 
 use std::fmt::Debug;
 
 use smb3d_vfs::{
-    Access, Disposition, FileStat, FileType, Kind, MemoryVfs, OpenRequest, Vfs, VfsFile, VfsPath,
-    VfsResult,
+    Access, CaseSensitivity, Disposition, FileStat, FileType, Kind, MemoryVfs, OpenRequest, Vfs,
+    VfsFile, VfsPath, VfsResult,
 };
 use smb3d_vfs_posix::{PosixVfs, Resolver};
 
 const SEEDS: u64 = 48;
 const STEPS: usize = 400;
-const NAMES: [&str; 3] = ["a", "b", "c"];
+const NAMES: [&str; 5] = ["a", "A", "b", "B", "c"];
 const TARGETS: [&str; 12] = [
     "a", "b/c", "..", "../a", "/etc", "a/", ".", "missing", "b/../a", "c/c/c", "../../x", "b",
 ];
@@ -65,12 +67,20 @@ fn same<T: PartialEq + Debug>(log: &[String], memory: T, posix: T) {
 
 fn run(seed: u64, resolver: Resolver) {
     let dir = tempfile::tempdir().unwrap();
-    let posix = PosixVfs::with_resolver(dir.path(), resolver).unwrap();
+    let posix_view = |case| {
+        PosixVfs::with_resolver(dir.path(), resolver)
+            .unwrap()
+            .with_case_sensitivity(case)
+    };
     let memory = MemoryVfs::new();
+    let views = [CaseSensitivity::Sensitive, CaseSensitivity::Insensitive]
+        .map(|case| (memory.clone().with_case_sensitivity(case), posix_view(case)));
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut handles: Vec<(Box<dyn VfsFile>, Box<dyn VfsFile>)> = Vec::new();
     let mut log = Vec::new();
     for _ in 0..STEPS {
+        let (memory, posix) = &views[rng.below(views.len())];
+        log.push(format!("-- {:?}", memory.case_sensitivity()));
         match rng.below(10) {
             0..=2 => {
                 let path = rng.path();
@@ -144,7 +154,7 @@ fn run(seed: u64, resolver: Resolver) {
                 let index = rng.below(handles.len());
                 let (m, p) = &handles[index];
                 let offset = rng.below(9000) as u64;
-                match rng.below(9) {
+                match rng.below(10) {
                     0 => {
                         let data = vec![rng.next() as u8; rng.below(5000)];
                         log.push(format!("#{index} write {} at {offset}", data.len()));
@@ -181,6 +191,15 @@ fn run(seed: u64, resolver: Resolver) {
                             m.stat_child(name).map(shape),
                             p.stat_child(name).map(shape),
                         );
+                    }
+                    8 => {
+                        let name = rng.pick(&NAMES);
+                        log.push(format!("#{index} lookup_child {name}"));
+                        let found = |file: &dyn VfsFile| {
+                            file.lookup_child(name)
+                                .map(|found| found.map(|(name, stat)| (name, shape(stat))))
+                        };
+                        same(&log, found(m.as_ref()), found(p.as_ref()));
                     }
                     5 => {
                         let len = rng.below(9000) as u64;

@@ -9,13 +9,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{CWD, RenameFlags, renameat_with};
-use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Vfs, VfsError, VfsPath};
+use rustix::fd::OwnedFd;
+use rustix::fs::{CWD, RenameFlags, inotify, renameat_with};
+use rustix::io::Errno;
+use smb3d_vfs::{Access, CaseSensitivity, Disposition, Kind, OpenRequest, Vfs, VfsError, VfsPath};
 use smb3d_vfs_posix::{PosixVfs, Resolver};
 use tempfile::TempDir;
 
 const CANARY: &[u8] = b"canary: must never be read or changed";
 const RESOLVERS: [Resolver; 2] = [Resolver::Openat2, Resolver::Walk];
+/// Every resolver with every way of matching names.
+const SETUPS: [(Resolver, CaseSensitivity); 4] = [
+    (Resolver::Openat2, CaseSensitivity::Sensitive),
+    (Resolver::Openat2, CaseSensitivity::Insensitive),
+    (Resolver::Walk, CaseSensitivity::Sensitive),
+    (Resolver::Walk, CaseSensitivity::Insensitive),
+];
 
 /// `<tmp>/share` is the share; `<tmp>/outside` holds the canary and must stay untouched.
 struct Layout {
@@ -39,12 +48,23 @@ impl Layout {
         self.tmp.path().join("outside")
     }
 
-    fn vfs(&self, resolver: Resolver) -> PosixVfs {
-        PosixVfs::with_resolver(&self.share(), resolver).unwrap()
+    fn vfs(&self, resolver: Resolver, case: CaseSensitivity) -> PosixVfs {
+        PosixVfs::with_resolver(&self.share(), resolver)
+            .unwrap()
+            .with_case_sensitivity(case)
     }
 
     fn link(&self, target: impl AsRef<Path>, name: &str) {
         symlink(target, self.share().join(name)).unwrap();
+    }
+
+    /// Starts recording every open, read and change of the outside directory or anything in
+    /// it, listings included.
+    fn watch(&self) -> OutsideWatch {
+        let flags = inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK;
+        let fd = inotify::init(flags).unwrap();
+        inotify::add_watch(&fd, self.outside(), inotify::WatchFlags::ALL_EVENTS).unwrap();
+        OutsideWatch { fd }
     }
 
     /// The canary's content, inode and times, and the outside directory's listing.
@@ -63,6 +83,46 @@ impl Layout {
             meta.ctime_nsec(),
             names,
         )
+    }
+}
+
+/// An inotify watch on the outside directory: the kernel reports any access to it or its
+/// entries (`getdents` included), however the share reached it.
+struct OutsideWatch {
+    fd: OwnedFd,
+}
+
+impl OutsideWatch {
+    /// Fails if anything touched the outside since the watch began.
+    fn assert_quiet(&self, context: &str) {
+        let events = self.events();
+        let first = &events[..events.len().min(4)];
+        assert!(
+            events.is_empty(),
+            "{context}: {} events: {first:?}",
+            events.len()
+        );
+    }
+
+    /// The events since the watch began, as flags and the entry's name (empty for the
+    /// directory itself).
+    fn events(&self) -> Vec<(inotify::ReadFlags, String)> {
+        let mut buf = Vec::with_capacity(4096);
+        let mut reader = inotify::Reader::new(&self.fd, buf.spare_capacity_mut());
+        let mut events = Vec::new();
+        loop {
+            match reader.next() {
+                Ok(event) => {
+                    let name = event
+                        .file_name()
+                        .map(|name| name.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    events.push((event.events(), name));
+                }
+                Err(Errno::AGAIN) => return events,
+                Err(error) => panic!("inotify: {error}"),
+            }
+        }
     }
 }
 
@@ -132,7 +192,7 @@ fn assert_refused(vfs: &PosixVfs, at: &str, expected: VfsError) {
 
 #[test]
 fn symlinks_out_of_the_share_are_refused() {
-    for resolver in RESOLVERS {
+    for (resolver, case) in SETUPS {
         let layout = Layout::new();
         let before = layout.outside_state();
         let outside = layout.outside();
@@ -153,7 +213,10 @@ fn symlinks_out_of_the_share_are_refused() {
         fs::create_dir(layout.share().join("sub")).unwrap();
         symlink("../../outside/canary", layout.share().join("sub/deep")).unwrap();
         symlink("../..", layout.share().join("sub/up2")).unwrap();
-        let vfs = layout.vfs(resolver);
+        fs::write(layout.share().join("mine"), b"mine").unwrap();
+        let vfs = layout.vfs(resolver, case);
+        let caseless = case == CaseSensitivity::Insensitive;
+        let watch = layout.watch();
 
         for at in [
             "passwd",
@@ -173,6 +236,10 @@ fn symlinks_out_of_the_share_are_refused() {
             "sub/up2/outside",
         ] {
             assert_refused(&vfs, at, VfsError::OutsideShare);
+            if caseless {
+                // Other spellings resolve to the same links, and are refused the same way.
+                assert_refused(&vfs, &at.to_uppercase(), VfsError::OutsideShare);
+            }
         }
         for intermediate in [
             "outdir/canary",
@@ -187,8 +254,35 @@ fn symlinks_out_of_the_share_are_refused() {
                 "{intermediate}"
             );
         }
+        if caseless {
+            for intermediate in [
+                "OUTDIR/CANARY",
+                "Absdir/Canary",
+                "SUB/UP2/OUTSIDE/CANARY",
+                "ETC/PASSWD",
+            ] {
+                assert_eq!(
+                    vfs.stat(&path(intermediate)).unwrap_err(),
+                    VfsError::OutsideShare,
+                    "{intermediate}"
+                );
+            }
+            // Case-insensitive lookups list directories of the share only: the outside
+            // directory, which has a `canary`, is never listed to find `CANARY`.
+            let dir = request(Access::Read, Disposition::Open, Kind::Directory);
+            for through in ["OUTDIR", "ABSDIR", "Sub/Up2/Outside"] {
+                assert_eq!(
+                    vfs.open(&path(through), &dir).err(),
+                    Some(VfsError::OutsideShare),
+                    "{through}"
+                );
+            }
+            assert_eq!(
+                vfs.rename(&path("MINE"), &path("OUTDIR/CANARY"), true),
+                Err(VfsError::OutsideShare),
+            );
+        }
         // Renaming into an escaping directory symlink is refused too.
-        fs::write(layout.share().join("mine"), b"mine").unwrap();
         assert_eq!(
             vfs.rename(&path("mine"), &path("outdir/mine"), false),
             Err(VfsError::OutsideShare)
@@ -198,13 +292,14 @@ fn symlinks_out_of_the_share_are_refused() {
             .unwrap();
         vfs.unlink(&path("renamed-link")).unwrap();
         vfs.unlink(&path("relative")).unwrap();
-        assert_eq!(layout.outside_state(), before, "{resolver:?}");
+        watch.assert_quiet(&format!("{resolver:?} {case:?}"));
+        assert_eq!(layout.outside_state(), before, "{resolver:?} {case:?}");
     }
 }
 
 #[test]
 fn dangling_and_internal_links_behave() {
-    for resolver in RESOLVERS {
+    for (resolver, case) in SETUPS {
         let layout = Layout::new();
         let before = layout.outside_state();
         fs::create_dir(layout.share().join("dir")).unwrap();
@@ -212,7 +307,7 @@ fn dangling_and_internal_links_behave() {
         layout.link("nothing-here", "dangling");
         layout.link("dir/../dir/file", "internal");
         layout.link("../share/dir/file", "via-share-name");
-        let vfs = layout.vfs(resolver);
+        let vfs = layout.vfs(resolver, case);
 
         assert_eq!(vfs.stat(&path("dangling")).unwrap_err(), VfsError::NotFound);
         let create = request(Access::Write, Disposition::OpenOrCreate, Kind::File);
@@ -220,6 +315,16 @@ fn dangling_and_internal_links_behave() {
             vfs.open(&path("dangling"), &create).err(),
             Some(VfsError::NotFound)
         );
+        if case == CaseSensitivity::Insensitive {
+            assert_eq!(
+                vfs.open(&path("Dangling"), &create).err(),
+                Some(VfsError::NotFound)
+            );
+            assert_eq!(
+                vfs.stat(&path("VIA-SHARE-NAME")).unwrap_err(),
+                VfsError::OutsideShare
+            );
+        }
         assert!(
             !layout.share().join("nothing-here").exists(),
             "not created through"
@@ -230,15 +335,27 @@ fn dangling_and_internal_links_behave() {
             vfs.stat(&path("via-share-name")).unwrap_err(),
             VfsError::OutsideShare
         );
-        assert_eq!(layout.outside_state(), before, "{resolver:?}");
+        assert_eq!(layout.outside_state(), before, "{resolver:?} {case:?}");
     }
 }
 
 /// One thread keeps exchanging a directory of the share with a symlink to the outside while
-/// others open, read, write, stat and unlink through that name. Whatever interleaving occurs,
-/// they see the inside file or an error, never the canary.
+/// others open, read, write, stat, list and unlink through that name. Whatever interleaving
+/// occurs, they see the inside file or an error, never the canary.
 #[test]
 fn rename_races_cannot_escape() {
+    race(CaseSensitivity::Sensitive, |name| name.to_owned());
+}
+
+/// The same race with every name spelled in upper case, so that each operation takes the
+/// case-insensitive path: the directory listings that resolve names must never list the
+/// outside directory, where a `canary` would match `CANARY`.
+#[test]
+fn rename_races_cannot_escape_through_case_insensitive_lookups() {
+    race(CaseSensitivity::Insensitive, str::to_uppercase);
+}
+
+fn race(case: CaseSensitivity, spell: fn(&str) -> String) {
     const RUN_FOR: Duration = Duration::from_millis(1500);
     for resolver in RESOLVERS {
         let layout = Layout::new();
@@ -248,8 +365,10 @@ fn rename_races_cannot_escape() {
         symlink("../outside", share.join("swap")).unwrap();
         let before = layout.outside_state();
         let canary_ino = before.1;
-        let vfs = Arc::new(layout.vfs(resolver));
+        let outside_ino = fs::metadata(layout.outside()).unwrap().ino();
+        let vfs = Arc::new(layout.vfs(resolver, case));
         let stop = Arc::new(AtomicBool::new(false));
+        let watch = layout.watch();
 
         let swapper = {
             let (share, stop) = (share.clone(), Arc::clone(&stop));
@@ -273,7 +392,8 @@ fn rename_races_cannot_escape() {
             .map(|worker| {
                 let vfs = Arc::clone(&vfs);
                 thread::spawn(move || {
-                    let target = path("dir/canary");
+                    let spelled = |name: &str| path(&spell(name));
+                    let (dir, target) = (spelled("dir"), spelled("dir/canary"));
                     let deadline = Instant::now() + RUN_FOR;
                     let (mut successes, mut attempts) = (0u64, 0u64);
                     while Instant::now() < deadline {
@@ -295,13 +415,21 @@ fn rename_races_cannot_escape() {
                             assert_ne!(opened.file.stat().unwrap().ino, canary_ino);
                             opened.file.write_at(b"inside", 0).unwrap();
                         }
+                        let list = request(Access::Read, Disposition::Open, Kind::Directory);
+                        if let Ok(opened) = vfs.open(&dir, &list) {
+                            assert_ne!(opened.file.stat().unwrap().ino, outside_ino);
+                            let name = spell("canary");
+                            if let Ok(Some((_, stat))) = opened.file.lookup_child(&name) {
+                                assert_ne!(stat.ino, canary_ino, "looked up the canary");
+                            }
+                        }
                         if worker == 1 && attempts % 7 == 0 {
                             let _ = vfs.unlink(&target);
-                            let _ = vfs.rename(&path("dir/x"), &path("dir/canary"), true);
-                            let _ = vfs.symlink("y", &path("dir/y"));
+                            let _ = vfs.rename(&spelled("dir/x"), &target, true);
+                            let _ = vfs.symlink("y", &spelled("dir/y"));
                             let mkdir =
                                 request(Access::MetadataOnly, Disposition::Create, Kind::Directory);
-                            let _ = vfs.open(&path("dir/sub"), &mkdir);
+                            let _ = vfs.open(&spelled("dir/sub"), &mkdir);
                         }
                     }
                     (successes, attempts)
@@ -316,6 +444,7 @@ fn rename_races_cannot_escape() {
         let swaps = swapper.join().unwrap();
         assert!(swaps > 100, "the swapper ran ({swaps} swaps)");
         assert!(successes > 0, "some operations got through ({resolver:?})");
+        watch.assert_quiet(&format!("{resolver:?}"));
         assert_eq!(layout.outside_state(), before, "{resolver:?}");
     }
 }

@@ -44,8 +44,20 @@ fn exercise(vfs: &PosixVfs) {
         assert!(vfs.open(&path(failing), &metadata).is_err());
     }
     vfs.stat(&path("d/up/link/f")).unwrap();
+    // Other spellings, which list directories to find the real names.
+    vfs.stat(&path("D/SUB")).unwrap();
+    let caseless = vfs.open(&path("LINK/F"), &metadata).unwrap().file;
+    drop(caseless);
+    let dir = vfs.open(&path("D"), &metadata).unwrap().file;
+    assert_eq!(dir.lookup_child("F").unwrap().unwrap().0, "f");
+    assert_eq!(dir.lookup_child("none").unwrap(), None);
+    drop(dir);
+    assert!(vfs.open(&path("D/F"), &create(Kind::Directory)).is_err());
+    assert!(vfs.stat(&path("D/NONE/X")).is_err());
+    vfs.rename(&path("D/F"), &path("d/F"), false).unwrap();
+    vfs.rename(&path("D/F"), &path("d/f"), false).unwrap();
     vfs.rename(&path("d/f"), &path("d/sub/g"), false).unwrap();
-    vfs.unlink(&path("d/sub/g")).unwrap();
+    vfs.unlink(&path("D/Sub/G")).unwrap();
     vfs.unlink(&path("d/sub")).unwrap();
     vfs.unlink(&path("d/up")).unwrap();
     vfs.unlink(&path("d")).unwrap();

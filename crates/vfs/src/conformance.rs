@@ -1098,6 +1098,7 @@ pub fn removed_directory_handles(vfs: &dyn Vfs) {
     assert_eq!(dir.stat().unwrap().file_type, FileType::Directory);
     assert!(dir.read_dir().unwrap().is_empty());
     assert_eq!(error(dir.stat_child("x")), VfsError::NotFound);
+    assert_eq!(dir.lookup_child("x").unwrap(), None);
     assert_eq!(dir.stat().unwrap().nlink, 0);
 }
 
