@@ -35,14 +35,17 @@ fn inherit_acl(parent: &Acl, container: bool, owner: &Sid, group: &Sid, auto: bo
             aces.push(ace);
         }
     };
+    let audit_flags = AceFlags::SUCCESSFUL_ACCESS | AceFlags::FAILED_ACCESS;
     for ace in parent.aces.iter().filter(|a| is_inheritable(a, container)) {
+        // Audit ACEs keep what they audit; only the inheritance flags change.
+        let inherited = inherited | ace.flags.intersection(audit_flags);
         let flags = if !container || ace.flags.contains(AceFlags::NO_PROPAGATE_INHERIT) {
             AceFlags::empty()
         } else if ace.flags.contains(AceFlags::CONTAINER_INHERIT) {
             ace.flags
-                .without(AceFlags::INHERIT_ONLY | AceFlags::INHERITED)
+                .without(AceFlags::INHERIT_ONLY | AceFlags::INHERITED | audit_flags)
         } else {
-            ace.flags.without(AceFlags::INHERITED) | AceFlags::INHERIT_ONLY
+            ace.flags.without(AceFlags::INHERITED | audit_flags) | AceFlags::INHERIT_ONLY
         };
         let Some((mask, sid)) = ace.mask_and_sid() else {
             // Object and callback ACEs pass on unchanged apart from their flags.

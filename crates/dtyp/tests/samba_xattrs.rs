@@ -6,6 +6,7 @@ mod common;
 
 use common::hex;
 use common::samba417::*;
+use common::wire::WIRE_F3_FROM_POSIX;
 use smb3d_dtyp::samba::{
     DosAttrib, NtAclHashes, NtAclXattr, PosixAce, PosixAcl, PosixAclState, PosixAclTag, nt_acl_hash,
 };
@@ -396,13 +397,7 @@ fn sys_acl_blob_layout() {
 /// end sets and `vfs_acl_common` clears before answering.
 #[test]
 fn nt_acl_hash_matches_samba() {
-    let mut fs_sd = hex(
-        "010004801400000030000000000000004000000001050000000000051500000055187e621a13668c7e9b2241\
-         e8030000010200000000001602000000e9030000020094000500000000002400ff011f00010500000000000515\
-         00000055187e621a13668c7e9b2241e803000000001800a9001200010200000000001602000000e903000000\
-         001800a9001200010200000000001602000000e903000000002400ff011f0001050000000000051500000055\
-         187e621a13668c7e9b2241e803000000001400a9001200010100000000000100000000",
-    );
+    let mut fs_sd = hex(WIRE_F3_FROM_POSIX);
     fs_sd[3] |= 0x10;
     let fs_sd = SecurityDescriptor::decode(&fs_sd).unwrap();
     let x = NtAclXattr::decode(&hex(F1_NTACL)).unwrap();

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod samba417;
+pub mod wire;
 
 /// Bytes from hex, ignoring whitespace (so vectors can be wrapped).
 pub fn hex(s: &str) -> Vec<u8> {
