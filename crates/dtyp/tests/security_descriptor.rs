@@ -176,7 +176,7 @@ fn filtered_sacl_parts() {
         SdControl::SELF_RELATIVE | SdControl::SACL_PRESENT
     );
     let label_only = sd.filtered(SecurityInformation::LABEL);
-    assert_eq!(label_only.sacl.unwrap().aces, [label.clone()]);
+    assert_eq!(label_only.sacl.unwrap().aces, [label]);
     assert!(label_only.control.contains(SdControl::SACL_PRESENT));
     let none = sd.filtered(SecurityInformation::SCOPE | SecurityInformation::ATTRIBUTE);
     assert_eq!(none.sacl, None);
