@@ -7,5 +7,6 @@ mod model;
 
 pub use error::ConfigError;
 pub use model::{
-    Config, DEFAULT_CONFIG_PATH, DEFAULT_PORT, Dialect, ServerConfig, ShareConfig, SigningPolicy,
+    CipherName, Config, DEFAULT_CONFIG_PATH, DEFAULT_PORT, Dialect, EncryptPolicy, ServerConfig,
+    ShareConfig, SigningPolicy,
 };
