@@ -82,8 +82,8 @@ fn granted_up_front(sd: &SecurityDescriptor, token: &Token) -> AccessMask {
 }
 
 /// The ACEs that apply to `token`, in order: basic allow or deny ACEs whose SID the token
-/// holds, not INHERIT_ONLY, with generic rights mapped. Other ACE types are ignored, as in
-/// Samba.
+/// holds, not INHERIT_ONLY, with generic rights mapped and without ACCESS_SYSTEM_SECURITY and
+/// MAXIMUM_ALLOWED, which no ACE grants. Other ACE types are ignored, as in Samba.
 fn applicable<'a>(
     sd: &'a SecurityDescriptor,
     token: &'a Token,
@@ -99,7 +99,10 @@ fn applicable<'a>(
                 AceType::ACCESS_DENIED => false,
                 _ => return None,
             };
-            token.has_sid(sid).then(|| (allow, mask.map_generic()))
+            let mask = mask
+                .map_generic()
+                .without(AccessMask::ACCESS_SYSTEM_SECURITY | AccessMask::MAXIMUM_ALLOWED);
+            token.has_sid(sid).then_some((allow, mask))
         })
 }
 

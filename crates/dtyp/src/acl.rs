@@ -56,7 +56,8 @@ pub enum AceBody {
     /// ACCESS_ALLOWED, ACCESS_DENIED, SYSTEM_AUDIT, SYSTEM_ALARM, SYSTEM_MANDATORY_LABEL and
     /// SYSTEM_SCOPED_POLICY_ID (MS-DTYP 2.4.4.2-2.4.4.5, 2.4.4.13, 2.4.4.16): a mask and a SID.
     Basic { mask: AccessMask, sid: Sid },
-    /// Every other type (object, callback, compound, resource attribute, unknown), kept as sent.
+    /// Every other type (object, callback, compound, resource attribute, unknown), kept as sent:
+    /// the mask and what follows, a multiple of 4 bytes.
     Raw(Vec<u8>),
 }
 
@@ -70,6 +71,8 @@ pub struct Ace {
 
 /// ACE_HEADER size.
 const ACE_HEADER_LEN: usize = 4;
+/// The smallest ACE: a header and the access mask every ACE type has.
+const MIN_ACE_LEN: usize = ACE_HEADER_LEN + 4;
 
 impl Ace {
     /// An ACE of a basic type (allowed, denied, audit...).
@@ -108,17 +111,17 @@ impl Ace {
             }
     }
 
-    /// Reads one ACE. AceSize must cover the header and be a multiple of 4. Bytes a basic ACE
-    /// carries after its SID are dropped, as Windows and Samba do.
+    /// Reads one ACE. AceSize must cover the header and a mask and be a multiple of 4. Bytes a
+    /// basic ACE carries after its SID are dropped, as Windows and Samba do.
     pub fn decode(r: &mut Reader<'_>) -> Result<Ace, DecodeError> {
         let ace_type = AceType(r.u8("Ace.AceType")?);
         let flags = AceFlags(r.u8("Ace.AceFlags")?);
         let size = usize::from(r.u16("Ace.AceSize")?);
-        if size < ACE_HEADER_LEN {
+        if size < MIN_ACE_LEN {
             return Err(DecodeError::new(
                 "Ace.AceSize",
                 DecodeErrorKind::BadSize {
-                    expected: ACE_HEADER_LEN as u32,
+                    expected: MIN_ACE_LEN as u32,
                     got: size as u32,
                 },
             ));
@@ -374,15 +377,15 @@ mod tests {
         let mut b = good.clone();
         b[8 + 0x14 + 0x18 + 2] = 0x28;
         check(&b, "Ace.Body", DecodeErrorKind::Truncated);
-        // AceSize below the header, or not a multiple of 4.
+        // AceSize below a header and a mask, or not a multiple of 4.
         let mut b = good.clone();
-        b[8 + 2] = 2;
+        b[8 + 2] = 4;
         check(
             &b,
             "Ace.AceSize",
             DecodeErrorKind::BadSize {
-                expected: 4,
-                got: 2,
+                expected: 8,
+                got: 4,
             },
         );
         b[8 + 2] = 0x15;

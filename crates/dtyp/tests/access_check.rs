@@ -244,6 +244,18 @@ fn privileges() {
     open.dacl = None;
     assert!(access_check(&open, &t, AccessMask::ACCESS_SYSTEM_SECURITY).is_err());
     assert!(access_check(&sd, &t, AccessMask::WRITE_OWNER).is_err());
+    // Nor does an ACE that names it.
+    let granting = SecurityDescriptor::new(
+        Sid::LOCAL_SYSTEM,
+        Sid::LOCAL_SYSTEM,
+        Acl::new(vec![Ace::allow(
+            Sid::EVERYONE,
+            AccessMask::ACCESS_SYSTEM_SECURITY | AccessMask::GENERIC_ALL,
+            AceFlags::empty(),
+        )]),
+    );
+    assert_eq!(maximum_allowed(&granting, &t), AccessMask::FILE_ALL_ACCESS);
+    assert!(access_check(&granting, &t, AccessMask::ACCESS_SYSTEM_SECURITY).is_err());
 
     t.privileges = Privileges::SECURITY | Privileges::TAKE_OWNERSHIP;
     assert_eq!(
