@@ -21,8 +21,11 @@ smb3d_wire::open_flags! {
 /// Authenticated Users and the like, which the caller adds), and its privileges.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Token {
+    /// The user's SID.
     pub user: Sid,
+    /// Every group SID the user counts as.
     pub groups: Vec<Sid>,
+    /// The privileges the access check honours.
     pub privileges: Privileges,
 }
 
@@ -36,6 +39,7 @@ impl Token {
 /// The access check refused: `missing` holds the requested rights that were not granted.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct AccessDenied {
+    /// The requested rights that were not granted.
     pub missing: AccessMask,
 }
 

@@ -64,8 +64,11 @@ pub enum AceBody {
 /// An access control entry (MS-DTYP 2.4.4).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Ace {
+    /// ACE_HEADER.AceType.
     pub ace_type: AceType,
+    /// ACE_HEADER.AceFlags.
     pub flags: AceFlags,
+    /// Everything after the header.
     pub body: AceBody,
 }
 
@@ -174,7 +177,9 @@ smb3d_wire::open_enum! {
 /// An access control list (MS-DTYP 2.4.5).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Acl {
+    /// AclRevision.
     pub revision: AclRevision,
+    /// The ACEs in order.
     pub aces: Vec<Ace>,
 }
 

@@ -73,10 +73,15 @@ pub const SD_HEADER_LEN: usize = 20;
 /// clear means no DACL at all, which grants the same. Likewise for the SACL.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct SecurityDescriptor {
+    /// Control flags.
     pub control: SdControl,
+    /// The owner SID, absent when offset 0.
     pub owner: Option<Sid>,
+    /// The primary group SID, absent when offset 0.
     pub group: Option<Sid>,
+    /// The system ACL (audit, mandatory label...).
     pub sacl: Option<Acl>,
+    /// The discretionary ACL.
     pub dacl: Option<Acl>,
 }
 

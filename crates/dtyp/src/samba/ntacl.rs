@@ -43,7 +43,9 @@ pub enum NtAclHashes {
 /// A decoded `security.NTACL` blob.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct NtAclXattr {
+    /// The stored NT security descriptor.
     pub sd: SecurityDescriptor,
+    /// The version and its hashes.
     pub hashes: NtAclHashes,
 }
 

@@ -8,24 +8,33 @@ use super::sha256_field;
 /// One entry's kind and qualifier.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum PosixAclTag {
+    /// The owning user (`user::`).
     UserObj,
+    /// A named user (`user:uid:`).
     User(u32),
+    /// The owning group (`group::`).
     GroupObj,
+    /// A named group (`group:gid:`).
     Group(u32),
+    /// The mask (`mask::`).
     Mask,
+    /// Everyone else (`other::`).
     Other,
 }
 
 /// One POSIX ACL entry; `perm` holds read (4), write (2) and execute (1).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct PosixAce {
+    /// Whom the entry is for.
     pub tag: PosixAclTag,
+    /// Read (4), write (2), execute (1).
     pub perm: u8,
 }
 
 /// A POSIX ACL in the order the kernel keeps it (by tag, then by id).
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct PosixAcl {
+    /// The entries in kernel order.
     pub entries: Vec<PosixAce>,
 }
 
@@ -154,8 +163,11 @@ pub struct PosixAclState<'a> {
     /// For a directory, the decoded `system.posix_acl_default` xattr, or an empty ACL when
     /// there is none; `None` for files.
     pub default: Option<&'a PosixAcl>,
+    /// `st_uid`.
     pub uid: u32,
+    /// `st_gid`.
     pub gid: u32,
+    /// `st_mode`, file type bits included.
     pub mode: u32,
 }
 
