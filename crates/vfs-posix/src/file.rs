@@ -1,6 +1,6 @@
 //! [`PosixFile`]: a VFS handle over one file descriptor.
 
-use rustix::fd::{AsRawFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{
     AtFlags, CWD, Dir, FallocateFlags, Mode, OFlags, Timestamps, UTIME_OMIT, XattrFlags, fallocate,
     fgetxattr, fgetxattr_query, flistxattr, flistxattr_query, fremovexattr, fsetxattr, fsync,
@@ -15,7 +15,7 @@ use smb3d_vfs::{
     validate_name,
 };
 
-use crate::caseless::scan;
+use crate::caseless::NameRules;
 use crate::errno::map_errno;
 use crate::stat::{statx_at, statx_fd};
 
@@ -35,7 +35,7 @@ pub struct PosixFile {
     /// `/proc/self/fd`, which resolves to the same object.
     path_only: bool,
     /// How the share matches names, for [`VfsFile::lookup_child`].
-    case: CaseSensitivity,
+    names: NameRules,
 }
 
 impl PosixFile {
@@ -44,14 +44,14 @@ impl PosixFile {
         access: Access,
         file_type: FileType,
         path_only: bool,
-        case: CaseSensitivity,
+        names: NameRules,
     ) -> Self {
         Self {
             fd,
             access,
             file_type,
             path_only,
-            case,
+            names,
         }
     }
 
@@ -259,11 +259,12 @@ impl VfsFile for PosixFile {
         self.check_directory()?;
         match statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => return Ok(Some((name.to_owned(), stat))),
-            Err(Errno::NOENT) if self.case == CaseSensitivity::Insensitive => {}
+            Err(Errno::NOENT) if self.names.case == CaseSensitivity::Insensitive => {}
             Err(Errno::NOENT) => return Ok(None),
             Err(error) => return Err(map_errno(error)),
         }
-        let real = match scan(&self.fd, name).map_err(map_errno)? {
+        let found = self.names.find_other_spelling(self.fd.as_fd(), name);
+        let real = match found.map_err(map_errno)? {
             Found::Variant(real) => real,
             // Created since the statx.
             Found::Exact => name.to_owned(),

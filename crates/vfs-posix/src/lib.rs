@@ -9,7 +9,8 @@
 //!
 //! Names ignore case by default ([`CaseSensitivity`]): a path that exists as spelled costs
 //! what it would cost without the option; a component missing as spelled is looked for by
-//! listing its parent, which was itself opened the confined way.
+//! listing its parent, which was itself opened the confined way, or in the cached names of
+//! a large parent ([`ListingCacheLimits`]).
 #![forbid(unsafe_code)]
 #![cfg_attr(
     not(test),
@@ -24,6 +25,7 @@
 mod caseless;
 mod errno;
 mod file;
+mod listing_cache;
 mod resolve;
 mod stat;
 
@@ -43,8 +45,10 @@ use smb3d_vfs::{
     VfsPath, VfsResult,
 };
 
+use crate::caseless::NameRules;
 use crate::errno::{map_errno, map_resolve_errno};
 pub use crate::file::PosixFile;
+pub use crate::listing_cache::ListingCacheLimits;
 pub use crate::resolve::Resolver;
 use crate::resolve::{DirFd, Root};
 use crate::stat::{file_type, statx_fd};
@@ -56,7 +60,7 @@ const DATA_OPEN: OFlags = OFlags::NOCTTY.union(OFlags::NONBLOCK);
 /// A share rooted at a directory of the local file system.
 pub struct PosixVfs {
     root: Root,
-    case: CaseSensitivity,
+    names: NameRules,
 }
 
 impl PosixVfs {
@@ -77,7 +81,7 @@ impl PosixVfs {
         };
         Ok(Self {
             root: Root::new(fd, resolver),
-            case: CaseSensitivity::default(),
+            names: default_name_rules(),
         })
     }
 
@@ -86,14 +90,23 @@ impl PosixVfs {
     pub fn with_resolver(root: &Path, resolver: Resolver) -> VfsResult<Self> {
         Ok(Self {
             root: Root::new(open_root(root)?, resolver),
-            case: CaseSensitivity::default(),
+            names: default_name_rules(),
         })
     }
 
     /// This share with names matched under `case` (by default they ignore case).
     #[must_use]
     pub fn with_case_sensitivity(mut self, case: CaseSensitivity) -> Self {
-        self.case = case;
+        self.names.case = case;
+        self
+    }
+
+    /// This share with the cache of large directories' names that case-insensitive lookups
+    /// use bounded by `limits`, or with no such cache (`None`). By default it has one with
+    /// [`ListingCacheLimits::default`].
+    #[must_use]
+    pub fn with_listing_cache(mut self, limits: Option<ListingCacheLimits>) -> Self {
+        self.names = self.names.with_cache(limits);
         self
     }
 
@@ -104,7 +117,7 @@ impl PosixVfs {
 
     /// How this share matches names.
     pub fn case_sensitivity(&self) -> CaseSensitivity {
-        self.case
+        self.names.case
     }
 
     /// The real spelling of `path` when names ignore case (see [`resolve_path`]). Every
@@ -113,13 +126,13 @@ impl PosixVfs {
         resolve_path(
             path,
             |dir| self.root.open_dir(dir).ok(),
-            |dir, name| caseless::find(dir, name),
+            |dir, name| self.names.find(dir, name),
         )
     }
 
     /// The real spelling of `path` if names ignore case, else `path`.
     fn spelled(&self, path: &VfsPath) -> Option<VfsPath> {
-        match self.case {
+        match self.names.case {
             CaseSensitivity::Sensitive => None,
             CaseSensitivity::Insensitive => self.real_path(path),
         }
@@ -193,7 +206,11 @@ impl PosixVfs {
                 Err(VfsError::NotADirectory)
             }
             _ => Ok(PosixFile::new(
-                fd, req.access, file_type, path_only, self.case,
+                fd,
+                req.access,
+                file_type,
+                path_only,
+                self.names.clone(),
             )),
         }
     }
@@ -220,7 +237,7 @@ impl PosixVfs {
                 req.access,
                 FileType::Directory,
                 path_only,
-                self.case,
+                self.names.clone(),
             ));
         }
         // A new file grants any access whatever its mode; metadata-only needs no more.
@@ -231,7 +248,7 @@ impl PosixVfs {
             req.access,
             FileType::File,
             false,
-            self.case,
+            self.names.clone(),
         ))
     }
 }
@@ -271,6 +288,13 @@ impl PosixVfs {
     }
 }
 
+fn default_name_rules() -> NameRules {
+    NameRules::new(
+        CaseSensitivity::default(),
+        Some(ListingCacheLimits::default()),
+    )
+}
+
 fn open_root(root: &Path) -> VfsResult<rustix::fd::OwnedFd> {
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     openat(CWD, root, flags, Mode::empty()).map_err(map_errno)
@@ -296,7 +320,7 @@ impl Vfs for PosixVfs {
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened> {
         req.validate()?;
         let (file, created) = open_caseless(
-            self.case,
+            self.names.case,
             path,
             req.disposition,
             |path, truncate| self.open_existing(path, req, truncate),
@@ -311,7 +335,7 @@ impl Vfs for PosixVfs {
 
     fn stat(&self, path: &VfsPath) -> VfsResult<FileStat> {
         retry_caseless(
-            self.case,
+            self.names.case,
             path,
             &mut (),
             |(), path| {
@@ -327,7 +351,7 @@ impl Vfs for PosixVfs {
 
     fn unlink(&self, path: &VfsPath) -> VfsResult<()> {
         retry_caseless(
-            self.case,
+            self.names.case,
             path,
             &mut (),
             |(), path| self.unlink_exact(path),
@@ -336,7 +360,7 @@ impl Vfs for PosixVfs {
     }
 
     fn rename(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
-        if self.case == CaseSensitivity::Sensitive {
+        if self.names.case == CaseSensitivity::Sensitive {
             return self.rename_exact(from, to, replace);
         }
         let from = self.real_path(from).unwrap_or_else(|| from.clone());

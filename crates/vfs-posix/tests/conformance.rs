@@ -1,11 +1,12 @@
 //! The VFS conformance suite on a temporary directory, with both resolvers, with names that
-//! ignore case (the default) and with names that do not.
+//! ignore case (the default) and with names that do not, and with every directory's names
+//! cached.
 
 use std::ops::Deref;
 use std::sync::Arc;
 
 use smb3d_vfs::{CaseSensitivity, Vfs};
-use smb3d_vfs_posix::{PosixVfs, Resolver};
+use smb3d_vfs_posix::{ListingCacheLimits, PosixVfs, Resolver};
 use tempfile::TempDir;
 
 /// A share in a temporary directory, removed when the last share on it is dropped.
@@ -45,6 +46,21 @@ fn views(resolver: Resolver) -> (Share, Share) {
     )
 }
 
+/// A cache that holds the names of every directory listed, however small, so that the
+/// suite runs its lookups against cached names kept current by inotify.
+const CACHE_EVERYTHING: ListingCacheLimits = ListingCacheLimits {
+    min_entries: 0,
+    max_directories: 64,
+    max_names: 262_144,
+};
+
+fn cached(share: Share) -> Share {
+    Share {
+        vfs: share.vfs.with_listing_cache(Some(CACHE_EVERYTHING)),
+        _dir: share._dir,
+    }
+}
+
 mod openat2 {
     use super::*;
 
@@ -56,6 +72,19 @@ mod openat2 {
 
         smb3d_vfs::conformance_tests!(|| share(Resolver::Openat2, CaseSensitivity::Sensitive));
     }
+}
+
+mod cached {
+    use super::*;
+
+    smb3d_vfs::conformance_tests!(|| cached(share(
+        Resolver::Openat2,
+        CaseSensitivity::Insensitive
+    )));
+    smb3d_vfs::case_conformance_tests!(|| {
+        let (exact, caseless) = views(Resolver::Walk);
+        (exact, cached(caseless))
+    });
 }
 
 mod walk {

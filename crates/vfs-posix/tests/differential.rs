@@ -10,7 +10,7 @@ use smb3d_vfs::{
     Access, CaseSensitivity, Disposition, FileStat, FileType, Kind, MemoryVfs, OpenRequest, Vfs,
     VfsFile, VfsPath, VfsResult,
 };
-use smb3d_vfs_posix::{PosixVfs, Resolver};
+use smb3d_vfs_posix::{ListingCacheLimits, PosixVfs, Resolver};
 
 const SEEDS: u64 = 48;
 const STEPS: usize = 400;
@@ -65,12 +65,13 @@ fn same<T: PartialEq + Debug>(log: &[String], memory: T, posix: T) {
     assert_eq!(memory, posix, "memory vs posix after:\n{}", log.join("\n"));
 }
 
-fn run(seed: u64, resolver: Resolver) {
+fn run(seed: u64, resolver: Resolver, cache: ListingCacheLimits) {
     let dir = tempfile::tempdir().unwrap();
     let posix_view = |case| {
         PosixVfs::with_resolver(dir.path(), resolver)
             .unwrap()
             .with_case_sensitivity(case)
+            .with_listing_cache(Some(cache))
     };
     let memory = MemoryVfs::new();
     let views = [CaseSensitivity::Sensitive, CaseSensitivity::Insensitive]
@@ -249,6 +250,17 @@ fn memory_and_posix_agree() {
         } else {
             Resolver::Walk
         };
-        run(seed, resolver);
+        // Every third seed caches every directory's names, in at most two directories at a
+        // time, so that listings are cached, kept current and evicted all along.
+        let cache = if seed % 3 == 0 {
+            ListingCacheLimits {
+                min_entries: 0,
+                max_directories: 2,
+                max_names: 262_144,
+            }
+        } else {
+            ListingCacheLimits::default()
+        };
+        run(seed, resolver, cache);
     }
 }

@@ -13,7 +13,7 @@ use rustix::fd::OwnedFd;
 use rustix::fs::{CWD, RenameFlags, inotify, renameat_with};
 use rustix::io::Errno;
 use smb3d_vfs::{Access, CaseSensitivity, Disposition, Kind, OpenRequest, Vfs, VfsError, VfsPath};
-use smb3d_vfs_posix::{PosixVfs, Resolver};
+use smb3d_vfs_posix::{ListingCacheLimits, PosixVfs, Resolver};
 use tempfile::TempDir;
 
 const CANARY: &[u8] = b"canary: must never be read or changed";
@@ -344,7 +344,7 @@ fn dangling_and_internal_links_behave() {
 /// occurs, they see the inside file or an error, never the canary.
 #[test]
 fn rename_races_cannot_escape() {
-    race(CaseSensitivity::Sensitive, |name| name.to_owned());
+    race(CaseSensitivity::Sensitive, None, |name| name.to_owned());
 }
 
 /// The same race with every name spelled in upper case, so that each operation takes the
@@ -352,10 +352,25 @@ fn rename_races_cannot_escape() {
 /// outside directory, where a `canary` would match `CANARY`.
 #[test]
 fn rename_races_cannot_escape_through_case_insensitive_lookups() {
-    race(CaseSensitivity::Insensitive, str::to_uppercase);
+    race(CaseSensitivity::Insensitive, None, str::to_uppercase);
 }
 
-fn race(case: CaseSensitivity, spell: fn(&str) -> String) {
+/// The same again with every directory's names cached: the cache is keyed by the
+/// directory's identity, so the exchange cannot make it answer for the outside.
+#[test]
+fn rename_races_cannot_escape_through_cached_names() {
+    let everything = ListingCacheLimits {
+        min_entries: 0,
+        ..ListingCacheLimits::default()
+    };
+    race(
+        CaseSensitivity::Insensitive,
+        Some(everything),
+        str::to_uppercase,
+    );
+}
+
+fn race(case: CaseSensitivity, cache: Option<ListingCacheLimits>, spell: fn(&str) -> String) {
     const RUN_FOR: Duration = Duration::from_millis(1500);
     for resolver in RESOLVERS {
         let layout = Layout::new();
@@ -366,7 +381,7 @@ fn race(case: CaseSensitivity, spell: fn(&str) -> String) {
         let before = layout.outside_state();
         let canary_ino = before.1;
         let outside_ino = fs::metadata(layout.outside()).unwrap().ino();
-        let vfs = Arc::new(layout.vfs(resolver, case));
+        let vfs = Arc::new(layout.vfs(resolver, case).with_listing_cache(cache));
         let stop = Arc::new(AtomicBool::new(false));
         let watch = layout.watch();
 

@@ -35,6 +35,11 @@ impl FoldedName {
         Self(name.chars().map(fold_char).collect())
     }
 
+    /// The folded name: equal for every spelling that matches.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     /// Whether `candidate` folds to this name. Stops at the first character that differs, so
     /// most entries of a directory cost a character or two.
     pub fn matches(&self, candidate: &str) -> bool {
@@ -186,6 +191,8 @@ mod tests {
         assert!(!name.matches("report.doc"));
         assert!(!name.matches("report.docxx"));
         assert!(!name.matches(""));
+        assert_eq!(name.as_str(), "report.docx");
+        assert_eq!(FoldedName::new("STRAẞE").as_str(), "straße");
     }
 
     #[test]
