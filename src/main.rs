@@ -127,13 +127,14 @@ fn config_check(file: &std::path::Path) -> Result<(), AnyError> {
     println!("workgroup = {:?}", s.workgroup);
     println!("min_dialect = \"{}\"", s.min_dialect.get_ref().as_str());
     println!("max_dialect = \"{}\"", s.max_dialect.get_ref().as_str());
-    println!(
-        "signing = \"{}\"",
-        match s.signing {
-            smb3d_config::SigningPolicy::Auto => "auto",
-            smb3d_config::SigningPolicy::Required => "required",
-        }
-    );
+    println!("signing = \"{}\"", signing_name(s.signing));
+    println!("encrypt = \"{}\"", encrypt_name(s.encrypt));
+    let ciphers: Vec<String> = s
+        .ciphers
+        .iter()
+        .map(|c| format!("\"{}\"", c.as_str()))
+        .collect();
+    println!("ciphers = [{}]", ciphers.join(", "));
     println!("user_db = {:?}", s.user_db.display().to_string());
     println!("max_io_size = {}", s.max_io_size.get_ref());
     for (name, share) in &config.shares {
@@ -145,6 +146,27 @@ fn config_check(file: &std::path::Path) -> Result<(), AnyError> {
         println!("valid_users = {:?}", share.valid_users);
         println!("browseable = {}", share.browseable);
         println!("guest_ok = {}", share.guest_ok);
+        println!(
+            "encrypt = \"{}\"",
+            encrypt_name(share.encrypt.unwrap_or(s.encrypt))
+        );
+        println!("signing = \"{}\"", signing_name(share.signing));
     }
     Ok(())
+}
+
+fn signing_name(policy: smb3d_config::SigningPolicy) -> &'static str {
+    match policy {
+        smb3d_config::SigningPolicy::Auto => "auto",
+        smb3d_config::SigningPolicy::Required => "required",
+    }
+}
+
+fn encrypt_name(policy: smb3d_config::EncryptPolicy) -> &'static str {
+    match policy {
+        smb3d_config::EncryptPolicy::Off => "off",
+        smb3d_config::EncryptPolicy::Auto => "auto",
+        smb3d_config::EncryptPolicy::Desired => "desired",
+        smb3d_config::EncryptPolicy::Required => "required",
+    }
 }

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use clap::Args;
 use smb3d_auth::{ServerIdentity, UserDb};
-use smb3d_config::{Config, DEFAULT_CONFIG_PATH, Dialect, SigningPolicy};
+use smb3d_config::{Config, DEFAULT_CONFIG_PATH, Dialect, EncryptPolicy, SigningPolicy};
+use smb3d_crypto::Cipher;
 use smb3d_server::share::Share;
-use smb3d_server::{Server, Settings};
+use smb3d_server::{EncryptionPolicy, Server, Settings};
 use smb3d_vfs_posix::PosixVfs;
 
 use crate::AnyError;
@@ -80,6 +81,12 @@ fn init_logging() {
 fn build_server(config: &Config) -> Result<Arc<Server>, AnyError> {
     let s = &config.server;
     let settings = Settings {
+        encryption: encryption_policy(s.encrypt),
+        ciphers: s
+            .ciphers
+            .iter()
+            .filter_map(|c| Cipher::from_id(c.id()))
+            .collect(),
         min_dialect: s.min_dialect.get_ref().revision(),
         max_dialect: s.max_dialect.get_ref().revision(),
         require_signing: s.signing == SigningPolicy::Required,
@@ -109,6 +116,8 @@ fn build_server(config: &Config) -> Result<Arc<Server>, AnyError> {
             valid_users: share.valid_users.clone(),
             browseable: share.browseable,
             guest_ok: share.guest_ok,
+            encryption: encryption_policy(share.encrypt.unwrap_or(s.encrypt)),
+            require_signing: share.signing == SigningPolicy::Required,
             ..Share::disk(name.clone(), Arc::new(vfs))
         });
     }
@@ -119,6 +128,15 @@ fn build_server(config: &Config) -> Result<Arc<Server>, AnyError> {
         smb3d_crypto::default_provider(),
         shares,
     ))
+}
+
+fn encryption_policy(policy: EncryptPolicy) -> EncryptionPolicy {
+    match policy {
+        EncryptPolicy::Off => EncryptionPolicy::Off,
+        EncryptPolicy::Auto => EncryptionPolicy::Auto,
+        EncryptPolicy::Desired => EncryptionPolicy::Desired,
+        EncryptPolicy::Required => EncryptionPolicy::Required,
+    }
 }
 
 fn hostname() -> String {

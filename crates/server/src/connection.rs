@@ -11,9 +11,11 @@ use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
 use smb3d_smb2::header::{Header, HeaderFlags};
+use smb3d_smb2::transform::TransformHeader;
 use smb3d_wire::Guid;
 
 use crate::credits::{CreditWindow, OutOfWindow};
+use crate::encryption::SessionCipher;
 use crate::handlers;
 use crate::response::ResponseFrame;
 use crate::server::Server;
@@ -114,7 +116,12 @@ pub(crate) struct Ctx<'a> {
     pub preauth_session: Option<Arc<Session>>,
     /// End the connection instead of answering (MS-SMB2 3.3.5.15.12).
     pub disconnect: Option<&'static str>,
+    /// The request arrived encrypted.
+    pub encrypted: bool,
 }
+
+/// A session id and the ciphers that encrypt for it.
+type Seal = (u64, Arc<SessionCipher>);
 
 impl Connection {
     pub fn new(server: Arc<Server>, sink: Arc<dyn FrameSink>) -> Arc<Self> {
@@ -136,10 +143,8 @@ impl Connection {
     pub fn on_frame(self: &Arc<Self>, frame: Vec<u8>) -> Result<(), Disconnect> {
         match frame.get(..4) {
             Some([0xFF, b'S', b'M', b'B']) => self.on_smb1_negotiate(&frame),
-            Some([0xFE, b'S', b'M', b'B']) => self.on_smb2(frame),
-            Some([0xFD, b'S', b'M', b'B']) => {
-                Err(Disconnect("encrypted message without encryption"))
-            }
+            Some([0xFE, b'S', b'M', b'B']) => self.on_smb2(frame, 0, None),
+            Some([0xFD, b'S', b'M', b'B']) => self.on_transform(frame),
             Some([0xFC, b'S', b'M', b'B']) => {
                 Err(Disconnect("compressed message without compression"))
             }
@@ -178,13 +183,51 @@ impl Connection {
         Ok(())
     }
 
-    fn on_smb2(self: &Arc<Self>, frame: Vec<u8>) -> Result<(), Disconnect> {
+    /// MS-SMB2 3.3.5.2.1.1: an encrypted message is decrypted with its session's key; any
+    /// failure (unknown session, no cipher, wrong tag, malformed header) ends the connection
+    /// before anything is processed.
+    fn on_transform(self: &Arc<Self>, mut frame: Vec<u8>) -> Result<(), Disconnect> {
+        let unreadable = Disconnect("undecryptable message");
+        let (header, ciphertext) = TransformHeader::decode(&frame).map_err(|_| unreadable)?;
+        let session = self.session(header.session_id).ok_or(unreadable)?;
+        let (cipher, _) = session.encryption().ok_or(unreadable)?;
+        let message = cipher
+            .open(&mut frame, &header, ciphertext)
+            .map_err(|_| unreadable)?;
+        if frame.get(message.start..message.start + 4) != Some(&[0xFE, b'S', b'M', b'B']) {
+            return Err(unreadable);
+        }
+        self.on_smb2(frame, message.start, Some((header.session_id, cipher)))
+    }
+
+    /// Handles the SMB2 message at `frame[base..]`; `sealed_by` names the session whose key
+    /// decrypted it.
+    fn on_smb2(
+        self: &Arc<Self>,
+        frame: Vec<u8>,
+        base: usize,
+        sealed_by: Option<Seal>,
+    ) -> Result<(), Disconnect> {
         let mut requests: Vec<(Header, Range<usize>)> = Vec::new();
-        let base = frame.as_ptr() as usize;
-        for item in smb3d_smb2::compound::split(&frame) {
+        let message = frame.get(base..).unwrap_or_default();
+        let mut offset = base;
+        for item in smb3d_smb2::compound::split(message) {
             let (hdr, pdu) = item.map_err(|_| Disconnect("malformed compound"))?;
-            let start = pdu.as_ptr() as usize - base;
-            requests.push((hdr, start..start + pdu.len()));
+            requests.push((hdr, offset..offset + pdu.len()));
+            offset += pdu.len();
+        }
+        if let Some((session_id, _)) = &sealed_by {
+            // Every request inside a transform belongs to its session (3.3.5.2.1.1).
+            let foreign = requests
+                .iter()
+                .any(|(h, _)| !h.is_related() && h.session_id != *session_id);
+            if foreign
+                || requests
+                    .iter()
+                    .any(|(h, _)| h.command == Command::NEGOTIATE)
+            {
+                return Err(Disconnect("encrypted request of another session"));
+            }
         }
         let negotiated = self.negotiated.get();
         {
@@ -234,16 +277,55 @@ impl Connection {
             return Ok(());
         }
         let conn = self.clone();
-        tokio::spawn(async move { conn.run_chain(frame, requests).await });
+        tokio::spawn(async move { conn.run_chain(frame, requests, sealed_by).await });
         Ok(())
+    }
+
+    /// The key that must encrypt the responses to an unencrypted frame: that of a session or
+    /// tree connect with EncryptData (MS-SMB2 3.3.4.1.4). SESSION_SETUP responses are never
+    /// encrypted that way; the client has no keys until it reads the last one.
+    fn required_seal(&self, first: &Header) -> Option<Seal> {
+        if first.command == Command::SESSION_SETUP {
+            return None;
+        }
+        let session = self.session(first.session_id)?;
+        let (cipher, session_encrypts) = session.encryption()?;
+        let tree_encrypts = session
+            .state
+            .lock()
+            .trees
+            .get(&first.tree_id)
+            .is_some_and(|t| t.encrypt_data);
+        (session_encrypts || tree_encrypts).then_some((first.session_id, cipher))
+    }
+
+    fn send(&self, out: ResponseFrame, seal: Option<&Seal>) {
+        let frame = match seal {
+            None => Some(out.finish()),
+            Some((session_id, cipher)) => out.finish_sealed(cipher, *session_id),
+        };
+        match frame {
+            Some(frame) => self.sink.send(frame),
+            None => {
+                tracing::warn!("closing connection: session nonce space exhausted");
+                self.sink.disconnect();
+            }
+        }
     }
 
     /// Processes the requests of one frame in order and sends their responses as one frame
     /// (MS-SMB2 3.3.4.1.3).
-    async fn run_chain(self: Arc<Self>, mut frame: Vec<u8>, requests: Vec<(Header, Range<usize>)>) {
+    async fn run_chain(
+        self: Arc<Self>,
+        mut frame: Vec<u8>,
+        requests: Vec<(Header, Range<usize>)>,
+        sealed_by: Option<Seal>,
+    ) {
         let Some(negotiated) = self.negotiated.get() else {
             return;
         };
+        let encrypted = sealed_by.is_some();
+        let seal = sealed_by.or_else(|| requests.first().and_then(|(h, _)| self.required_seal(h)));
         let mut out = ResponseFrame::new();
         let mut chain = ChainState::default();
         for (index, (hdr, range)) in requests.into_iter().enumerate() {
@@ -266,6 +348,7 @@ impl Connection {
                 sign_with: None,
                 preauth_session: None,
                 disconnect: None,
+                encrypted,
             };
             let result = match self.admit(&mut cx, pdu, index) {
                 Ok(()) => {
@@ -298,10 +381,14 @@ impl Connection {
             } else {
                 hdr.tree_id
             });
-            let signer = cx
-                .sign_with
-                .take()
-                .or_else(|| self.response_signer(&hdr, session_id, status));
+            // Encrypted responses are not signed (MS-SMB2 3.3.4.1.1).
+            let signer = if seal.is_some() {
+                None
+            } else {
+                cx.sign_with
+                    .take()
+                    .or_else(|| self.response_signer(&hdr, session_id, status, cx.tree.as_deref()))
+            };
             let preauth_session = cx.preauth_session.take();
             cx.chain.session_id = session_id;
             cx.chain.tree_id = tree_id;
@@ -315,12 +402,14 @@ impl Connection {
             // grows large goes now, so that several large READs never exceed the 24-bit frame
             // length.
             if out.len() >= FRAME_FLUSH_LEN {
-                self.sink
-                    .send(std::mem::replace(&mut out, ResponseFrame::new()).finish());
+                self.send(
+                    std::mem::replace(&mut out, ResponseFrame::new()),
+                    seal.as_ref(),
+                );
             }
         }
         if !out.is_empty() {
-            self.sink.send(out.finish());
+            self.send(out, seal.as_ref());
         }
     }
 
@@ -372,17 +461,31 @@ impl Connection {
             }
             None => return Err(NtStatus::USER_SESSION_DELETED),
         };
-        if hdr.flags.contains(HeaderFlags::SIGNED) {
-            let valid = signer.as_ref().is_some_and(|s| s.verify(pdu));
-            if !valid {
+        let signed = hdr.flags.contains(HeaderFlags::SIGNED);
+        // A decrypted message is authenticated by its tag; its signature is not checked
+        // (3.3.5.2.4).
+        if !cx.encrypted {
+            if signed {
+                let valid = signer.as_ref().is_some_and(|s| s.verify(pdu));
+                if !valid {
+                    return Err(NtStatus::ACCESS_DENIED);
+                }
+            } else if signing_required {
                 return Err(NtStatus::ACCESS_DENIED);
             }
-        } else if signing_required {
-            return Err(NtStatus::ACCESS_DENIED);
+            // Session.EncryptData: plaintext requests are refused (3.3.5.2.9).
+            if session.encryption().is_some_and(|(_, required)| required) {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
         }
         if needs_tree(hdr.command) {
             let tree = session.state.lock().trees.get(&tree_id).cloned();
-            cx.tree = Some(tree.ok_or(NtStatus::NETWORK_NAME_DELETED)?);
+            let tree = tree.ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+            // TreeConnect.EncryptData and per-share signing (3.3.5.2.11).
+            if !cx.encrypted && (tree.encrypt_data || (tree.share.require_signing && !signed)) {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            cx.tree = Some(tree);
         }
         cx.session = Some(session);
         Ok(())
@@ -395,13 +498,15 @@ impl Connection {
         hdr: &Header,
         session_id: u64,
         status: NtStatus,
+        tree: Option<&Tree>,
     ) -> Option<Arc<dyn MessageSigner>> {
         if session_id == 0 || status == NtStatus::PENDING {
             return None;
         }
         let session = self.session(session_id)?;
         let (signer, required) = session.signing()?;
-        if hdr.flags.contains(HeaderFlags::SIGNED) || required {
+        let share_requires = tree.is_some_and(|t| t.share.require_signing);
+        if hdr.flags.contains(HeaderFlags::SIGNED) || required || share_requires {
             signer
         } else {
             None

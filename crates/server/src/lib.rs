@@ -6,6 +6,7 @@ mod blocking;
 pub mod connection;
 pub mod credits;
 mod eas;
+mod encryption;
 mod fileinfo;
 mod handlers;
 pub mod names;
@@ -18,5 +19,5 @@ mod shortname;
 mod status_map;
 
 pub use connection::Connection;
-pub use server::{Server, Settings};
+pub use server::{EncryptionPolicy, Server, Settings};
 pub use status_map::vfs_status;

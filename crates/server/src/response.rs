@@ -9,11 +9,11 @@ use smb3d_smb2::header::{Header, HeaderFlags, SMB2_HEADER_LEN};
 use smb3d_wire::Writer;
 
 use crate::connection::OutFrame;
+use crate::encryption::{SessionCipher, TRANSFORM_HEADER_LEN};
 
 /// Room before the first message: the 4-byte Direct-TCP prefix and the 52-byte transform header,
 /// so that an encrypted frame is built in place without moving the messages.
 const PREFIX_LEN: usize = 4;
-const TRANSFORM_HEADER_LEN: usize = 52;
 const MESSAGES_START: usize = PREFIX_LEN + TRANSFORM_HEADER_LEN;
 /// Offset of NextCommand within the SMB2 header.
 const NEXT_COMMAND_OFFSET: usize = 20;
@@ -133,6 +133,21 @@ impl ResponseFrame {
             buf: self.buf,
             start,
         }
+    }
+
+    /// Seals the last response, encrypts all of them under one transform header (MS-SMB2
+    /// 3.3.4.1.4) and prefixes the frame. None if the session can encrypt no more.
+    pub fn finish_sealed(mut self, cipher: &SessionCipher, session_id: u64) -> Option<OutFrame> {
+        if let Some(last) = self.current.take() {
+            Self::sign(&mut self.buf[last.start..], last.signer.as_deref());
+        }
+        cipher.seal(&mut self.buf, PREFIX_LEN, session_id)?;
+        let prefix = smb3d_smb2::framing::encode_frame_prefix(self.buf.len() - PREFIX_LEN).ok()?;
+        self.buf[..PREFIX_LEN].copy_from_slice(&prefix);
+        Some(OutFrame {
+            buf: self.buf,
+            start: 0,
+        })
     }
 
     fn sign(message: &mut [u8], signer: Option<&dyn MessageSigner>) {

@@ -7,11 +7,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use smb3d_auth::{CredentialStore, ServerIdentity};
-use smb3d_crypto::CryptoProvider;
+use smb3d_crypto::{Cipher, CryptoProvider};
 use smb3d_wire::Guid;
 
 use crate::session::Session;
 use crate::share::Share;
+
+/// How a server or share uses SMB3 encryption (MS-SMB2 3.3.1.5 EncryptData and
+/// RejectUnencryptedAccess, 3.3.1.6 Share.EncryptData).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EncryptionPolicy {
+    /// No cipher is negotiated.
+    Off,
+    /// A cipher is negotiated; the client decides whether to encrypt.
+    #[default]
+    Auto,
+    /// Clients that can encrypt are told to.
+    Desired,
+    /// Everything must be encrypted; clients that cannot are refused.
+    Required,
+}
+
+impl EncryptionPolicy {
+    /// Whether sessions or trees under this policy set EncryptData.
+    pub fn asks(self) -> bool {
+        matches!(self, Self::Desired | Self::Required)
+    }
+}
 
 /// Protocol settings taken from the configuration.
 #[derive(Debug, Clone)]
@@ -25,6 +47,9 @@ pub struct Settings {
     pub max_io_size: u32,
     /// Credits one connection may hold.
     pub max_credits: u32,
+    pub encryption: EncryptionPolicy,
+    /// Ciphers offered to 3.1.1 clients, in preference order.
+    pub ciphers: Vec<Cipher>,
 }
 
 impl Default for Settings {
@@ -35,6 +60,13 @@ impl Default for Settings {
             require_signing: false,
             max_io_size: 8 * 1024 * 1024,
             max_credits: 8192,
+            encryption: EncryptionPolicy::Auto,
+            ciphers: vec![
+                Cipher::Aes128Gcm,
+                Cipher::Aes256Gcm,
+                Cipher::Aes128Ccm,
+                Cipher::Aes256Ccm,
+            ],
         }
     }
 }

@@ -8,6 +8,7 @@ use smb3d_auth::Acceptor;
 use smb3d_crypto::{MessageSigner, PreauthHash};
 use smb3d_dtyp::AccessMask;
 
+use crate::encryption::SessionCipher;
 use crate::open::Open;
 use crate::share::Share;
 
@@ -36,6 +37,10 @@ pub(crate) struct Established {
     pub signer: Option<Arc<dyn MessageSigner>>,
     /// Session.SigningRequired.
     pub signing_required: bool,
+    /// The session's ciphers, when the connection negotiated one.
+    pub cipher: Option<Arc<SessionCipher>>,
+    /// Session.EncryptData: every request must come, and every response goes, encrypted.
+    pub encrypt_data: bool,
 }
 
 pub(crate) struct SessionState {
@@ -76,6 +81,14 @@ impl Session {
             .map(|e| (e.signer.clone(), e.signing_required))
     }
 
+    /// The session's ciphers and Session.EncryptData, if established with a cipher.
+    pub fn encryption(&self) -> Option<(Arc<SessionCipher>, bool)> {
+        let st = self.state.lock();
+        st.established
+            .as_ref()
+            .and_then(|e| e.cipher.clone().map(|c| (c, e.encrypt_data)))
+    }
+
     pub fn user(&self) -> Option<SessionUser> {
         self.state
             .lock()
@@ -86,13 +99,19 @@ impl Session {
 }
 
 impl SessionState {
-    pub fn add_tree(&mut self, share: Arc<Share>, maximal_access: AccessMask) -> Arc<Tree> {
+    pub fn add_tree(
+        &mut self,
+        share: Arc<Share>,
+        maximal_access: AccessMask,
+        encrypt_data: bool,
+    ) -> Arc<Tree> {
         let id = self.next_tree_id;
         self.next_tree_id = self.next_tree_id.wrapping_add(1).max(1);
         let tree = Arc::new(Tree {
             id,
             share,
             maximal_access,
+            encrypt_data,
         });
         self.trees.insert(id, tree.clone());
         tree
@@ -116,4 +135,6 @@ pub(crate) struct Tree {
     pub share: Arc<Share>,
     /// TreeConnect.MaximalAccess: the most any open through this tree may be granted.
     pub maximal_access: AccessMask,
+    /// TreeConnect.EncryptData.
+    pub encrypt_data: bool,
 }

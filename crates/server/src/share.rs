@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use smb3d_vfs::Vfs;
 
+use crate::server::EncryptionPolicy;
+
 /// What a share holds.
 pub enum ShareKind {
     /// Files, through a VFS back end.
@@ -23,6 +25,11 @@ pub struct Share {
     pub browseable: bool,
     /// Anonymous and guest sessions may connect.
     pub guest_ok: bool,
+    /// Share.EncryptData and whether unencrypted access is refused (the server's policy unless
+    /// the share sets its own).
+    pub encryption: EncryptionPolicy,
+    /// Requests on this share must be signed or encrypted.
+    pub require_signing: bool,
 }
 
 impl Share {
@@ -36,6 +43,8 @@ impl Share {
             valid_users: Vec::new(),
             browseable: true,
             guest_ok: false,
+            encryption: EncryptionPolicy::Auto,
+            require_signing: false,
         }
     }
 
@@ -49,6 +58,8 @@ impl Share {
             valid_users: Vec::new(),
             browseable: false,
             guest_ok: true,
+            encryption: EncryptionPolicy::Auto,
+            require_signing: false,
         }
     }
 

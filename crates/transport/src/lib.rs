@@ -101,8 +101,13 @@ async fn accept_loop(
         let server = server.clone();
         let config = config.clone();
         tokio::spawn(async move {
-            if let Err(e) = run_connection(stream, server, &config).await {
-                tracing::debug!(%peer, "connection ended: {e}");
+            match run_connection(stream, server, &config).await {
+                // The peer broke the protocol: worth a sysadmin's attention.
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    tracing::warn!(%peer, "dropped connection: {e}");
+                }
+                Err(e) => tracing::debug!(%peer, "connection ended: {e}"),
+                Ok(()) => {}
             }
         });
     }

@@ -15,6 +15,7 @@ use smb3d_wire::{FileTime, Guid};
 
 use crate::connection::{Connection, Disconnect, Negotiated};
 use crate::response::ResponseFrame;
+use crate::server::EncryptionPolicy;
 
 /// Salt length in the server's preauth integrity context.
 const SALT_LEN: usize = 32;
@@ -43,7 +44,9 @@ pub(crate) fn smb1_upgrade(
     };
     let start = out.begin();
     let init_token = smb3d_auth::server_initial_token();
-    response(conn, dialect, &init_token, Vec::new()).encode(&mut out.body_writer(start));
+    let capabilities = server_capabilities(dialect, false);
+    response(conn, dialect, capabilities, &init_token, Vec::new())
+        .encode(&mut out.body_writer(start));
     let credits = conn.grant_credits(1);
     out.end(start, &request, NtStatus::SUCCESS, credits, 0, 0, None);
     if !upgraded {
@@ -53,7 +56,7 @@ pub(crate) fn smb1_upgrade(
             client_capabilities: 0,
             client_security_mode: 0,
             client_dialects: vec![dialect.0],
-            server_capabilities: server_capabilities(dialect).0,
+            server_capabilities: capabilities.0,
             server_security_mode: security_mode(conn).0,
             signing_algorithm: SigningAlgorithm::HmacSha256,
             cipher: None,
@@ -135,6 +138,12 @@ fn negotiate(
     };
     let mut response_contexts = Vec::new();
     let mut salt = [0u8; SALT_LEN];
+    let offers_encryption = settings.encryption != EncryptionPolicy::Off;
+    // 3.0 and 3.0.2 have one cipher, AES-128-CCM, used when the client says it can encrypt.
+    let mut cipher = (offers_encryption
+        && matches!(dialect, Dialect::SMB3_0 | Dialect::SMB3_0_2)
+        && req.capabilities.contains(Capabilities::ENCRYPTION))
+    .then_some(smb3d_crypto::Cipher::Aes128Ccm);
     if dialect == Dialect::SMB3_1_1 {
         let choice = negotiate_contexts(&req.contexts)?;
         conn.server.crypto.fill_random(&mut salt);
@@ -142,10 +151,17 @@ fn negotiate(
             hash_algorithms: vec![HashAlgorithm::SHA512],
             salt: &salt,
         });
-        if choice.client_sent_encryption {
-            // Encryption is not offered yet: "no common cipher" (MS-SMB2 3.3.5.4).
+        if let Some(offered) = &choice.client_ciphers {
+            // The server's preference decides among the ciphers both sides have; none in
+            // common (or encryption off) is answered with cipher 0 (MS-SMB2 3.3.5.4).
+            cipher = settings
+                .ciphers
+                .iter()
+                .copied()
+                .filter(|_| offers_encryption)
+                .find(|c| offered.contains(&Cipher(c.id())));
             response_contexts.push(NegotiateContext::Encryption {
-                ciphers: vec![Cipher(0)],
+                ciphers: vec![Cipher(cipher.map_or(0, |c| c.id()))],
             });
         }
         if let Some(algorithm) = choice.signing {
@@ -159,8 +175,10 @@ fn negotiate(
         preauth = Some(hash);
     }
 
+    let capabilities = server_capabilities(dialect, cipher.is_some());
     let init_token = smb3d_auth::server_initial_token();
-    response(conn, dialect, &init_token, response_contexts).encode(&mut out.body_writer(start));
+    response(conn, dialect, capabilities, &init_token, response_contexts)
+        .encode(&mut out.body_writer(start));
     Ok(Negotiated {
         dialect: dialect.0,
         client_guid: if dialect == Dialect::SMB2_0_2 {
@@ -171,16 +189,17 @@ fn negotiate(
         client_capabilities: req.capabilities.0,
         client_security_mode: req.security_mode.0,
         client_dialects: req.dialects.iter().map(|d| d.0).collect(),
-        server_capabilities: server_capabilities(dialect).0,
+        server_capabilities: capabilities.0,
         server_security_mode: security_mode(conn).0,
         signing_algorithm: signing,
-        cipher: None,
+        cipher,
         preauth,
     })
 }
 
 struct ContextChoice {
-    client_sent_encryption: bool,
+    /// The ciphers of the client's encryption context, if it sent one.
+    client_ciphers: Option<Vec<Cipher>>,
     signing: Option<(WireSigning, SigningAlgorithm)>,
 }
 
@@ -200,7 +219,7 @@ fn negotiate_contexts(contexts: &[NegotiateContext<'_>]) -> Result<ContextChoice
         }
     }
     let mut choice = ContextChoice {
-        client_sent_encryption: false,
+        client_ciphers: None,
         signing: None,
     };
     let mut preauth_seen = false;
@@ -221,7 +240,7 @@ fn negotiate_contexts(contexts: &[NegotiateContext<'_>]) -> Result<ContextChoice
                 if ciphers.is_empty() {
                     return Err(NtStatus::INVALID_PARAMETER);
                 }
-                choice.client_sent_encryption = true;
+                choice.client_ciphers = Some(ciphers.clone());
             }
             NegotiateContext::Compression { algorithms, .. } => {
                 if algorithms.is_empty() {
@@ -257,10 +276,15 @@ fn negotiate_contexts(contexts: &[NegotiateContext<'_>]) -> Result<ContextChoice
     Ok(choice)
 }
 
-fn server_capabilities(dialect: Dialect) -> Capabilities {
+/// The server's capabilities for a dialect. 3.1.1 announces encryption through its negotiate
+/// context, never through SMB2_GLOBAL_CAP_ENCRYPTION (MS-SMB2 3.3.5.4).
+fn server_capabilities(dialect: Dialect, encrypts: bool) -> Capabilities {
     let mut caps = Capabilities::empty();
     if dialect.0 >= Dialect::SMB2_1.0 {
         caps |= Capabilities::LARGE_MTU;
+    }
+    if encrypts && dialect != Dialect::SMB3_1_1 {
+        caps |= Capabilities::ENCRYPTION;
     }
     caps
 }
@@ -276,6 +300,7 @@ fn security_mode(conn: &Connection) -> SecurityMode {
 fn response<'a>(
     conn: &Connection,
     dialect: Dialect,
+    capabilities: Capabilities,
     security_buffer: &'a [u8],
     contexts: Vec<NegotiateContext<'a>>,
 ) -> NegotiateResponse<'a> {
@@ -289,7 +314,7 @@ fn response<'a>(
         security_mode: security_mode(conn),
         dialect_revision: dialect,
         server_guid: server.guid,
-        capabilities: server_capabilities(dialect),
+        capabilities,
         max_transact_size: max_io,
         max_read_size: max_io,
         max_write_size: max_io,

@@ -13,7 +13,9 @@ use smb3d_smb2::session_setup::{
 use smb3d_wire::{FileTime, Writer};
 
 use crate::connection::Ctx;
+use crate::encryption::SessionCipher;
 use crate::handlers::logoff;
+use crate::server::EncryptionPolicy;
 use crate::session::{AuthExchange, Established, Session, SessionUser};
 
 pub(crate) async fn handle(
@@ -28,6 +30,11 @@ pub(crate) async fn handle(
         return Err(NtStatus::REQUEST_NOT_ACCEPTED);
     }
     let server = cx.conn.server.clone();
+    // A server that requires encryption refuses clients that cannot encrypt (3.3.5.5 steps 1
+    // and 2).
+    if server.settings.encryption == EncryptionPolicy::Required && negotiated.cipher.is_none() {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     let session = if cx.hdr.session_id == 0 {
         let session = Arc::new(Session::new(server.allocate_session_id()));
         cx.conn.add_session(session.clone());
@@ -63,7 +70,15 @@ pub(crate) async fn handle(
             principal,
             session_key,
         }) => {
-            let flags = complete(cx, &session, &req, principal, &session_key);
+            let flags = match complete(cx, &session, &req, principal, &session_key) {
+                Ok(flags) => flags,
+                Err(status) => {
+                    if let Some(session) = cx.conn.remove_session(session.id) {
+                        logoff::tear_down(&server, &session);
+                    }
+                    return Err(status);
+                }
+            };
             SessionSetupResponse {
                 session_flags: flags,
                 security_buffer: &token,
@@ -90,7 +105,7 @@ fn complete(
     req: &SessionSetupRequest<'_>,
     principal: Principal,
     session_key: &[u8; 16],
-) -> SessionFlags {
+) -> Result<SessionFlags, NtStatus> {
     let negotiated = cx.negotiated;
     let server = &cx.conn.server;
     let exchange = session.state.lock().exchange.take();
@@ -122,6 +137,19 @@ fn complete(
         || req.security_mode.contains(SecurityMode::SIGNING_REQUIRED);
     let signing_required = !anonymous && (server.settings.require_signing || client_requires);
 
+    // Session.EncryptData (3.3.5.5.3): a null session has no keys to encrypt with, so where
+    // encryption is required it is refused.
+    let cipher = negotiated
+        .cipher
+        .filter(|_| !anonymous)
+        .and_then(|c| SessionCipher::new(server.crypto.as_ref(), c, &keys))
+        .map(Arc::new);
+    let policy = server.settings.encryption;
+    if policy == EncryptionPolicy::Required && cipher.is_none() {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let encrypt_data = cipher.is_some() && policy.asks();
+
     // PreviousSessionId: the client lost its earlier connection; that session goes (3.3.5.5.3).
     if req.previous_session_id != 0
         && req.previous_session_id != session.id
@@ -140,12 +168,16 @@ fn complete(
         user,
         signer,
         signing_required,
+        cipher,
+        encrypt_data,
     });
-    if anonymous {
+    Ok(if anonymous {
         SessionFlags::IS_NULL
+    } else if encrypt_data {
+        SessionFlags::ENCRYPT_DATA
     } else {
         SessionFlags::empty()
-    }
+    })
 }
 
 /// Adds a MORE_PROCESSING_REQUIRED response to the session's preauth hash (3.3.5.5.3).

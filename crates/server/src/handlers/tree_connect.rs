@@ -7,6 +7,7 @@ use smb3d_smb2::tree_connect::{
 use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
+use crate::server::EncryptionPolicy;
 use crate::session::SessionUser;
 use crate::share::ShareKind;
 
@@ -43,11 +44,26 @@ pub(crate) async fn handle(
         ShareKind::Disk(_) => ShareType::DISK,
         ShareKind::Ipc => ShareType::PIPE,
     };
-    let tree = session.state.lock().add_tree(share.clone(), maximal_access);
+    // Share.EncryptData (3.3.5.7): a share that requires encryption refuses a client that
+    // cannot encrypt; one that asks for it tells clients that can.
+    let policy = share.encryption;
+    let can_encrypt = session.encryption().is_some();
+    if policy == EncryptionPolicy::Required && !can_encrypt {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let encrypt_data = can_encrypt && policy.asks();
+    let mut share_flags = ShareFlags::MANUAL_CACHING;
+    if encrypt_data {
+        share_flags |= ShareFlags::ENCRYPT_DATA;
+    }
+    let tree = session
+        .state
+        .lock()
+        .add_tree(share.clone(), maximal_access, encrypt_data);
     cx.response_tree_id = Some(tree.id);
     TreeConnectResponse {
         share_type,
-        share_flags: ShareFlags::MANUAL_CACHING,
+        share_flags,
         capabilities: TreeCapabilities::empty(),
         maximal_access,
     }
