@@ -107,5 +107,7 @@ def smbtorture(server, test, nprocs, seconds):
         raise ClientError("smbtorture %s timed out" % test) from e
     name = test.rsplit(".", 1)[-1]
     if r.returncode != 0 or not re.search(r"^success: %s$" % re.escape(name), r.stdout, re.M):
-        raise ClientError("smbtorture %s failed (%d): %s" % (test, r.returncode, tail(r.stdout)))
+        # smbtorture's subunit-style report: "failure: NAME [" then the reason lines, then "]".
+        reason = re.search(r"^(?:failure|error): \S+ \[\n(.*?)^\]", r.stdout, re.M | re.S)
+        raise ClientError("smbtorture %s failed: %s" % (test, tail(reason.group(1) if reason else r.stdout)))
     return r.stdout

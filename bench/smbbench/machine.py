@@ -72,8 +72,10 @@ def describe(share_path, smb3d):
     ]
 
 
-def commit(repo):
-    """The checked-out commit; -dirty when the work tree has changes (other engineers' too)."""
+def commit(repo, rev=None):
+    """The commit rev names, or the checked-out one with -dirty when the work tree has changes."""
+    if rev:
+        return _first_line(["git", "-C", str(repo), "rev-parse", "--short=10", rev])
     return _first_line(["git", "-C", str(repo), "describe", "--always", "--dirty", "--abbrev=10"])
 
 
