@@ -13,22 +13,22 @@ from .servers import free_port
 def loopback_tcp(seconds):
     """Single-stream TCP over loopback with iperf3, in bytes/s received."""
     port = free_port()
-    server = subprocess.Popen(["iperf3", "--server", "--one-off", "--bind", "127.0.0.1", "--port", str(port)],
+    server = subprocess.Popen(["iperf3", "--server", "--bind", "127.0.0.1", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
         while True:
             r = subprocess.run(["iperf3", "--client", "127.0.0.1", "--port", str(port), "--time", str(seconds), "--json"],
                                capture_output=True, text=True, timeout=seconds + 30)
-            if r.returncode == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)  # the server may not listen yet
-        if r.returncode != 0:
-            raise RuntimeError("iperf3 failed: %s" % (r.stdout + r.stderr)[-300:])
-        return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 8
+            try:
+                return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 8
+            except (ValueError, KeyError):
+                # Most likely the server did not listen yet.
+                if time.monotonic() > deadline:
+                    raise RuntimeError("iperf3 failed: %s" % (r.stdout + r.stderr)[-300:]) from None
+                time.sleep(0.2)
     finally:
-        if server.poll() is None:
-            server.kill()
+        server.kill()
         server.wait()
 
 

@@ -128,6 +128,7 @@ class SequentialRead(Workload):
     throughput = True
     unit = "MiB/s"
     remote = "bench-read.bin"
+    checked_blocks = 16
 
     def __init__(self, sizes: Sizes, protection):
         self.protection = protection
@@ -143,7 +144,19 @@ class SequentialRead(Workload):
             os.sync()
             read_through(target)
 
+        def check():
+            # The timed runs read into /dev/null, so prove once that the server returns the
+            # file's bytes.
+            copy = ctx.scratch / "read-check.bin"
+            try:
+                with Smbclient(server) as client:
+                    check_clean(client.run(["get %s %s" % (self.remote, copy)]), "get")
+                verify_copy(ctx.scratch / "read.bin", copy, ctx.sizes.read_bytes, self.checked_blocks)
+            finally:
+                copy.unlink(missing_ok=True)
+
         ctx.once(("read", server.label), make)
+        ctx.once(("read-check", server.label), check)
 
     def sample(self, ctx, server):
         size = ctx.sizes.read_bytes
