@@ -118,6 +118,8 @@ pub(crate) struct Ctx<'a> {
     pub disconnect: Option<&'static str>,
     /// The request arrived encrypted.
     pub encrypted: bool,
+    /// ErrorData for an error response (MS-SMB2 2.2.2), e.g. the size a buffer needs.
+    pub error_data: Vec<u8>,
 }
 
 /// A session id and the ciphers that encrypt for it.
@@ -349,6 +351,7 @@ impl Connection {
                 preauth_session: None,
                 disconnect: None,
                 encrypted,
+                error_data: Vec::new(),
             };
             let result = match self.admit(&mut cx, pdu, index) {
                 Ok(()) => {
@@ -366,7 +369,7 @@ impl Connection {
                 Ok(status) => status,
                 Err(status) => {
                     tracing::debug!(command = ?hdr.command, message_id = hdr.message_id, %status, "request failed");
-                    out.error_body(start);
+                    out.error_body(start, &cx.error_data);
                     status
                 }
             };

@@ -12,6 +12,7 @@ mod handlers;
 pub mod names;
 mod open;
 mod response;
+mod security;
 mod server;
 mod session;
 pub mod share;

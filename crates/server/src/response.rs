@@ -70,10 +70,14 @@ impl ResponseFrame {
     }
 
     /// Replaces whatever body was written with the error response body (MS-SMB2 2.2.2).
-    pub fn error_body(&mut self, start: usize) {
+    pub fn error_body(&mut self, start: usize, error_data: &[u8]) {
         self.buf.truncate(start + SMB2_HEADER_LEN);
         let mut w = Writer::with_base(&mut self.buf, start);
-        smb3d_smb2::error::ErrorResponse::empty().encode(&mut w);
+        smb3d_smb2::error::ErrorResponse {
+            error_context_count: 0,
+            error_data,
+        }
+        .encode(&mut w);
     }
 
     /// Fills in the header of the response that starts at `start`.

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_dtyp::{AccessMask, NtStatus, SecurityInformation};
 use smb3d_fscc::{
     CompressionFormat, DeviceCharacteristics, DeviceType, EaFlags, FileAccessInformation,
     FileAlignmentInformation, FileAllInformation, FileAttributeTagInformation,
@@ -26,6 +26,7 @@ use crate::eas;
 use crate::fileinfo;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::open::Open;
+use crate::security;
 use crate::status_map::VfsResultExt;
 
 /// Sector size reported to clients; allocation units are the file system's block size.
@@ -69,12 +70,59 @@ pub(crate) async fn handle(
                 w,
             )
         })?,
-        // Security descriptors and quotas come with the file-semantics work (docs/conformance.md).
-        InfoType::SECURITY | InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        InfoType::SECURITY => {
+            let needed = blocking(|| {
+                security_info(
+                    &open,
+                    SecurityInformation(req.additional_information),
+                    limit,
+                    w,
+                )
+            })?;
+            if let Some(needed) = needed {
+                // STATUS_BUFFER_TOO_SMALL carries the size the descriptor needs (MS-SMB2
+                // 3.3.5.20.3).
+                cx.error_data = needed.to_le_bytes().to_vec();
+                return Err(NtStatus::BUFFER_TOO_SMALL);
+            }
+            NtStatus::SUCCESS
+        }
+        // Quotas are not kept (docs/conformance.md).
+        InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
     QueryInfoResponse::finish(w, pending);
     Ok(status)
+}
+
+/// MS-SMB2 3.3.5.20.3: the parts of the descriptor the client asked for, if it has the right
+/// to read them. `Some(size)` when the client's buffer is too small.
+fn security_info(
+    open: &Open,
+    info: SecurityInformation,
+    limit: u32,
+    w: &mut Writer<'_>,
+) -> Result<Option<u32>, NtStatus> {
+    let wants_acl_parts = info.intersects(
+        SecurityInformation::OWNER
+            | SecurityInformation::GROUP
+            | SecurityInformation::DACL
+            | SecurityInformation::LABEL,
+    );
+    if wants_acl_parts && !open.may(AccessMask::READ_CONTROL) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if info.contains(SecurityInformation::SACL) && !open.may(AccessMask::ACCESS_SYSTEM_SECURITY) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let stat = open.file.stat().status()?;
+    let sd = security::posix_descriptor(&stat).filtered(info);
+    let len = sd.encoded_len();
+    if len > limit as usize {
+        return Ok(Some(u32::try_from(len).unwrap_or(u32::MAX)));
+    }
+    sd.encode(w);
+    Ok(None)
 }
 
 /// Cuts an encoded answer that started at `start` to the client's buffer.
