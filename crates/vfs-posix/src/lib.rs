@@ -130,7 +130,7 @@ impl PosixVfs {
         )
     }
 
-    /// The real spelling of `path` if names ignore case, else `path`.
+    /// The real spelling of `path` if names ignore case and it differs; `None`: use `path`.
     fn spelled(&self, path: &VfsPath) -> Option<VfsPath> {
         match self.names.case {
             CaseSensitivity::Sensitive => None,

@@ -6,11 +6,10 @@
 //!
 //! - An inotify watch, placed before the directory is read, reports every entry created,
 //!   removed or renamed by any process; the events are applied before each lookup.
-//! - As a second guard, the directory's ctime must be the one the cached names account for:
-//!   a change that came with no event (which inotify cannot miss on the local file systems
-//!   the cache is limited to) drops the listing. A timestamp alone would not do: every
-//!   creation changes it, and on kernels with coarse timestamps two changes within a tick
-//!   share one.
+//! - As a second guard, the directory's ctime must be the one the cached names account for,
+//!   so that a change that came with no event drops the listing (on the local file systems
+//!   the cache is limited to, none should). A timestamp alone would not do: every creation
+//!   changes it, and on kernels with coarse timestamps two changes within a tick share one.
 //! - A queue overflow drops every listing; removing a directory drops its own.
 //! - Only those who could list a directory get answers from its cached names: the caller
 //!   opens it for reading first, as a listing would.
@@ -31,12 +30,12 @@ pub struct ListingCacheLimits {
     pub min_entries: usize,
     /// The most directories cached at once; each holds an inotify watch.
     pub max_directories: usize,
-    /// The most names cached in all directories together (about 150 bytes each).
+    /// The most names cached in all directories together (about 200 bytes each).
     pub max_names: usize,
 }
 
 impl Default for ListingCacheLimits {
-    /// Directories of 1,024 entries or more, 64 of them, 262,144 names (about 40 MiB).
+    /// Directories of 1,024 entries or more, 64 of them, 262,144 names (about 50 MiB).
     fn default() -> Self {
         Self {
             min_entries: 1024,

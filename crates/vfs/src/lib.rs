@@ -5,6 +5,10 @@
 //! works on the handle, never on a path again, so a rename racing with an operation cannot
 //! redirect it. Errors are [`VfsError`]s: no NTSTATUS, UTF-16 or FILETIME here.
 //!
+//! Names ignore case by default, as SMB clients expect ([`CaseSensitivity`]): a component
+//! that does not exist as spelled designates an entry equal to it under Unicode simple case
+//! folding ([`casefold`]), and creating such a name opens or collides with that entry.
+//!
 //! Back ends: [`MemoryVfs`] here (tests and fuzzing), `smb3d-vfs-posix` for Linux. With the
 //! `conformance` feature, the `conformance` module holds the suite both run.
 //!
@@ -51,6 +55,11 @@ pub struct Opened {
 /// (`OutsideShare` otherwise, also for absolute targets and for more than 40 links in one
 /// resolution). Errors on the way distinguish a missing last component (`NotFound`) from a
 /// missing or non-directory parent (`ParentNotFound`).
+///
+/// When the back end ignores case ([`CaseSensitivity::Insensitive`]), each component of a
+/// path that does not exist as spelled is looked for among its directory's entries under
+/// case folding (see [`casefold::resolve_path`]); what is found is used as if spelled so. A
+/// path that exists as spelled costs nothing extra. Symlink targets are followed as spelled.
 pub trait Vfs: Send + Sync {
     /// Opens or creates the object at `path`, following a symlink in the last component when
     /// opening, never when creating.
