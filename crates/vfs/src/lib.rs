@@ -123,8 +123,10 @@ pub trait VfsFile: Send + Sync {
     /// The entry of this directory that `name` designates under the share's
     /// [`CaseSensitivity`], with its real name and metadata (not following a symlink); `None`
     /// if there is none. An entry spelled exactly costs one stat; otherwise, when the share
-    /// ignores case, the directory is listed once and the entry chosen as
-    /// [`casefold::EntryChooser`] does. For a search pattern without wildcards.
+    /// ignores case, the directory is listed once (or a back end's cache of its names
+    /// consulted) and the entry chosen as [`casefold::EntryChooser`] does. For a search
+    /// pattern without wildcards: the caller matches patterns with wildcards against
+    /// [`read_dir`](Self::read_dir) and never looks such a name up.
     fn lookup_child(&self, name: &str) -> VfsResult<Option<(String, FileStat)>>;
 
     /// The value of an extended attribute, `None` if it is not set.
