@@ -1,12 +1,26 @@
 //! The smb3d configuration file: TOML, every key known, every error reported with the file, line
-//! and reason so that a sysadmin can fix it without guessing.
+//! and reason so that a sysadmin can fix it without guessing. Also environment-variable overrides
+//! for containers and the conversion of a Samba `smb.conf`.
 #![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
+mod env;
 mod error;
 mod model;
+mod render;
+pub mod smbconf;
 
+pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;
 pub use model::{
-    CipherName, Config, DEFAULT_CONFIG_PATH, DEFAULT_PORT, Dialect, EncryptPolicy, ServerConfig,
-    ShareConfig, SigningPolicy,
+    CipherName, Config, DEFAULT_CONFIG_PATH, DEFAULT_MDNS_MODEL, DEFAULT_PORT, Dialect,
+    EncryptPolicy, MAX_IO_SIZE, MIN_IO_SIZE, ServerConfig, ShareConfig, SigningPolicy,
 };

@@ -1,9 +1,9 @@
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
+use toml::de::{DeValue, ValueDeserializer};
 
 use crate::ConfigError;
 
@@ -11,6 +11,8 @@ use crate::ConfigError;
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/smb3d/smb3d.toml";
 /// The SMB port.
 pub const DEFAULT_PORT: u16 = 445;
+/// The `_device-info._tcp` model advertised unless configured: macOS shows a server icon.
+pub const DEFAULT_MDNS_MODEL: &str = "Xserve";
 
 /// SMB2 dialects, ordered by revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -23,6 +25,7 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// Every dialect, oldest first.
     pub const ALL: [Dialect; 5] = [
         Self::Smb202,
         Self::Smb210,
@@ -42,6 +45,7 @@ impl Dialect {
         }
     }
 
+    /// The dialect of a DialectRevision value.
     pub fn from_revision(rev: u16) -> Option<Self> {
         Self::ALL.into_iter().find(|d| d.revision() == rev)
     }
@@ -58,6 +62,7 @@ impl Dialect {
         })
     }
 
+    /// The configuration name ("3.1.1" style).
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Smb202 => "2.0.2",
@@ -91,6 +96,23 @@ pub enum SigningPolicy {
     Required,
 }
 
+impl SigningPolicy {
+    /// The configuration name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Required => "required",
+        }
+    }
+
+    /// Parses a configuration name.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Auto, Self::Required]
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
 /// Whether SMB3 encryption is used (MS-SMB2 3.3.1.5 EncryptData and RejectUnencryptedAccess).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -104,6 +126,25 @@ pub enum EncryptPolicy {
     Desired,
     /// Every request must be encrypted; clients that cannot encrypt are refused.
     Required,
+}
+
+impl EncryptPolicy {
+    /// The configuration name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Auto => "auto",
+            Self::Desired => "desired",
+            Self::Required => "required",
+        }
+    }
+
+    /// Parses a configuration name.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Off, Self::Auto, Self::Desired, Self::Required]
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+    }
 }
 
 /// An SMB3 cipher, by its configuration name.
@@ -130,6 +171,7 @@ impl CipherName {
         }
     }
 
+    /// The configuration name.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Aes128Gcm => "aes-128-gcm",
@@ -159,6 +201,10 @@ pub struct ServerConfig {
     pub user_db: PathBuf,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize offered to clients (bytes).
     pub max_io_size: Spanned<u32>,
+    /// Advertise the server with mDNS/DNS-SD (RFC 6762/6763) so that macOS Finder lists it.
+    pub mdns: bool,
+    /// The `model=` of the `_device-info._tcp` record, which picks the icon macOS shows.
+    pub mdns_model: String,
 }
 
 impl Default for ServerConfig {
@@ -179,6 +225,8 @@ impl Default for ServerConfig {
             ],
             user_db: PathBuf::from("/var/lib/smb3d/users"),
             max_io_size: Spanned::new(0..0, 8 * 1024 * 1024),
+            mdns: false,
+            mdns_model: DEFAULT_MDNS_MODEL.into(),
         }
     }
 }
@@ -213,15 +261,6 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    #[serde(default)]
-    server: ServerConfig,
-    #[serde(default)]
-    share: BTreeMap<Spanned<String>, ShareConfig>,
-}
-
 /// A checked configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -234,109 +273,143 @@ pub struct Config {
 
 /// Valid range for `max_io_size`: at least SMB2's 64 KiB, at most 8 MiB (the largest that
 /// every client handles and that bounds per-request memory).
-const MIN_IO_SIZE: u32 = 64 * 1024;
-const MAX_IO_SIZE: u32 = 8 * 1024 * 1024;
+pub const MIN_IO_SIZE: u32 = 64 * 1024;
+/// See [`MIN_IO_SIZE`].
+pub const MAX_IO_SIZE: u32 = 8 * 1024 * 1024;
+
+/// A problem found by validation, at a byte span of the text when it has one.
+pub(crate) struct Problem {
+    pub(crate) span: Option<std::ops::Range<usize>>,
+    pub(crate) message: String,
+}
+
+impl Problem {
+    fn at(span: std::ops::Range<usize>, message: impl Into<String>) -> Self {
+        Self {
+            span: (span != (0..0)).then_some(span),
+            message: message.into(),
+        }
+    }
+
+    fn unplaced(message: impl Into<String>) -> Self {
+        Self {
+            span: None,
+            message: message.into(),
+        }
+    }
+}
 
 impl Config {
-    /// Reads and checks a configuration file.
+    /// Reads and checks a configuration file; the first problem is the error.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read: {e}"),
+        Self::load_all_errors(path).map_err(first)
+    }
+
+    /// Reads and checks a configuration file, reporting every problem found.
+    pub fn load_all_errors(path: &Path) -> Result<Self, Vec<ConfigError>> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![ConfigError {
+                file: path.to_path_buf(),
+                line: 0,
+                column: 0,
+                message: format!("cannot read: {e}"),
+            }]
         })?;
-        Self::parse(path, &text)
+        Self::parse_all_errors(path, &text)
     }
 
     /// Parses and checks configuration text; `path` only names it in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
-        let raw: RawConfig = toml::from_str(text)
-            .map_err(|e| ConfigError::at(path, text, e.span(), e.message().trim_end()))?;
-        let err = |span: std::ops::Range<usize>, msg: String| {
-            ConfigError::at(path, text, Some(span), msg)
+        Self::parse_all_errors(path, text).map_err(first)
+    }
+
+    /// Parses and checks configuration text, reporting every syntax error, the first type error
+    /// of each section, and every validation error, in the order of the file.
+    pub fn parse_all_errors(path: &Path, text: &str) -> Result<Self, Vec<ConfigError>> {
+        let located = |problems: Vec<Problem>| {
+            let mut errors: Vec<ConfigError> = problems
+                .into_iter()
+                .map(|p| ConfigError::at(path, text, p.span, p.message))
+                .collect();
+            errors.sort_by_key(|e| (e.line == 0, e.line, e.column));
+            errors
         };
+        let (root, syntax) = toml::de::DeTable::parse_recoverable(text);
+        if !syntax.is_empty() {
+            return Err(located(syntax.iter().map(de_problem).collect()));
+        }
+        let mut problems = Vec::new();
+        let mut server = None;
+        let mut raw_shares = Vec::new();
+        for (key, value) in root.into_inner() {
+            match key.get_ref().as_ref() {
+                "server" => match ServerConfig::deserialize(ValueDeserializer::from(value)) {
+                    Ok(s) => server = Some(s),
+                    Err(e) => problems.push(de_problem(&e)),
+                },
+                "share" => {
+                    let span = value.span();
+                    match value.into_inner() {
+                        DeValue::Table(shares) => {
+                            for (name, share) in shares {
+                                let name_span = name.span();
+                                let name = name.into_inner().into_owned();
+                                match ShareConfig::deserialize(ValueDeserializer::from(share)) {
+                                    Ok(share) => raw_shares.push((name_span, name, share)),
+                                    Err(e) => problems.push(de_problem(&e)),
+                                }
+                            }
+                        }
+                        _ => problems.push(Problem::at(span, "share must be a table of shares")),
+                    }
+                }
+                other => problems.push(Problem::at(
+                    key.span(),
+                    format!("unknown section `{other}`, expected `server` or `share`"),
+                )),
+            }
+        }
+        let server = server.unwrap_or_default();
+        raw_shares.sort_by_key(|(span, _, _)| span.start);
+        let shares = raw_shares
+            .into_iter()
+            .map(|(span, name, share)| (Spanned::new(span, name), share))
+            .collect();
+        let config = Self::checked(path, server, shares, &mut problems);
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(located(problems))
+        }
+    }
 
-        let server = raw.server;
-        if server.listen.is_empty() {
-            return Err(ConfigError::at(
-                path,
-                text,
-                None,
-                "server.listen names no address",
-            ));
-        }
-        if *server.min_dialect.get_ref() > *server.max_dialect.get_ref() {
-            return Err(err(
-                server.min_dialect.span(),
-                format!(
-                    "min_dialect {} is above max_dialect {}",
-                    server.min_dialect.get_ref().as_str(),
-                    server.max_dialect.get_ref().as_str()
-                ),
-            ));
-        }
-        if server.ciphers.is_empty() && server.encrypt != EncryptPolicy::Off {
-            return Err(ConfigError::at(
-                path,
-                text,
-                None,
-                "server.ciphers is empty while encryption is on",
-            ));
-        }
-        let io = *server.max_io_size.get_ref();
-        if !(MIN_IO_SIZE..=MAX_IO_SIZE).contains(&io) {
-            return Err(err(
-                server.max_io_size.span(),
-                format!("max_io_size must be between {MIN_IO_SIZE} and {MAX_IO_SIZE}"),
-            ));
-        }
-        if server.server_name.is_empty()
-            || server.server_name.len() > 15
-            || !server
-                .server_name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-')
-        {
-            return Err(ConfigError::at(
-                path,
-                text,
-                None,
-                "server.server_name must be 1-15 letters, digits or '-'",
-            ));
-        }
-
-        let mut in_file_order: Vec<_> = raw.share.into_iter().collect();
-        in_file_order.sort_by_key(|(name, _)| name.span().start);
+    /// Validates values that types alone do not, adding what is wrong to `problems`.
+    fn checked(
+        path: &Path,
+        server: ServerConfig,
+        raw_shares: Vec<(Spanned<String>, ShareConfig)>,
+        problems: &mut Vec<Problem>,
+    ) -> Self {
+        problems.extend(server_problems(&server));
         let mut shares: Vec<(String, ShareConfig)> = Vec::new();
-        for (name, share) in in_file_order {
+        for (name, share) in raw_shares {
             let span = name.span();
             let name = name.into_inner();
-            check_share_name(&name).map_err(|m| err(span.clone(), m))?;
+            problems.extend(share_problems(&name, &share, span.clone()));
             if shares.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
-                return Err(err(
+                problems.push(Problem::at(
                     span,
                     format!("share {name:?} is defined twice (names are case-insensitive)"),
                 ));
-            }
-            if !share.path.get_ref().is_absolute() {
-                return Err(err(share.path.span(), "share path must be absolute".into()));
-            }
-            for user in &share.valid_users {
-                if user.is_empty() || user.contains(':') {
-                    return Err(err(
-                        span.clone(),
-                        format!("invalid user name {user:?} in valid_users"),
-                    ));
-                }
+                continue;
             }
             shares.push((name, share));
         }
-        Ok(Self {
+        Self {
             source: path.to_path_buf(),
             server,
             shares,
-        })
+        }
     }
 
     /// Finds a share by name, ignoring case as Windows does.
@@ -348,9 +421,112 @@ impl Config {
     }
 }
 
+fn first(errors: Vec<ConfigError>) -> ConfigError {
+    errors.into_iter().next().unwrap_or_else(|| ConfigError {
+        file: PathBuf::new(),
+        line: 0,
+        column: 0,
+        message: "invalid configuration".into(),
+    })
+}
+
+fn de_problem(e: &toml::de::Error) -> Problem {
+    Problem {
+        span: e.span(),
+        message: e.message().trim_end().to_owned(),
+    }
+}
+
+/// What is wrong with the server settings beyond their types.
+pub(crate) fn server_problems(server: &ServerConfig) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    if server.listen.is_empty() {
+        problems.push(Problem::unplaced("server.listen names no address"));
+    }
+    if *server.min_dialect.get_ref() > *server.max_dialect.get_ref() {
+        problems.push(Problem::at(
+            server.min_dialect.span(),
+            format!(
+                "min_dialect {} is above max_dialect {}",
+                server.min_dialect.get_ref().as_str(),
+                server.max_dialect.get_ref().as_str()
+            ),
+        ));
+    }
+    if server.ciphers.is_empty() && server.encrypt != EncryptPolicy::Off {
+        problems.push(Problem::unplaced(
+            "server.ciphers is empty while encryption is on",
+        ));
+    }
+    let io = *server.max_io_size.get_ref();
+    if !(MIN_IO_SIZE..=MAX_IO_SIZE).contains(&io) {
+        problems.push(Problem::at(
+            server.max_io_size.span(),
+            format!("max_io_size must be between {MIN_IO_SIZE} and {MAX_IO_SIZE}"),
+        ));
+    }
+    if let Err(m) = check_server_name(&server.server_name) {
+        problems.push(Problem::unplaced(m));
+    }
+    if let Err(m) = check_mdns_model(&server.mdns_model) {
+        problems.push(Problem::unplaced(m));
+    }
+    problems
+}
+
+/// What is wrong with one share beyond its types; `span` is where its name is.
+pub(crate) fn share_problems(
+    name: &str,
+    share: &ShareConfig,
+    span: std::ops::Range<usize>,
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    if let Err(m) = check_share_name(name) {
+        problems.push(Problem::at(span.clone(), m));
+    }
+    if !share.path.get_ref().is_absolute() {
+        problems.push(Problem::at(
+            share.path.span(),
+            format!("share {name:?}: path must be absolute"),
+        ));
+    }
+    for user in &share.valid_users {
+        if user.is_empty() || user.contains(':') {
+            problems.push(Problem::at(
+                span.clone(),
+                format!("share {name:?}: invalid user name {user:?} in valid_users"),
+            ));
+        }
+    }
+    problems
+}
+
+/// NetBIOS-style server names: 1-15 letters, digits or '-'.
+pub(crate) fn check_server_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || name.len() > 15
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err(format!(
+            "server.server_name {name:?} must be 1-15 letters, digits or '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// The model string goes into a DNS TXT string ("model=" + it), at most 255 bytes.
+pub(crate) fn check_mdns_model(model: &str) -> Result<(), String> {
+    if model.is_empty() || model.len() > 200 || model.chars().any(char::is_control) {
+        return Err(format!(
+            "server.mdns_model {model:?} must be 1-200 characters without control characters"
+        ));
+    }
+    Ok(())
+}
+
 /// Share names as Windows accepts them: no path separators or wildcards, at most 80 characters;
 /// IPC$ is the server's own.
-fn check_share_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_share_name(name: &str) -> Result<(), String> {
     const FORBIDDEN: &[char] = &[
         '\\', '/', ':', '*', '?', '"', '<', '>', '|', '[', ']', ';', '=', ',', '+',
     ];
@@ -474,6 +650,38 @@ guest_ok = true
 
         let e = parse("[share.x]\nread_only = true\n").unwrap_err();
         assert!(e.message.contains("path"), "{e}");
+    }
+
+    #[test]
+    fn every_error_is_reported_with_its_line() {
+        let text = "[server]\nmin_dialect = \"3.1.1\"\nmax_dialect = \"2.1\"\nmax_io_size = 1\n\
+                    mdns_model = \"\"\n[share.a]\npath = \"rel\"\n[share.b]\npath = \"/b\"\nbogus = 1\n\
+                    [share.A]\npath = \"/a\"\n[other]\n";
+        let errors = Config::parse_all_errors(Path::new("t.toml"), text).unwrap_err();
+        let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [2, 4, 7, 10, 11, 13, 0], "{errors:#?}");
+        assert!(errors[6].message.contains("mdns_model"), "{errors:#?}");
+        assert!(errors[4].message.contains("twice"), "{errors:#?}");
+        assert!(errors[5].message.contains("unknown section"), "{errors:#?}");
+        assert_eq!(
+            Config::parse(Path::new("t.toml"), text).unwrap_err(),
+            errors[0]
+        );
+
+        let syntax = Config::parse_all_errors(Path::new("t.toml"), "[server\nx = = 1\n[a]\nb = \n")
+            .unwrap_err();
+        assert!(syntax.len() >= 2, "{syntax:#?}");
+    }
+
+    #[test]
+    fn mdns_is_off_unless_asked() {
+        let c = parse("").unwrap();
+        assert!(!c.server.mdns);
+        assert_eq!(c.server.mdns_model, "Xserve");
+        let c = parse("[server]\nmdns = true\nmdns_model = \"MacPro7,1@ECOLOR=226,226,224\"\n")
+            .unwrap();
+        assert!(c.server.mdns);
+        assert_eq!(c.server.mdns_model, "MacPro7,1@ECOLOR=226,226,224");
     }
 
     #[test]

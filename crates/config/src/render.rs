@@ -1,0 +1,151 @@
+//! The effective configuration as TOML text that [`Config::parse`] reads back to the same values.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::{Config, ShareConfig};
+
+/// A TOML basic string holding `s`, escaped as TOML requires.
+pub(crate) fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+fn toml_path(p: &Path) -> String {
+    toml_string(&p.to_string_lossy())
+}
+
+/// A table key: bare when TOML allows, quoted otherwise.
+pub(crate) fn toml_key(key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if bare {
+        key.to_owned()
+    } else {
+        toml_string(key)
+    }
+}
+
+fn string_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let items: Vec<String> = items.into_iter().map(toml_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+impl Config {
+    /// Every setting, defaults included, as TOML that parses back to this configuration.
+    pub fn to_toml(&self) -> String {
+        let s = &self.server;
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = writeln!(out, "[server]");
+        let listen: Vec<String> = s.listen.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            out,
+            "listen = {}",
+            string_list(listen.iter().map(String::as_str))
+        );
+        let _ = writeln!(out, "server_name = {}", toml_string(&s.server_name));
+        let _ = writeln!(out, "workgroup = {}", toml_string(&s.workgroup));
+        let _ = writeln!(
+            out,
+            "min_dialect = \"{}\"",
+            s.min_dialect.get_ref().as_str()
+        );
+        let _ = writeln!(
+            out,
+            "max_dialect = \"{}\"",
+            s.max_dialect.get_ref().as_str()
+        );
+        let _ = writeln!(out, "signing = \"{}\"", s.signing.as_str());
+        let _ = writeln!(out, "encrypt = \"{}\"", s.encrypt.as_str());
+        let _ = writeln!(
+            out,
+            "ciphers = {}",
+            string_list(s.ciphers.iter().map(|c| c.as_str()))
+        );
+        let _ = writeln!(out, "user_db = {}", toml_path(&s.user_db));
+        let _ = writeln!(out, "max_io_size = {}", s.max_io_size.get_ref());
+        let _ = writeln!(out, "mdns = {}", s.mdns);
+        let _ = writeln!(out, "mdns_model = {}", toml_string(&s.mdns_model));
+        for (name, share) in &self.shares {
+            out.push('\n');
+            render_share(&mut out, name, share);
+        }
+        out
+    }
+}
+
+fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
+    let _ = writeln!(out, "[share.{}]", toml_key(name));
+    let _ = writeln!(out, "path = {}", toml_path(share.path.get_ref()));
+    let _ = writeln!(out, "comment = {}", toml_string(&share.comment));
+    let _ = writeln!(out, "read_only = {}", share.read_only);
+    let _ = writeln!(
+        out,
+        "valid_users = {}",
+        string_list(share.valid_users.iter().map(String::as_str))
+    );
+    let _ = writeln!(out, "browseable = {}", share.browseable);
+    let _ = writeln!(out, "guest_ok = {}", share.guest_ok);
+    if let Some(encrypt) = share.encrypt {
+        let _ = writeln!(out, "encrypt = \"{}\"", encrypt.as_str());
+    }
+    let _ = writeln!(out, "signing = \"{}\"", share.signing.as_str());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendering_parses_back_to_the_same_settings() {
+        let text = r#"
+[server]
+listen = ["127.0.0.1:4445", "[::1]:4445"]
+server_name = "FILES"
+workgroup = "HOME"
+min_dialect = "3.0"
+signing = "required"
+encrypt = "desired"
+ciphers = ["aes-256-gcm"]
+user_db = "/var/lib/smb3d/users \"x\""
+max_io_size = 65536
+mdns = true
+mdns_model = "MacPro7,1@ECOLOR=226,226,224"
+
+[share."print$"]
+path = "/srv/a b"
+comment = "tab\there"
+read_only = true
+valid_users = ["alice", "Jörg"]
+browseable = false
+guest_ok = true
+encrypt = "required"
+signing = "required"
+
+[share.plain]
+path = "/srv/p"
+"#;
+        let config = Config::parse(Path::new("t.toml"), text).unwrap();
+        let rendered = config.to_toml();
+        let again = Config::parse(Path::new("r.toml"), &rendered).unwrap();
+        assert_eq!(again.to_toml(), rendered);
+        assert!(rendered.contains("[share.\"print$\"]\n"), "{rendered}");
+        assert!(
+            rendered.contains("comment = \"tab\\there\"\n"),
+            "{rendered}"
+        );
+        assert!(again.server.mdns);
+        assert_eq!(again.server.mdns_model, "MacPro7,1@ECOLOR=226,226,224");
+        assert_eq!(again.share("plain").unwrap().encrypt, None);
+        assert_eq!(again.shares[0].1.valid_users, ["alice", "Jörg"]);
+    }
+
+    #[test]
+    fn keys_are_quoted_only_when_needed() {
+        assert_eq!(toml_key("data_1-x"), "data_1-x");
+        assert_eq!(toml_key("print$"), "\"print$\"");
+        assert_eq!(toml_key("a b"), "\"a b\"");
+    }
+}

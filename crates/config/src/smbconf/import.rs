@@ -1,0 +1,817 @@
+//! The mapping from smb.conf parameters to smb3d settings. Every parameter either maps, is
+//! known to need nothing (smb3d behaves that way already), or is reported in a warning that
+//! names it and its section.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use toml::Spanned;
+
+use super::parse::{Param, Section, SmbConf, Warning, parse_bool};
+use crate::model::{check_server_name, check_share_name};
+use crate::{
+    Config, ConfigError, DEFAULT_PORT, Dialect, EncryptPolicy, MAX_IO_SIZE, MIN_IO_SIZE,
+    ServerConfig, ShareConfig, SigningPolicy,
+};
+
+/// The result of a conversion.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The smb3d configuration, already checked by [`Config::parse`].
+    pub config: Config,
+    /// One line for every parameter or section that did not map, in file order.
+    pub warnings: Vec<Warning>,
+}
+
+impl Imported {
+    /// The configuration as TOML, headed by a comment naming the source.
+    pub fn to_toml(&self) -> String {
+        format!(
+            "# Converted from {} by `smb3d config import-smb-conf`.\n\
+             # Parameters that did not map were reported when it ran; check them before use.\n\n{}",
+            self.config.source.display(),
+            self.config.to_toml()
+        )
+    }
+}
+
+/// Reads an smb.conf (with its includes) and converts it.
+pub fn import(path: &Path) -> Result<Imported, ConfigError> {
+    convert(path, SmbConf::load(path)?)
+}
+
+/// Converts a parsed smb.conf read from `path`.
+pub(crate) fn convert(path: &Path, mut conf: SmbConf) -> Result<Imported, ConfigError> {
+    let mut cx = Converter {
+        warnings: std::mem::take(&mut conf.warnings),
+        server: ServerConfig::default(),
+    };
+    let empty = Section {
+        name: "global".into(),
+        file: path.to_path_buf(),
+        line: 0,
+        params: Vec::new(),
+    };
+    let global = conf.global().unwrap_or(&empty);
+    let share_defaults = cx.global(global);
+    let mut shares: Vec<(String, ShareConfig)> = Vec::new();
+    for section in conf.shares() {
+        if let Some(share) = cx.share(section, &share_defaults) {
+            shares.push((section.name.clone(), share));
+        }
+    }
+    cx.warnings
+        .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    let config = Config {
+        source: path.to_path_buf(),
+        server: cx.server,
+        shares,
+    };
+    // The output must be what `smb3d config check` accepts; anything else is a bug here.
+    let checked = Config::parse(path, &config.to_toml()).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        message: format!("the converted configuration is invalid: {}", e.message),
+    })?;
+    Ok(Imported {
+        config: checked,
+        warnings: cx.warnings,
+    })
+}
+
+struct Converter {
+    warnings: Vec<Warning>,
+    server: ServerConfig,
+}
+
+/// What a share section (or the global defaults for shares) says, before it is a share.
+#[derive(Clone, Default)]
+struct ShareParams {
+    path: Option<String>,
+    comment: Option<String>,
+    read_only: Option<bool>,
+    valid_users: Option<(Vec<String>, bool)>,
+    guest_ok: Option<bool>,
+    browseable: Option<bool>,
+    encrypt: Option<EncryptPolicy>,
+    available: Option<bool>,
+    printable: Option<bool>,
+}
+
+/// Parameters smb3d has no use for, with why, so that the warning helps.
+fn unmapped_reason(key: &str) -> &'static str {
+    match key {
+        "logfile" | "maxlogsize" | "logging" | "loglevel" | "debuglevel" | "syslog"
+        | "syslogonly" => {
+            "smb3d logs to standard error (the journal under systemd); set the level with SMB3D_LOG"
+        }
+        "loadprinters" | "printing" | "printcapname" | "printcap" | "disablespoolss"
+        | "printcommand" | "lpqcommand" | "lprmcommand" => "smb3d serves no printers",
+        "unixpasswordsync"
+        | "passwdprogram"
+        | "passwdchat"
+        | "pampasswordchange"
+        | "obeypamrestrictions" => "smb3d keeps its own user database and does not use PAM",
+        "hostsallow" | "allowhosts" | "hostsdeny" | "denyhosts" => {
+            "NOT ENFORCED by smb3d: restrict client addresses with a firewall"
+        }
+        "invalidusers" => "NOT ENFORCED by smb3d: list the allowed users in valid_users instead",
+        "forceuser" | "forcegroup" => {
+            "not supported: files are accessed as the logged-on user's uid"
+        }
+        "createmask" | "createmode" | "directorymask" | "directorymode" | "forcecreatemode"
+        | "forcedirectorymode" => {
+            "not mapped yet: smb3d does not apply mode masks to new files and directories"
+        }
+        "maptoguest" | "guestaccount" => {
+            "not mapped: guest access is per share (guest_ok) in smb3d"
+        }
+        "usershareallowguests" | "usersharemaxshares" | "usersharepath" | "usershareowneronly" => {
+            "user shares are not supported"
+        }
+        "panicaction" => "smb3d does not run a command on a crash",
+        "serverstring" => "smb3d announces no server string",
+        _ => "not mapped",
+    }
+}
+
+fn parse_dialect(value: &str) -> Result<Option<Dialect>, String> {
+    let upper = value.trim().to_ascii_uppercase();
+    match upper.as_str() {
+        "DEFAULT" => Ok(None),
+        // Samba: "By default SMB2 selects the SMB2_10 variant."
+        "SMB2" => Ok(Some(Dialect::Smb210)),
+        "CORE" | "COREPLUS" | "LANMAN1" | "LANMAN2" | "NT1" => {
+            Err(format!("{value} is SMB1, which smb3d does not speak"))
+        }
+        _ => Dialect::parse(&upper)
+            .map(Some)
+            .ok_or_else(|| format!("unknown protocol {value:?}")),
+    }
+}
+
+/// `server signing`, with Samba's spellings of each setting.
+fn parse_signing(value: &str) -> Option<SigningPolicy> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "default" | "auto" | "no" | "false" | "0" | "off" | "disabled" | "if_required" | "yes"
+        | "true" | "1" | "on" | "enabled" | "desired" => Some(SigningPolicy::Auto),
+        "required" | "mandatory" | "force" | "forced" | "enforced" => Some(SigningPolicy::Required),
+        _ => None,
+    }
+}
+
+/// `server smb encrypt`: off, if_required (the default), desired, required, and synonyms.
+fn parse_encrypt(value: &str) -> Option<EncryptPolicy> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "off" | "no" | "false" | "0" | "disabled" => Some(EncryptPolicy::Off),
+        "default" | "if_required" | "auto" | "yes" | "true" | "1" | "on" | "enabled" => {
+            Some(EncryptPolicy::Auto)
+        }
+        "desired" => Some(EncryptPolicy::Desired),
+        "required" | "mandatory" | "force" | "forced" | "enforced" => Some(EncryptPolicy::Required),
+        _ => None,
+    }
+}
+
+/// Splits a user list as Samba does: commas and whitespace, double quotes keeping spaces.
+fn split_list(value: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in value.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if !quoted && (c == ',' || c.is_whitespace()) => {
+                if !current.is_empty() {
+                    items.push(std::mem::take(&mut current));
+                }
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        items.push(current);
+    }
+    items
+}
+
+impl Converter {
+    fn warn(&mut self, section: &Section, param: Option<&Param>, message: String) {
+        let (file, line) = match param {
+            Some(p) => (p.file.clone(), p.line),
+            None => (section.file.clone(), section.line),
+        };
+        self.warnings.push(Warning {
+            file,
+            line,
+            section: section.name.clone(),
+            message,
+        });
+    }
+
+    fn warn_value(&mut self, section: &Section, p: &Param, why: &str) {
+        self.warn(
+            section,
+            Some(p),
+            format!("{} = {}: {why}; ignored", p.name, p.value),
+        );
+    }
+
+    fn unmapped(&mut self, section: &Section, p: &Param) {
+        let reason = unmapped_reason(&p.key);
+        self.warn(
+            section,
+            Some(p),
+            format!("{} = {}: {reason}", p.name, p.value),
+        );
+    }
+
+    fn bool_param(&mut self, section: &Section, p: &Param) -> Option<bool> {
+        let value = parse_bool(&p.value);
+        if value.is_none() {
+            self.warn_value(section, p, "not a yes/no value");
+        }
+        value
+    }
+
+    /// Maps `[global]`; returns the share parameters it sets for every share.
+    fn global(&mut self, section: &Section) -> ShareParams {
+        let mut defaults = ShareParams::default();
+        let mut ports: Option<(Vec<u16>, Param)> = None;
+        let mut interfaces: Option<Param> = None;
+        let mut bind_only = false;
+        let mut min: Option<(Dialect, Param)> = None;
+        let mut max: Option<(Dialect, Param)> = None;
+        let mut io_limit: Option<u32> = None;
+        for p in &section.params {
+            match p.key.as_str() {
+                "netbiosname" => {
+                    let name = p.value.to_ascii_uppercase();
+                    match check_server_name(&name) {
+                        Ok(()) => self.server.server_name = name,
+                        Err(_) => {
+                            self.warn_value(section, p, "smb3d needs 1-15 letters, digits or '-'")
+                        }
+                    }
+                }
+                "workgroup" => {
+                    if p.value.is_empty() {
+                        self.warn_value(section, p, "empty");
+                    } else {
+                        self.server.workgroup = p.value.to_ascii_uppercase();
+                    }
+                }
+                "serverminprotocol" | "minprotocol" => match parse_dialect(&p.value) {
+                    Ok(Some(d)) => min = Some((d, p.clone())),
+                    Ok(None) => {}
+                    Err(why) if why.contains("SMB1") => self.warn(
+                        section,
+                        Some(p),
+                        format!(
+                            "{} = {}: smb3d speaks SMB 2.0.2 and later only; min_dialect is 2.0.2",
+                            p.name, p.value
+                        ),
+                    ),
+                    Err(why) => self.warn_value(section, p, &why),
+                },
+                "servermaxprotocol" | "maxprotocol" | "protocol" => match parse_dialect(&p.value) {
+                    Ok(Some(d)) => max = Some((d, p.clone())),
+                    Ok(None) => {}
+                    Err(why) => self.warn_value(section, p, &why),
+                },
+                "serversigning" => match parse_signing(&p.value) {
+                    Some(policy) => self.server.signing = policy,
+                    None => self.warn_value(section, p, "unknown signing setting"),
+                },
+                "serversmbencrypt" | "smbencrypt" => match parse_encrypt(&p.value) {
+                    Some(policy) => self.server.encrypt = policy,
+                    None => self.warn_value(section, p, "unknown encryption setting"),
+                },
+                "smbports" => ports = Some((self.ports(section, p), p.clone())),
+                "interfaces" => interfaces = Some(p.clone()),
+                "bindinterfacesonly" => bind_only = self.bool_param(section, p).unwrap_or(false),
+                "smb2maxread" | "smb2maxwrite" | "smb2maxtrans" => match p.value.parse::<u32>() {
+                    Ok(n) => io_limit = Some(io_limit.map_or(n, |m| m.min(n))),
+                    Err(_) => self.warn_value(section, p, "not a number of bytes"),
+                },
+                "passdbbackend" => self.warn(
+                    section,
+                    Some(p),
+                    format!(
+                        "{} = {}: smb3d has its own user database; copy the users with \
+                         `pdbedit -L -w | smb3d user import`",
+                        p.name, p.value
+                    ),
+                ),
+                "security" if p.value.eq_ignore_ascii_case("user") => {}
+                "serverrole"
+                    if ["standalone", "standalone server", "auto"]
+                        .iter()
+                        .any(|r| p.value.eq_ignore_ascii_case(r)) => {}
+                _ => {
+                    if !self.share_param(section, p, &mut defaults) {
+                        self.unmapped(section, p);
+                    }
+                }
+            }
+        }
+        match (min, max) {
+            (Some((lo, lp)), Some((hi, _))) if lo > hi => self.warn(
+                section,
+                Some(&lp),
+                format!(
+                    "minimum protocol {} is above the maximum {}; both left at smb3d's defaults",
+                    lo.as_str(),
+                    hi.as_str()
+                ),
+            ),
+            (min, max) => {
+                if let Some((d, _)) = min {
+                    self.server.min_dialect = Spanned::new(0..0, d);
+                }
+                if let Some((d, p)) = max {
+                    if d < *self.server.min_dialect.get_ref() {
+                        self.warn_value(section, &p, "below the minimum protocol");
+                    } else {
+                        self.server.max_dialect = Spanned::new(0..0, d);
+                    }
+                }
+            }
+        }
+        if let Some(limit) = io_limit {
+            let clamped = limit.clamp(MIN_IO_SIZE, MAX_IO_SIZE);
+            if clamped != limit {
+                self.warn(
+                    section,
+                    None,
+                    format!(
+                        "smb2 max read/write/trans of {limit} is outside smb3d's range; \
+                         max_io_size is {clamped}"
+                    ),
+                );
+            }
+            self.server.max_io_size = Spanned::new(0..0, clamped);
+        }
+        self.server.listen = self.listen(section, ports, interfaces, bind_only);
+        defaults
+    }
+
+    /// `smb ports`: 139 is NetBIOS session service, which smb3d does not speak.
+    fn ports(&mut self, section: &Section, p: &Param) -> Vec<u16> {
+        let mut ports = Vec::new();
+        for item in split_list(&p.value) {
+            match item.parse::<u16>() {
+                Ok(139) => self.warn(
+                    section,
+                    Some(p),
+                    format!(
+                        "{} = {}: port 139 (NetBIOS session service) is not supported; not listened on",
+                        p.name, p.value
+                    ),
+                ),
+                Ok(port) if port != 0 => ports.push(port),
+                _ => self.warn(
+                    section,
+                    Some(p),
+                    format!("{} = {}: {item:?} is not a port; ignored", p.name, p.value),
+                ),
+            }
+        }
+        ports
+    }
+
+    /// Samba listens on every address unless `bind interfaces only` restricts it to
+    /// `interfaces`; interfaces given by address map, names other than `lo` cannot be resolved
+    /// here.
+    fn listen(
+        &mut self,
+        section: &Section,
+        ports: Option<(Vec<u16>, Param)>,
+        interfaces: Option<Param>,
+        bind_only: bool,
+    ) -> Vec<SocketAddr> {
+        let ports = match ports {
+            Some((ports, p)) if ports.is_empty() => {
+                self.warn_value(section, &p, "names no port smb3d can use; using 445");
+                vec![DEFAULT_PORT]
+            }
+            Some((ports, _)) => ports,
+            None => vec![DEFAULT_PORT],
+        };
+        let mut addrs: Vec<IpAddr> = Vec::new();
+        match interfaces {
+            Some(p) if bind_only => {
+                for item in split_list(&p.value) {
+                    let item = item.split(';').next().unwrap_or_default();
+                    let host = item.split('/').next().unwrap_or_default();
+                    let found = if let Ok(ip) = host.parse::<IpAddr>() {
+                        vec![ip]
+                    } else if host == "lo" {
+                        vec![
+                            IpAddr::V4(Ipv4Addr::LOCALHOST),
+                            IpAddr::V6(Ipv6Addr::LOCALHOST),
+                        ]
+                    } else {
+                        Vec::new()
+                    };
+                    for ip in &found {
+                        if !addrs.contains(ip) {
+                            addrs.push(*ip);
+                        }
+                    }
+                    if found.is_empty() {
+                        self.warn(
+                            section,
+                            Some(&p),
+                            format!(
+                                "{} = {}: interface {host:?} is not an address; add its addresses \
+                                 to listen by hand",
+                                p.name, p.value
+                            ),
+                        );
+                    }
+                }
+                if addrs.is_empty() {
+                    self.warn(
+                        section,
+                        Some(&p),
+                        "no interface address could be used; listening on every IPv4 address"
+                            .into(),
+                    );
+                }
+            }
+            Some(p) => self.warn(
+                section,
+                Some(&p),
+                format!(
+                    "{} = {}: without `bind interfaces only = yes` Samba listens on every \
+                     address; so does the converted configuration (0.0.0.0)",
+                    p.name, p.value
+                ),
+            ),
+            None => {}
+        }
+        if addrs.is_empty() {
+            addrs.push(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        }
+        let mut listen = Vec::new();
+        for ip in &addrs {
+            for port in &ports {
+                listen.push(SocketAddr::new(*ip, *port));
+            }
+        }
+        listen
+    }
+
+    /// Applies a share-level parameter to `out`; false when it is not one smb3d maps.
+    fn share_param(&mut self, section: &Section, p: &Param, out: &mut ShareParams) -> bool {
+        match p.key.as_str() {
+            "path" | "directory" => out.path = Some(p.value.clone()),
+            "comment" => out.comment = Some(p.value.clone()),
+            "readonly" => out.read_only = self.bool_param(section, p).or(out.read_only),
+            "writeable" | "writable" | "writeok" => {
+                out.read_only = self.bool_param(section, p).map(|w| !w).or(out.read_only);
+            }
+            "guestok" | "public" => out.guest_ok = self.bool_param(section, p).or(out.guest_ok),
+            "browseable" | "browsable" => {
+                out.browseable = self.bool_param(section, p).or(out.browseable);
+            }
+            "available" => out.available = self.bool_param(section, p).or(out.available),
+            "printable" | "printok" => {
+                out.printable = self.bool_param(section, p).or(out.printable);
+            }
+            "validusers" => out.valid_users = Some(self.valid_users(section, p)),
+            "smbencrypt" | "serversmbencrypt" => match parse_encrypt(&p.value) {
+                Some(policy) => out.encrypt = Some(policy),
+                None => self.warn_value(section, p, "unknown encryption setting"),
+            },
+            "vfsobjects" | "vfsobject" => self.vfs_objects(section, p),
+            _ => return false,
+        }
+        true
+    }
+
+    /// The user names of `valid users`; groups and substitutions are warned about and left
+    /// out. The flag says whether something was left out.
+    fn valid_users(&mut self, section: &Section, p: &Param) -> (Vec<String>, bool) {
+        let mut users = Vec::new();
+        let mut dropped = false;
+        for item in split_list(&p.value) {
+            if item.starts_with(['@', '+', '&']) {
+                self.warn(
+                    section,
+                    Some(p),
+                    format!(
+                        "valid users: group {item} is not supported yet; list its members by name"
+                    ),
+                );
+                dropped = true;
+            } else if item.contains('%') {
+                self.warn(
+                    section,
+                    Some(p),
+                    format!("valid users: substitution {item} is not supported"),
+                );
+                dropped = true;
+            } else if item.contains(':') {
+                self.warn(
+                    section,
+                    Some(p),
+                    format!("valid users: {item:?} is not a user name smb3d accepts"),
+                );
+                dropped = true;
+            } else {
+                users.push(item);
+            }
+        }
+        (users, dropped)
+    }
+
+    /// acl_xattr and streams_xattr store what smb3d stores natively, in the same format.
+    fn vfs_objects(&mut self, section: &Section, p: &Param) {
+        for module in split_list(&p.value) {
+            if module != "acl_xattr" && module != "streams_xattr" {
+                self.warn(
+                    section,
+                    Some(p),
+                    format!("vfs objects: module {module} has no smb3d equivalent; not mapped"),
+                );
+            }
+        }
+    }
+
+    fn skip(&mut self, section: &Section, why: &str) {
+        let names: Vec<&str> = section.params.iter().map(|p| p.name.as_str()).collect();
+        let listed = if names.is_empty() {
+            String::new()
+        } else {
+            format!(" (parameters not imported: {})", names.join(", "))
+        };
+        self.warn(section, None, format!("share skipped: {why}{listed}"));
+    }
+
+    /// Maps a share section; None (with a warning) when it cannot be a share here.
+    fn share(&mut self, section: &Section, defaults: &ShareParams) -> Option<ShareConfig> {
+        if section.name.eq_ignore_ascii_case("homes") {
+            self.skip(section, "[homes] (a share per user) is not supported yet");
+            return None;
+        }
+        if section.name.eq_ignore_ascii_case("printers") {
+            self.skip(section, "smb3d serves no printers");
+            return None;
+        }
+        let mut params = defaults.clone();
+        let mut unmapped = Vec::new();
+        for p in &section.params {
+            if !self.share_param(section, p, &mut params) {
+                unmapped.push(p);
+            }
+        }
+        if params.printable == Some(true) {
+            self.skip(section, "a printer share; smb3d serves no printers");
+            return None;
+        }
+        if params.available == Some(false) {
+            self.skip(section, "available = no");
+            return None;
+        }
+        if let Err(why) = check_share_name(&section.name) {
+            self.skip(section, &why);
+            return None;
+        }
+        let path = match params.path {
+            None => {
+                self.skip(section, "it has no path");
+                return None;
+            }
+            Some(path) if path.contains('%') => {
+                self.skip(section, &format!("path {path} uses a substitution"));
+                return None;
+            }
+            Some(path) if !path.starts_with('/') => {
+                self.skip(section, &format!("path {path} is not absolute"));
+                return None;
+            }
+            Some(path) => path,
+        };
+        let valid_users = match params.valid_users {
+            Some((users, true)) if users.is_empty() => {
+                // Dropping the groups would open the share to every user.
+                self.skip(
+                    section,
+                    "valid users names only groups or substitutions, and leaving them out would \
+                     admit every user",
+                );
+                return None;
+            }
+            Some((users, _)) => users,
+            None => Vec::new(),
+        };
+        for p in unmapped {
+            self.unmapped(section, p);
+        }
+        Some(ShareConfig {
+            path: Spanned::new(0..0, PathBuf::from(path)),
+            comment: params.comment.unwrap_or_default(),
+            // Samba's defaults: read only, browseable, no guests.
+            read_only: params.read_only.unwrap_or(true),
+            valid_users,
+            browseable: params.browseable.unwrap_or(true),
+            guest_ok: params.guest_ok.unwrap_or(false),
+            encrypt: params.encrypt,
+            signing: SigningPolicy::Auto,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn convert_text(text: &str) -> Imported {
+        let path = Path::new("/etc/samba/smb.conf");
+        convert(path, SmbConf::parse(path, text).unwrap()).unwrap()
+    }
+
+    fn messages(imported: &Imported) -> Vec<String> {
+        imported.warnings.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn global_parameters_map() {
+        let i = convert_text(
+            "[global]\nnetbios name = nas1\nworkgroup = home\nserver min protocol = SMB2\n\
+             server max protocol = SMB3_02\nserver signing = mandatory\nserver smb encrypt = desired\n\
+             smb ports = 4445 139\ninterfaces = 127.0.0.1/8 lo eth0 ::1\nbind interfaces only = yes\n\
+             smb2 max read = 1048576\nsmb2 max write = 4194304\nsecurity = USER\n\
+             server role = standalone server\n",
+        );
+        let s = &i.config.server;
+        assert_eq!(s.server_name, "NAS1");
+        assert_eq!(s.workgroup, "HOME");
+        assert_eq!(*s.min_dialect.get_ref(), Dialect::Smb210);
+        assert_eq!(*s.max_dialect.get_ref(), Dialect::Smb302);
+        assert_eq!(s.signing, SigningPolicy::Required);
+        assert_eq!(s.encrypt, EncryptPolicy::Desired);
+        assert_eq!(*s.max_io_size.get_ref(), 1 << 20);
+        let listen: Vec<String> = s.listen.iter().map(ToString::to_string).collect();
+        assert_eq!(listen, ["127.0.0.1:4445", "[::1]:4445"]);
+        assert_eq!(
+            messages(&i),
+            [
+                "/etc/samba/smb.conf:8: [global]: smb ports = 4445 139: port 139 (NetBIOS session service) is not supported; not listened on",
+                "/etc/samba/smb.conf:9: [global]: interfaces = 127.0.0.1/8 lo eth0 ::1: interface \"eth0\" is not an address; add its addresses to listen by hand",
+            ]
+        );
+    }
+
+    #[test]
+    fn encryption_and_signing_spellings() {
+        for (value, policy) in [
+            ("off", EncryptPolicy::Off),
+            ("disabled", EncryptPolicy::Off),
+            ("default", EncryptPolicy::Auto),
+            ("if_required", EncryptPolicy::Auto),
+            ("enabled", EncryptPolicy::Auto),
+            ("desired", EncryptPolicy::Desired),
+            ("required", EncryptPolicy::Required),
+            ("mandatory", EncryptPolicy::Required),
+        ] {
+            assert_eq!(parse_encrypt(value), Some(policy), "{value}");
+        }
+        for (value, policy) in [
+            ("auto", SigningPolicy::Auto),
+            ("default", SigningPolicy::Auto),
+            ("disabled", SigningPolicy::Auto),
+            ("required", SigningPolicy::Required),
+            ("mandatory", SigningPolicy::Required),
+        ] {
+            assert_eq!(parse_signing(value), Some(policy), "{value}");
+        }
+        let i = convert_text("[global]\nsmb encrypt = sometimes\nserver signing = often\n");
+        assert_eq!(i.warnings.len(), 2);
+        assert_eq!(i.config.server.encrypt, EncryptPolicy::Auto);
+    }
+
+    #[test]
+    fn protocols_outside_smb2_and_bad_ranges_warn() {
+        let i = convert_text("[global]\nmin protocol = NT1\nmax protocol = SMB3\n");
+        assert_eq!(*i.config.server.min_dialect.get_ref(), Dialect::Smb202);
+        assert_eq!(*i.config.server.max_dialect.get_ref(), Dialect::Smb311);
+        assert!(messages(&i)[0].contains("2.0.2 and later only"));
+        let i = convert_text(
+            "[global]\nserver min protocol = SMB3_11\nserver max protocol = SMB2_10\n",
+        );
+        assert_eq!(*i.config.server.min_dialect.get_ref(), Dialect::Smb202);
+        assert_eq!(*i.config.server.max_dialect.get_ref(), Dialect::Smb311);
+        assert!(messages(&i)[0].contains("above the maximum"));
+        let i = convert_text("[global]\nserver max protocol = SMB4\n");
+        assert!(messages(&i)[0].contains("unknown protocol"));
+    }
+
+    #[test]
+    fn shares_map_with_samba_defaults() {
+        let i = convert_text(
+            "[global]\nread only = no\nguest ok = yes\n\
+             [data]\npath = /srv/data\ncomment = Data\nvalid users = alice, \"bob smith\" @staff\n\
+             browseable = no\ncreate mask = 0644\nvfs objects = acl_xattr streams_xattr fruit\n\
+             smb encrypt = required\n\
+             [ro]\npath = /srv/ro\nwriteable = no\npublic = no\n\
+             [rw]\ndirectory = /srv/rw\nread only = yes\nwrite ok = yes\n",
+        );
+        let c = &i.config;
+        let data = c.share("data").unwrap();
+        assert_eq!(data.path.get_ref(), Path::new("/srv/data"));
+        assert_eq!(data.comment, "Data");
+        assert!(!data.read_only && data.guest_ok && !data.browseable);
+        assert_eq!(data.valid_users, ["alice", "bob smith"]);
+        assert_eq!(data.encrypt, Some(EncryptPolicy::Required));
+        let ro = c.share("ro").unwrap();
+        assert!(ro.read_only && !ro.guest_ok && ro.browseable);
+        assert!(!c.share("rw").unwrap().read_only);
+        assert_eq!(
+            messages(&i),
+            [
+                "/etc/samba/smb.conf:7: [data]: valid users: group @staff is not supported yet; list its members by name",
+                "/etc/samba/smb.conf:9: [data]: create mask = 0644: not mapped yet: smb3d does not apply mode masks to new files and directories",
+                "/etc/samba/smb.conf:10: [data]: vfs objects: module fruit has no smb3d equivalent; not mapped",
+            ]
+        );
+        let untouched = convert_text("[s]\npath = /s\n");
+        assert!(untouched.config.share("s").unwrap().read_only);
+    }
+
+    #[test]
+    fn sections_that_cannot_be_shares_are_skipped_with_a_reason() {
+        let i = convert_text(
+            "[homes]\nbrowseable = no\n[printers]\npath = /var/tmp\n[lp]\npath = /x\nprintable = yes\n\
+             [off]\npath = /o\navailable = no\n[nopath]\ncomment = c\n[macro]\npath = /home/%U\n\
+             [rel]\npath = srv\n[groups]\npath = /g\nvalid users = @staff\n[a/b]\npath = /ab\n\
+             [ipc$]\npath = /i\n",
+        );
+        assert!(i.config.shares.is_empty());
+        let text = messages(&i);
+        assert_eq!(text.len(), 11, "{text:#?}");
+        for (line, needle) in [
+            (
+                0,
+                "[homes]: share skipped: [homes] (a share per user) is not supported yet (parameters not imported: browseable)",
+            ),
+            (1, "[printers]: share skipped: smb3d serves no printers"),
+            (2, "[lp]: share skipped: a printer share"),
+            (3, "[off]: share skipped: available = no"),
+            (4, "[nopath]: share skipped: it has no path"),
+            (
+                5,
+                "[macro]: share skipped: path /home/%U uses a substitution",
+            ),
+            (6, "[rel]: share skipped: path srv is not absolute"),
+            (7, "[groups]: share skipped: valid users names only groups"),
+            (8, "[groups]: valid users: group @staff"),
+            (9, "[a/b]: share skipped: share name \"a/b\" contains '/'"),
+            (10, "[ipc$]: share skipped: IPC$ is reserved for the server"),
+        ] {
+            assert!(text[line].contains(needle), "{}: {needle}", text[line]);
+        }
+    }
+
+    #[test]
+    fn every_unmapped_parameter_is_named_with_its_section() {
+        let i = convert_text(
+            "[global]\nlog file = /var/log/samba/%m\nhosts allow = 10.\npassdb backend = tdbsam\n\
+             made up = 1\n[s]\npath = /s\nforce user = nobody\nworkgroup = X\nread_only = no\n",
+        );
+        let text = messages(&i);
+        assert_eq!(
+            text,
+            [
+                "/etc/samba/smb.conf:2: [global]: log file = /var/log/samba/%m: smb3d logs to standard error (the journal under systemd); set the level with SMB3D_LOG",
+                "/etc/samba/smb.conf:3: [global]: hosts allow = 10.: NOT ENFORCED by smb3d: restrict client addresses with a firewall",
+                "/etc/samba/smb.conf:4: [global]: passdb backend = tdbsam: smb3d has its own user database; copy the users with `pdbedit -L -w | smb3d user import`",
+                "/etc/samba/smb.conf:5: [global]: made up = 1: not mapped",
+                "/etc/samba/smb.conf:8: [s]: force user = nobody: not supported: files are accessed as the logged-on user's uid",
+                "/etc/samba/smb.conf:9: [s]: workgroup = X: not mapped",
+                "/etc/samba/smb.conf:10: [s]: read_only = no: not mapped",
+            ]
+        );
+    }
+
+    #[test]
+    fn output_parses_as_the_same_configuration() {
+        let i = convert_text("[global]\nnetbios name = Files\n[Team Data]\npath = /srv/t\n");
+        let text = i.to_toml();
+        assert!(text.starts_with("# Converted from /etc/samba/smb.conf"));
+        let again = Config::parse(Path::new("out.toml"), &text).unwrap();
+        assert_eq!(again.to_toml(), i.config.to_toml());
+        assert_eq!(again.shares[0].0, "Team Data");
+    }
+
+    #[test]
+    fn user_lists_split_like_samba() {
+        assert_eq!(
+            split_list("a, b\tc,,\"d e\"  f"),
+            ["a", "b", "c", "d e", "f"]
+        );
+    }
+}
