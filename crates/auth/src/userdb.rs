@@ -269,6 +269,19 @@ impl UserDb {
         Ok(())
     }
 
+    /// Adds or replaces the account of one smbpasswd line (as `pdbedit -L -w` prints it),
+    /// keeping its NT hash, uid, flags and last change time; returns the account's name.
+    /// Machine and trust accounts (flags W, S, I) are refused: they are not users.
+    pub fn import_line(&mut self, line: &str) -> Result<String, &'static str> {
+        let entry = parse_line(line.trim_end_matches(['\r', '\n']))?;
+        if entry.flags.contains(['W', 'S', 'I']) {
+            return Err("a machine or trust account, not a user");
+        }
+        let name = entry.name.clone();
+        self.users.insert(fold(&name), entry);
+        Ok(name)
+    }
+
     /// Removes `name`.
     pub fn remove(&mut self, name: &str) -> Result<(), UserDbError> {
         self.users
@@ -520,6 +533,42 @@ mod tests {
         let db = UserDb::load(&path).unwrap();
         assert_eq!(db.list()[0].flags, "DU");
         assert_eq!(db.nt_hash("bench"), None);
+    }
+
+    #[test]
+    fn imported_lines_keep_their_hash_and_replace_by_name() {
+        let dir = TempDir::new("import");
+        let path = dir.0.join("users");
+        let mut db = UserDb::new(&path);
+        db.add_or_update("Bench", "old", Some(7)).unwrap();
+        db.add_or_update("carol", "c", Some(8)).unwrap();
+        assert_eq!(
+            db.import_line(&format!("{PDBEDIT_LINE}\n")),
+            Ok("bench".into())
+        );
+        assert_eq!(db.nt_hash("bench"), Some(*crypto::nt_hash("pass")));
+        assert_eq!(db.nt_hash("carol"), Some(*crypto::nt_hash("c")));
+        let bench = db.list().into_iter().find(|u| u.name == "bench").unwrap();
+        assert_eq!((bench.uid, bench.last_change), (1001, 0x6B02_46E4));
+        db.save().unwrap();
+        assert!(
+            fs::read_to_string(&path)
+                .unwrap()
+                .contains(&format!("{PDBEDIT_LINE}\n"))
+        );
+
+        assert_eq!(
+            db.import_line("bench:1001:X:36AA83BDCAB3C9FDAF321CA42A31C3FC:[U ]:LCT-0:"),
+            Err("LM hash field is not 32 hex digits or X")
+        );
+        let machine = PDBEDIT_LINE
+            .replace("bench", "host$")
+            .replace("[U          ]", "[W          ]");
+        assert_eq!(
+            db.import_line(&machine),
+            Err("a machine or trust account, not a user")
+        );
+        assert_eq!(db.list().len(), 2);
     }
 
     #[test]
