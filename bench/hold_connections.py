@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Hold authenticated SMB connections open (and optionally files) so the harness can measure
-server memory. Driven over stdin/stdout by bench/run:
+r"""Hold authenticated SMB connections (and open files) so that bench/run can measure the
+server's memory. Spoken to over stdin/stdout:
 
-  prints "connected N" once N sessions have a tree connected, then waits for a line;
-  "open" opens every file named on the command line's --open-dir on the first connection and
-  prints "opened M"; end of input closes everything and exits.
+  prints "connected N" once N connections each have a session and a tree connect;
+  on the input line "open", opens --open-count files named OPEN_DIR\f00000, f00001, ... on the
+  first connection and prints "opened M";
+  at end of input, exits without a polite teardown.
 """
 
 import argparse
