@@ -8,6 +8,7 @@ pub mod credits;
 mod eas;
 mod encryption;
 mod fileinfo;
+mod files;
 mod handlers;
 pub mod names;
 mod open;

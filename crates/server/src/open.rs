@@ -1,6 +1,6 @@
 //! Opens (MS-SMB2 3.3.1.10): a handle on a file or directory and what was granted with it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use parking_lot::Mutex;
 use smb3d_dtyp::AccessMask;
@@ -8,6 +8,8 @@ use smb3d_smb2::create::FileId;
 use std::sync::Arc;
 
 use smb3d_vfs::{DirEntry, Vfs, VfsFile, VfsPath};
+
+use crate::files::SharedFile;
 
 /// The state of a directory enumeration on one open (MS-SMB2 3.3.1.10 Open.EnumerationLocation
 /// and Open.EnumerationSearchPattern).
@@ -28,12 +30,13 @@ pub(crate) struct Open {
     /// The share's file system, for operations by path (delete-on-close, rename).
     pub vfs: Arc<dyn Vfs>,
     pub file: Box<dyn VfsFile>,
-    /// The open's path in the share, kept current across renames.
-    pub path: Mutex<VfsPath>,
+    /// The file as all its opens share it (path, share modes, delete-pending).
+    pub shared: Arc<SharedFile>,
     pub is_directory: bool,
     /// Open.GrantedAccess.
     pub granted: AccessMask,
-    pub delete_on_close: AtomicBool,
+    /// FILE_DELETE_ON_CLOSE: closing this open leaves the file delete-pending.
+    pub delete_on_close: bool,
     /// FilePositionInformation.CurrentByteOffset, kept for clients that set and read it.
     pub position: AtomicU64,
     /// FileModeInformation.Mode.
@@ -46,15 +49,10 @@ impl Open {
         self.granted.intersects(access)
     }
 
+    /// The file's current path in the share.
     pub fn path(&self) -> VfsPath {
-        self.path.lock().clone()
+        self.shared.path()
     }
 
-    pub fn set_delete_on_close(&self, on: bool) {
-        self.delete_on_close.store(on, Ordering::Relaxed);
-    }
 
-    pub fn delete_on_close(&self) -> bool {
-        self.delete_on_close.load(Ordering::Relaxed)
-    }
 }

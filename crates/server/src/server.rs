@@ -10,6 +10,7 @@ use smb3d_auth::{CredentialStore, ServerIdentity};
 use smb3d_crypto::{Cipher, CryptoProvider};
 use smb3d_wire::Guid;
 
+use crate::files::FileTable;
 use crate::session::Session;
 use crate::share::Share;
 
@@ -80,6 +81,8 @@ pub struct Server {
     pub(crate) shares: Vec<Arc<Share>>,
     pub(crate) guid: Guid,
     pub(crate) sessions: Mutex<HashMap<u64, Arc<Session>>>,
+    /// Open files by identity, across all sessions (share modes, delete-pending).
+    pub(crate) files: FileTable,
     next_session_id: AtomicU64,
     next_file_id: AtomicU64,
 }
@@ -106,6 +109,7 @@ impl Server {
             shares: shares.into_iter().map(Arc::new).collect(),
             guid,
             sessions: Mutex::new(HashMap::new()),
+            files: FileTable::default(),
             next_session_id: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16 | 1),
             next_file_id: AtomicU64::new(1),
         })
@@ -132,8 +136,8 @@ impl Server {
         self.sessions.lock().get(&id).cloned()
     }
 
-    /// Number of sessions, trees and opens, for tests and status reports.
-    pub fn counts(&self) -> (usize, usize, usize) {
+    /// Number of sessions, trees, opens and open files, for tests and status reports.
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
         let sessions = self.sessions.lock();
         let (mut trees, mut opens) = (0, 0);
         for s in sessions.values() {
@@ -141,6 +145,6 @@ impl Server {
             trees += st.trees.len();
             opens += st.opens.len();
         }
-        (sessions.len(), trees, opens)
+        (sessions.len(), trees, opens, self.files.len())
     }
 }

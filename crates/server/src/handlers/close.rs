@@ -11,6 +11,7 @@ use crate::connection::Ctx;
 use crate::fileinfo;
 use crate::handlers::lookup_open;
 use crate::open::Open;
+use crate::server::Server;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -40,7 +41,7 @@ pub(crate) async fn handle(
             file_attributes: fileinfo::attributes(&stat, path.name().unwrap_or("")).0,
         });
     }
-    close_open(&open);
+    close_open(&cx.conn.server, &open);
     if cx.chain.file_id == Some(open.file_id) {
         cx.chain.file_id = None;
     }
@@ -48,13 +49,15 @@ pub(crate) async fn handle(
     Ok(NtStatus::SUCCESS)
 }
 
-/// Ends an open that was already removed from its session: delete-on-close runs here.
-pub(crate) fn close_open(open: &Arc<Open>) {
-    if !open.delete_on_close() {
-        return;
+/// Ends an open that was already removed from its session: a delete-on-close open leaves the
+/// file delete-pending, and the last open of a delete-pending file deletes it (MS-FSA 2.1.5.4).
+pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
+    if open.delete_on_close {
+        server.files.set_delete_pending(&open.shared, true);
     }
-    let path = open.path();
-    if let Err(e) = blocking(|| open.vfs.unlink(&path)) {
+    if let Some(path) = server.files.release(&open.shared, open.file_id.volatile)
+        && let Err(e) = blocking(|| open.vfs.unlink(&path))
+    {
         tracing::debug!(path = path.as_str(), "delete on close failed: {e}");
     }
 }

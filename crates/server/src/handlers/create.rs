@@ -2,7 +2,7 @@
 //! response.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 
 use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus};
@@ -12,13 +12,14 @@ use smb3d_smb2::create::{
     QueryOnDiskIdResponse, ResponseContext,
 };
 use smb3d_smb2::file_id::FileId;
-use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsPath};
+use smb3d_vfs::{Access, Disposition, FileStat, Kind, OpenRequest, VfsPath};
 use smb3d_wire::Writer;
 
 use crate::blocking::blocking;
 use crate::connection::Ctx;
 use crate::eas;
 use crate::fileinfo;
+use crate::files::{FileKey, OpenEntry};
 use crate::names::parse_path;
 use crate::open::{DirCursor, Open};
 use crate::share::ShareKind;
@@ -103,12 +104,12 @@ pub(crate) async fn handle(
         (true, false) => Access::Read,
         (false, false) => Access::MetadataOnly,
     };
+    // Truncation waits until share access has been granted (MS-FSA 2.1.5.1.2 checks sharing
+    // before overwriting), so an existing file is opened without it first.
     let vfs_disposition = match disposition {
-        CreateDisposition::OPEN => Disposition::Open,
+        CreateDisposition::OPEN | CreateDisposition::OVERWRITE => Disposition::Open,
         CreateDisposition::CREATE => Disposition::Create,
-        CreateDisposition::OPEN_IF => Disposition::OpenOrCreate,
-        CreateDisposition::OVERWRITE => Disposition::Overwrite,
-        _ => Disposition::OverwriteOrCreate,
+        _ => Disposition::OpenOrCreate,
     };
     let create_mode = if kind == Kind::Directory {
         DIRECTORY_MODE
@@ -147,34 +148,61 @@ pub(crate) async fn handle(
             status
         }
     })?;
-    let is_directory = fileinfo::is_directory(&stat);
-    if let Some(data) = ea_buffer.filter(|_| opened.created || truncates) {
-        blocking(|| eas::write(opened.file.as_ref(), data))?;
-    }
-    let action = if opened.created {
-        CreateAction::CREATED
-    } else if disposition == CreateDisposition::SUPERSEDE {
-        CreateAction::SUPERSEDED
-    } else if truncates {
-        CreateAction::OVERWRITTEN
-    } else {
-        CreateAction::OPENED
-    };
 
     let server = &cx.conn.server;
     let file_id = FileId {
         persistent: server.allocate_file_id(),
         volatile: server.allocate_file_id(),
     };
+    let key = FileKey {
+        dev: stat.dev,
+        ino: stat.ino,
+    };
+    let entry = OpenEntry {
+        id: file_id.volatile,
+        access: desired,
+        share: req.share_access,
+    };
+    let shared = server.files.register(key, &vfs_path, entry)?;
+    let overwritten = truncates && !opened.created;
+    let prepared = blocking(|| -> Result<FileStat, NtStatus> {
+        let mut stat = stat;
+        if overwritten {
+            opened.file.set_len(0).status()?;
+            stat = opened.file.stat().status()?;
+        }
+        if let Some(data) = ea_buffer.filter(|_| opened.created || overwritten) {
+            eas::write(opened.file.as_ref(), data)?;
+        }
+        Ok(stat)
+    });
+    let stat = match prepared {
+        Ok(stat) => stat,
+        Err(status) => {
+            server.files.release(&shared, file_id.volatile);
+            return Err(status);
+        }
+    };
+    let is_directory = fileinfo::is_directory(&stat);
+    let action = if opened.created {
+        CreateAction::CREATED
+    } else if disposition == CreateDisposition::SUPERSEDE {
+        CreateAction::SUPERSEDED
+    } else if overwritten {
+        CreateAction::OVERWRITTEN
+    } else {
+        CreateAction::OPENED
+    };
+
     let open = Arc::new(Open {
         file_id,
         tree_id: tree.id,
         vfs,
         file: opened.file,
-        path: Mutex::new(vfs_path.clone()),
+        shared,
         is_directory,
         granted: desired,
-        delete_on_close: AtomicBool::new(options.contains(CreateOptions::DELETE_ON_CLOSE)),
+        delete_on_close: options.contains(CreateOptions::DELETE_ON_CLOSE),
         position: AtomicU64::new(0),
         mode: AtomicU64::new(u64::from(options.0 & MODE_OPTIONS)),
         dir: Mutex::new(DirCursor::default()),

@@ -32,7 +32,7 @@ pub(crate) fn tear_down(server: &Server, session: &Session) {
         st.take_opens(None)
     };
     for open in opens {
-        close_open(&open);
+        close_open(server, &open);
     }
     server.sessions.lock().remove(&session.id);
 }

@@ -15,6 +15,7 @@ use smb3d_wire::Writer;
 use crate::blocking::blocking;
 use crate::connection::Ctx;
 use crate::fileinfo;
+use crate::files::{FileKey, FileTable};
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::open::{DirCursor, Open};
 use crate::status_map::VfsResultExt;
@@ -56,6 +57,7 @@ pub(crate) async fn handle(
     }
 
     let pending = QueryDirectoryResponse::begin(w);
+    let files = &cx.conn.server.files;
     let status = blocking(|| {
         let mut cursor = open.dir.lock();
         let restart = req
@@ -66,6 +68,7 @@ pub(crate) async fn handle(
         }
         let single = req.flags.contains(QueryDirectoryFlags::RETURN_SINGLE_ENTRY);
         fill(
+            files,
             &open,
             &mut cursor,
             class,
@@ -89,13 +92,10 @@ fn start_enumeration(open: &Open, cursor: &mut DirCursor, pattern: String) -> Re
     } else if pattern == "." || pattern == ".." {
         vec![dot_entry(&pattern)]
     } else {
-        match open.file.stat_child(&pattern) {
-            Ok(stat) => vec![vfs::DirEntry {
-                name: pattern.clone(),
-                ino: stat.ino,
-                file_type: stat.file_type,
-            }],
-            Err(VfsError::NotFound | VfsError::InvalidName | VfsError::NameTooLong) => Vec::new(),
+        // One name: found case-insensitively and listed with its real spelling.
+        match open.file.lookup_child(&pattern) {
+            Ok(Some((name, stat))) => vec![vfs::DirEntry { name, ino: stat.ino, file_type: stat.file_type }],
+            Ok(None) | Err(VfsError::NotFound | VfsError::InvalidName | VfsError::NameTooLong) => Vec::new(),
             Err(e) => return Err(e),
         }
     };
@@ -118,6 +118,7 @@ fn dot_entry(name: &str) -> vfs::DirEntry {
 
 /// Encodes matching entries from the cursor while they fit.
 fn fill(
+    files: &FileTable,
     open: &Open,
     cursor: &mut DirCursor,
     class: FileInformationClass,
@@ -135,6 +136,11 @@ fn fill(
         }
         let listed = if needs_stat {
             match entry_stat(open, entry) {
+                // Files with delete pending are gone as far as listings go.
+                Some(stat) if files.is_delete_pending(FileKey { dev: stat.dev, ino: stat.ino }) => {
+                    cursor.next += 1;
+                    continue;
+                }
                 Some(stat) => listing(&stat, &entry.name),
                 // Gone since the directory was read, or a symlink leading out of the share:
                 // not listed.

@@ -182,7 +182,7 @@ fn file_info(
     match class {
         FileInformationClass::FILE_BASIC_INFORMATION => fileinfo::basic(&stat, name).encode(w),
         FileInformationClass::FILE_STANDARD_INFORMATION => {
-            fileinfo::standard(&stat, open.delete_on_close()).encode(w)
+            fileinfo::standard(&stat, open.shared.delete_pending()).encode(w)
         }
         FileInformationClass::FILE_INTERNAL_INFORMATION => FileInternalInformation {
             index_number: stat.ino,
@@ -204,7 +204,7 @@ fn file_info(
         .encode(w),
         FileInformationClass::FILE_ALL_INFORMATION => FileAllInformation {
             basic: fileinfo::basic(&stat, name),
-            standard: fileinfo::standard(&stat, open.delete_on_close()),
+            standard: fileinfo::standard(&stat, open.shared.delete_pending()),
             internal: FileInternalInformation {
                 index_number: stat.ino,
             },

@@ -18,6 +18,7 @@ use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
 use crate::blocking::blocking;
 use crate::connection::Ctx;
 use crate::eas;
+use crate::files::{FileKey, FileTable};
 use crate::handlers::lookup_open;
 use crate::names::parse_path;
 use crate::open::Open;
@@ -38,7 +39,7 @@ pub(crate) async fn handle(
     }
     match req.info_type {
         InfoType::FILE => blocking(|| {
-            set_file_info(&open, FileInformationClass(req.file_info_class), req.buffer)
+            set_file_info(&cx.conn.server.files, &open, FileInformationClass(req.file_info_class), req.buffer)
         })?,
         // Changing volume information needs privileges no SMB user has here.
         InfoType::FILESYSTEM => return Err(NtStatus::ACCESS_DENIED),
@@ -68,7 +69,7 @@ fn require(open: &Open, access: AccessMask) -> Result<(), NtStatus> {
     }
 }
 
-fn set_file_info(open: &Open, class: FileInformationClass, buf: &[u8]) -> Result<(), NtStatus> {
+fn set_file_info(files: &FileTable, open: &Open, class: FileInformationClass, buf: &[u8]) -> Result<(), NtStatus> {
     match class {
         FileInformationClass::FILE_BASIC_INFORMATION => {
             let info = FileBasicInformation::decode(buf).map_err(buffer_error)?;
@@ -100,15 +101,16 @@ fn set_file_info(open: &Open, class: FileInformationClass, buf: &[u8]) -> Result
         }
         FileInformationClass::FILE_DISPOSITION_INFORMATION => {
             let info = FileDispositionInformation::decode(buf).map_err(buffer_error)?;
-            set_delete_pending(open, info.delete_pending)
+            set_delete_pending(files, open, info.delete_pending)
         }
         FileInformationClass::FILE_DISPOSITION_INFORMATION_EX => {
             let info = FileDispositionInformationEx::decode(buf).map_err(buffer_error)?;
-            set_delete_pending(open, info.flags.contains(DispositionFlags::DELETE))
+            set_delete_pending(files, open, info.flags.contains(DispositionFlags::DELETE))
         }
         FileInformationClass::FILE_RENAME_INFORMATION => {
             let info = FileRenameInformation::decode(buf).map_err(buffer_error)?;
             rename(
+                files,
                 open,
                 info.root_directory,
                 &info.file_name,
@@ -118,6 +120,7 @@ fn set_file_info(open: &Open, class: FileInformationClass, buf: &[u8]) -> Result
         FileInformationClass::FILE_RENAME_INFORMATION_EX => {
             let info = FileRenameInformationEx::decode(buf).map_err(buffer_error)?;
             rename(
+                files,
                 open,
                 info.root_directory,
                 &info.file_name,
@@ -172,7 +175,9 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
     Ok(())
 }
 
-fn set_delete_pending(open: &Open, delete: bool) -> Result<(), NtStatus> {
+/// FileDispositionInformation (MS-FSA 2.1.5.14.3): the file becomes delete-pending at once;
+/// a directory must be empty.
+fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<(), NtStatus> {
     require(open, AccessMask::DELETE)?;
     if delete && open.is_directory {
         let empty = open.file.read_dir().status()?.is_empty();
@@ -180,12 +185,12 @@ fn set_delete_pending(open: &Open, delete: bool) -> Result<(), NtStatus> {
             return Err(NtStatus::DIRECTORY_NOT_EMPTY);
         }
     }
-    open.set_delete_on_close(delete);
+    files.set_delete_pending(&open.shared, delete);
     Ok(())
 }
 
 /// MS-SMB2 3.3.5.21.1 and MS-FSA 2.1.5.14.11.
-fn rename(open: &Open, root_directory: u64, target: &str, replace: bool) -> Result<(), NtStatus> {
+fn rename(files: &FileTable, open: &Open, root_directory: u64, target: &str, replace: bool) -> Result<(), NtStatus> {
     require(open, AccessMask::DELETE)?;
     if root_directory != 0 {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -204,6 +209,17 @@ fn rename(open: &Open, root_directory: u64, target: &str, replace: bool) -> Resu
     if from == to {
         return Ok(());
     }
+    // A directory with open files below it cannot move (MS-FSA 2.1.5.14.11), nor can an open
+    // file be replaced.
+    if open.is_directory && files.any_open_below(&from) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if replace
+        && let Ok(target) = open.vfs.stat(&to)
+        && files.get(FileKey { dev: target.dev, ino: target.ino }).is_some_and(|f| f.key != open.shared.key)
+    {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     match open.vfs.rename(&from, &to, replace) {
         Ok(()) => {}
         // Replacing a directory is refused as Windows does.
@@ -212,6 +228,6 @@ fn rename(open: &Open, root_directory: u64, target: &str, replace: bool) -> Resu
         }
         Err(e) => return Err(crate::status_map::vfs_status(&e)),
     }
-    *open.path.lock() = to;
+    files.renamed(&from, &to);
     Ok(())
 }

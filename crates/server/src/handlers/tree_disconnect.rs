@@ -21,7 +21,7 @@ pub(crate) async fn handle(
         st.take_opens(Some(tree.id))
     };
     for open in opens {
-        close_open(&open);
+        close_open(&cx.conn.server, &open);
     }
     TreeDisconnectResponse.encode(w);
     Ok(NtStatus::SUCCESS)
