@@ -39,7 +39,9 @@ class Table:
             cell += " " + self._note("%s: %d of %d runs failed: %s" % (label, len(errors), len(samples), errors[0]))
         return median, cell
 
-    def add(self, workload, results):
+    def add(self, workload, results, load):
+        """One workload's samples per server label (None: server not measured); load is the
+        1-minute load average when it started, kept with the raw runs."""
         rows = [(workload.title, workload.unit, workload.higher_is_better, lambda s: s.value)]
         for key, title, unit, higher in workload.extra_rows:
             rows.append((title, unit, higher, lambda s, key=key: s.extras.get(key)))
@@ -64,7 +66,7 @@ class Table:
                 samples = results.get(label)
                 if samples:
                     runs = ", ".join("error" if s.error or pick(s) is None else fmt(pick(s), unit) for s in samples)
-                    self.raw.append("%s, %s (%s): %s" % (title, label, unit, runs))
+                    self.raw.append("%s, %s (%s): %s; load %.1f" % (title, label, unit, runs, load))
 
     def markdown(self):
         base, new = self.labels
