@@ -53,13 +53,14 @@ class Server(abc.ABC):
 
     label = "?"
 
-    def __init__(self, root: Path, password: str):
+    def __init__(self, root: Path, password: str, log_dir: Path):
         self.root = root
         self.share_dir = root / SHARE
         self.password = password
         self.port = 0
         self.proc = None
-        self.log = root / "server.log"
+        self.log_dir = log_dir
+        self.log = log_dir / ("%s.log" % self.label)
         self.idle_processes = 1
 
     @property
@@ -123,8 +124,8 @@ class Server(abc.ABC):
 class Samba(Server):
     label = "Samba"
 
-    def __init__(self, root: Path, password: str, smbd="smbd"):
-        super().__init__(root, password)
+    def __init__(self, root: Path, password: str, log_dir: Path, smbd="smbd"):
+        super().__init__(root, password, log_dir)
         self.smbd = smbd
         self.conf = root / "smb.conf"
 
@@ -133,7 +134,7 @@ class Samba(Server):
         return r.stdout.strip()
 
     def prepare(self):
-        for sub in ("private", "lock", "state", "cache", "log", "run", "ncalrpc"):
+        for sub in ("private", "lock", "state", "cache", "run", "ncalrpc"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.share_dir.mkdir(parents=True, exist_ok=True)
 
@@ -159,7 +160,7 @@ class Samba(Server):
   cache directory = {r}/cache
   pid directory = {r}/run
   ncalrpc dir = {r}/ncalrpc
-  log file = {r}/log/log.%m
+  log file = {self.log_dir}/samba-log.%m
   store dos attributes = yes
   ea support = yes
 
@@ -181,8 +182,8 @@ class Samba(Server):
 class Smb3d(Server):
     label = "smb3d"
 
-    def __init__(self, root: Path, password: str, binary: Path, uid: int):
-        super().__init__(root, password)
+    def __init__(self, root: Path, password: str, log_dir: Path, binary: Path, uid: int):
+        super().__init__(root, password, log_dir)
         self.binary = binary
         self.uid = uid
         self.config = root / "smb3d.toml"
