@@ -47,7 +47,8 @@ fuzz_target!(|data: &[u8]| {
         dns_domain: "example.test".into(),
         dns_name: "fuzz.example.test".into(),
     };
-    let mut acceptor = Acceptor::with_random(Arc::new(identity), Arc::new(OneUser), Arc::new(Fixed));
+    let mut acceptor =
+        Acceptor::with_random(Arc::new(identity), Arc::new(OneUser), Arc::new(Fixed));
     let negotiate = NegotiateMessage {
         flags: NegotiateFlags(0x6208_8215),
         domain: &[],

@@ -35,14 +35,22 @@ fuzz_target!(|data: &[u8]| {
         privileges: Privileges(u32::from(selector >> 6)),
     };
     let max = maximum_allowed(&sd, &token);
-    let desired = AccessMask(u32::from_le_bytes([selector, selector & 1, 0x1F, selector & 0xF3]));
+    let desired = AccessMask(u32::from_le_bytes([
+        selector,
+        selector & 1,
+        0x1F,
+        selector & 0xF3,
+    ]));
     if let Ok(granted) = access_check(&sd, &token, desired) {
         assert!(max.contains(granted.without(AccessMask::MAXIMUM_ALLOWED)));
     }
     for is_directory in [false, true] {
         if let Some(child) = inherit(&sd, is_directory, &token.user, &token.user) {
             let bytes = child.to_bytes();
-            assert_eq!(SecurityDescriptor::decode(&bytes).expect("child decodes"), child);
+            assert_eq!(
+                SecurityDescriptor::decode(&bytes).expect("child decodes"),
+                child
+            );
         }
     }
 });

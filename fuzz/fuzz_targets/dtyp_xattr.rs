@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
         }
         2 => {
             if let Ok(p) = PosixAcl::decode_xattr(blob) {
-                assert_eq!(PosixAcl::decode_xattr(&p.to_xattr()).expect("xattr decodes"), p);
+                assert_eq!(
+                    PosixAcl::decode_xattr(&p.to_xattr()).expect("xattr decodes"),
+                    p
+                );
                 let state = PosixAclState {
                     access: Some(&p),
                     default: Some(&p),

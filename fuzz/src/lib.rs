@@ -146,3 +146,23 @@ pub fn check_create_contexts(contexts: create::CreateContexts<'_>) {
         assert_eq!(again, typed);
     }
 }
+
+/// Decodes `$buf` as the MS-FSCC structure `$ty`; if accepted, checks that encoding is stable.
+#[macro_export]
+macro_rules! fscc_stable {
+    ($ty:ty, $buf:expr) => {{
+        if let Ok(v) = <$ty>::decode($buf) {
+            let mut once = Vec::new();
+            v.encode(&mut smb3d_wire::Writer::new(&mut once));
+            let again =
+                <$ty>::decode(&once).expect(concat!(stringify!($ty), ": re-encoding decodes"));
+            assert_eq!(again, v, concat!(stringify!($ty), ": decoding is stable"));
+            let mut twice = Vec::new();
+            again.encode(&mut smb3d_wire::Writer::new(&mut twice));
+            assert_eq!(
+                once, twice,
+                concat!(stringify!($ty), ": encoding is stable")
+            );
+        }
+    }};
+}
