@@ -1,7 +1,9 @@
-//! `smb3d`: serve SMB2/SMB3 shares, manage users, check the configuration.
+//! `smb3d`: serve SMB2/SMB3 shares, manage users, check and import the configuration.
 
+mod config_cmd;
 mod credentials;
 mod serve;
+pub mod systemd;
 mod users;
 
 use std::path::PathBuf;
@@ -25,11 +27,11 @@ struct Cli {
 enum Command {
     /// Run the server.
     Serve(serve::ServeArgs),
-    /// Manage the user database.
+    /// Manage the user database (smbpasswd format, NT hashes only).
     User {
         #[command(subcommand)]
         action: users::UserAction,
-        /// Configuration file naming the user database.
+        /// Configuration file naming the user database (SMB3D_USER_DB overrides it).
         #[arg(long, short, default_value = DEFAULT_CONFIG_PATH)]
         config: PathBuf,
         /// The user database itself, instead of the one the configuration names.
@@ -40,13 +42,14 @@ enum Command {
     Share {
         #[command(subcommand)]
         action: ShareAction,
+        /// Configuration file (SMB3D_SHARE_<NAME> variables add to it).
         #[arg(long, short, default_value = DEFAULT_CONFIG_PATH)]
         config: PathBuf,
     },
-    /// Check the configuration.
+    /// Check the configuration or convert a Samba smb.conf.
     Config {
         #[command(subcommand)]
-        action: ConfigAction,
+        action: config_cmd::ConfigAction,
     },
 }
 
@@ -54,15 +57,6 @@ enum Command {
 enum ShareAction {
     /// List the configured shares.
     List,
-}
-
-#[derive(Subcommand)]
-enum ConfigAction {
-    /// Parse and check a configuration file, then print the effective settings.
-    Check {
-        #[arg(default_value = DEFAULT_CONFIG_PATH)]
-        file: PathBuf,
-    },
 }
 
 fn main() -> ExitCode {
@@ -74,9 +68,7 @@ fn main() -> ExitCode {
             action: ShareAction::List,
             config,
         } => share_list(&config),
-        Command::Config {
-            action: ConfigAction::Check { file },
-        } => config_check(&file),
+        Command::Config { action } => config_cmd::run(action),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -90,7 +82,7 @@ fn main() -> ExitCode {
 type AnyError = Box<dyn std::error::Error>;
 
 fn share_list(config: &std::path::Path) -> Result<(), AnyError> {
-    let config = smb3d_config::Config::load(config)?;
+    let config = config_cmd::load(config)?;
     println!("{:<20} {:<40} OPTIONS", "NAME", "PATH");
     for (name, share) in &config.shares {
         let mut options = Vec::new();
@@ -114,59 +106,4 @@ fn share_list(config: &std::path::Path) -> Result<(), AnyError> {
         );
     }
     Ok(())
-}
-
-fn config_check(file: &std::path::Path) -> Result<(), AnyError> {
-    let config = smb3d_config::Config::load(file)?;
-    let s = &config.server;
-    println!("# {} is valid; effective settings:", file.display());
-    println!("[server]");
-    let listen: Vec<String> = s.listen.iter().map(|a| format!("\"{a}\"")).collect();
-    println!("listen = [{}]", listen.join(", "));
-    println!("server_name = {:?}", s.server_name);
-    println!("workgroup = {:?}", s.workgroup);
-    println!("min_dialect = \"{}\"", s.min_dialect.get_ref().as_str());
-    println!("max_dialect = \"{}\"", s.max_dialect.get_ref().as_str());
-    println!("signing = \"{}\"", signing_name(s.signing));
-    println!("encrypt = \"{}\"", encrypt_name(s.encrypt));
-    let ciphers: Vec<String> = s
-        .ciphers
-        .iter()
-        .map(|c| format!("\"{}\"", c.as_str()))
-        .collect();
-    println!("ciphers = [{}]", ciphers.join(", "));
-    println!("user_db = {:?}", s.user_db.display().to_string());
-    println!("max_io_size = {}", s.max_io_size.get_ref());
-    for (name, share) in &config.shares {
-        println!();
-        println!("[share.{name:?}]");
-        println!("path = {:?}", share.path.get_ref().display().to_string());
-        println!("comment = {:?}", share.comment);
-        println!("read_only = {}", share.read_only);
-        println!("valid_users = {:?}", share.valid_users);
-        println!("browseable = {}", share.browseable);
-        println!("guest_ok = {}", share.guest_ok);
-        println!(
-            "encrypt = \"{}\"",
-            encrypt_name(share.encrypt.unwrap_or(s.encrypt))
-        );
-        println!("signing = \"{}\"", signing_name(share.signing));
-    }
-    Ok(())
-}
-
-fn signing_name(policy: smb3d_config::SigningPolicy) -> &'static str {
-    match policy {
-        smb3d_config::SigningPolicy::Auto => "auto",
-        smb3d_config::SigningPolicy::Required => "required",
-    }
-}
-
-fn encrypt_name(policy: smb3d_config::EncryptPolicy) -> &'static str {
-    match policy {
-        smb3d_config::EncryptPolicy::Off => "off",
-        smb3d_config::EncryptPolicy::Auto => "auto",
-        smb3d_config::EncryptPolicy::Desired => "desired",
-        smb3d_config::EncryptPolicy::Required => "required",
-    }
 }

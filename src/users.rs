@@ -1,6 +1,6 @@
-//! `smb3d user add|passwd|del|list`.
+//! `smb3d user add|passwd|del|list|import`.
 
-use std::io::{BufRead, IsTerminal};
+use std::io::{BufRead, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
@@ -29,12 +29,20 @@ pub enum UserAction {
     Del { name: String },
     /// List the users.
     List,
+    /// Add or replace users from smbpasswd lines, as `pdbedit -L -w` prints them, keeping
+    /// their NT hashes, uids and flags: `pdbedit -L -w | smb3d user import`. Nothing is
+    /// changed if any line is bad; machine and trust accounts are skipped.
+    Import {
+        /// The file to read; `-` (the default) reads standard input.
+        #[arg(default_value = "-")]
+        file: PathBuf,
+    },
 }
 
 pub fn run(action: UserAction, config: &Path, db: Option<PathBuf>) -> Result<(), AnyError> {
     let path = match db {
         Some(path) => path,
-        None => smb3d_config::Config::load(config)?.server.user_db,
+        None => crate::config_cmd::load(config)?.server.user_db,
     };
     let exists = path.exists();
     let mut users = if exists {
@@ -82,6 +90,26 @@ pub fn run(action: UserAction, config: &Path, db: Option<PathBuf>) -> Result<(),
             users.save()?;
             println!("removed {name}");
         }
+        UserAction::Import { file } => {
+            let text = read_import(&file)?;
+            let source = if file == Path::new("-") {
+                "standard input".to_owned()
+            } else {
+                file.display().to_string()
+            };
+            let (imported, skipped) = import_lines(&mut users, &text, &source)?;
+            create_parent(&path)?;
+            users.save()?;
+            println!(
+                "imported {imported} user(s) into {}{}",
+                path.display(),
+                if skipped > 0 {
+                    format!(", skipped {skipped} machine or trust account(s)")
+                } else {
+                    String::new()
+                }
+            );
+        }
         UserAction::List => {
             println!("{:<24} {:>8} FLAGS", "NAME", "UID");
             for user in users.list() {
@@ -90,6 +118,50 @@ pub fn run(action: UserAction, config: &Path, db: Option<PathBuf>) -> Result<(),
         }
     }
     Ok(())
+}
+
+fn read_import(file: &Path) -> Result<String, AnyError> {
+    let mut text = String::new();
+    if file == Path::new("-") {
+        std::io::stdin().lock().read_to_string(&mut text)?;
+    } else {
+        text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    }
+    Ok(text)
+}
+
+/// Imports every account line of `text` into `users`, or nothing if a line is bad; returns
+/// how many were imported and how many machine or trust accounts were skipped.
+fn import_lines(users: &mut UserDb, text: &str, source: &str) -> Result<(usize, usize), AnyError> {
+    let mut errors = Vec::new();
+    let (mut imported, mut skipped) = (0, 0);
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let flags = line.split(':').nth(4).unwrap_or_default();
+        if flags.contains(['W', 'S', 'I']) {
+            let name = line.split(':').next().unwrap_or_default();
+            eprintln!(
+                "{source}:{}: skipping {name}: a machine or trust account",
+                index + 1
+            );
+            skipped += 1;
+            continue;
+        }
+        match users.import_line(line) {
+            Ok(_) => imported += 1,
+            Err(reason) => errors.push(format!("{source}:{}: {reason}", index + 1)),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(format!("nothing imported:\n{}", errors.join("\n")).into());
+    }
+    if imported == 0 {
+        return Err(format!("{source}: no user lines (expected `pdbedit -L -w` output)").into());
+    }
+    Ok((imported, skipped))
 }
 
 fn create_parent(path: &Path) -> std::io::Result<()> {

@@ -1,0 +1,146 @@
+//! `smb3d config check` and `smb3d config import-smb-conf`, and the loading of the effective
+//! configuration (file plus `SMB3D_*` environment overrides) that every command uses.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use smb3d_config::{Config, ConfigError, DEFAULT_CONFIG_PATH, is_override_variable};
+
+use crate::AnyError;
+
+#[derive(Subcommand)]
+pub enum ConfigAction {
+    /// Check a configuration like testparm: print every error with its line, or the effective
+    /// settings (file, defaults and SMB3D_* environment overrides) as TOML.
+    Check {
+        /// The configuration file.
+        #[arg(default_value = DEFAULT_CONFIG_PATH)]
+        file: PathBuf,
+        /// Ignore SMB3D_* environment variables: check the file alone.
+        #[arg(long)]
+        no_env: bool,
+    },
+    /// Convert a Samba smb.conf (with its includes) into an smb3d configuration. Every
+    /// parameter that does not map is reported on standard error with its file, line and
+    /// section.
+    ImportSmbConf {
+        /// The smb.conf to convert, for example /etc/samba/smb.conf.
+        file: PathBuf,
+        /// Write the configuration here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Replace OUTPUT if it exists.
+        #[arg(long, requires = "output")]
+        force: bool,
+    },
+}
+
+pub fn run(action: ConfigAction) -> Result<(), AnyError> {
+    match action {
+        ConfigAction::Check { file, no_env } => check(&file, no_env),
+        ConfigAction::ImportSmbConf {
+            file,
+            output,
+            force,
+        } => import(&file, output.as_deref(), force),
+    }
+}
+
+/// The `SMB3D_*` variables of this process that override settings, sorted.
+fn override_variables() -> Vec<(String, String)> {
+    let mut vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, _)| is_override_variable(name))
+        .collect();
+    vars.sort();
+    vars
+}
+
+/// The configuration a command works with: the file, then the `SMB3D_*` overrides. A missing
+/// file at the default path counts as empty when overrides are set, so that a container can
+/// be configured by environment alone.
+pub fn load_effective(path: &Path) -> Result<Config, Vec<ConfigError>> {
+    let vars = override_variables();
+    let base = if !path.exists() && path == Path::new(DEFAULT_CONFIG_PATH) && !vars.is_empty() {
+        Config::parse(path, "").map_err(|e| vec![e])?
+    } else {
+        Config::load_all_errors(path)?
+    };
+    base.with_env(vars.into_iter()).map_err(|e| vec![e])
+}
+
+/// [`load_effective`] with its errors joined into one message, for commands that stop at them.
+pub fn load(path: &Path) -> Result<Config, AnyError> {
+    load_effective(path).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        lines.join("\n").into()
+    })
+}
+
+fn check(file: &Path, no_env: bool) -> Result<(), AnyError> {
+    let result = if no_env {
+        Config::load_all_errors(file)
+    } else {
+        load_effective(file)
+    };
+    let config = match result {
+        Ok(config) => config,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{e}");
+            }
+            return Err(
+                format!("{} is not valid: {} error(s)", file.display(), errors.len()).into(),
+            );
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "# {} is valid; effective settings:", file.display())?;
+    if !no_env {
+        for (name, value) in override_variables() {
+            writeln!(out, "# from the environment: {name}={value}")?;
+        }
+    }
+    write!(out, "{}", config.to_toml())?;
+    Ok(())
+}
+
+fn import(file: &Path, output: Option<&Path>, force: bool) -> Result<(), AnyError> {
+    let imported = smb3d_config::smbconf::import(file)?;
+    for warning in &imported.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let text = imported.to_toml();
+    match output {
+        None => print!("{text}"),
+        Some(path) => {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true);
+            if force {
+                options.create(true).truncate(true);
+            } else {
+                options.create_new(true);
+            }
+            let mut f = options.open(path).map_err(|e| {
+                format!(
+                    "{}: {e}{}",
+                    path.display(),
+                    if e.kind() == std::io::ErrorKind::AlreadyExists {
+                        " (use --force to replace it)"
+                    } else {
+                        ""
+                    }
+                )
+            })?;
+            f.write_all(text.as_bytes())?;
+            eprintln!(
+                "wrote {} ({} share(s), {} warning(s)); check it with `smb3d config check {}`",
+                path.display(),
+                imported.config.shares.len(),
+                imported.warnings.len(),
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
