@@ -1,0 +1,246 @@
+//! An smb3d server in memory: [`TestServer`] holds a `Server` with one `MemoryVfs` share and
+//! one user, [`TestConnection`] feeds it frames through `Connection::on_frame` and collects
+//! the frames it sends back. Everything runs on one current-thread tokio runtime, drained after
+//! every frame, so a frame's responses are all there when [`TestConnection::send`] returns.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+use smb3d_auth::{CredentialStore, ServerIdentity};
+use smb3d_crypto::CryptoProvider;
+use smb3d_server::connection::{Connection, FrameSink, OutFrame};
+use smb3d_server::share::Share;
+use smb3d_server::{Server, Settings};
+use smb3d_vfs::{Access, Disposition, Kind, MemoryVfs, OpenRequest, Vfs, VfsPath};
+use tokio::runtime::Runtime;
+
+/// The one user the test server knows.
+pub const USER: &str = "tester";
+/// Its password.
+pub const PASSWORD: &str = "Secret1!";
+/// The disk share's name.
+pub const SHARE: &str = "share";
+/// The share path a TREE_CONNECT names (`\\server\share`).
+pub const SHARE_UNC: &str = "\\\\testkit\\share";
+/// The bytes of `dir\file.txt`, a file every test server starts with.
+pub const FILE_CONTENT: &[u8] = b"testkit file content\n";
+
+/// How much file data the in-memory share may hold: small, so that a fuzz input cannot use
+/// more than a few MiB however much it writes.
+const SHARE_CAPACITY: u64 = 4 * 1024 * 1024;
+
+/// Polls of the runtime after a frame before giving up on tasks that never finish (a server
+/// waiting on a timer): a bound, not a time limit.
+const MAX_SETTLE_POLLS: usize = 10_000;
+
+/// Objects a server holds (`Server::counts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    pub sessions: usize,
+    pub trees: usize,
+    pub opens: usize,
+    /// Files with at least one open, server-wide.
+    pub files: usize,
+}
+
+impl Counts {
+    /// Whether the server holds nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// A credential store holding [`USER`] with [`PASSWORD`].
+struct OneUser;
+
+impl CredentialStore for OneUser {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        user.eq_ignore_ascii_case(USER)
+            .then(|| *smb3d_auth::ntlm::crypto::nt_hash(PASSWORD))
+    }
+}
+
+/// A server in memory with the share [`SHARE`] and the user [`USER`].
+///
+/// The share starts with `dir\file.txt` ([`FILE_CONTENT`]) and symlinks: `inside` → `dir`,
+/// `escape` → `../outside` (leaves the share), `loop` → `loop`.
+pub struct TestServer {
+    /// The server under test.
+    pub server: Arc<Server>,
+    /// The share's file system, to inspect what requests did.
+    pub vfs: MemoryVfs,
+    runtime: Runtime,
+}
+
+impl TestServer {
+    /// A server with `settings`, using `crypto` for signing and encryption.
+    pub fn new(settings: Settings, crypto: Arc<dyn CryptoProvider>) -> std::io::Result<Self> {
+        let vfs = MemoryVfs::with_capacity(SHARE_CAPACITY);
+        populate(&vfs).map_err(|e| std::io::Error::other(format!("populating the share: {e}")))?;
+        let identity = ServerIdentity {
+            netbios_domain: "WORKGROUP".into(),
+            netbios_name: "TESTKIT".into(),
+            dns_domain: String::new(),
+            dns_name: "testkit".into(),
+        };
+        let shares = vec![Share::ipc(), Share::disk(SHARE, Arc::new(vfs.clone()))];
+        let server = Server::new(settings, identity, Arc::new(OneUser), crypto, shares);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()?;
+        Ok(Self {
+            server,
+            vfs,
+            runtime,
+        })
+    }
+
+    /// A new client connection.
+    pub fn connect(&self) -> TestConnection<'_> {
+        let sink = Arc::new(Collector::default());
+        let conn = Connection::new(self.server.clone(), sink.clone());
+        TestConnection {
+            owner: self,
+            conn,
+            sink,
+            closed: false,
+        }
+    }
+
+    /// What the server holds.
+    pub fn counts(&self) -> Counts {
+        let (sessions, trees, opens, files) = self.server.counts();
+        Counts {
+            sessions,
+            trees,
+            opens,
+            files,
+        }
+    }
+}
+
+fn populate(vfs: &MemoryVfs) -> smb3d_vfs::VfsResult<()> {
+    let dir = VfsPath::parse("dir")?;
+    let create = |kind| OpenRequest {
+        access: Access::ReadWrite,
+        disposition: Disposition::Create,
+        kind,
+        create_mode: 0o755,
+    };
+    vfs.open(&dir, &create(Kind::Directory))?;
+    let file = vfs.open(&dir.join("file.txt")?, &create(Kind::File))?;
+    file.file.write_at(FILE_CONTENT, 0)?;
+    vfs.symlink("dir", &VfsPath::parse("inside")?)?;
+    vfs.symlink("../outside", &VfsPath::parse("escape")?)?;
+    vfs.symlink("loop", &VfsPath::parse("loop")?)?;
+    Ok(())
+}
+
+/// A frame sink that keeps what the server sends.
+#[derive(Default)]
+struct Collector {
+    frames: Mutex<Vec<OutFrame>>,
+    disconnected: AtomicBool,
+}
+
+impl FrameSink for Collector {
+    fn send(&self, frame: OutFrame) {
+        self.frames.lock().push(frame);
+    }
+
+    fn disconnect(&self) {
+        self.disconnected.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What the server did with one frame.
+#[derive(Debug, Default)]
+pub struct Exchange {
+    /// The frames it sent, each without its 4-byte Direct-TCP prefix.
+    pub frames: Vec<Vec<u8>>,
+    /// Frames whose Direct-TCP prefix did not give their length (an encoder bug).
+    pub bad_prefixes: usize,
+    /// Whether it ended the connection.
+    pub disconnected: bool,
+}
+
+/// One client connection to a [`TestServer`]. Dropping it disconnects.
+pub struct TestConnection<'s> {
+    owner: &'s TestServer,
+    conn: Arc<Connection>,
+    sink: Arc<Collector>,
+    closed: bool,
+}
+
+impl TestConnection<'_> {
+    /// Hands `frame` (an SMB message without the Direct-TCP prefix) to the server, as the
+    /// transport would, and returns what the server answered once all work it started is done.
+    /// A connection the server ended takes no more frames.
+    pub fn send(&mut self, frame: Vec<u8>) -> Exchange {
+        if self.closed {
+            return Exchange {
+                disconnected: true,
+                ..Exchange::default()
+            };
+        }
+        let conn = self.conn.clone();
+        let refused = self.owner.runtime.block_on(async move {
+            let result = conn.on_frame(frame);
+            settle().await;
+            result.is_err()
+        });
+        let mut exchange = Exchange::default();
+        for out in self.sink.frames.lock().drain(..) {
+            let bytes = out.bytes();
+            let (prefix, message) = bytes.split_at_checked(4).unwrap_or((&[], bytes));
+            let declared = prefix
+                .try_into()
+                .ok()
+                .and_then(|p| smb3d_smb2::framing::frame_len(p, usize::MAX).ok());
+            if declared != Some(message.len()) {
+                exchange.bad_prefixes += 1;
+            }
+            exchange.frames.push(message.to_vec());
+        }
+        exchange.disconnected = refused || self.sink.disconnected.load(Ordering::Relaxed);
+        if exchange.disconnected {
+            self.close();
+        }
+        exchange
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Ends the connection as the transport does when the socket closes.
+    pub fn close(&mut self) {
+        if !self.closed {
+            self.closed = true;
+            let conn = self.conn.clone();
+            self.owner.runtime.block_on(async move {
+                conn.on_disconnect();
+                settle().await;
+            });
+        }
+    }
+}
+
+impl Drop for TestConnection<'_> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Lets every task the server spawned run to completion (or until the poll bound).
+async fn settle() {
+    let handle = tokio::runtime::Handle::current();
+    for _ in 0..MAX_SETTLE_POLLS {
+        if handle.metrics().num_alive_tasks() == 0 {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+}
