@@ -1,0 +1,21 @@
+//! mDNS/DNS-SD responder for smb3d (RFC 6762, RFC 6763): advertises `_smb._tcp` so that macOS
+//! Finder (and Linux file managers) list the server, and `_device-info._tcp` with a `model=`
+//! that picks the icon. A sans-IO core ([`dns`], [`Responder`]) and a small tokio runtime
+//! ([`Advertiser`]).
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
+pub mod dns;
+mod responder;
+mod runtime;
+
+pub use responder::{Destination, MDNS_PORT, Responder, ServiceInfo, Transmit};
+pub use runtime::{Advertiser, Interface, host_label, interfaces, published_addresses};
