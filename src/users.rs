@@ -12,7 +12,9 @@ use crate::AnyError;
 pub enum UserAction {
     /// Add a user (its uid defaults to the system account of the same name).
     Add {
+        /// The user name clients log on with (matched without regard to case).
         name: String,
+        /// The Unix uid files are accessed as (default: the system account of the same name).
         #[arg(long)]
         uid: Option<u32>,
         /// Read the password from the first line of standard input instead of prompting.
@@ -21,12 +23,17 @@ pub enum UserAction {
     },
     /// Change a user's password.
     Passwd {
+        /// The user whose password changes.
         name: String,
+        /// Read the password from the first line of standard input instead of prompting.
         #[arg(long)]
         password_stdin: bool,
     },
     /// Remove a user.
-    Del { name: String },
+    Del {
+        /// The user to remove.
+        name: String,
+    },
     /// List the users.
     List,
     /// Add or replace users from smbpasswd lines, as `pdbedit -L -w` prints them, keeping

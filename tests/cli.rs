@@ -1,0 +1,324 @@
+//! The `smb3d` commands that docs/operations.md and the README show, run as a sysadmin would:
+//! config check (every error, environment overrides), import-smb-conf, user import, the
+//! systemd unit and the sample configuration in contrib/, and `--help` of every subcommand.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_smb3d");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// `pdbedit -s smb.conf -L -w` of the reference Samba 4.17: user bench, password "pass".
+const PDBEDIT_LINE: &str = "bench:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3FC:[U          ]:LCT-6B0246E4:";
+
+fn smb3d(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn config_check_prints_every_error_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("smb3d.toml");
+    std::fs::write(
+        &file,
+        "[server]\nlisten_port = 445\n[share.a]\npath = \"relative\"\n[share.b]\npath = \"/b\"\n[share.B]\npath = \"/c\"\n",
+    )
+    .unwrap();
+    let out = smb3d(&["config", "check", file.to_str().unwrap()], &[], None);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    let f = file.display();
+    assert!(
+        err.contains(&format!("{f}:2:1: unknown field `listen_port`")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{f}:4:8: share \"a\": path must be absolute")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{f}:7:8: share \"B\" is defined twice")),
+        "{err}"
+    );
+    assert!(err.contains("3 error(s)"), "{err}");
+}
+
+#[test]
+fn config_check_shows_environment_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("smb3d.toml");
+    std::fs::write(&file, "[share.data]\npath = \"/srv/data\"\n").unwrap();
+    let env = [
+        ("SMB3D_LISTEN", "127.0.0.1:4445"),
+        ("SMB3D_SIGNING", "required"),
+        ("SMB3D_SHARE_MEDIA", "/srv/media;read_only;users=alice,bob"),
+    ];
+    let out = smb3d(&["config", "check", file.to_str().unwrap()], &env, None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("# from the environment: SMB3D_SIGNING=required"),
+        "{shown}"
+    );
+    assert!(shown.contains("listen = [\"127.0.0.1:4445\"]"), "{shown}");
+    assert!(shown.contains("signing = \"required\""), "{shown}");
+    assert!(
+        shown.contains("[share.MEDIA]\npath = \"/srv/media\""),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("valid_users = [\"alice\", \"bob\"]"),
+        "{shown}"
+    );
+
+    let out = smb3d(
+        &["config", "check", "--no-env", file.to_str().unwrap()],
+        &env,
+        None,
+    );
+    assert!(!text(&out.stdout).contains("MEDIA"));
+
+    let out = smb3d(
+        &["config", "check", file.to_str().unwrap()],
+        &[("SMB3D_ENCRYPT", "sometimes")],
+        None,
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("environment variable SMB3D_ENCRYPT: \"sometimes\""),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn import_smb_conf_writes_a_config_that_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("smb.conf");
+    let debian = std::fs::read_to_string(
+        Path::new(ROOT).join("crates/config/tests/fixtures/debian-smb.conf"),
+    )
+    .unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "{debian}\n[projects]\n   path = /srv/projects\n   read only = no\n   valid users = alice @staff\n   guest ok = no\n   browseable = yes\n   create mask = 0664\n   vfs objects = acl_xattr streams_xattr\n"
+        ),
+    )
+    .unwrap();
+    let out_file = dir.path().join("smb3d.toml");
+    let out = smb3d(
+        &[
+            "config",
+            "import-smb-conf",
+            conf.to_str().unwrap(),
+            "-o",
+            out_file.to_str().unwrap(),
+        ],
+        &[],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let warnings = text(&out.stderr);
+    assert_eq!(warnings.matches("warning: ").count(), 15, "{warnings}");
+    assert!(
+        warnings.contains("[projects]: create mask = 0664: not mapped yet"),
+        "{warnings}"
+    );
+    let check = smb3d(&["config", "check", out_file.to_str().unwrap()], &[], None);
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    assert!(text(&check.stdout).contains("[share.projects]"));
+
+    // An existing output is kept unless --force.
+    let again = smb3d(
+        &[
+            "config",
+            "import-smb-conf",
+            conf.to_str().unwrap(),
+            "-o",
+            out_file.to_str().unwrap(),
+        ],
+        &[],
+        None,
+    );
+    assert!(!again.status.success());
+    assert!(text(&again.stderr).contains("--force"));
+    // Without -o the configuration goes to standard output.
+    let stdout = smb3d(
+        &["config", "import-smb-conf", conf.to_str().unwrap()],
+        &[],
+        None,
+    );
+    assert!(text(&stdout.stdout).starts_with("# Converted from"));
+}
+
+#[test]
+fn user_import_reads_pdbedit_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("users");
+    let db_arg = db.to_str().unwrap();
+    let out = smb3d(
+        &["user", "--db", db_arg, "import"],
+        &[],
+        Some(&format!("{PDBEDIT_LINE}\n")),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = smb3d(&["user", "--db", db_arg, "list"], &[], None);
+    assert!(
+        text(&list.stdout).contains("bench"),
+        "{}",
+        text(&list.stdout)
+    );
+    assert!(std::fs::read_to_string(&db).unwrap().contains(PDBEDIT_LINE));
+
+    let file = dir.path().join("pdbedit.txt");
+    std::fs::write(&file, "broken line\n").unwrap();
+    let bad = smb3d(
+        &["user", "--db", db_arg, "import", file.to_str().unwrap()],
+        &[],
+        None,
+    );
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("pdbedit.txt:1:"),
+        "{}",
+        text(&bad.stderr)
+    );
+
+    // SMB3D_USER_DB finds the database with no configuration file at all.
+    let env_list = smb3d(&["user", "list"], &[("SMB3D_USER_DB", db_arg)], None);
+    assert!(
+        text(&env_list.stdout).contains("bench"),
+        "{}",
+        text(&env_list.stderr)
+    );
+}
+
+#[test]
+fn sample_config_is_valid_and_documents_every_option() {
+    let sample = Path::new(ROOT).join("contrib/smb3d.toml");
+    let out = smb3d(&["config", "check", sample.to_str().unwrap()], &[], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let effective = text(&out.stdout);
+    let sample_text = std::fs::read_to_string(&sample).unwrap();
+    // Every key config check prints is set (and commented) in the sample.
+    for line in effective.lines().filter(|l| l.contains(" = ")) {
+        let key = line.split(" = ").next().unwrap();
+        assert!(
+            sample_text.contains(&format!("\n{key} = ")),
+            "contrib/smb3d.toml lacks {key}"
+        );
+    }
+}
+
+fn unit_with_binary(dir: &Path) -> PathBuf {
+    let unit = std::fs::read_to_string(Path::new(ROOT).join("contrib/smb3d.service")).unwrap();
+    let path = dir.join("smb3d.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/smb3d", BIN)).unwrap();
+    path
+}
+
+#[test]
+fn systemd_unit_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let unit = unit_with_binary(dir.path());
+    let text_unit = std::fs::read_to_string(&unit).unwrap();
+    for needed in [
+        "Type=notify",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "ProtectSystem=strict",
+        "ReadWritePaths=",
+        "ProtectHome=yes",
+        "PrivateTmp=yes",
+        "NoNewPrivileges=yes",
+        "CapabilityBoundingSet=",
+        "AmbientCapabilities=CAP_NET_BIND_SERVICE",
+    ] {
+        assert!(text_unit.contains(needed), "unit lacks {needed}");
+    }
+    match Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&unit)
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "systemd-analyze verify: {}",
+            text(&out.stderr)
+        ),
+        Err(e) => eprintln!("systemd-analyze not installed ({e}); only the keys were checked"),
+    }
+}
+
+#[test]
+fn every_option_of_every_subcommand_has_help() {
+    let subcommands: &[&[&str]] = &[
+        &[],
+        &["serve"],
+        &["user"],
+        &["user", "add"],
+        &["user", "passwd"],
+        &["user", "del"],
+        &["user", "list"],
+        &["user", "import"],
+        &["share"],
+        &["share", "list"],
+        &["config"],
+        &["config", "check"],
+        &["config", "import-smb-conf"],
+    ];
+    let mut undocumented = Vec::new();
+    for sub in subcommands {
+        let mut args = sub.to_vec();
+        args.push("--help");
+        let out = smb3d(&args, &[], None);
+        assert!(out.status.success(), "{args:?}");
+        let help = text(&out.stdout);
+        let mut section = "";
+        for line in help.lines() {
+            if !line.starts_with(' ') {
+                section = line;
+                continue;
+            }
+            let entry = line.trim();
+            // An option or argument line: its flag, then two spaces and the description.
+            let documented = entry.contains("  ") && !entry.ends_with("  ");
+            if (section.starts_with("Options") || section.starts_with("Arguments"))
+                && (entry.starts_with('-') || entry.starts_with('<') || entry.starts_with('['))
+                && !documented
+            {
+                undocumented.push(format!("{sub:?}: {entry}"));
+            }
+        }
+    }
+    assert!(
+        undocumented.is_empty(),
+        "options without help: {undocumented:#?}"
+    );
+}
