@@ -32,10 +32,10 @@ enum Command {
         #[command(subcommand)]
         action: users::UserAction,
         /// Configuration file naming the user database (SMB3D_USER_DB overrides it).
-        #[arg(long, short, default_value = DEFAULT_CONFIG_PATH)]
+        #[arg(long, short, global = true, default_value = DEFAULT_CONFIG_PATH)]
         config: PathBuf,
         /// The user database itself, instead of the one the configuration names.
-        #[arg(long)]
+        #[arg(long, global = true)]
         db: Option<PathBuf>,
     },
     /// Inspect shares.
@@ -43,7 +43,7 @@ enum Command {
         #[command(subcommand)]
         action: ShareAction,
         /// Configuration file (SMB3D_SHARE_<NAME> variables add to it).
-        #[arg(long, short, default_value = DEFAULT_CONFIG_PATH)]
+        #[arg(long, short, global = true, default_value = DEFAULT_CONFIG_PATH)]
         config: PathBuf,
     },
     /// Check the configuration or convert a Samba smb.conf.

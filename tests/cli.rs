@@ -221,6 +221,55 @@ fn user_import_reads_pdbedit_output() {
 }
 
 #[test]
+fn user_and_share_commands_take_the_config_after_the_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("smb3d.toml");
+    let db = dir.path().join("state/users");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nuser_db = {:?}\n[share.projects]\npath = \"/srv/projects\"\n",
+            db.display().to_string()
+        ),
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    let add = smb3d(
+        &[
+            "user",
+            "add",
+            "alice",
+            "--config",
+            c,
+            "--uid",
+            "1000",
+            "--password-stdin",
+        ],
+        &[],
+        Some("secret\n"),
+    );
+    assert!(add.status.success(), "{}", text(&add.stderr));
+    let list = smb3d(&["user", "list", "--config", c], &[], None);
+    assert!(
+        text(&list.stdout).contains("alice"),
+        "{}",
+        text(&list.stderr)
+    );
+    let import = smb3d(
+        &["user", "import", "--config", c],
+        &[],
+        Some(&format!("{PDBEDIT_LINE}\n")),
+    );
+    assert!(import.status.success(), "{}", text(&import.stderr));
+    let shares = smb3d(&["share", "list", "--config", c], &[], None);
+    assert!(
+        text(&shares.stdout).contains("/srv/projects"),
+        "{}",
+        text(&shares.stderr)
+    );
+}
+
+#[test]
 fn sample_config_is_valid_and_documents_every_option() {
     let sample = Path::new(ROOT).join("contrib/smb3d.toml");
     let out = smb3d(&["config", "check", sample.to_str().unwrap()], &[], None);
