@@ -20,6 +20,7 @@ from .servers import SHARE, USER
 GIB = 1 << 30
 MIB = 1 << 20
 HOLDER = Path(__file__).resolve().parent.parent / "hold_connections.py"
+SHARE_MODE_CHECK = Path(__file__).resolve().parent.parent / "share_mode_check.py"
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,18 @@ class Context:
                     f.write(os.urandom(chunk))
                     left -= chunk
         return path
+
+
+def run_check(script: Path, server):
+    """Run a bench/*_check.py script against server; raises ClientError with its complaint."""
+    cmd = [sys.executable, str(script), "--port", str(server.port), "--user", USER, "--password", server.password,
+           "--share", SHARE]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as e:
+        raise ClientError("%s timed out" % script.name) from e
+    if r.returncode != 0:
+        raise ClientError("%s: %s" % (script.name, tail(r.stderr or r.stdout, 2)))
 
 
 def read_through(path: Path):
@@ -240,11 +253,11 @@ class Torture(Workload):
         "oplock1": lambda out: float(re.findall(r"([\d.]+) ops/second", out)[-1]),
     }
 
-    # A rate means something only if the server does what the benchmark exercises: oplock1
-    # counts opens that each break the previous holder's batch oplock, and a server that grants
-    # no oplock or ignores the share mode runs it faster while breaking nothing. batch5 checks
-    # exactly that step (a conflicting open from a second connection breaks a batch oplock).
-    preconditions = {"oplock1": "smb2.oplock.batch5"}
+    # A rate means something only if the server does what the benchmark exercises: oplock1's
+    # unshared opens succeed one after another only if each breaks the previous holder's oplock
+    # (whose handler then closes), unless the server ignores share modes. So oplock1 counts on a
+    # server that enforces them.
+    preconditions = {"oplock1": SHARE_MODE_CHECK}
 
     def __init__(self, test, nprocs):
         self.test = test
@@ -253,12 +266,9 @@ class Torture(Workload):
         self.title = "smbtorture smb2.bench.%s, %d connections" % (test, nprocs)
 
     def prepare(self, ctx, server):
-        test = self.preconditions.get(self.test)
-        if test:
-            try:
-                ctx.once((test, server.label), lambda: smbtorture(server, test, 2, 1))
-            except ClientError as e:
-                raise ClientError("precondition %s" % e) from e
+        script = self.preconditions.get(self.test)
+        if script:
+            ctx.once((script, server.label), lambda: run_check(script, server))
 
     def sample(self, ctx, server):
         out = smbtorture(server, "smb2.bench." + self.test, self.nprocs, ctx.sizes.torture_seconds)
