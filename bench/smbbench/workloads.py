@@ -223,7 +223,7 @@ class SequentialWrite(Workload):
 
 
 def verify_copy(source: Path, target: Path, size, blocks):
-    """The written file has the right size and the right bytes at the ends and at random places."""
+    """target is a copy of source: same size, same bytes at both ends and at random places."""
     try:
         actual = target.stat().st_size
     except FileNotFoundError as e:
@@ -297,9 +297,9 @@ class DirectoryScan(Workload):
                     (sub / ("frame%05d.exr" % f)).write_bytes(b"")
             ctx.give_to_user(root)
             # Same dentry and inode cache state for both trees.
-            for _dirpath, _dirs, files in os.walk(root):
+            for dirpath, _dirs, files in os.walk(root):
                 for name in files:
-                    os.stat(os.path.join(_dirpath, name))
+                    os.stat(os.path.join(dirpath, name))
 
         ctx.once(("scan", server.label), make)
 
