@@ -143,8 +143,8 @@ impl PipeEndpoint {
     }
 
     /// Takes bytes the client wrote (SMB2 WRITE, or the input of FSCTL_PIPE_TRANSCEIVE). They
-    /// may hold part of a PDU or several PDUs; every complete one is answered before this
-    /// returns.
+    /// may hold part of a PDU or several PDUs; complete ones are answered before this returns,
+    /// unless unread answers pile up, in which case the rest waits for the client to read.
     pub fn write(&mut self, data: &[u8]) -> Result<(), PipeError> {
         if self.state == State::Closed {
             return Err(PipeError::Disconnected);
@@ -154,6 +154,7 @@ impl PipeEndpoint {
         }
         let mut data = data;
         if !self.input.is_empty() {
+            // Below the backlog limit the buffer holds at most the start of one PDU.
             data = self.fill_input(data);
             match pdu_length(&self.input) {
                 Some(len) if self.input.len() == len => {
@@ -171,24 +172,10 @@ impl PipeEndpoint {
                 }
             }
         }
-        // Whole PDUs are handled straight from the caller's buffer; only a trailing partial
-        // one is copied.
-        while self.state != State::Closed && !data.is_empty() {
-            if data.len() < HEADER_LEN {
-                self.input.extend_from_slice(data);
-                break;
-            }
-            let Some(len) = pdu_length(data) else {
-                self.protocol_error(Header::decode(data).map_or(0, |h| h.call_id));
-                break;
-            };
-            let Some((pdu, rest)) = data.split_at_checked(len) else {
-                self.input.extend_from_slice(data);
-                break;
-            };
-            self.handle_pdu(pdu);
-            data = rest;
-        }
+        // Whole PDUs are handled straight from the caller's buffer; only what is left over
+        // is copied.
+        let rest = self.process(data);
+        self.input.extend_from_slice(rest);
         Ok(())
     }
 
@@ -200,16 +187,21 @@ impl PipeEndpoint {
             return Vec::new();
         };
         let rest = front.get(self.head_read..).unwrap_or_default();
-        if self.head_read == 0 && rest.len() <= max {
+        let out = if self.head_read == 0 && rest.len() <= max {
             self.queued -= rest.len();
-            return self.output.pop_front().unwrap_or_default();
-        }
-        let out = rest.get(..max.min(rest.len())).unwrap_or_default().to_vec();
-        self.head_read += out.len();
-        self.queued -= out.len();
-        if self.head_read == front.len() {
-            self.output.pop_front();
-            self.head_read = 0;
+            self.output.pop_front().unwrap_or_default()
+        } else {
+            let out = rest.get(..max.min(rest.len())).unwrap_or_default().to_vec();
+            self.head_read += out.len();
+            self.queued -= out.len();
+            if self.head_read == front.len() {
+                self.output.pop_front();
+                self.head_read = 0;
+            }
+            out
+        };
+        if !self.input.is_empty() && self.queued < MAX_BACKLOG {
+            self.pump();
         }
         out
     }
@@ -237,6 +229,38 @@ impl PipeEndpoint {
     /// once they are, reads and writes fail with STATUS_PIPE_DISCONNECTED.
     pub fn is_disconnected(&self) -> bool {
         self.state == State::Closed
+    }
+
+    /// Handles the complete PDUs at the start of `data` while the association lives and the
+    /// backlog allows; returns what is left (nothing once the association is closed).
+    fn process<'d>(&mut self, mut data: &'d [u8]) -> &'d [u8] {
+        while self.state != State::Closed && self.queued < MAX_BACKLOG {
+            if data.len() < HEADER_LEN {
+                break;
+            }
+            let Some(len) = pdu_length(data) else {
+                self.protocol_error(Header::decode(data).map_or(0, |h| h.call_id));
+                break;
+            };
+            let Some((pdu, rest)) = data.split_at_checked(len) else {
+                break;
+            };
+            self.handle_pdu(pdu);
+            data = rest;
+        }
+        if self.state == State::Closed {
+            &[]
+        } else {
+            data
+        }
+    }
+
+    /// Goes on with PDUs left waiting by a full backlog.
+    fn pump(&mut self) {
+        let mut input = core::mem::take(&mut self.input);
+        let left = self.process(&input).len();
+        input.drain(..input.len() - left);
+        self.input = input;
     }
 
     /// Appends to the partial PDU what it still lacks; returns the unused rest of `data`.
