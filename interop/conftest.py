@@ -124,3 +124,20 @@ def pytest_sessionstart(session):
     for tool in ("smbclient", "smbtorture"):
         if shutil.which(tool) is None:
             raise pytest.UsageError("%s is not installed (Debian: smbclient samba-testsuite)" % tool)
+
+
+@pytest.fixture(scope="module")
+def hostile_env(tmp_path_factory):
+    """A server for the hostile-input suite, its share laid out by `hostile_cases.prepare_share`
+    with a canary outside the share; yields the server and the suite's `Env` for it."""
+    import smb2raw
+    from hostile_cases import Env, prepare_share
+
+    tmp = tmp_path_factory.mktemp("hostile")
+    server = start_smb3d(tmp)
+    outside = tmp / "outside"
+    prepare_share(str(server.share_dir), str(outside))
+    env = Env(smb2raw.Target(server.port, server.user, server.password), str(server.share_dir), str(outside),
+              server.proc.pid)
+    yield server, env
+    stop(server)
