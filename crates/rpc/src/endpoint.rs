@@ -88,7 +88,8 @@ pub struct PipeEndpoint {
     directory: Arc<dyn Directory>,
     caller: CallerInfo,
     state: State,
-    /// Bytes of a PDU whose end has not arrived.
+    /// Client bytes not handled yet: the start of a PDU whose end has not arrived, or PDUs
+    /// held back while the backlog is full.
     input: Vec<u8>,
     /// Accepted presentation context ids (all for the pipe's one interface).
     contexts: Vec<u16>,

@@ -181,6 +181,13 @@ fn call(pipe: &mut PipeEndpoint, call_id: u32, opnum: u16, stub: &[u8]) -> Vec<V
 }
 
 #[test]
+fn endpoints_can_move_between_threads() {
+    fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<PipeEndpoint>();
+    send_and_sync::<PipeError>();
+}
+
+#[test]
 fn unknown_pipes_do_not_open() {
     assert!(PipeEndpoint::open("samr", Arc::new(SambaDirectory), bench()).is_none());
     assert!(PipeEndpoint::open("", Arc::new(SambaDirectory), bench()).is_none());
