@@ -64,6 +64,7 @@ pub struct ShareEntry {
     pub name: String,
     /// The remark shown next to the name.
     pub comment: String,
+    /// Disk share or `IPC$`.
     pub kind: ShareKind,
     /// The local path in Windows form (`C:\srv\x`), or empty.
     pub path: String,
@@ -90,7 +91,9 @@ pub enum SidType {
 /// The user on whose behalf the pipe was opened (the SMB2 session's identity).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallerInfo {
+    /// The account name.
     pub user: String,
+    /// The account's domain.
     pub domain: String,
     /// S-1-5-7 for anonymous sessions, which get less (see `docs/rpc.md`).
     pub sid: Sid,

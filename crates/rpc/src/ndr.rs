@@ -52,15 +52,18 @@ impl<'a> NdrReader<'a> {
         self.r.skip(pad, field)
     }
 
+    /// A byte (no alignment).
     pub fn u8(&mut self, field: &'static str) -> Result<u8, DecodeError> {
         self.r.u8(field)
     }
 
+    /// A 16-bit integer, aligned to 2.
     pub fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
         self.align(2, field)?;
         self.r.u16(field)
     }
 
+    /// A 32-bit integer, aligned to 4.
     pub fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
         self.align(4, field)?;
         self.r.u32(field)
@@ -76,7 +79,7 @@ impl<'a> NdrReader<'a> {
         Ok(self.u32(field)? != 0)
     }
 
-    /// A context handle ([in] policy handles).
+    /// A context handle (the `[in]` policy handles).
     pub fn context_handle(
         &mut self,
         field: &'static str,
@@ -201,16 +204,19 @@ impl<'b> NdrWriter<'b> {
         self
     }
 
+    /// A 16-bit integer, aligned to 2.
     pub fn u16(&mut self, v: u16) -> &mut Self {
         self.w.align(2).u16(v);
         self
     }
 
+    /// A 32-bit integer, aligned to 4.
     pub fn u32(&mut self, v: u32) -> &mut Self {
         self.w.align(4).u32(v);
         self
     }
 
+    /// Raw bytes (no alignment).
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
         self.w.bytes(b);
         self

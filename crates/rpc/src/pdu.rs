@@ -66,14 +66,21 @@ impl PfcFlags {
 /// The common header of every connection-oriented PDU (C706 12.6.3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
+    /// Major protocol version, 5.
     pub rpc_vers: u8,
+    /// Minor protocol version, 0 or 1.
     pub rpc_vers_minor: u8,
+    /// PTYPE.
     pub packet_type: PacketType,
+    /// pfc_flags.
     pub flags: PfcFlags,
     /// NDR data representation label; byte 0 bit 4 set means little-endian integers.
     pub drep: [u8; 4],
+    /// The whole PDU's length, header included.
     pub frag_length: u16,
+    /// Length of the credentials in the auth_verifier (0 without one).
     pub auth_length: u16,
+    /// Pairs answers with calls.
     pub call_id: u32,
 }
 
@@ -163,8 +170,11 @@ impl Header {
 /// p_syntax_id_t; the version is major in the low 16 bits, minor in the high).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SyntaxId {
+    /// Interface or transfer syntax UUID.
     pub uuid: Guid,
+    /// Major version.
     pub major: u16,
+    /// Minor version.
     pub minor: u16,
 }
 
@@ -243,6 +253,7 @@ impl SyntaxId {
         Some(u64::from_le_bytes(bits))
     }
 
+    /// Reads a p_syntax_id_t.
     pub fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Ok(Self {
             uuid: r.guid("if_uuid")?,
@@ -251,6 +262,7 @@ impl SyntaxId {
         })
     }
 
+    /// Writes a p_syntax_id_t.
     pub fn encode(&self, w: &mut Writer<'_>) {
         w.guid(&self.uuid).u16(self.major).u16(self.minor);
     }
@@ -259,17 +271,24 @@ impl SyntaxId {
 /// One presentation context a client proposes (p_cont_elem_t).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextElement {
+    /// p_cont_id, chosen by the client.
     pub context_id: u16,
+    /// The interface.
     pub abstract_syntax: SyntaxId,
+    /// Proposed transfer syntaxes, in the client's order of preference.
     pub transfer_syntaxes: Vec<SyntaxId>,
 }
 
 /// The body of a bind or alter_context PDU (C706 12.6.4.3, 12.6.4.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bind<'a> {
+    /// Largest fragment the client will send.
     pub max_xmit_frag: u16,
+    /// Largest fragment the client will take.
     pub max_recv_frag: u16,
+    /// Association group to join, 0 for a new one.
     pub assoc_group_id: u32,
+    /// Proposed presentation contexts.
     pub contexts: Vec<ContextElement>,
     /// The auth_verifier (trailer and credentials), empty when auth_length is 0.
     pub auth_verifier: &'a [u8],
@@ -346,36 +365,51 @@ impl<'a> Bind<'a> {
 /// One result of a bind_ack or alter_context_resp (p_result_t).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextResult {
+    /// A [`result`] value.
     pub result: u16,
+    /// A [`reason`] value, or the negotiated features for negotiate_ack.
     pub reason: u16,
+    /// The accepted transfer syntax, zero otherwise.
     pub transfer_syntax: SyntaxId,
 }
 
 /// p_cont_def_result_t values (C706 12.6.3.1, MS-RPCE 2.2.2.4 adds negotiate_ack).
 pub mod result {
+    /// The context is accepted.
     pub const ACCEPTANCE: u16 = 0;
+    /// Refused by the server application.
     pub const USER_REJECTION: u16 = 1;
+    /// Refused by the RPC runtime.
     pub const PROVIDER_REJECTION: u16 = 2;
+    /// Answer to bind time feature negotiation (MS-RPCE).
     pub const NEGOTIATE_ACK: u16 = 3;
 }
 
 /// p_provider_reason_t values (C706 12.6.3.1).
 pub mod reason {
+    /// No reason given.
     pub const NOT_SPECIFIED: u16 = 0;
+    /// The interface is not served here.
     pub const ABSTRACT_SYNTAX_NOT_SUPPORTED: u16 = 1;
+    /// None of the transfer syntaxes is supported.
     pub const PROPOSED_TRANSFER_SYNTAXES_NOT_SUPPORTED: u16 = 2;
+    /// A server limit was reached.
     pub const LOCAL_LIMIT_EXCEEDED: u16 = 3;
 }
 
 /// The body of a bind_ack or alter_context_resp (C706 12.6.4.4, 12.6.4.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BindAck {
+    /// Largest fragment the server will send.
     pub max_xmit_frag: u16,
+    /// Largest fragment the server will take.
     pub max_recv_frag: u16,
+    /// The association group the connection is in.
     pub assoc_group_id: u32,
     /// The secondary address (the pipe's name, e.g. `\PIPE\srvsvc`), without terminator;
     /// empty in alter_context_resp.
     pub secondary_address: String,
+    /// One result per proposed context, in order.
     pub results: Vec<ContextResult>,
 }
 
@@ -450,10 +484,15 @@ impl BindAck {
 
 /// provider_reject_reason values of bind_nak (C706 12.6.3.1, MS-RPCE 2.2.2.5).
 pub mod nak_reason {
+    /// No reason given.
     pub const NOT_SPECIFIED: u16 = 0;
+    /// The server is too busy.
     pub const TEMPORARY_CONGESTION: u16 = 1;
+    /// A server limit was reached.
     pub const LOCAL_LIMIT_EXCEEDED: u16 = 2;
+    /// The PDU is not a bind the server can take (also its answer to other PDUs first).
     pub const PROTOCOL_VERSION_NOT_SUPPORTED: u16 = 4;
+    /// The auth_verifier asks for security the server does not do.
     pub const AUTHENTICATION_TYPE_NOT_RECOGNIZED: u16 = 8;
 }
 
@@ -476,11 +515,15 @@ pub fn bind_nak_pdu(reason: u16, rpc_vers_minor: u8, call_id: u32) -> Vec<u8> {
 /// The body of a request PDU (C706 12.6.4.9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request<'a> {
+    /// The client's hint of the whole stub's size.
     pub alloc_hint: u32,
+    /// The presentation context the call uses.
     pub context_id: u16,
+    /// The operation.
     pub opnum: u16,
     /// Present when PFC_OBJECT_UUID is set.
     pub object: Option<Guid>,
+    /// This fragment's part of the stub.
     pub stub: &'a [u8],
     /// The auth_verifier, empty when auth_length is 0.
     pub auth_verifier: &'a [u8],
@@ -531,9 +574,13 @@ impl<'a> Request<'a> {
 /// The body of a response PDU (C706 12.6.4.10).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response<'a> {
+    /// The stub bytes from this fragment on.
     pub alloc_hint: u32,
+    /// The request's presentation context.
     pub context_id: u16,
+    /// Cancels the server received for the call.
     pub cancel_count: u8,
+    /// This fragment's part of the stub.
     pub stub: &'a [u8],
 }
 
@@ -564,16 +611,20 @@ impl<'a> Response<'a> {
 /// The body of a fault PDU (C706 12.6.4.7, MS-RPCE 2.2.2.11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {
+    /// Size hint of the fault's body.
     pub alloc_hint: u32,
+    /// The request's presentation context, or 0.
     pub context_id: u16,
+    /// Cancels the server received for the call.
     pub cancel_count: u8,
     /// MS-RPCE: bit 0 says extended error information follows.
     pub flags: u8,
+    /// Why the call failed (an nca_s_* or Windows error code).
     pub status: u32,
 }
 
 impl Fault {
-    /// The alloc_hint Windows and Samba put in a fault without extended error data.
+    /// The alloc_hint Samba puts in a fault without extended error data.
     pub const ALLOC_HINT: u32 = 24;
 
     /// A whole fault PDU.

@@ -50,28 +50,43 @@ impl From<DecodeError> for CallFault {
 
 /// Fault statuses (C706 appendix E; the Windows codes of MS-ERREF 2.2).
 pub mod fault_status {
+    /// ERROR_ACCESS_DENIED: the call may not be made here, or a limit was exceeded.
     pub const ACCESS_DENIED: u32 = 0x0000_0005;
+    /// RPC_S_NO_CALL_ACTIVE: a cancel for a call that has not started.
     pub const RPC_S_NO_CALL_ACTIVE: u32 = 0x0000_06bd;
+    /// RPC_X_BAD_STUB_DATA: the stub does not unmarshal.
     pub const RPC_X_BAD_STUB_DATA: u32 = 0x0000_06f7;
+    /// nca_s_fault_invalid_tag: a union discriminant without an arm.
     pub const NCA_S_FAULT_INVALID_TAG: u32 = 0x1c00_0006;
+    /// nca_s_fault_context_mismatch: an unknown context handle.
     pub const NCA_S_FAULT_CONTEXT_MISMATCH: u32 = 0x1c00_001a;
+    /// nca_s_op_rng_error: an opnum the interface does not have.
     pub const NCA_S_OP_RNG_ERROR: u32 = 0x1c01_0002;
+    /// nca_s_unk_if: a presentation context that was never accepted.
     pub const NCA_S_UNKNOWN_IF: u32 = 0x1c01_0003;
+    /// nca_s_proto_error: the PDU breaks the protocol.
     pub const NCA_S_PROTO_ERROR: u32 = 0x1c01_000b;
 }
 
 /// Win32 error codes the share and workstation services return (MS-ERREF 2.2).
 pub mod werror {
+    /// NERR_Success.
     pub const SUCCESS: u32 = 0;
+    /// ERROR_ACCESS_DENIED.
     pub const ACCESS_DENIED: u32 = 5;
+    /// ERROR_INVALID_LEVEL.
     pub const INVALID_LEVEL: u32 = 124;
+    /// ERROR_MORE_DATA: an enumeration continues.
     pub const MORE_DATA: u32 = 234;
+    /// NERR_NetNameNotFound: no share of that name.
     pub const NERR_NET_NAME_NOT_FOUND: u32 = 2310;
 }
 
 /// What a call may consult.
 pub struct CallContext<'a> {
+    /// The server's live data.
     pub directory: &'a dyn Directory,
+    /// Who opened the pipe.
     pub caller: &'a CallerInfo,
 }
 
