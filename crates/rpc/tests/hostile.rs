@@ -789,14 +789,25 @@ fn policy_handles_are_per_pipe_and_checked() {
         fault_status(&call(&mut a, 5, 0, &h)[0]),
         NCA_S_FAULT_CONTEXT_MISMATCH
     );
-    // Rights are enforced per handle.
+    // Rights are enforced per handle: looking up needs POLICY_LOOKUP_NAMES, domain
+    // information POLICY_VIEW_LOCAL_INFORMATION.
     let view = policy_handle(&mut a, 6, 0x1);
     let stub = response_stub(&call(&mut a, 7, 57, &lookup_sids2(&view, 1, 1, 1)));
     assert_eq!(last_u32(&stub), 0xc000_0022);
+    let lookup = policy_handle(&mut a, 6, 0x800);
+    for class in [3u16, 5, 6, 12] {
+        let mut query = lookup.to_vec();
+        query.extend_from_slice(&class.to_le_bytes());
+        let stub = response_stub(&call(&mut a, 7, 46, &query));
+        assert_eq!(stub, [0, 0, 0, 0, 0x22, 0, 0, 0xc0], "class {class}");
+        let mut query = view.to_vec();
+        query.extend_from_slice(&class.to_le_bytes());
+        assert_eq!(last_u32(&response_stub(&call(&mut a, 7, 46, &query))), 0);
+    }
     // Rights beyond what users get are refused; so is running out of handles.
     let stub = response_stub(&call(&mut a, 8, 44, &open_policy2(0x20)));
     assert_eq!(last_u32(&stub), 0xc000_0022);
-    let mut opened = 1;
+    let mut opened = 2;
     loop {
         let stub = response_stub(&call(&mut a, 9, 44, &open_policy2(0x800)));
         if last_u32(&stub) != 0 {
