@@ -21,7 +21,7 @@
 
 mod endpoint;
 mod lsarpc;
-pub mod ndr;
+mod ndr;
 pub mod pdu;
 mod service;
 mod srvsvc;
