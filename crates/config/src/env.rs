@@ -8,8 +8,8 @@ use toml::Spanned;
 
 use crate::model::{check_mdns_model, check_server_name, server_problems, share_problems};
 use crate::{
-    CipherName, Config, ConfigError, DEFAULT_PORT, Dialect, EncryptPolicy, ShareConfig,
-    SigningPolicy,
+    CipherName, Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT,
+    Dialect, EncryptPolicy, ShareConfig, SigningPolicy,
 };
 
 /// Every override variable starts with this.
@@ -108,6 +108,8 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
         guest_ok: false,
         encrypt: None,
         signing: SigningPolicy::Auto,
+        create_mask: DEFAULT_CREATE_MASK,
+        directory_mask: DEFAULT_DIRECTORY_MASK,
     };
     for option in parts.map(str::trim).filter(|o| !o.is_empty()) {
         let (key, arg) = match option.split_once('=') {

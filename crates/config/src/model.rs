@@ -255,10 +255,30 @@ pub struct ShareConfig {
     /// `required`: requests on this share must be signed (or encrypted).
     #[serde(default)]
     pub signing: SigningPolicy,
+    /// Permission bits a new file may get (Samba's `create mask`): the mode the client's
+    /// attributes imply (0o666, without write bits when read-only) is masked with it.
+    #[serde(default = "default_create_mask")]
+    pub create_mask: u32,
+    /// Permission bits a new directory may get (Samba's `directory mask`), masking 0o777.
+    #[serde(default = "default_directory_mask")]
+    pub directory_mask: u32,
 }
 
 fn yes() -> bool {
     true
+}
+
+/// Samba's default `create mask`: with it the owner gets full control of files it creates.
+pub const DEFAULT_CREATE_MASK: u32 = 0o744;
+/// Samba's default `directory mask`.
+pub const DEFAULT_DIRECTORY_MASK: u32 = 0o755;
+
+fn default_create_mask() -> u32 {
+    DEFAULT_CREATE_MASK
+}
+
+fn default_directory_mask() -> u32 {
+    DEFAULT_DIRECTORY_MASK
 }
 
 /// A checked configuration.
@@ -490,6 +510,17 @@ pub(crate) fn share_problems(
             format!("share {name:?}: path must be absolute"),
         ));
     }
+    for (option, mask) in [
+        ("create_mask", share.create_mask),
+        ("directory_mask", share.directory_mask),
+    ] {
+        if mask > 0o7777 {
+            problems.push(Problem::at(
+                span.clone(),
+                format!("share {name:?}: {option} {mask:#o} has bits beyond 0o7777"),
+            ));
+        }
+    }
     for user in &share.valid_users {
         if user.is_empty() || user.contains(':') {
             problems.push(Problem::at(
@@ -601,6 +632,15 @@ guest_ok = true
         assert_eq!(share.encrypt, Some(EncryptPolicy::Required));
         assert_eq!(share.signing, SigningPolicy::Required);
         assert!(parse("[server]\nciphers = []\n").is_err());
+    }
+
+    #[test]
+    fn permission_masks() {
+        let c = parse("[share.s]\npath = \"/s\"\ncreate_mask = 0o600\n").unwrap();
+        let share = c.share("s").unwrap();
+        assert_eq!((share.create_mask, share.directory_mask), (0o600, 0o755));
+        let e = parse("[share.s]\npath = \"/s\"\ndirectory_mask = 0o17777\n").unwrap_err();
+        assert!(e.message.contains("beyond 0o7777"), "{e}");
     }
 
     #[test]

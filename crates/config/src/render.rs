@@ -92,6 +92,8 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         let _ = writeln!(out, "encrypt = \"{}\"", encrypt.as_str());
     }
     let _ = writeln!(out, "signing = \"{}\"", share.signing.as_str());
+    let _ = writeln!(out, "create_mask = {:#o}", share.create_mask);
+    let _ = writeln!(out, "directory_mask = {:#o}", share.directory_mask);
 }
 
 #[cfg(test)]
@@ -123,6 +125,8 @@ browseable = false
 guest_ok = true
 encrypt = "required"
 signing = "required"
+create_mask = 0o640
+directory_mask = 0o2750
 
 [share.plain]
 path = "/srv/p"
@@ -132,6 +136,9 @@ path = "/srv/p"
         let again = Config::parse(Path::new("r.toml"), &rendered).unwrap();
         assert_eq!(again.to_toml(), rendered);
         assert!(rendered.contains("[share.\"print$\"]\n"), "{rendered}");
+        assert!(rendered.contains("create_mask = 0o640\n"), "{rendered}");
+        assert!(rendered.contains("directory_mask = 0o2750\n"), "{rendered}");
+        assert!(rendered.contains("create_mask = 0o744\n"), "{rendered}");
         assert!(
             rendered.contains("comment = \"tab\\there\"\n"),
             "{rendered}"

@@ -49,6 +49,7 @@ fn debian_default_with_a_share_converts() {
     assert_eq!(projects.comment, "Team projects");
     assert!(!projects.read_only && projects.browseable && !projects.guest_ok);
     assert_eq!(projects.valid_users, ["alice", "bob"]);
+    assert_eq!(projects.create_mask, 0o664);
 
     let warnings: Vec<String> = imported
         .warnings
@@ -69,9 +70,8 @@ fn debian_default_with_a_share_converts() {
         "DIR/smb.conf:165: [global]: usershare allow guests = yes: user shares are not supported",
         "DIR/smb.conf:169: [homes]: share skipped: [homes] (a share per user) is not supported yet (parameters not imported: comment, browseable, read only, create mask, directory mask, valid users)",
         "DIR/smb.conf:213: [printers]: share skipped: smb3d serves no printers (parameters not imported: comment, browseable, path, printable, guest ok, read only, create mask)",
-        // The share block: the group and the create mask are reported; the vfs modules map.
+        // The share block: the group is reported; the create mask and vfs modules map.
         "DIR/smb.conf:242: [projects]: valid users: group @staff is not supported yet; list its members by name",
-        "DIR/smb.conf:245: [projects]: create mask = 0664: not mapped yet: smb3d does not apply mode masks to new files and directories",
     ];
     assert_eq!(warnings, expected);
 
@@ -87,6 +87,7 @@ fn debian_default_with_a_share_converts() {
         "browseable",
         "validusers",
         "vfsobjects",
+        "createmask",
     ];
     for section in &conf.sections {
         for p in &section.params {

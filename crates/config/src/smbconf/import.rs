@@ -10,8 +10,8 @@ use toml::Spanned;
 use super::parse::{Param, Section, SmbConf, Warning, parse_bool};
 use crate::model::{check_server_name, check_share_name};
 use crate::{
-    Config, ConfigError, DEFAULT_PORT, Dialect, EncryptPolicy, MAX_IO_SIZE, MIN_IO_SIZE,
-    ServerConfig, ShareConfig, SigningPolicy,
+    Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT, Dialect,
+    EncryptPolicy, MAX_IO_SIZE, MIN_IO_SIZE, ServerConfig, ShareConfig, SigningPolicy,
 };
 
 /// The result of a conversion.
@@ -97,6 +97,8 @@ struct ShareParams {
     encrypt: Option<EncryptPolicy>,
     available: Option<bool>,
     printable: Option<bool>,
+    create_mask: Option<u32>,
+    directory_mask: Option<u32>,
 }
 
 /// Parameters smb3d has no use for, with why, so that the warning helps.
@@ -120,9 +122,8 @@ fn unmapped_reason(key: &str) -> &'static str {
         "forceuser" | "forcegroup" => {
             "not supported: files are accessed as the logged-on user's uid"
         }
-        "createmask" | "createmode" | "directorymask" | "directorymode" | "forcecreatemode"
-        | "forcedirectorymode" => {
-            "not mapped yet: smb3d does not apply mode masks to new files and directories"
+        "forcecreatemode" | "forcedirectorymode" => {
+            "not mapped yet: smb3d applies create_mask and directory_mask but forces no bits"
         }
         "maptoguest" | "guestaccount" => {
             "not mapped: guest access is per share (guest_ok) in smb3d"
@@ -231,6 +232,17 @@ impl Converter {
         let value = parse_bool(&p.value);
         if value.is_none() {
             self.warn_value(section, p, "not a yes/no value");
+        }
+        value
+    }
+
+    /// An octal permission mask such as `0644`.
+    fn mode_param(&mut self, section: &Section, p: &Param) -> Option<u32> {
+        let value = u32::from_str_radix(p.value.trim(), 8)
+            .ok()
+            .filter(|m| *m <= 0o7777);
+        if value.is_none() {
+            self.warn_value(section, p, "not an octal permission mask");
         }
         value
     }
@@ -487,6 +499,12 @@ impl Converter {
                 None => self.warn_value(section, p, "unknown encryption setting"),
             },
             "vfsobjects" | "vfsobject" => self.vfs_objects(section, p),
+            "createmask" | "createmode" => {
+                out.create_mask = self.mode_param(section, p).or(out.create_mask);
+            }
+            "directorymask" | "directorymode" => {
+                out.directory_mask = self.mode_param(section, p).or(out.directory_mask);
+            }
             _ => return false,
         }
         true
@@ -621,6 +639,8 @@ impl Converter {
             guest_ok: params.guest_ok.unwrap_or(false),
             encrypt: params.encrypt,
             signing: SigningPolicy::Auto,
+            create_mask: params.create_mask.unwrap_or(DEFAULT_CREATE_MASK),
+            directory_mask: params.directory_mask.unwrap_or(DEFAULT_DIRECTORY_MASK),
         })
     }
 }
@@ -715,7 +735,7 @@ mod tests {
         let i = convert_text(
             "[global]\nread only = no\nguest ok = yes\n\
              [data]\npath = /srv/data\ncomment = Data\nvalid users = alice, \"bob smith\" @staff\n\
-             browseable = no\ncreate mask = 0644\nvfs objects = acl_xattr streams_xattr fruit\n\
+             browseable = no\ncreate mask = 0644\ndirectory mode = 2770\nvfs objects = acl_xattr streams_xattr fruit\n\
              smb encrypt = required\n\
              [ro]\npath = /srv/ro\nwriteable = no\npublic = no\n\
              [rw]\ndirectory = /srv/rw\nread only = yes\nwrite ok = yes\n",
@@ -727,6 +747,7 @@ mod tests {
         assert!(!data.read_only && data.guest_ok && !data.browseable);
         assert_eq!(data.valid_users, ["alice", "bob smith"]);
         assert_eq!(data.encrypt, Some(EncryptPolicy::Required));
+        assert_eq!((data.create_mask, data.directory_mask), (0o644, 0o2770));
         let ro = c.share("ro").unwrap();
         assert!(ro.read_only && !ro.guest_ok && ro.browseable);
         assert!(!c.share("rw").unwrap().read_only);
@@ -734,12 +755,20 @@ mod tests {
             messages(&i),
             [
                 "/etc/samba/smb.conf:7: [data]: valid users: group @staff is not supported yet; list its members by name",
-                "/etc/samba/smb.conf:9: [data]: create mask = 0644: not mapped yet: smb3d does not apply mode masks to new files and directories",
-                "/etc/samba/smb.conf:10: [data]: vfs objects: module fruit has no smb3d equivalent; not mapped",
+                "/etc/samba/smb.conf:11: [data]: vfs objects: module fruit has no smb3d equivalent; not mapped",
             ]
         );
         let untouched = convert_text("[s]\npath = /s\n");
-        assert!(untouched.config.share("s").unwrap().read_only);
+        let s = untouched.config.share("s").unwrap();
+        assert!(s.read_only);
+        assert_eq!((s.create_mask, s.directory_mask), (0o744, 0o755));
+        let bad = convert_text("[s]\npath = /s\ncreate mask = 0x1ff\n");
+        assert_eq!(bad.config.share("s").unwrap().create_mask, 0o744);
+        assert!(
+            messages(&bad)[0].contains("not an octal permission mask"),
+            "{:?}",
+            messages(&bad)
+        );
     }
 
     #[test]
