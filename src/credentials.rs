@@ -40,4 +40,8 @@ impl CredentialStore for ReloadingUserDb {
         }
         cached.1.as_ref()?.nt_hash(user)
     }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        self.cached.lock().1.as_ref()?.uid(user)
+    }
 }

@@ -118,6 +118,8 @@ fn build_server(config: &Config) -> Result<Arc<Server>, AnyError> {
             guest_ok: share.guest_ok,
             encryption: encryption_policy(share.encrypt.unwrap_or(s.encrypt)),
             require_signing: share.signing == SigningPolicy::Required,
+            create_mask: share.create_mask,
+            directory_mask: share.directory_mask,
             ..Share::disk(name.clone(), Arc::new(vfs))
         });
     }

@@ -14,6 +14,11 @@ use crate::spnego::{self, NegState, NegTokenResp, NegotiationToken};
 pub trait CredentialStore: Send + Sync {
     /// The NT hash of `user`'s password, or None when the user does not exist or may not log on.
     fn nt_hash(&self, user: &str) -> Option<[u8; 16]>;
+
+    /// The Unix uid `user`'s files are owned by, if the store knows one.
+    fn uid(&self, _user: &str) -> Option<u32> {
+        None
+    }
 }
 
 /// The names the server announces in its NTLM CHALLENGE (MS-NLMP 2.2.2.1).

@@ -370,6 +370,10 @@ impl CredentialStore for UserDb {
             .filter(|e| e.may_log_on())
             .map(|e| *e.nt_hash)
     }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        self.users.get(&fold(user)).map(|e| e.uid)
+    }
 }
 
 #[cfg(test)]

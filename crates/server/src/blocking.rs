@@ -1,7 +1,11 @@
 //! File-system calls block; they run here so that a slow disk stalls only the request that
 //! waits for it, not the async workers that serve everyone else.
 
+use smb3d_dtyp::NtStatus;
+use smb3d_vfs::Vfs;
 use tokio::runtime::{Handle, RuntimeFlavor};
+
+use crate::identity::Identity;
 
 /// Runs `f`, a blocking call. On the multi-threaded runtime the worker hands its other tasks
 /// to a fresh thread first; elsewhere (tests, fuzzing) it simply runs inline.
@@ -12,4 +16,21 @@ pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
         }
         _ => f(),
     }
+}
+
+/// Runs blocking file-system work on `vfs` as the session's user ([`Vfs::run_as`]): the file
+/// system's permission checks, new files' ownership and quotas then apply to that user. A
+/// failure to take on the user's credentials is STATUS_ACCESS_DENIED, never work done as
+/// someone else.
+pub(crate) fn as_user<T>(
+    vfs: &dyn Vfs,
+    who: &Identity,
+    work: impl FnOnce() -> Result<T, NtStatus>,
+) -> Result<T, NtStatus> {
+    blocking(|| {
+        let mut work = Some(work);
+        let mut result = None;
+        vfs.run_as(&who.unix, &mut || result = work.take().map(|w| w()));
+        result.unwrap_or(Err(NtStatus::ACCESS_DENIED))
+    })
 }

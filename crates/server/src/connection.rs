@@ -17,6 +17,7 @@ use smb3d_wire::Guid;
 use crate::credits::{CreditWindow, OutOfWindow};
 use crate::encryption::SessionCipher;
 use crate::handlers;
+use crate::identity::Identity;
 use crate::response::ResponseFrame;
 use crate::server::Server;
 use crate::session::{Session, Tree};
@@ -120,6 +121,16 @@ pub(crate) struct Ctx<'a> {
     pub encrypted: bool,
     /// ErrorData for an error response (MS-SMB2 2.2.2), e.g. the size a buffer needs.
     pub error_data: Vec<u8>,
+}
+
+impl Ctx<'_> {
+    /// The identity of the request's session, for access checks and file-system work.
+    pub fn identity(&self) -> Result<Arc<Identity>, NtStatus> {
+        self.session
+            .as_ref()
+            .and_then(|s| s.identity())
+            .ok_or(NtStatus::USER_SESSION_DELETED)
+    }
 }
 
 /// A session id and the ciphers that encrypt for it.

@@ -1,17 +1,36 @@
-//! What clients see of a file: NT times, attributes and sizes derived from a VFS stat, in one
-//! place for CREATE, CLOSE, QUERY_INFO and QUERY_DIRECTORY.
+//! What clients see of a file: NT times, DOS attributes and sizes, from a VFS stat and the
+//! `user.DOSATTRIB` xattr Samba keeps DOS attributes and the create time in, in one place for
+//! CREATE, CLOSE, QUERY_INFO, SET_INFO and QUERY_DIRECTORY.
 
+use smb3d_dtyp::NtStatus;
+use smb3d_dtyp::samba::{DosAttrib, XATTR_DOSATTRIB_NAME};
 use smb3d_fscc::{
     FileAttributes, FileBasicInformation, FileNetworkOpenInformation, FileStandardInformation,
 };
-use smb3d_vfs::{FileStat, FileType, Timespec};
+use smb3d_vfs::{FileStat, FileType, Timespec, VfsError, VfsFile};
 use smb3d_wire::FileTime;
+
+use crate::status_map::vfs_status;
+
+/// Attributes clients set and the server keeps (MS-FSCC 2.6); DIRECTORY follows the object,
+/// SPARSE is set by FSCTL_SET_SPARSE, the rest are not kept.
+pub(crate) const SETTABLE_ATTRIBUTES: FileAttributes = FileAttributes(
+    FileAttributes::READONLY.0
+        | FileAttributes::HIDDEN.0
+        | FileAttributes::SYSTEM.0
+        | FileAttributes::ARCHIVE.0
+        | FileAttributes::TEMPORARY.0
+        | FileAttributes::OFFLINE.0
+        | FileAttributes::NOT_CONTENT_INDEXED.0,
+);
+const KEPT_ATTRIBUTES: FileAttributes =
+    FileAttributes(SETTABLE_ATTRIBUTES.0 | FileAttributes::SPARSE_FILE.0);
 
 pub(crate) fn filetime(t: Timespec) -> FileTime {
     FileTime::from_unix(t.sec, t.nsec)
 }
 
-/// The four NT times. Without a birth time, the oldest of the others stands in for it.
+/// The four NT times.
 pub(crate) struct Times {
     pub creation: FileTime,
     pub last_access: FileTime,
@@ -19,88 +38,235 @@ pub(crate) struct Times {
     pub change: FileTime,
 }
 
-pub(crate) fn times(stat: &FileStat) -> Times {
-    let creation = stat
-        .btime
-        .unwrap_or_else(|| oldest(oldest(stat.atime, stat.mtime), stat.ctime));
-    Times {
-        creation: filetime(creation),
-        last_access: filetime(stat.atime),
-        last_write: filetime(stat.mtime),
-        change: filetime(stat.ctime),
+/// A file as clients see it.
+pub(crate) struct Meta {
+    pub stat: FileStat,
+    /// The attributes as stored (or defaulted), before DIRECTORY and NORMAL are applied.
+    pub stored: FileAttributes,
+    pub creation: FileTime,
+    /// Dot files are shown hidden, as Samba's default "hide dot files" does.
+    pub dot_file: bool,
+}
+
+impl Meta {
+    /// Combines a stat with the file's DOSATTRIB. Without one, a file shows ARCHIVE (what
+    /// Windows gives a new file) and the birth time, or failing that the oldest time we have.
+    pub fn new(stat: FileStat, dos: Option<DosAttrib>, name: &str) -> Meta {
+        let stored = match dos {
+            Some(d) => FileAttributes(d.attributes) & KEPT_ATTRIBUTES,
+            None if stat.file_type == FileType::Directory => FileAttributes::empty(),
+            None => FileAttributes::ARCHIVE,
+        };
+        let creation = dos
+            .and_then(|d| d.create_time)
+            .unwrap_or_else(|| birth_time(&stat));
+        Meta {
+            stat,
+            stored,
+            creation,
+            dot_file: name.starts_with('.') && name != "." && name != "..",
+        }
+    }
+
+    pub fn is_directory(&self) -> bool {
+        self.stat.file_type == FileType::Directory
+    }
+
+    /// FileAttributes as returned to clients: DIRECTORY for directories, NORMAL when no other
+    /// bit is set.
+    pub fn attributes(&self) -> FileAttributes {
+        let mut attrs = self.stored;
+        if self.dot_file {
+            attrs |= FileAttributes::HIDDEN;
+        }
+        if self.is_directory() {
+            attrs |= FileAttributes::DIRECTORY;
+        }
+        if attrs.is_empty() {
+            FileAttributes::NORMAL
+        } else {
+            attrs
+        }
+    }
+
+    pub fn readonly(&self) -> bool {
+        self.stored.contains(FileAttributes::READONLY)
+    }
+
+    pub fn times(&self) -> Times {
+        Times {
+            creation: self.creation,
+            last_access: filetime(self.stat.atime),
+            last_write: filetime(self.stat.mtime),
+            // Linux cannot set a ctime, but clients set ChangeTime together with
+            // LastWriteTime and expect to read it back; like Samba, the write time stands in.
+            change: filetime(self.stat.mtime),
+        }
+    }
+
+    /// EndOfFile: directories have none on NTFS.
+    pub fn end_of_file(&self) -> u64 {
+        if self.is_directory() {
+            0
+        } else {
+            self.stat.size
+        }
+    }
+
+    /// AllocationSize: what the file system allocated (0 for empty files and directories).
+    pub fn allocation_size(&self) -> u64 {
+        if self.is_directory() {
+            0
+        } else {
+            self.stat.allocated
+        }
+    }
+
+    pub fn basic(&self) -> FileBasicInformation {
+        let t = self.times();
+        FileBasicInformation {
+            creation_time: t.creation,
+            last_access_time: t.last_access,
+            last_write_time: t.last_write,
+            change_time: t.change,
+            file_attributes: self.attributes(),
+        }
+    }
+
+    pub fn standard(&self, delete_pending: bool) -> FileStandardInformation {
+        FileStandardInformation {
+            allocation_size: self.allocation_size(),
+            end_of_file: self.end_of_file(),
+            number_of_links: u32::try_from(self.stat.nlink).unwrap_or(u32::MAX),
+            delete_pending,
+            directory: self.is_directory(),
+        }
+    }
+
+    pub fn network_open(&self) -> FileNetworkOpenInformation {
+        let t = self.times();
+        FileNetworkOpenInformation {
+            creation_time: t.creation,
+            last_access_time: t.last_access,
+            last_write_time: t.last_write,
+            change_time: t.change,
+            allocation_size: self.allocation_size(),
+            end_of_file: self.end_of_file(),
+            file_attributes: self.attributes(),
+        }
     }
 }
 
-fn oldest(a: Timespec, b: Timespec) -> Timespec {
-    if (a.sec, a.nsec) <= (b.sec, b.nsec) {
-        a
-    } else {
-        b
-    }
-}
-
-pub(crate) fn is_directory(stat: &FileStat) -> bool {
-    stat.file_type == FileType::Directory
-}
-
-/// DOS attributes: directory or archive, and hidden for dot files as Samba's default "hide dot
-/// files" shows them. Stored DOS attributes come with the file-semantics work.
-pub(crate) fn attributes(stat: &FileStat, name: &str) -> FileAttributes {
-    let mut attrs = if is_directory(stat) {
-        FileAttributes::DIRECTORY
-    } else {
-        FileAttributes::ARCHIVE
+fn birth_time(stat: &FileStat) -> FileTime {
+    let oldest = |a: Timespec, b: Timespec| {
+        if (a.sec, a.nsec) <= (b.sec, b.nsec) {
+            a
+        } else {
+            b
+        }
     };
-    if name.starts_with('.') && name != "." && name != ".." {
-        attrs |= FileAttributes::HIDDEN;
+    filetime(
+        stat.btime
+            .unwrap_or_else(|| oldest(oldest(stat.atime, stat.mtime), stat.ctime)),
+    )
+}
+
+/// Decodes a DOSATTRIB value; one that cannot be read counts as absent, as Samba treats it.
+fn decode(value: Option<Vec<u8>>) -> Option<DosAttrib> {
+    DosAttrib::decode(&value?).ok()
+}
+
+/// Reads an open file's metadata (one statx and one getxattr).
+pub(crate) fn load(file: &dyn VfsFile, name: &str) -> Result<Meta, VfsError> {
+    let stat = file.stat()?;
+    let dos = match file.get_xattr(XATTR_DOSATTRIB_NAME) {
+        Ok(value) => decode(value),
+        Err(VfsError::Unsupported | VfsError::PermissionDenied) => None,
+        Err(e) => return Err(e),
+    };
+    Ok(Meta::new(stat, dos, name))
+}
+
+/// Reads a directory entry's DOSATTRIB without opening it.
+pub(crate) fn load_child_dos(dir: &dyn VfsFile, name: &str) -> Option<DosAttrib> {
+    decode(dir.get_child_xattr(name, XATTR_DOSATTRIB_NAME).ok()?)
+}
+
+/// Stores attributes and the create time in `user.DOSATTRIB` (Samba's version 5 layout). A
+/// file system without user xattrs keeps nothing, as Samba with "store dos attributes" off.
+pub(crate) fn store(file: &dyn VfsFile, meta: &Meta) -> Result<(), NtStatus> {
+    let mut attributes = meta.stored;
+    if meta.is_directory() {
+        attributes |= FileAttributes::DIRECTORY;
     }
-    attrs
-}
-
-/// EndOfFile: directories have none on NTFS.
-pub(crate) fn end_of_file(stat: &FileStat) -> u64 {
-    if is_directory(stat) { 0 } else { stat.size }
-}
-
-/// AllocationSize: what the file system allocated (0 for empty files and directories).
-pub(crate) fn allocation_size(stat: &FileStat) -> u64 {
-    if is_directory(stat) {
-        0
-    } else {
-        stat.allocated
+    let value = DosAttrib {
+        attributes: attributes.0,
+        create_time: Some(meta.creation),
+    }
+    .to_xattr();
+    match file.set_xattr(XATTR_DOSATTRIB_NAME, &value) {
+        Ok(()) | Err(VfsError::Unsupported) => Ok(()),
+        Err(e) => Err(vfs_status(&e)),
     }
 }
 
-pub(crate) fn basic(stat: &FileStat, name: &str) -> FileBasicInformation {
-    let t = times(stat);
-    FileBasicInformation {
-        creation_time: t.creation,
-        last_access_time: t.last_access,
-        last_write_time: t.last_write,
-        change_time: t.change,
-        file_attributes: attributes(stat, name),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-pub(crate) fn standard(stat: &FileStat, delete_pending: bool) -> FileStandardInformation {
-    FileStandardInformation {
-        allocation_size: allocation_size(stat),
-        end_of_file: end_of_file(stat),
-        number_of_links: u32::try_from(stat.nlink).unwrap_or(u32::MAX),
-        delete_pending,
-        directory: is_directory(stat),
+    fn stat(file_type: FileType) -> FileStat {
+        let t = Timespec { sec: 100, nsec: 0 };
+        FileStat {
+            file_type,
+            size: 5,
+            allocated: 4096,
+            ino: 1,
+            dev: 1,
+            nlink: 1,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            btime: Some(Timespec { sec: 50, nsec: 0 }),
+        }
     }
-}
 
-pub(crate) fn network_open(stat: &FileStat, name: &str) -> FileNetworkOpenInformation {
-    let t = times(stat);
-    FileNetworkOpenInformation {
-        creation_time: t.creation,
-        last_access_time: t.last_access,
-        last_write_time: t.last_write,
-        change_time: t.change,
-        allocation_size: allocation_size(stat),
-        end_of_file: end_of_file(stat),
-        file_attributes: attributes(stat, name),
+    #[test]
+    fn defaults_without_dosattrib() {
+        let file = Meta::new(stat(FileType::File), None, "a.txt");
+        assert_eq!(file.attributes(), FileAttributes::ARCHIVE);
+        assert_eq!(file.creation, FileTime::from_unix(50, 0));
+        let dir = Meta::new(stat(FileType::Directory), None, "d");
+        assert_eq!(dir.attributes(), FileAttributes::DIRECTORY);
+        assert_eq!(dir.end_of_file(), 0);
+        let dot = Meta::new(stat(FileType::File), None, ".profile");
+        assert_eq!(
+            dot.attributes(),
+            FileAttributes::ARCHIVE | FileAttributes::HIDDEN
+        );
+    }
+
+    #[test]
+    fn stored_attributes_and_create_time() {
+        let dos = DosAttrib {
+            attributes: 0x10 | 0x1,
+            create_time: Some(FileTime(123)),
+        };
+        let dir = Meta::new(stat(FileType::Directory), Some(dos), "d");
+        assert_eq!(
+            dir.attributes(),
+            FileAttributes::DIRECTORY | FileAttributes::READONLY
+        );
+        assert_eq!(dir.creation, FileTime(123));
+        let none = DosAttrib {
+            attributes: 0,
+            create_time: None,
+        };
+        assert_eq!(
+            Meta::new(stat(FileType::File), Some(none), "f").attributes(),
+            FileAttributes::NORMAL
+        );
     }
 }

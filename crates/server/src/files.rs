@@ -50,8 +50,10 @@ impl SharedFile {
 }
 
 /// Rights that take part in share-access checks (MS-FSA 2.1.5.1.2.1).
-const READ_RIGHTS: AccessMask = AccessMask(AccessMask::FILE_READ_DATA.0 | AccessMask::FILE_EXECUTE.0);
-const WRITE_RIGHTS: AccessMask = AccessMask(AccessMask::FILE_WRITE_DATA.0 | AccessMask::FILE_APPEND_DATA.0);
+const READ_RIGHTS: AccessMask =
+    AccessMask(AccessMask::FILE_READ_DATA.0 | AccessMask::FILE_EXECUTE.0);
+const WRITE_RIGHTS: AccessMask =
+    AccessMask(AccessMask::FILE_WRITE_DATA.0 | AccessMask::FILE_APPEND_DATA.0);
 
 /// MS-FSA 2.1.5.1.2.1: whether a new open with `access` and `share` may coexist with `existing`.
 fn compatible(existing: &OpenEntry, access: AccessMask, share: ShareAccess) -> bool {
@@ -80,14 +82,23 @@ impl FileTable {
     /// Registers an open of the file `key` known as `path`, after the checks of MS-FSA
     /// 2.1.5.1.2: a file with delete pending takes no new opens, and share access must be
     /// compatible with every open that has data rights.
-    pub fn register(&self, key: FileKey, path: &VfsPath, entry: OpenEntry) -> Result<Arc<SharedFile>, NtStatus> {
+    pub fn register(
+        &self,
+        key: FileKey,
+        path: &VfsPath,
+        entry: OpenEntry,
+    ) -> Result<Arc<SharedFile>, NtStatus> {
         let mut files = self.files.lock();
         let file = files
             .entry(key)
             .or_insert_with(|| {
                 Arc::new(SharedFile {
                     key,
-                    state: Mutex::new(FileState { opens: Vec::new(), delete_pending: false, path: path.clone() }),
+                    state: Mutex::new(FileState {
+                        opens: Vec::new(),
+                        delete_pending: false,
+                        path: path.clone(),
+                    }),
                 })
             })
             .clone();
@@ -96,7 +107,10 @@ impl FileTable {
             return Err(NtStatus::DELETE_PENDING);
         }
         if shares_data(entry.access)
-            && state.opens.iter().any(|e| shares_data(e.access) && !compatible(e, entry.access, entry.share))
+            && state
+                .opens
+                .iter()
+                .any(|e| shares_data(e.access) && !compatible(e, entry.access, entry.share))
         {
             return Err(NtStatus::SHARING_VIOLATION);
         }
@@ -142,7 +156,10 @@ impl FileTable {
         if self.pending_deletes.load(Ordering::Relaxed) == 0 {
             return false;
         }
-        self.files.lock().get(&key).is_some_and(|f| f.delete_pending())
+        self.files
+            .lock()
+            .get(&key)
+            .is_some_and(|f| f.delete_pending())
     }
 
     /// The open file `key`, if any open exists.
@@ -154,7 +171,10 @@ impl FileTable {
     /// renamed, MS-FSA 2.1.5.14.11).
     pub fn any_open_below(&self, dir: &VfsPath) -> bool {
         let prefix = format!("{}/", dir.as_str());
-        self.files.lock().values().any(|f| dir.is_root() || f.state.lock().path.as_str().starts_with(&prefix))
+        self.files
+            .lock()
+            .values()
+            .any(|f| dir.is_root() || f.state.lock().path.as_str().starts_with(&prefix))
     }
 
     /// Updates the paths of open files after `from` was renamed to `to` (the file itself and,
@@ -197,21 +217,51 @@ mod tests {
     #[test]
     fn share_modes_conflict_both_ways() {
         let table = FileTable::default();
-        let f = table.register(KEY, &path("a"), entry(1, AccessMask::FILE_READ_DATA, ShareAccess::READ)).unwrap();
+        let f = table
+            .register(
+                KEY,
+                &path("a"),
+                entry(1, AccessMask::FILE_READ_DATA, ShareAccess::READ),
+            )
+            .unwrap();
         // A writer is refused: the reader did not share write.
         assert_eq!(
-            table.register(KEY, &path("a"), entry(2, RW, ShareAccess::READ | ShareAccess::WRITE)).err(),
+            table
+                .register(
+                    KEY,
+                    &path("a"),
+                    entry(2, RW, ShareAccess::READ | ShareAccess::WRITE)
+                )
+                .err(),
             Some(NtStatus::SHARING_VIOLATION)
         );
         // Another reader sharing read is fine.
-        table.register(KEY, &path("a"), entry(3, AccessMask::FILE_READ_DATA, ShareAccess::READ)).unwrap();
+        table
+            .register(
+                KEY,
+                &path("a"),
+                entry(3, AccessMask::FILE_READ_DATA, ShareAccess::READ),
+            )
+            .unwrap();
         // A reader that shares nothing is refused: the first reader reads.
         assert_eq!(
-            table.register(KEY, &path("a"), entry(4, AccessMask::FILE_READ_DATA, ShareAccess::empty())).err(),
+            table
+                .register(
+                    KEY,
+                    &path("a"),
+                    entry(4, AccessMask::FILE_READ_DATA, ShareAccess::empty())
+                )
+                .err(),
             Some(NtStatus::SHARING_VIOLATION)
         );
         // Attribute-only opens never conflict.
-        table.register(KEY, &path("a"), entry(5, AccessMask::FILE_READ_ATTRIBUTES, ShareAccess::empty())).unwrap();
+        table
+            .register(
+                KEY,
+                &path("a"),
+                entry(5, AccessMask::FILE_READ_ATTRIBUTES, ShareAccess::empty()),
+            )
+            .unwrap();
         for id in [1, 3, 5] {
             assert_eq!(table.release(&f, id), None);
         }
@@ -222,11 +272,20 @@ mod tests {
     fn delete_pending_refuses_opens_and_deletes_at_last_close() {
         let table = FileTable::default();
         let all = ShareAccess::READ | ShareAccess::WRITE | ShareAccess::DELETE;
-        let f = table.register(KEY, &path("d/x"), entry(1, AccessMask::DELETE, all)).unwrap();
-        table.register(KEY, &path("d/x"), entry(2, AccessMask::FILE_READ_DATA, all)).unwrap();
+        let f = table
+            .register(KEY, &path("d/x"), entry(1, AccessMask::DELETE, all))
+            .unwrap();
+        table
+            .register(KEY, &path("d/x"), entry(2, AccessMask::FILE_READ_DATA, all))
+            .unwrap();
         table.set_delete_pending(&f, true);
         assert!(table.is_delete_pending(KEY));
-        assert_eq!(table.register(KEY, &path("d/x"), entry(3, AccessMask::FILE_READ_DATA, all)).err(), Some(NtStatus::DELETE_PENDING));
+        assert_eq!(
+            table
+                .register(KEY, &path("d/x"), entry(3, AccessMask::FILE_READ_DATA, all))
+                .err(),
+            Some(NtStatus::DELETE_PENDING)
+        );
         table.renamed(&path("d"), &path("e"));
         assert_eq!(table.release(&f, 1), None);
         assert_eq!(table.release(&f, 2), Some(path("e/x")));
@@ -236,7 +295,13 @@ mod tests {
     #[test]
     fn opens_below_a_directory() {
         let table = FileTable::default();
-        table.register(KEY, &path("dir/sub/f"), entry(1, AccessMask::FILE_READ_DATA, ShareAccess::READ)).unwrap();
+        table
+            .register(
+                KEY,
+                &path("dir/sub/f"),
+                entry(1, AccessMask::FILE_READ_DATA, ShareAccess::READ),
+            )
+            .unwrap();
         assert!(table.any_open_below(&path("dir")));
         assert!(table.any_open_below(&path("dir/sub")));
         assert!(!table.any_open_below(&path("di")));

@@ -10,6 +10,7 @@ mod encryption;
 mod fileinfo;
 mod files;
 mod handlers;
+mod identity;
 pub mod names;
 mod open;
 mod response;

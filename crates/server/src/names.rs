@@ -28,6 +28,8 @@ impl SmbPath {
 /// Parses a CREATE or rename target name.
 ///
 /// - A leading backslash is STATUS_INVALID_PARAMETER (MS-SMB2 3.3.5.9).
+/// - `/` separates components like `\`, as Samba accepts it (smbtorture and Unix clients send
+///   it); it can never be part of a Linux name anyway.
 /// - Empty components (doubled or trailing backslashes) are ignored.
 /// - `..` goes up a level; above the share root it is STATUS_OBJECT_PATH_SYNTAX_BAD.
 /// - `.` as a directory is STATUS_OBJECT_PATH_NOT_FOUND, as the last component
@@ -41,7 +43,7 @@ pub fn parse_path(name: &str) -> Result<SmbPath, NtStatus> {
     if name.starts_with('\\') {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let raw: Vec<&str> = name.split('\\').filter(|c| !c.is_empty()).collect();
+    let raw: Vec<&str> = name.split(['\\', '/']).filter(|c| !c.is_empty()).collect();
     let mut components: Vec<String> = Vec::with_capacity(raw.len());
     for (i, component) in raw.iter().enumerate() {
         let last = i + 1 == raw.len();
@@ -102,6 +104,7 @@ mod tests {
 
     #[test]
     fn plain_paths() {
+        assert_eq!(ok("d/f"), ["d", "f"]);
         assert!(ok("").is_empty());
         assert_eq!(ok("a"), ["a"]);
         assert_eq!(ok("d\\f"), ["d", "f"]);
@@ -140,7 +143,6 @@ mod tests {
             "a>b",
             "a|b",
             "a\"b",
-            "a/b",
             "a\u{1}b",
             "a\0b",
             "f:",

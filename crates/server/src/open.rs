@@ -9,7 +9,11 @@ use std::sync::Arc;
 
 use smb3d_vfs::{DirEntry, Vfs, VfsFile, VfsPath};
 
+use smb3d_dtyp::NtStatus as Status;
+
+use crate::blocking::as_user;
 use crate::files::SharedFile;
+use crate::identity::Identity;
 
 /// The state of a directory enumeration on one open (MS-SMB2 3.3.1.10 Open.EnumerationLocation
 /// and Open.EnumerationSearchPattern).
@@ -29,6 +33,8 @@ pub(crate) struct Open {
     pub tree_id: u32,
     /// The share's file system, for operations by path (delete-on-close, rename).
     pub vfs: Arc<dyn Vfs>,
+    /// Who opened it: work on the open runs with this user's credentials.
+    pub identity: Arc<Identity>,
     pub file: Box<dyn VfsFile>,
     /// The file as all its opens share it (path, share modes, delete-pending).
     pub shared: Arc<SharedFile>,
@@ -49,10 +55,13 @@ impl Open {
         self.granted.intersects(access)
     }
 
+    /// Runs blocking work on this open as the user who opened it.
+    pub fn io<T>(&self, work: impl FnOnce() -> Result<T, Status>) -> Result<T, Status> {
+        as_user(self.vfs.as_ref(), &self.identity, work)
+    }
+
     /// The file's current path in the share.
     pub fn path(&self) -> VfsPath {
         self.shared.path()
     }
-
-
 }

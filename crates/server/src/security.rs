@@ -1,12 +1,25 @@
-//! Security descriptors clients see (MS-DTYP 2.4.6). Until NT ACLs are stored in
-//! `security.NTACL`, a file's descriptor is derived from its POSIX owner, group and mode, with
-//! the Unix-id SIDs Samba uses for accounts it has no other SID for (S-1-22-1-uid,
-//! S-1-22-2-gid).
+//! Security descriptors (MS-DTYP 2.4.6) of files, stored as Samba stores them: the descriptor
+//! in `security.NTACL` (version 4, with the hash of the file's POSIX owner, group, mode and
+//! ACLs), trusted only while that hash still matches, so that a local chmod or chown wins, as
+//! it does with Samba. Without a valid stored descriptor, one is derived from the POSIX owner,
+//! group and mode.
 
-use smb3d_dtyp::{AccessMask, Ace, AceFlags, Acl, SecurityDescriptor, Sid};
-use smb3d_vfs::FileStat;
+use smb3d_dtyp::samba::{NtAclXattr, PosixAcl, PosixAclState, XATTR_NTACL_NAME};
+use smb3d_dtyp::{
+    AccessMask, Ace, AceFlags, Acl, NtStatus, SecurityDescriptor, Sid, access_check, inherit,
+    maximum_allowed,
+};
+use smb3d_vfs::{FileStat, FileType, VfsError, VfsFile};
+use smb3d_wire::FileTime;
 
-use crate::fileinfo;
+use crate::identity::{IdMap, Identity};
+use crate::status_map::vfs_status;
+
+const POSIX_ACL_ACCESS: &str = "system.posix_acl_access";
+const POSIX_ACL_DEFAULT: &str = "system.posix_acl_default";
+/// Descriptors larger than this are refused when set (MS-FSA leaves the limit to the file
+/// system; 64 KiB is what one xattr holds).
+pub(crate) const MAX_DESCRIPTOR_LEN: usize = 64 * 1024 - 512;
 
 /// What read, write and execute permission bits grant.
 fn rights(bits: u32, is_directory: bool) -> AccessMask {
@@ -33,15 +46,21 @@ fn rights(bits: u32, is_directory: bool) -> AccessMask {
     mask
 }
 
-/// The descriptor for a file: owner and group from the file, one allow ACE each for the owner,
-/// the group and Everyone from the permission bits. The owner may always change the ACL and
-/// ownership, as on Unix.
-pub(crate) fn posix_descriptor(stat: &FileStat) -> SecurityDescriptor {
-    let dir = fileinfo::is_directory(stat);
-    let owner = Sid::unix_user(stat.uid);
-    let group = Sid::unix_group(stat.gid);
-    let owner_rights =
-        rights(stat.mode >> 6, dir) | AccessMask::WRITE_DAC | AccessMask::WRITE_OWNER;
+/// The descriptor for a file without a valid stored one: owner and group from the file, one
+/// allow ACE each for the owner, the group and Everyone from the permission bits. The owner may
+/// always change the ACL and ownership, as on Unix; so an owner who may read and write gets
+/// full control (withholding execute would protect nothing, and Windows clients open their own
+/// files asking for all rights).
+pub(crate) fn posix_descriptor(stat: &FileStat, ids: &IdMap) -> SecurityDescriptor {
+    let dir = stat.file_type == FileType::Directory;
+    let owner = ids.user_sid(stat.uid);
+    let group = ids.group_sid(stat.gid);
+    let owner_bits = stat.mode >> 6;
+    let owner_rights = if owner_bits & 6 == 6 {
+        AccessMask::FILE_ALL_ACCESS
+    } else {
+        rights(owner_bits, dir) | AccessMask::WRITE_DAC | AccessMask::WRITE_OWNER
+    };
     let aces = vec![
         Ace::allow(owner, owner_rights, AceFlags::empty()),
         Ace::allow(group, rights(stat.mode >> 3, dir), AceFlags::empty()),
@@ -50,11 +69,112 @@ pub(crate) fn posix_descriptor(stat: &FileStat) -> SecurityDescriptor {
     SecurityDescriptor::new(owner, group, Acl::new(aces))
 }
 
+/// The hash of the POSIX state Samba's acl_xattr ties a stored descriptor to.
+fn posix_state_hash(file: &dyn VfsFile, stat: &FileStat) -> Result<[u8; 64], VfsError> {
+    let read_acl = |name: &str| -> Result<Option<PosixAcl>, VfsError> {
+        match file.get_xattr(name) {
+            Ok(Some(value)) => Ok(PosixAcl::decode_xattr(&value).ok()),
+            Ok(None) | Err(VfsError::Unsupported) => Ok(None),
+            Err(e) => Err(e),
+        }
+    };
+    let access = read_acl(POSIX_ACL_ACCESS)?.unwrap_or_else(|| PosixAcl::from_mode(stat.mode));
+    let default = if stat.file_type == FileType::Directory {
+        Some(read_acl(POSIX_ACL_DEFAULT)?.unwrap_or_default())
+    } else {
+        None
+    };
+    Ok(PosixAclState {
+        access: Some(&access),
+        default: default.as_ref(),
+        uid: stat.uid,
+        gid: stat.gid,
+        mode: stat.mode,
+    }
+    .hash())
+}
+
+/// The descriptor in force for a file.
+pub(crate) fn descriptor(file: &dyn VfsFile, stat: &FileStat, ids: &IdMap) -> SecurityDescriptor {
+    stored(file, stat).unwrap_or_else(|| posix_descriptor(stat, ids))
+}
+
+/// The stored descriptor, if there is one and it still matches the POSIX state.
+fn stored(file: &dyn VfsFile, stat: &FileStat) -> Option<SecurityDescriptor> {
+    let blob = file.get_xattr(XATTR_NTACL_NAME).ok()??;
+    let ntacl = NtAclXattr::decode(&blob).ok()?;
+    let current = posix_state_hash(file, stat).ok()?;
+    ntacl.matches_file(Some(&current), None).then_some(ntacl.sd)
+}
+
+/// Stores a descriptor for the file in its current POSIX state.
+pub(crate) fn store(file: &dyn VfsFile, sd: &SecurityDescriptor) -> Result<(), NtStatus> {
+    let stat = file.stat().map_err(|e| vfs_status(&e))?;
+    let hash = posix_state_hash(file, &stat).map_err(|e| vfs_status(&e))?;
+    let blob = NtAclXattr::posix_v4(sd.clone(), [0; 64], hash, FileTime::now()).to_bytes();
+    match file.set_xattr(XATTR_NTACL_NAME, &blob) {
+        Ok(()) => Ok(()),
+        // Without trusted/security xattrs (an unprivileged server on some file systems) ACLs
+        // cannot be kept.
+        Err(VfsError::Unsupported | VfsError::PermissionDenied) => Err(NtStatus::NOT_SUPPORTED),
+        Err(e) => Err(vfs_status(&e)),
+    }
+}
+
+/// The rights an open of a file with descriptor `sd` gets (MS-FSA 2.1.5.1.2.1, MS-DTYP
+/// 2.5.3.2): everything the token may have for MAXIMUM_ALLOWED, else exactly `desired` or
+/// STATUS_ACCESS_DENIED. DELETE may also come from the parent's FILE_DELETE_CHILD, which
+/// `parent_grants_delete` is asked for only when needed. Root, like Samba's, is not checked.
+pub(crate) fn grant(
+    sd: &SecurityDescriptor,
+    who: &Identity,
+    desired: AccessMask,
+    parent_grants_delete: impl FnOnce() -> bool,
+) -> Result<AccessMask, NtStatus> {
+    let requested = desired.without(AccessMask::MAXIMUM_ALLOWED);
+    if who.unix.uid == 0 {
+        return Ok(if desired.contains(AccessMask::MAXIMUM_ALLOWED) {
+            requested | AccessMask::FILE_ALL_ACCESS
+        } else {
+            requested
+        });
+    }
+    let mut allowed = maximum_allowed(sd, &who.token);
+    let wants_delete =
+        requested.contains(AccessMask::DELETE) || desired.contains(AccessMask::MAXIMUM_ALLOWED);
+    if wants_delete && !allowed.contains(AccessMask::DELETE) && parent_grants_delete() {
+        allowed |= AccessMask::DELETE;
+    }
+    if !allowed.contains(requested) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    Ok(if desired.contains(AccessMask::MAXIMUM_ALLOWED) {
+        allowed | requested
+    } else {
+        requested
+    })
+}
+
+/// Whether the descriptor lets `who` do `access` (root always may).
+pub(crate) fn allows(sd: &SecurityDescriptor, who: &Identity, access: AccessMask) -> bool {
+    who.unix.uid == 0 || access_check(sd, &who.token, access).is_ok()
+}
+
+/// The descriptor of a new file or directory created by `who` under a directory with
+/// descriptor `parent` (MS-DTYP 2.5.3.4.1), when the parent has something to pass on.
+pub(crate) fn inherited(
+    parent: &SecurityDescriptor,
+    is_directory: bool,
+    who: &Identity,
+) -> Option<SecurityDescriptor> {
+    let group = who.token.groups.first().copied().unwrap_or(who.token.user);
+    inherit(parent, is_directory, &who.token.user, &group)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use smb3d_dtyp::SdControl;
-    use smb3d_vfs::FileType;
 
     fn stat(mode: u32, file_type: FileType) -> FileStat {
         let t = smb3d_vfs::Timespec { sec: 0, nsec: 0 };
@@ -77,9 +197,10 @@ mod tests {
 
     #[test]
     fn mode_0750_directory() {
-        let sd = posix_descriptor(&stat(0o750, FileType::Directory));
-        assert_eq!(sd.owner.unwrap().to_string(), "S-1-22-1-1000");
-        assert_eq!(sd.group.unwrap().to_string(), "S-1-22-2-100");
+        let ids = IdMap::new("T");
+        let sd = posix_descriptor(&stat(0o750, FileType::Directory), &ids);
+        assert_eq!(sd.owner.unwrap(), ids.user_sid(1000));
+        assert_eq!(sd.group.unwrap(), ids.group_sid(100));
         assert!(sd.control.contains(SdControl::DACL_PRESENT));
         let dacl = sd.dacl.unwrap();
         let masks: Vec<AccessMask> = dacl
@@ -87,10 +208,7 @@ mod tests {
             .iter()
             .map(|a| a.mask_and_sid().unwrap().0)
             .collect();
-        assert_eq!(
-            masks[0],
-            AccessMask::FILE_ALL_ACCESS | AccessMask::WRITE_DAC | AccessMask::WRITE_OWNER
-        );
+        assert_eq!(masks[0], AccessMask::FILE_ALL_ACCESS);
         assert!(
             masks[1].contains(AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_EXECUTE)
         );
@@ -99,8 +217,20 @@ mod tests {
     }
 
     #[test]
+    fn owner_who_may_write_gets_full_control() {
+        let owner = |mode| {
+            let sd = posix_descriptor(&stat(mode, FileType::File), &IdMap::new("T"));
+            sd.dacl.unwrap().aces[0].mask_and_sid().unwrap().0
+        };
+        assert_eq!(owner(0o644), AccessMask::FILE_ALL_ACCESS);
+        let read_only = owner(0o444);
+        assert!(read_only.contains(AccessMask::FILE_GENERIC_READ | AccessMask::WRITE_DAC));
+        assert!(!read_only.intersects(AccessMask::FILE_WRITE_DATA | AccessMask::DELETE));
+    }
+
+    #[test]
     fn write_bit_grants_delete() {
-        let sd = posix_descriptor(&stat(0o620, FileType::File));
+        let sd = posix_descriptor(&stat(0o620, FileType::File), &IdMap::new("T"));
         let group = sd.dacl.unwrap().aces[1].mask_and_sid().unwrap().0;
         assert!(group.contains(AccessMask::FILE_GENERIC_WRITE | AccessMask::DELETE));
     }

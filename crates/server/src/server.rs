@@ -11,6 +11,7 @@ use smb3d_crypto::{Cipher, CryptoProvider};
 use smb3d_wire::Guid;
 
 use crate::files::FileTable;
+use crate::identity::IdMap;
 use crate::session::Session;
 use crate::share::Share;
 
@@ -83,6 +84,8 @@ pub struct Server {
     pub(crate) sessions: Mutex<HashMap<u64, Arc<Session>>>,
     /// Open files by identity, across all sessions (share modes, delete-pending).
     pub(crate) files: FileTable,
+    /// Users and groups as SIDs.
+    pub(crate) ids: IdMap,
     next_session_id: AtomicU64,
     next_file_id: AtomicU64,
 }
@@ -101,6 +104,7 @@ impl Server {
         // accepted by accident.
         let mut seed = [0u8; 4];
         crypto.fill_random(&mut seed);
+        let ids = IdMap::new(&identity.netbios_name);
         Arc::new(Self {
             settings,
             identity: Arc::new(identity),
@@ -110,6 +114,7 @@ impl Server {
             guid,
             sessions: Mutex::new(HashMap::new()),
             files: FileTable::default(),
+            ids,
             next_session_id: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16 | 1),
             next_file_id: AtomicU64::new(1),
         })

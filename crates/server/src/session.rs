@@ -9,6 +9,7 @@ use smb3d_crypto::{MessageSigner, PreauthHash};
 use smb3d_dtyp::AccessMask;
 
 use crate::encryption::SessionCipher;
+use crate::identity::Identity;
 use crate::open::Open;
 use crate::share::Share;
 
@@ -33,6 +34,8 @@ pub(crate) struct AuthExchange {
 /// The established part of a session.
 pub(crate) struct Established {
     pub user: SessionUser,
+    /// The token ACLs are checked against and the Unix credentials file work runs with.
+    pub identity: Arc<Identity>,
     /// Signs and verifies with Session.SigningKey; None for null sessions.
     pub signer: Option<Arc<dyn MessageSigner>>,
     /// Session.SigningRequired.
@@ -87,6 +90,14 @@ impl Session {
         st.established
             .as_ref()
             .and_then(|e| e.cipher.clone().map(|c| (c, e.encrypt_data)))
+    }
+
+    pub fn identity(&self) -> Option<Arc<Identity>> {
+        self.state
+            .lock()
+            .established
+            .as_ref()
+            .map(|e| e.identity.clone())
     }
 
     pub fn user(&self) -> Option<SessionUser> {

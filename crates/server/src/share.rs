@@ -30,6 +30,10 @@ pub struct Share {
     pub encryption: EncryptionPolicy,
     /// Requests on this share must be signed or encrypted.
     pub require_signing: bool,
+    /// Permission bits new files may get (masking 0o666), as Samba's `create mask`.
+    pub create_mask: u32,
+    /// Permission bits new directories may get (masking 0o777), as Samba's `directory mask`.
+    pub directory_mask: u32,
 }
 
 impl Share {
@@ -45,6 +49,8 @@ impl Share {
             guest_ok: false,
             encryption: EncryptionPolicy::Auto,
             require_signing: false,
+            create_mask: 0o744,
+            directory_mask: 0o755,
         }
     }
 
@@ -60,6 +66,8 @@ impl Share {
             guest_ok: true,
             encryption: EncryptionPolicy::Auto,
             require_signing: false,
+            create_mask: 0,
+            directory_mask: 0,
         }
     }
 

@@ -4,8 +4,8 @@ use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{
     AtFlags, CWD, Dir, FallocateFlags, Mode, OFlags, Timestamps, UTIME_OMIT, XattrFlags, fallocate,
     fgetxattr, fgetxattr_query, flistxattr, flistxattr_query, fremovexattr, fsetxattr, fsync,
-    ftruncate, futimens, getxattr, getxattr_query, listxattr, listxattr_query, openat, removexattr,
-    setxattr, utimensat,
+    ftruncate, futimens, getxattr, getxattr_query, lgetxattr, lgetxattr_query, listxattr,
+    listxattr_query, openat, removexattr, setxattr, utimensat,
 };
 use rustix::io::{self, Errno, pread, pwrite};
 use smb3d_vfs::backend::{checked_range_end, validate_xattr_name, validate_xattr_value};
@@ -281,6 +281,23 @@ impl VfsFile for PosixFile {
     fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {
         validate_xattr_name(name)?;
         match self.xattr_value(name) {
+            Ok(value) => Ok(Some(value)),
+            Err(Errno::NODATA) => Ok(None),
+            Err(error) => Err(map_errno(error)),
+        }
+    }
+
+    fn get_child_xattr(&self, name: &str, xattr: &str) -> VfsResult<Option<Vec<u8>>> {
+        validate_name(name)?;
+        validate_xattr_name(xattr)?;
+        self.check_directory()?;
+        // The entry is reached through this directory's descriptor, which is confined to the
+        // share; lgetxattr does not follow the entry itself if it is a symlink.
+        let path = format!("{}/{name}", self.proc_path());
+        match read_sized(
+            || lgetxattr_query(&path, xattr),
+            |buf| lgetxattr(&path, xattr, buf),
+        ) {
             Ok(value) => Ok(Some(value)),
             Err(Errno::NODATA) => Ok(None),
             Err(error) => Err(map_errno(error)),

@@ -25,6 +25,7 @@
 mod caseless;
 mod errno;
 mod file;
+mod identity;
 mod listing_cache;
 mod resolve;
 mod stat;
@@ -41,8 +42,8 @@ use smb3d_vfs::backend::{
 };
 use smb3d_vfs::casefold::resolve_path;
 use smb3d_vfs::{
-    Access, CaseSensitivity, FileStat, FileType, FsStat, Kind, OpenRequest, Opened, Vfs, VfsError,
-    VfsPath, VfsResult,
+    Access, CaseSensitivity, Credentials, FileStat, FileType, FsStat, Kind, OpenRequest, Opened,
+    Vfs, VfsError, VfsPath, VfsResult,
 };
 
 use crate::caseless::NameRules;
@@ -61,6 +62,8 @@ const DATA_OPEN: OFlags = OFlags::NOCTTY.union(OFlags::NONBLOCK);
 pub struct PosixVfs {
     root: Root,
     names: NameRules,
+    /// Whether [`Vfs::run_as`] switches to the user's credentials (the server runs as root).
+    switch_credentials: bool,
 }
 
 impl PosixVfs {
@@ -82,6 +85,7 @@ impl PosixVfs {
         Ok(Self {
             root: Root::new(fd, resolver),
             names: default_name_rules(),
+            switch_credentials: identity::can_switch(),
         })
     }
 
@@ -91,6 +95,7 @@ impl PosixVfs {
         Ok(Self {
             root: Root::new(open_root(root)?, resolver),
             names: default_name_rules(),
+            switch_credentials: identity::can_switch(),
         })
     }
 
@@ -107,6 +112,14 @@ impl PosixVfs {
     #[must_use]
     pub fn with_listing_cache(mut self, limits: Option<ListingCacheLimits>) -> Self {
         self.names = self.names.with_cache(limits);
+        self
+    }
+
+    /// This share with [`Vfs::run_as`] switching credentials (`true`, possible only as root)
+    /// or running everything as the server's own user (`false`).
+    #[must_use]
+    pub fn with_credential_switching(mut self, switch: bool) -> Self {
+        self.switch_credentials = switch && identity::can_switch();
         self
     }
 
@@ -317,6 +330,22 @@ fn parent_error(errno: Errno) -> VfsError {
 }
 
 impl Vfs for PosixVfs {
+    /// As root, the work runs with the user's credentials (see `identity`); a failure to switch
+    /// runs nothing, so the work's own result stays unset and the caller reports it.
+    fn run_as(&self, who: &Credentials, work: &mut dyn FnMut()) {
+        if self.switch_credentials {
+            if !identity::run_as(who, work) {
+                tracing::error!(
+                    uid = who.uid,
+                    gid = who.gid,
+                    "cannot switch to the user's credentials"
+                );
+            }
+        } else {
+            work();
+        }
+    }
+
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened> {
         req.validate()?;
         let (file, created) = open_caseless(

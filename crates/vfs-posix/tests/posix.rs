@@ -157,3 +157,78 @@ fn fs_stat_reports_the_file_system() {
     assert_eq!(stat.fs_id, statvfs.f_fsid);
     assert_ne!(stat.fs_type, 0);
 }
+
+/// As root, work run as another user creates files owned by that user and meets that user's
+/// permission checks; the thread is root again afterwards, whatever happened in between.
+#[test]
+fn run_as_switches_and_restores_credentials() {
+    use smb3d_vfs::{Credentials, Disposition, Kind, OpenRequest};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(dir.path().join("secret"), b"root only").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("secret"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let vfs = PosixVfs::new(dir.path())
+        .unwrap()
+        .with_credential_switching(true);
+    let nobody = Credentials {
+        uid: 65534,
+        gid: 65534,
+        groups: vec![],
+    };
+    let create = OpenRequest {
+        access: Access::ReadWrite,
+        disposition: Disposition::Create,
+        kind: Kind::File,
+        create_mode: 0o644,
+    };
+    let read = OpenRequest {
+        access: Access::Read,
+        disposition: Disposition::Open,
+        kind: Kind::File,
+        create_mode: 0,
+    };
+    let mut created = None;
+    let mut denied = None;
+    vfs.run_as(&nobody, &mut || {
+        created = Some(
+            vfs.open(&VfsPath::parse("mine").unwrap(), &create)
+                .map(|_| ()),
+        );
+        denied = Some(
+            vfs.open(&VfsPath::parse("secret").unwrap(), &read)
+                .map(|_| ()),
+        );
+    });
+    assert_eq!(created, Some(Ok(())));
+    assert_eq!(
+        denied.map(|r| r.err()),
+        Some(Some(VfsError::PermissionDenied))
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("mine")).unwrap().uid(),
+        65534
+    );
+    assert!(rustix::process::geteuid().is_root(), "credentials restored");
+    // Without switching, the same work runs as root.
+    let plain = PosixVfs::new(dir.path())
+        .unwrap()
+        .with_credential_switching(false);
+    let mut opened = None;
+    plain.run_as(&nobody, &mut || {
+        opened = Some(
+            plain
+                .open(&VfsPath::parse("secret").unwrap(), &read)
+                .map(|_| ()),
+        )
+    });
+    assert_eq!(opened, Some(Ok(())));
+}

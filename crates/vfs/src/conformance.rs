@@ -516,6 +516,33 @@ pub fn xattrs(vfs: &dyn Vfs) {
         ["user.DOSATTRIB", "user.big", "user.empty"]
     );
     file.set_xattr("user.DOSATTRIB", b"new").unwrap();
+    let root = vfs
+        .open(
+            &VfsPath::root(),
+            &OpenRequest {
+                access: Access::MetadataOnly,
+                disposition: Disposition::Open,
+                kind: Kind::Directory,
+                create_mode: 0,
+            },
+        )
+        .unwrap()
+        .file;
+    assert_eq!(
+        root.get_child_xattr("f", "user.DOSATTRIB")
+            .unwrap()
+            .unwrap(),
+        b"new"
+    );
+    assert_eq!(root.get_child_xattr("f", "user.missing").unwrap(), None);
+    assert_eq!(
+        error(root.get_child_xattr("absent", "user.DOSATTRIB")),
+        VfsError::NotFound
+    );
+    assert_eq!(
+        error(file.get_child_xattr("f", "user.DOSATTRIB")),
+        VfsError::NotADirectory
+    );
     let other = open_file(vfs, "f", Access::ReadWrite);
     assert_eq!(other.get_xattr("user.DOSATTRIB").unwrap().unwrap(), b"new");
     other.remove_xattr("user.empty").unwrap();

@@ -41,6 +41,15 @@ pub use types::{
     S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
 };
 
+/// A Unix identity for [`Vfs::run_as`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub uid: u32,
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+}
+
 /// A handle returned by [`Vfs::open`].
 pub struct Opened {
     /// The open object.
@@ -61,6 +70,15 @@ pub struct Opened {
 /// case folding (see [`casefold::resolve_path`]); what is found is used as if spelled so. A
 /// path that exists as spelled costs nothing extra. Symlink targets are followed as spelled.
 pub trait Vfs: Send + Sync {
+    /// Runs `work` — calls on this back end and on the files it opened — with `who`'s
+    /// credentials, so that the file system's own permission checks, ownership of new files
+    /// and quotas apply to that user. A back end that cannot change credentials (or runs
+    /// without the privilege to) runs `work` as it is.
+    fn run_as(&self, who: &Credentials, work: &mut dyn FnMut()) {
+        let _ = who;
+        work();
+    }
+
     /// Opens or creates the object at `path`, following a symlink in the last component when
     /// opening, never when creating.
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened>;
@@ -131,6 +149,10 @@ pub trait VfsFile: Send + Sync {
 
     /// The value of an extended attribute, `None` if it is not set.
     fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>>;
+
+    /// An xattr of the entry `name` of this directory, not following a symlink: directory
+    /// listings read per-file metadata this way without opening each file.
+    fn get_child_xattr(&self, name: &str, xattr: &str) -> VfsResult<Option<Vec<u8>>>;
 
     /// Sets an extended attribute, creating or replacing it.
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()>;

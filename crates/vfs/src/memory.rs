@@ -877,6 +877,15 @@ impl VfsFile for MemoryFile {
         Ok(self.lock().node(self.ino)?.xattrs.get(name).cloned())
     }
 
+    fn get_child_xattr(&self, name: &str, xattr: &str) -> VfsResult<Option<Vec<u8>>> {
+        validate_name(name)?;
+        validate_xattr_name(xattr)?;
+        self.directory(|state, entries| {
+            let ino = *entries.get(name).ok_or(VfsError::NotFound)?;
+            Ok(state.node(ino)?.xattrs.get(xattr).cloned())
+        })
+    }
+
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
         validate_xattr_name(name)?;
         validate_xattr_value(value)?;

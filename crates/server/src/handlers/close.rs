@@ -6,12 +6,12 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::close::{CloseAttributes, CloseFlags, CloseRequest, CloseResponse};
 use smb3d_wire::Writer;
 
-use crate::blocking::blocking;
 use crate::connection::Ctx;
 use crate::fileinfo;
 use crate::handlers::lookup_open;
 use crate::open::Open;
 use crate::server::Server;
+use crate::status_map::VfsResultExt;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -26,20 +26,22 @@ pub(crate) async fn handle(
     // With POSTQUERY_ATTRIB the attributes are taken before a delete-on-close removes the
     // file; what is returned describes the file as it was closed.
     let mut response = CloseResponse { attributes: None };
-    if req.flags.contains(CloseFlags::POSTQUERY_ATTRIB)
-        && let Ok(stat) = blocking(|| open.file.stat())
-    {
-        let t = fileinfo::times(&stat);
+    if req.flags.contains(CloseFlags::POSTQUERY_ATTRIB) {
         let path = open.path();
-        response.attributes = Some(CloseAttributes {
-            creation_time: t.creation,
-            last_access_time: t.last_access,
-            last_write_time: t.last_write,
-            change_time: t.change,
-            allocation_size: fileinfo::allocation_size(&stat),
-            end_of_file: fileinfo::end_of_file(&stat),
-            file_attributes: fileinfo::attributes(&stat, path.name().unwrap_or("")).0,
-        });
+        if let Ok(meta) =
+            open.io(|| fileinfo::load(open.file.as_ref(), path.name().unwrap_or("")).status())
+        {
+            let t = meta.times();
+            response.attributes = Some(CloseAttributes {
+                creation_time: t.creation,
+                last_access_time: t.last_access,
+                last_write_time: t.last_write,
+                change_time: t.change,
+                allocation_size: meta.allocation_size(),
+                end_of_file: meta.end_of_file(),
+                file_attributes: meta.attributes().0,
+            });
+        }
     }
     close_open(&cx.conn.server, &open);
     if cx.chain.file_id == Some(open.file_id) {
@@ -56,7 +58,7 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
         server.files.set_delete_pending(&open.shared, true);
     }
     if let Some(path) = server.files.release(&open.shared, open.file_id.volatile)
-        && let Err(e) = blocking(|| open.vfs.unlink(&path))
+        && let Err(e) = open.io(|| open.vfs.unlink(&path).status())
     {
         tracing::debug!(path = path.as_str(), "delete on close failed: {e}");
     }

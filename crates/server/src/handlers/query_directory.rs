@@ -9,12 +9,11 @@ use smb3d_fscc::{
 use smb3d_smb2::query_directory::{
     QueryDirectoryFlags, QueryDirectoryRequest, QueryDirectoryResponse,
 };
-use smb3d_vfs::{self as vfs, FileStat, FileType, VfsError};
+use smb3d_vfs::{self as vfs, FileType, VfsError};
 use smb3d_wire::Writer;
 
-use crate::blocking::blocking;
 use crate::connection::Ctx;
-use crate::fileinfo;
+use crate::fileinfo::{self, Meta};
 use crate::files::{FileKey, FileTable};
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::open::{DirCursor, Open};
@@ -58,7 +57,7 @@ pub(crate) async fn handle(
 
     let pending = QueryDirectoryResponse::begin(w);
     let files = &cx.conn.server.files;
-    let status = blocking(|| {
+    let status = open.io(|| {
         let mut cursor = open.dir.lock();
         let restart = req
             .flags
@@ -94,8 +93,14 @@ fn start_enumeration(open: &Open, cursor: &mut DirCursor, pattern: String) -> Re
     } else {
         // One name: found case-insensitively and listed with its real spelling.
         match open.file.lookup_child(&pattern) {
-            Ok(Some((name, stat))) => vec![vfs::DirEntry { name, ino: stat.ino, file_type: stat.file_type }],
-            Ok(None) | Err(VfsError::NotFound | VfsError::InvalidName | VfsError::NameTooLong) => Vec::new(),
+            Ok(Some((name, stat))) => vec![vfs::DirEntry {
+                name,
+                ino: stat.ino,
+                file_type: stat.file_type,
+            }],
+            Ok(None) | Err(VfsError::NotFound | VfsError::InvalidName | VfsError::NameTooLong) => {
+                Vec::new()
+            }
             Err(e) => return Err(e),
         }
     };
@@ -135,13 +140,18 @@ fn fill(
             continue;
         }
         let listed = if needs_stat {
-            match entry_stat(open, entry) {
+            match entry_meta(open, entry) {
                 // Files with delete pending are gone as far as listings go.
-                Some(stat) if files.is_delete_pending(FileKey { dev: stat.dev, ino: stat.ino }) => {
+                Some(meta)
+                    if files.is_delete_pending(FileKey {
+                        dev: meta.stat.dev,
+                        ino: meta.stat.ino,
+                    }) =>
+                {
                     cursor.next += 1;
                     continue;
                 }
-                Some(stat) => listing(&stat, &entry.name),
+                Some(meta) => listing(&meta, &entry.name),
                 // Gone since the directory was read, or a symlink leading out of the share:
                 // not listed.
                 None => {
@@ -179,42 +189,45 @@ fn fill(
 }
 
 /// What a listing shows of an entry.
-fn listing<'a>(stat: &FileStat, name: &'a str) -> DirEntry<'a> {
-    let t = fileinfo::times(stat);
+fn listing<'a>(meta: &Meta, name: &'a str) -> DirEntry<'a> {
+    let t = meta.times();
     DirEntry {
         file_index: 0,
         creation_time: t.creation,
         last_access_time: t.last_access,
         last_write_time: t.last_write,
         change_time: t.change,
-        end_of_file: fileinfo::end_of_file(stat),
-        allocation_size: fileinfo::allocation_size(stat),
-        file_attributes: fileinfo::attributes(stat, name),
+        end_of_file: meta.end_of_file(),
+        allocation_size: meta.allocation_size(),
+        file_attributes: meta.attributes(),
         ea_size: 0,
         reparse_tag: 0,
-        file_id: stat.ino,
-        file_id_128: file_id_128(stat.ino),
+        file_id: meta.stat.ino,
+        file_id_128: file_id_128(meta.stat.ino),
         short_name: "",
         name,
     }
 }
 
-/// The stat of a listed entry: "." is the directory itself, ".." its parent (the share root
-/// is its own parent), symlinks are followed within the share.
-fn entry_stat(open: &Open, entry: &vfs::DirEntry) -> Option<FileStat> {
+/// A listed entry as clients see it: "." is the directory itself, ".." its parent (the share
+/// root is its own parent), symlinks are followed within the share. A regular entry costs a
+/// statx and a getxattr, never an open.
+fn entry_meta(open: &Open, entry: &vfs::DirEntry) -> Option<Meta> {
     match entry.name.as_str() {
-        "." => open.file.stat().ok(),
+        "." => fileinfo::load(open.file.as_ref(), ".").ok(),
         ".." => {
             let path = open.path();
             let parent = path.parent_and_name().map(|(p, _)| p).unwrap_or(path);
-            open.vfs.stat(&parent).ok()
+            Some(Meta::new(open.vfs.stat(&parent).ok()?, None, ".."))
         }
         name => {
             let stat = open.file.stat_child(name).ok()?;
             if stat.file_type == FileType::Symlink {
-                open.vfs.stat(&open.path().join(name).ok()?).ok()
+                let target = open.vfs.stat(&open.path().join(name).ok()?).ok()?;
+                Some(Meta::new(target, None, name))
             } else {
-                Some(stat)
+                let dos = fileinfo::load_child_dos(open.file.as_ref(), name);
+                Some(Meta::new(stat, dos, name))
             }
         }
     }

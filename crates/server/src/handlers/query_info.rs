@@ -17,14 +17,14 @@ use smb3d_fscc::{
     SectorSizeFlags, StreamListEncoder,
 };
 use smb3d_smb2::query_info::{InfoType, QueryInfoRequest, QueryInfoResponse};
-use smb3d_vfs::{FileStat, FsStat};
+use smb3d_vfs::{FileStat, FileType, FsStat};
 use smb3d_wire::{FileTime, Guid, Writer};
 
-use crate::blocking::blocking;
 use crate::connection::Ctx;
 use crate::eas;
 use crate::fileinfo;
 use crate::handlers::{check_credit_charge, lookup_open};
+use crate::identity::IdMap;
 use crate::open::Open;
 use crate::security;
 use crate::status_map::VfsResultExt;
@@ -52,7 +52,7 @@ pub(crate) async fn handle(
     let limit = req.output_buffer_length;
     let pending = QueryInfoResponse::begin(w);
     let status = match req.info_type {
-        InfoType::FILE => blocking(|| {
+        InfoType::FILE => open.io(|| {
             file_info(
                 &open,
                 FileInformationClass(req.file_info_class),
@@ -61,7 +61,7 @@ pub(crate) async fn handle(
                 w,
             )
         })?,
-        InfoType::FILESYSTEM => blocking(|| {
+        InfoType::FILESYSTEM => open.io(|| {
             fs_info(
                 &open,
                 FsInformationClass(req.file_info_class),
@@ -71,9 +71,11 @@ pub(crate) async fn handle(
             )
         })?,
         InfoType::SECURITY => {
-            let needed = blocking(|| {
+            let ids = &cx.conn.server.ids;
+            let needed = open.io(|| {
                 security_info(
                     &open,
+                    ids,
                     SecurityInformation(req.additional_information),
                     limit,
                     w,
@@ -99,6 +101,7 @@ pub(crate) async fn handle(
 /// to read them. `Some(size)` when the client's buffer is too small.
 fn security_info(
     open: &Open,
+    ids: &IdMap,
     info: SecurityInformation,
     limit: u32,
     w: &mut Writer<'_>,
@@ -116,7 +119,7 @@ fn security_info(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let stat = open.file.stat().status()?;
-    let sd = security::posix_descriptor(&stat).filtered(info);
+    let sd = security::descriptor(open.file.as_ref(), &stat, ids).filtered(info);
     let len = sd.encoded_len();
     if len > limit as usize {
         return Ok(Some(u32::try_from(len).unwrap_or(u32::MAX)));
@@ -175,14 +178,15 @@ fn file_info(
     if needs_read_attributes && !open.may(AccessMask::FILE_READ_ATTRIBUTES) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let stat = open.file.stat().status()?;
     let path = open.path();
     let name = path.name().unwrap_or("");
+    let meta = fileinfo::load(open.file.as_ref(), name).status()?;
+    let stat = &meta.stat;
     let start = w.offset();
     match class {
-        FileInformationClass::FILE_BASIC_INFORMATION => fileinfo::basic(&stat, name).encode(w),
+        FileInformationClass::FILE_BASIC_INFORMATION => meta.basic().encode(w),
         FileInformationClass::FILE_STANDARD_INFORMATION => {
-            fileinfo::standard(&stat, open.shared.delete_pending()).encode(w)
+            meta.standard(open.shared.delete_pending()).encode(w)
         }
         FileInformationClass::FILE_INTERNAL_INFORMATION => FileInternalInformation {
             index_number: stat.ino,
@@ -203,8 +207,8 @@ fn file_info(
         }
         .encode(w),
         FileInformationClass::FILE_ALL_INFORMATION => FileAllInformation {
-            basic: fileinfo::basic(&stat, name),
-            standard: fileinfo::standard(&stat, open.shared.delete_pending()),
+            basic: meta.basic(),
+            standard: meta.standard(open.shared.delete_pending()),
             internal: FileInternalInformation {
                 index_number: stat.ino,
             },
@@ -224,16 +228,14 @@ fn file_info(
             },
         }
         .encode(w),
-        FileInformationClass::FILE_NETWORK_OPEN_INFORMATION => {
-            fileinfo::network_open(&stat, name).encode(w)
-        }
+        FileInformationClass::FILE_NETWORK_OPEN_INFORMATION => meta.network_open().encode(w),
         FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => FileAttributeTagInformation {
-            file_attributes: fileinfo::attributes(&stat, name),
+            file_attributes: meta.attributes(),
             reparse_tag: 0,
         }
         .encode(w),
         FileInformationClass::FILE_COMPRESSION_INFORMATION => FileCompressionInformation {
-            compressed_file_size: fileinfo::end_of_file(&stat),
+            compressed_file_size: meta.end_of_file(),
             compression_format: CompressionFormat::NONE,
             compression_unit_shift: 0,
             chunk_shift: 0,
@@ -249,7 +251,7 @@ fn file_info(
             }
             .encode(w)
         }
-        FileInformationClass::FILE_STREAM_INFORMATION => stream_info(&stat, w),
+        FileInformationClass::FILE_STREAM_INFORMATION => stream_info(stat, w),
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
             file_name: crate::shortname::short_name(name),
         }
@@ -307,7 +309,7 @@ fn full_ea(open: &Open, limit: u32, w: &mut Writer<'_>) -> Result<NtStatus, NtSt
 /// FileStreamInformation: a file has its unnamed data stream; a directory has none. The list
 /// is encoded whole and cut to the client's buffer like any variable-length answer.
 fn stream_info(stat: &FileStat, w: &mut Writer<'_>) {
-    if fileinfo::is_directory(stat) {
+    if stat.file_type == FileType::Directory {
         return;
     }
     let mut streams = StreamListEncoder::new(w, usize::MAX);

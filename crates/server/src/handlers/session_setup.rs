@@ -115,6 +115,15 @@ fn complete(
         Principal::Anonymous => SessionUser::Anonymous,
     };
     let anonymous = user == SessionUser::Anonymous;
+    let identity = Arc::new(match &user {
+        // A user without a known uid (a credential store without one) acts as the server's own
+        // account: file work then runs exactly as without impersonation.
+        SessionUser::User { name, .. } => {
+            let uid = server.credentials.uid(name).unwrap_or_else(process_uid);
+            server.ids.identity(name, uid)
+        }
+        SessionUser::Anonymous => server.ids.anonymous(),
+    });
     let keys = SessionKeys::derive(
         negotiated.dialect,
         session_key,
@@ -166,6 +175,7 @@ fn complete(
     }
     session.state.lock().established = Some(Established {
         user,
+        identity,
         signer,
         signing_required,
         cipher,
@@ -191,4 +201,9 @@ pub(crate) fn hash_response(session: &Session, message: &[u8]) {
     {
         preauth.update(message);
     }
+}
+
+/// The uid this server runs as.
+fn process_uid() -> u32 {
+    std::fs::metadata("/proc/self").map_or(0, |m| std::os::unix::fs::MetadataExt::uid(&m))
 }

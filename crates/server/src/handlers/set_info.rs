@@ -3,25 +3,27 @@
 
 use std::sync::atomic::Ordering;
 
-use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
 use smb3d_fscc::{
-    DispositionFlags, FileAllocationInformation, FileBasicInformation, FileDispositionInformation,
-    FileDispositionInformationEx, FileEndOfFileInformation, FileInformationClass, FileMode,
-    FileModeInformation, FilePositionInformation, FileRenameInformation, FileRenameInformationEx,
-    RenameFlags,
+    DispositionFlags, FileAllocationInformation, FileAttributes, FileBasicInformation,
+    FileDispositionInformation, FileDispositionInformationEx, FileEndOfFileInformation,
+    FileInformationClass, FileMode, FileModeInformation, FilePositionInformation,
+    FileRenameInformation, FileRenameInformationEx, RenameFlags,
 };
 use smb3d_smb2::query_info::InfoType;
 use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
 use smb3d_vfs::{Timespec, VfsError, VfsPath};
 use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
 
-use crate::blocking::blocking;
 use crate::connection::Ctx;
 use crate::eas;
+use crate::fileinfo::{self, SETTABLE_ATTRIBUTES};
 use crate::files::{FileKey, FileTable};
 use crate::handlers::lookup_open;
+use crate::identity::IdMap;
 use crate::names::parse_path;
 use crate::open::Open;
+use crate::security;
 use crate::status_map::VfsResultExt;
 
 /// FileModeInformation bits a client may set (MS-FSCC 2.4.26).
@@ -38,13 +40,23 @@ pub(crate) async fn handle(
         return Err(NtStatus::ACCESS_DENIED);
     }
     match req.info_type {
-        InfoType::FILE => blocking(|| {
-            set_file_info(&cx.conn.server.files, &open, FileInformationClass(req.file_info_class), req.buffer)
+        InfoType::FILE => open.io(|| {
+            set_file_info(
+                &cx.conn.server.files,
+                &open,
+                FileInformationClass(req.file_info_class),
+                req.buffer,
+            )
         })?,
         // Changing volume information needs privileges no SMB user has here.
         InfoType::FILESYSTEM => return Err(NtStatus::ACCESS_DENIED),
-        // Security descriptors and quotas come with the file-semantics work (docs/conformance.md).
-        InfoType::SECURITY | InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        InfoType::SECURITY => {
+            let info = SecurityInformation(req.additional_information);
+            let ids = &cx.conn.server.ids;
+            open.io(|| set_security(&open, ids, info, req.buffer))?
+        }
+        // Quotas are not kept (docs/conformance.md).
+        InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
     SetInfoResponse.encode(w);
@@ -69,7 +81,12 @@ fn require(open: &Open, access: AccessMask) -> Result<(), NtStatus> {
     }
 }
 
-fn set_file_info(files: &FileTable, open: &Open, class: FileInformationClass, buf: &[u8]) -> Result<(), NtStatus> {
+fn set_file_info(
+    files: &FileTable,
+    open: &Open,
+    class: FileInformationClass,
+    buf: &[u8],
+) -> Result<(), NtStatus> {
     match class {
         FileInformationClass::FILE_BASIC_INFORMATION => {
             let info = FileBasicInformation::decode(buf).map_err(buffer_error)?;
@@ -152,23 +169,47 @@ fn set_file_info(files: &FileTable, open: &Open, class: FileInformationClass, bu
     }
 }
 
-/// Times per MS-FSA 2.1.5.14.2: 0 leaves a time alone, -1 and -2 stop and resume automatic
-/// updates (which the file system does on its own, so they change nothing here). Only access
-/// and write times can be set on Linux; attributes are not stored until DOS attributes are
-/// kept in xattrs (docs/conformance.md).
+/// FileBasicInformation (MS-FSA 2.1.5.14.2). Times: 0 leaves a time alone, -1 and -2 stop and
+/// resume automatic updates (which the file system does on its own, so they change nothing
+/// here); the create time is kept in DOSATTRIB, access and write times in the inode; the change
+/// time cannot be set on Linux and is left to the file system. Attributes: 0 leaves them
+/// alone; DIRECTORY must match the object and a directory cannot be TEMPORARY.
 fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
-    let settable = |t: FileTime| -> Option<Timespec> {
-        if t == FileTime::UNCHANGED
-            || t == FileTime::SUSPEND_UPDATES
-            || t == FileTime::RESUME_UPDATES
-        {
-            return None;
-        }
-        let (sec, nsec) = t.to_unix();
-        Some(Timespec { sec, nsec })
+    let settable = |t: FileTime| -> Option<FileTime> {
+        (t != FileTime::UNCHANGED
+            && t != FileTime::SUSPEND_UPDATES
+            && t != FileTime::RESUME_UPDATES)
+            .then_some(t)
     };
-    let atime = settable(info.last_access_time);
-    let mtime = settable(info.last_write_time);
+    let timespec = |t: FileTime| {
+        let (sec, nsec) = t.to_unix();
+        Timespec { sec, nsec }
+    };
+    let attributes = info.file_attributes;
+    if !attributes.is_empty() {
+        if attributes.contains(FileAttributes::DIRECTORY) && !open.is_directory {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        if attributes.contains(FileAttributes::TEMPORARY) && open.is_directory {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    let creation = settable(info.creation_time);
+    if creation.is_some() || !attributes.is_empty() {
+        let path = open.path();
+        let mut meta = fileinfo::load(open.file.as_ref(), path.name().unwrap_or("")).status()?;
+        if let Some(creation) = creation {
+            meta.creation = creation;
+        }
+        if !attributes.is_empty() {
+            // SPARSE is kept: only FSCTL_SET_SPARSE changes it.
+            meta.stored =
+                (attributes & SETTABLE_ATTRIBUTES) | (meta.stored & FileAttributes::SPARSE_FILE);
+        }
+        fileinfo::store(open.file.as_ref(), &meta)?;
+    }
+    let atime = settable(info.last_access_time).map(timespec);
+    let mtime = settable(info.last_write_time).map(timespec);
     if atime.is_some() || mtime.is_some() {
         open.file.set_times(atime, mtime).status()?;
     }
@@ -176,9 +217,12 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
 }
 
 /// FileDispositionInformation (MS-FSA 2.1.5.14.3): the file becomes delete-pending at once;
-/// a directory must be empty.
+/// a read-only file cannot be deleted and a directory must be empty.
 fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<(), NtStatus> {
     require(open, AccessMask::DELETE)?;
+    if delete && fileinfo::load(open.file.as_ref(), "").status()?.readonly() {
+        return Err(NtStatus::CANNOT_DELETE);
+    }
     if delete && open.is_directory {
         let empty = open.file.read_dir().status()?.is_empty();
         if !empty {
@@ -190,7 +234,13 @@ fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<()
 }
 
 /// MS-SMB2 3.3.5.21.1 and MS-FSA 2.1.5.14.11.
-fn rename(files: &FileTable, open: &Open, root_directory: u64, target: &str, replace: bool) -> Result<(), NtStatus> {
+fn rename(
+    files: &FileTable,
+    open: &Open,
+    root_directory: u64,
+    target: &str,
+    replace: bool,
+) -> Result<(), NtStatus> {
     require(open, AccessMask::DELETE)?;
     if root_directory != 0 {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -216,7 +266,12 @@ fn rename(files: &FileTable, open: &Open, root_directory: u64, target: &str, rep
     }
     if replace
         && let Ok(target) = open.vfs.stat(&to)
-        && files.get(FileKey { dev: target.dev, ino: target.ino }).is_some_and(|f| f.key != open.shared.key)
+        && files
+            .get(FileKey {
+                dev: target.dev,
+                ino: target.ino,
+            })
+            .is_some_and(|f| f.key != open.shared.key)
     {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -230,4 +285,31 @@ fn rename(files: &FileTable, open: &Open, root_directory: u64, target: &str, rep
     }
     files.renamed(&from, &to);
     Ok(())
+}
+
+/// MS-SMB2 3.3.5.21.3 with MS-FSA 2.1.5.16: owner and group need WRITE_OWNER, the DACL
+/// WRITE_DAC, the SACL a privilege no SMB user holds here. The parts given replace those of the
+/// file's descriptor, which is stored as Samba stores it.
+fn set_security(
+    open: &Open,
+    ids: &IdMap,
+    info: SecurityInformation,
+    buf: &[u8],
+) -> Result<(), NtStatus> {
+    if info.contains(SecurityInformation::SACL) {
+        return Err(NtStatus::PRIVILEGE_NOT_HELD);
+    }
+    if info.intersects(SecurityInformation::OWNER | SecurityInformation::GROUP) {
+        require(open, AccessMask::WRITE_OWNER)?;
+    }
+    if info.contains(SecurityInformation::DACL) {
+        require(open, AccessMask::WRITE_DAC)?;
+    }
+    if buf.len() > security::MAX_DESCRIPTOR_LEN {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let update = SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+    let stat = open.file.stat().status()?;
+    let current = security::descriptor(open.file.as_ref(), &stat, ids);
+    security::store(open.file.as_ref(), &current.merged(&update, info))
 }

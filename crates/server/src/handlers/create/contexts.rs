@@ -1,0 +1,35 @@
+//! Create context responses (MS-SMB2 3.3.5.9.5 maximal access, 3.3.5.9.9 on-disk id).
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::create::{
+    CreateContext, CreateRequest, MaximalAccessResponse, QueryOnDiskIdResponse, ResponseContext,
+};
+
+use crate::fileinfo::Meta;
+use crate::session::Tree;
+
+pub(super) fn responses<'a>(
+    req: &CreateRequest<'_>,
+    tree: &Tree,
+    meta: &Meta,
+) -> Vec<ResponseContext<'a>> {
+    let mut contexts = Vec::new();
+    for context in req.contexts.iter().flatten() {
+        match context {
+            CreateContext::MaximalAccessRequest { .. } => {
+                contexts.push(ResponseContext::MaximalAccess(MaximalAccessResponse {
+                    query_status: NtStatus::SUCCESS,
+                    maximal_access: tree.maximal_access,
+                }));
+            }
+            CreateContext::QueryOnDiskId => {
+                contexts.push(ResponseContext::QueryOnDiskId(QueryOnDiskIdResponse {
+                    file_id: meta.stat.ino,
+                    volume_id: meta.stat.dev,
+                }));
+            }
+            _ => {}
+        }
+    }
+    contexts
+}

@@ -1,0 +1,366 @@
+//! CREATE: MS-SMB2 3.3.5.9, in phases: request checks and access (`request`) → open → the
+//! checks against the existing file (MS-FSA 2.1.5.1.2) → share access → overwrite and new-file
+//! metadata → response contexts (`contexts`) → response.
+
+mod contexts;
+mod request;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use parking_lot::Mutex;
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_fscc::FileAttributes;
+use smb3d_smb2::create::{
+    CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
+    CreateResponseFlags, OplockLevel,
+};
+use smb3d_smb2::file_id::FileId;
+use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Opened, Vfs, VfsError, VfsFile, VfsPath};
+use smb3d_wire::{FileTime, Writer};
+
+use crate::blocking::as_user;
+use crate::connection::Ctx;
+use crate::eas;
+use crate::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
+use crate::files::{FileKey, OpenEntry};
+use crate::identity::{IdMap, Identity};
+use crate::names::parse_path;
+use crate::open::{DirCursor, Open};
+use crate::security;
+use crate::share::ShareKind;
+use crate::status_map::VfsResultExt;
+
+use request::Intent;
+
+/// The CreateOptions that FileModeInformation reports (MS-FSCC 2.4.26).
+const MODE_OPTIONS: u32 =
+    0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020 | 0x0000_1000;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = CreateRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+    request::check(&req)?;
+    let ShareKind::Disk(vfs) = &tree.share.kind else {
+        // Named pipes arrive with the RPC services; until then none exists.
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    };
+
+    let name =
+        smb3d_wire::decode_utf16le(req.name, "Name").map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+    let path = parse_path(&name)?;
+    let vfs_path = VfsPath::from_components(path.components.iter())
+        .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+    let intent = request::intent(&req, &tree)?;
+
+    // EAs given with the create (MS-SMB2 3.3.5.9.2) are checked before anything is created.
+    let ea_buffer = req.contexts.iter().flatten().find_map(|c| match c {
+        CreateContext::EaBuffer(data) => Some(data),
+        _ => None,
+    });
+    if let Some(data) = ea_buffer {
+        eas::check(data)?;
+    }
+
+    // Truncation waits until the existing file has been checked and share access granted
+    // (MS-FSA 2.1.5.1.2), so an existing file is opened without it first.
+    let open_request = OpenRequest {
+        access: intent.vfs_access,
+        disposition: match intent.disposition {
+            CreateDisposition::OPEN | CreateDisposition::OVERWRITE => Disposition::Open,
+            CreateDisposition::CREATE => Disposition::Create,
+            _ => Disposition::OpenOrCreate,
+        },
+        kind: intent.kind,
+        // Masked further by the process umask, or replaced by the parent's default POSIX ACL.
+        create_mode: if intent.kind == Kind::Directory {
+            0o777 & tree.share.directory_mask
+        } else {
+            0o666 & tree.share.create_mask
+        },
+    };
+    let identity = cx.identity()?;
+    let server = &cx.conn.server;
+    let vfs = vfs.clone();
+    let leaf = vfs_path.name().unwrap_or("");
+    let (opened, meta, granted) = as_user(vfs.as_ref(), &identity, || {
+        let opened = open_widest(vfs.as_ref(), &vfs_path, open_request, intent.desired)?;
+        let meta = fileinfo::load(opened.file.as_ref(), leaf).status()?;
+        let granted = if opened.created {
+            admit_new(
+                vfs.as_ref(),
+                &vfs_path,
+                opened.file.as_ref(),
+                &meta,
+                &identity,
+                &intent,
+                &server.ids,
+            )?
+        } else {
+            check_existing(&meta, &intent, req.file_attributes)?;
+            let sd = security::descriptor(opened.file.as_ref(), &meta.stat, &server.ids);
+            security::grant(&sd, &identity, intent.desired, || {
+                parent_allows(
+                    vfs.as_ref(),
+                    &vfs_path,
+                    &identity,
+                    &server.ids,
+                    AccessMask::FILE_DELETE_CHILD,
+                )
+            })?
+        };
+        Ok((opened, meta, granted & tree.maximal_access))
+    })
+    .map_err(|status| {
+        if tree.share.read_only
+            && status == NtStatus::OBJECT_NAME_NOT_FOUND
+            && req.create_disposition != CreateDisposition::OPEN
+        {
+            NtStatus::ACCESS_DENIED
+        } else {
+            status
+        }
+    })?;
+    let overwritten = intent.truncates && !opened.created;
+
+    let file_id = FileId {
+        persistent: server.allocate_file_id(),
+        volatile: server.allocate_file_id(),
+    };
+    let key = FileKey {
+        dev: meta.stat.dev,
+        ino: meta.stat.ino,
+    };
+    let entry = OpenEntry {
+        id: file_id.volatile,
+        access: granted,
+        share: req.share_access,
+    };
+    let shared = server.files.register(key, &vfs_path, entry)?;
+    let file = opened.file;
+    let prepared = as_user(vfs.as_ref(), &identity, || {
+        prepare(
+            file.as_ref(),
+            meta,
+            opened.created,
+            overwritten,
+            req.file_attributes,
+            ea_buffer,
+        )
+    });
+    let meta = match prepared {
+        Ok(meta) => meta,
+        Err(status) => {
+            server.files.release(&shared, file_id.volatile);
+            return Err(status);
+        }
+    };
+    let action = if opened.created {
+        CreateAction::CREATED
+    } else if intent.disposition == CreateDisposition::SUPERSEDE {
+        CreateAction::SUPERSEDED
+    } else if overwritten {
+        CreateAction::OVERWRITTEN
+    } else {
+        CreateAction::OPENED
+    };
+
+    let open = Arc::new(Open {
+        file_id,
+        tree_id: tree.id,
+        vfs,
+        identity,
+        file,
+        shared,
+        is_directory: meta.is_directory(),
+        granted,
+        delete_on_close: req.create_options.contains(CreateOptions::DELETE_ON_CLOSE),
+        position: AtomicU64::new(0),
+        mode: AtomicU64::new(u64::from(req.create_options.0 & MODE_OPTIONS)),
+        dir: Mutex::new(DirCursor::default()),
+    });
+    session.state.lock().opens.insert(file_id.volatile, open);
+    cx.chain.file_id = Some(file_id);
+
+    let t = meta.times();
+    CreateResponse {
+        oplock_level: OplockLevel::NONE,
+        flags: CreateResponseFlags::empty(),
+        create_action: action,
+        creation_time: t.creation,
+        last_access_time: t.last_access,
+        last_write_time: t.last_write,
+        change_time: t.change,
+        allocation_size: meta.allocation_size(),
+        end_of_file: meta.end_of_file(),
+        file_attributes: meta.attributes().0,
+        file_id,
+        contexts: contexts::responses(&req, &tree, &meta),
+    }
+    .encode(w);
+    Ok(NtStatus::SUCCESS)
+}
+
+/// Opens for the access the request needs; for MAXIMUM_ALLOWED, as widely as the file system
+/// lets this user (read and write, else read, else metadata only).
+fn open_widest(
+    vfs: &dyn Vfs,
+    path: &VfsPath,
+    mut request: OpenRequest,
+    desired: AccessMask,
+) -> Result<Opened, NtStatus> {
+    loop {
+        match vfs.open(path, &request) {
+            Err(VfsError::PermissionDenied) if desired.contains(AccessMask::MAXIMUM_ALLOWED) => {
+                request.access = match request.access {
+                    Access::ReadWrite | Access::Write => Access::Read,
+                    Access::Read => Access::MetadataOnly,
+                    Access::MetadataOnly => return Err(NtStatus::ACCESS_DENIED),
+                };
+            }
+            result => return result.status(),
+        }
+    }
+}
+
+/// Whether the directory containing `path` grants `access` to `who`.
+fn parent_allows(
+    vfs: &dyn Vfs,
+    path: &VfsPath,
+    who: &Identity,
+    ids: &IdMap,
+    access: AccessMask,
+) -> bool {
+    let Some((parent, _)) = path.parent_and_name() else {
+        return false;
+    };
+    let request = OpenRequest {
+        access: Access::MetadataOnly,
+        disposition: Disposition::Open,
+        kind: Kind::Directory,
+        create_mode: 0,
+    };
+    let Ok(dir) = vfs.open(&parent, &request) else {
+        return false;
+    };
+    let Ok(stat) = dir.file.stat() else {
+        return false;
+    };
+    security::allows(
+        &security::descriptor(dir.file.as_ref(), &stat, ids),
+        who,
+        access,
+    )
+}
+
+/// A file or directory this open just created: the parent must allow adding it (else it is
+/// removed again and the open refused, MS-FSA 2.1.5.1.1), and it inherits the parent's
+/// inheritable ACEs. The creator gets what it asked for.
+fn admit_new(
+    vfs: &dyn Vfs,
+    path: &VfsPath,
+    file: &dyn VfsFile,
+    meta: &Meta,
+    who: &Identity,
+    intent: &Intent,
+    ids: &IdMap,
+) -> Result<AccessMask, NtStatus> {
+    let add = if meta.is_directory() {
+        AccessMask::FILE_ADD_SUBDIRECTORY
+    } else {
+        AccessMask::FILE_ADD_FILE
+    };
+    let parent_sd = path.parent_and_name().and_then(|(parent, _)| {
+        let request = OpenRequest {
+            access: Access::MetadataOnly,
+            disposition: Disposition::Open,
+            kind: Kind::Directory,
+            create_mode: 0,
+        };
+        let dir = vfs.open(&parent, &request).ok()?;
+        let stat = dir.file.stat().ok()?;
+        Some(security::descriptor(dir.file.as_ref(), &stat, ids))
+    });
+    if let Some(parent_sd) = &parent_sd {
+        if !security::allows(parent_sd, who, add) {
+            let _ = vfs.unlink(path);
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        if let Some(sd) = security::inherited(parent_sd, meta.is_directory(), who) {
+            // A file system without security xattrs keeps no ACL; the POSIX mode governs.
+            match security::store(file, &sd) {
+                Ok(()) | Err(NtStatus::NOT_SUPPORTED) => {}
+                Err(status) => return Err(status),
+            }
+        }
+    }
+    let requested = intent.desired.without(AccessMask::MAXIMUM_ALLOWED);
+    Ok(if intent.desired.contains(AccessMask::MAXIMUM_ALLOWED) {
+        requested | AccessMask::FILE_ALL_ACCESS
+    } else {
+        requested
+    })
+}
+
+/// MS-FSA 2.1.5.1.2.1 against an existing file: a read-only file is not written or deleted,
+/// and an overwrite must keep the HIDDEN and SYSTEM attributes the file has.
+fn check_existing(meta: &Meta, intent: &Intent, requested: u32) -> Result<(), NtStatus> {
+    if meta.readonly() && !meta.is_directory() {
+        if intent.delete_on_close {
+            return Err(NtStatus::CANNOT_DELETE);
+        }
+        if intent.writes_data || intent.truncates {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+    }
+    if intent.truncates {
+        let requested = FileAttributes(requested);
+        for kept in [FileAttributes::HIDDEN, FileAttributes::SYSTEM] {
+            if meta.stored.contains(kept) && !requested.contains(kept) {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What happens to the file once the open is granted: an overwritten file is truncated and
+/// takes the requested attributes with ARCHIVE; a new file gets its attributes (ARCHIVE for
+/// files, as NTFS sets it) and create time; either gets the EAs of the request.
+fn prepare(
+    file: &dyn VfsFile,
+    mut meta: Meta,
+    created: bool,
+    overwritten: bool,
+    requested: u32,
+    ea_buffer: Option<&[u8]>,
+) -> Result<Meta, NtStatus> {
+    if !(created || overwritten) {
+        return Ok(meta);
+    }
+    if overwritten {
+        file.set_len(0).status()?;
+        meta.stat = file.stat().status()?;
+    }
+    let mut attributes = FileAttributes(requested) & SETTABLE_ATTRIBUTES;
+    if !meta.is_directory() {
+        attributes |= FileAttributes::ARCHIVE;
+    }
+    meta.stored = attributes;
+    if created {
+        meta.creation = meta
+            .stat
+            .btime
+            .map_or_else(FileTime::now, fileinfo::filetime);
+    }
+    fileinfo::store(file, &meta)?;
+    if let Some(data) = ea_buffer {
+        eas::write(file, data)?;
+    }
+    Ok(meta)
+}

@@ -1,0 +1,175 @@
+//! Who a session is, as SIDs (MS-DTYP 2.4.2): users and groups map to the server's machine
+//! domain S-1-5-21-a-b-c with Samba's algorithmic RIDs (uid * 2 + 1000 for users, gid * 2 +
+//! 1001 for groups).
+
+use std::fs;
+
+use smb3d_dtyp::{Privileges, Sid, Token};
+use smb3d_vfs::Credentials;
+
+/// RID bases of Samba's algorithmic mapping.
+const USER_RID_BASE: u32 = 1000;
+const GROUP_RID_BASE: u32 = 1001;
+
+/// The machine domain and the mapping between Unix ids and SIDs.
+pub(crate) struct IdMap {
+    domain: Sid,
+}
+
+/// A session's identity: the access token (MS-DTYP 2.5.2) and the Unix credentials file-system
+/// work runs with.
+pub(crate) struct Identity {
+    pub token: Token,
+    pub unix: Credentials,
+}
+
+/// The account anonymous sessions act as ("nobody").
+const NOBODY_ID: u32 = 65534;
+
+impl IdMap {
+    /// The domain S-1-5-21-a-b-c is derived from the server name, so that it stays the same
+    /// across restarts and SIDs stored in ACLs keep their meaning.
+    pub fn new(server_name: &str) -> IdMap {
+        // FNV-1a, three times with different seeds: stable and well spread.
+        let hash = |seed: u32| {
+            server_name
+                .to_ascii_uppercase()
+                .bytes()
+                .fold(0x811c_9dc5_u32 ^ seed, |h, b| {
+                    (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+                })
+        };
+        let domain = Sid::new(5, &[21, hash(1), hash(2), hash(3)]).unwrap_or(Sid::NOBODY);
+        IdMap { domain }
+    }
+
+    pub fn user_sid(&self, uid: u32) -> Sid {
+        uid.checked_mul(2)
+            .and_then(|r| r.checked_add(USER_RID_BASE))
+            .and_then(|rid| self.domain.with_rid(rid))
+            .unwrap_or_else(|| Sid::unix_user(uid))
+    }
+
+    pub fn group_sid(&self, gid: u32) -> Sid {
+        gid.checked_mul(2)
+            .and_then(|r| r.checked_add(GROUP_RID_BASE))
+            .and_then(|rid| self.domain.with_rid(rid))
+            .unwrap_or_else(|| Sid::unix_group(gid))
+    }
+
+    /// The identity of a Unix account: its user SID, its primary and supplementary groups
+    /// (from /etc/passwd and /etc/group), Everyone, Authenticated Users and BUILTIN\Users.
+    pub fn identity(&self, user: &str, uid: u32) -> Identity {
+        let accounts = Accounts::read();
+        let gid = accounts.primary_gid(uid).unwrap_or(uid);
+        let supplementary: Vec<u32> = accounts.groups_of(user).filter(|&g| g != gid).collect();
+        let mut groups = vec![self.group_sid(gid)];
+        groups.extend(supplementary.iter().map(|&g| self.group_sid(g)));
+        groups.extend([Sid::EVERYONE, Sid::AUTHENTICATED_USERS, Sid::BUILTIN_USERS]);
+        Identity {
+            token: Token {
+                user: self.user_sid(uid),
+                groups,
+                privileges: Privileges::empty(),
+            },
+            unix: Credentials {
+                uid,
+                gid,
+                groups: supplementary,
+            },
+        }
+    }
+
+    /// The identity of an anonymous session: Anonymous and Everyone, acting as "nobody".
+    pub fn anonymous(&self) -> Identity {
+        Identity {
+            token: Token {
+                user: Sid::ANONYMOUS,
+                groups: vec![Sid::EVERYONE],
+                privileges: Privileges::empty(),
+            },
+            unix: Credentials {
+                uid: NOBODY_ID,
+                gid: NOBODY_ID,
+                groups: Vec::new(),
+            },
+        }
+    }
+}
+
+/// The Unix account database, as far as tokens need it.
+struct Accounts {
+    passwd: String,
+    group: String,
+}
+
+impl Accounts {
+    fn read() -> Accounts {
+        Accounts {
+            passwd: fs::read_to_string("/etc/passwd").unwrap_or_default(),
+            group: fs::read_to_string("/etc/group").unwrap_or_default(),
+        }
+    }
+
+    fn primary_gid(&self, uid: u32) -> Option<u32> {
+        self.passwd.lines().find_map(|line| {
+            let mut fields = line.split(':');
+            let (_, _, u, g) = (
+                fields.next()?,
+                fields.next()?,
+                fields.next()?,
+                fields.next()?,
+            );
+            (u.parse::<u32>().ok()? == uid)
+                .then(|| g.parse().ok())
+                .flatten()
+        })
+    }
+
+    fn groups_of<'a>(&'a self, user: &'a str) -> impl Iterator<Item = u32> + 'a {
+        self.group.lines().filter_map(move |line| {
+            let mut fields = line.split(':');
+            let (_, _, gid, members) = (
+                fields.next()?,
+                fields.next()?,
+                fields.next()?,
+                fields.next()?,
+            );
+            members
+                .split(',')
+                .any(|m| m.eq_ignore_ascii_case(user))
+                .then(|| gid.parse().ok())
+                .flatten()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sids_round_trip() {
+        let map = IdMap::new("FILES");
+        let alice = map.user_sid(1000);
+        assert!(alice.to_string().starts_with("S-1-5-21-"), "{alice}");
+        assert_eq!(alice.rid(), Some(3000));
+        assert_eq!(map.group_sid(50).rid(), Some(1101));
+        assert_eq!(
+            IdMap::new("files").user_sid(1),
+            map.user_sid(1),
+            "stable, case-insensitive"
+        );
+        assert_ne!(IdMap::new("OTHER").user_sid(1), map.user_sid(1));
+    }
+
+    #[test]
+    fn accounts_parse() {
+        let accounts = Accounts {
+            passwd: "root:x:0:0:root:/root:/bin/sh\nalice:x:1000:100::/home/alice:/bin/sh\n".into(),
+            group: "users:x:100:\nstaff:x:50:bob,alice\nwheel:x:10:bob\n".into(),
+        };
+        assert_eq!(accounts.primary_gid(1000), Some(100));
+        assert_eq!(accounts.groups_of("alice").collect::<Vec<_>>(), [50]);
+    }
+}
