@@ -37,8 +37,11 @@ const MAX_SETTLE_POLLS: usize = 10_000;
 /// Objects a server holds (`Server::counts`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
+    /// Sessions, valid or in progress.
     pub sessions: usize,
+    /// Tree connects over all sessions.
     pub trees: usize,
+    /// Opens over all sessions.
     pub opens: usize,
     /// Files with at least one open, server-wide.
     pub files: usize,

@@ -15,8 +15,11 @@ pub const CLIENT_FLAGS: NegotiateFlags = NegotiateFlags(0x6208_8215);
 /// Who logs on, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Logon<'a> {
+    /// The account name.
     pub user: &'a str,
+    /// Its password (the NT hash is computed from it).
     pub password: &'a str,
+    /// The domain sent and used in NTOWFv2.
     pub domain: &'a str,
     /// An anonymous logon (MS-NLMP 3.2.5.1.2): no user, no response, no keys.
     pub anonymous: bool,

@@ -89,6 +89,7 @@ pub fn patch_file_id(command: Command, body: &mut [u8], file_id: FileId) -> bool
 /// One response read back from a frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
+    /// The decoded header.
     pub header: Header,
     /// The PDU from its header to the next (padding included).
     pub pdu: Vec<u8>,
@@ -135,4 +136,48 @@ pub fn responses(frame: &[u8]) -> Result<Vec<Response>, Unreadable> {
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_pads_and_links() {
+        let a = pdu(&request_header(Command::ECHO, 1, 2, 3), &[4, 0, 0, 0]);
+        let b = pdu(&request_header(Command::ECHO, 2, 2, 3), &[4, 0, 0, 0]);
+        let chained = chain(&[a.clone(), b.clone()]);
+        // 68 bytes padded to 72, NextCommand 72; the last PDU is not padded.
+        assert_eq!(chained.len(), 72 + 68);
+        assert_eq!(&chained[20..24], &72u32.to_le_bytes());
+        assert_eq!(&chained[68..72], &[0, 0, 0, 0]);
+        assert_eq!(&chained[72..], &b[..]);
+        assert_eq!(&chained[24..68], &a[24..]);
+    }
+
+    #[test]
+    fn file_id_is_patched_where_the_command_keeps_it() {
+        let mut body = vec![0u8; 48];
+        let id = FileId {
+            persistent: 0x0102_0304_0506_0708,
+            volatile: 0x1112_1314_1516_1718,
+        };
+        assert!(patch_file_id(Command::READ, &mut body, id));
+        assert_eq!(&body[16..24], &id.persistent.to_le_bytes());
+        assert_eq!(&body[24..32], &id.volatile.to_le_bytes());
+        assert!(!patch_file_id(Command::ECHO, &mut body, id));
+        assert!(!patch_file_id(Command::QUERY_INFO, &mut [0u8; 30], id));
+    }
+
+    #[test]
+    fn responses_read_back_a_compound() {
+        let mut h = request_header(Command::ECHO, 7, 9, 1);
+        h.flags = HeaderFlags::SERVER_TO_REDIR;
+        let frame = chain(&[pdu(&h, &[4, 0, 0, 0]), pdu(&h, &[4, 0, 0, 0])]);
+        let rs = responses(&frame).unwrap();
+        assert_eq!(rs.len(), 2);
+        assert_eq!(rs[0].header.message_id, 7);
+        assert_eq!(rs[1].body(), &[4, 0, 0, 0]);
+        assert!(responses(&pdu(&request_header(Command::ECHO, 1, 0, 0), &[])).is_err());
+    }
 }

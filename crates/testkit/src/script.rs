@@ -58,9 +58,13 @@ const OP_COUNT: u8 = 7;
 /// One request whose header the interpreter fills in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestSpec {
+    /// The header's Command (one byte of the input).
     pub command: Command,
+    /// How the header and FileId are filled in.
     pub flags: SpecFlags,
+    /// The header's CreditCharge; also how many MessageIds the request uses.
     pub credit_charge: u8,
+    /// The header's CreditRequest.
     pub credit_request: u8,
     /// Everything after the 64-byte header.
     pub body: Vec<u8>,
@@ -89,6 +93,7 @@ smb3d_wire::open_flags! {
 /// A two-leg NTLM logon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LoginSpec {
+    /// How to log on.
     pub flags: LoginFlags,
     /// SESSION_SETUP Flags (e.g. SMB2_SESSION_FLAG_BINDING).
     pub setup_flags: u8,
@@ -625,5 +630,54 @@ impl<'s> Client<'s> {
         }
         self.exchange(second, summary)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_form_is_exact() {
+        let ops = [
+            Op::Request(RequestSpec::new(Command::ECHO, vec![4, 0, 0, 0])),
+            Op::Compound(vec![
+                RequestSpec::new(Command::LOGOFF, vec![4, 0, 0, 0]).with(SpecFlags::RELATED),
+            ]),
+            Op::Login(LoginSpec {
+                flags: LoginFlags::SPNEGO,
+                setup_flags: 1,
+                security_mode: 2,
+            }),
+            Op::Select {
+                session: 1,
+                tree: 2,
+                file: 3,
+            },
+            Op::Reconnect,
+            Op::Frame(vec![0xfe]),
+        ];
+        let bytes = encode(&ops);
+        assert_eq!(
+            bytes,
+            [
+                1, 8, 0, 13, 0, 1, 64, 4, 0, 0, 0, // Request: ECHO, charge 1, 64 credits
+                2, 10, 0, 8, 0, 2, 1, 1, 64, 4, 0, 0, 0, // Compound of one related LOGOFF
+                4, 3, 0, 4, 1, 2, // Login
+                5, 3, 0, 1, 2, 3, // Select
+                6, 0, 0, // Reconnect
+                0, 1, 0, 0xfe, // Frame
+            ]
+        );
+        assert_eq!(decode(&bytes), ops);
+    }
+
+    #[test]
+    fn short_and_unknown_records_are_tolerated() {
+        // A record longer than the input takes what is left; op 13 is 13 % 7 = 6, Reconnect.
+        assert_eq!(decode(&[0, 9, 0, 1, 2]), [Op::Frame(vec![1, 2])]);
+        assert_eq!(decode(&[13, 0, 0]), [Op::Reconnect]);
+        assert_eq!(decode(&[1, 2, 0, 5, 0]), []);
+        assert_eq!(decode(&[4]), []);
     }
 }
