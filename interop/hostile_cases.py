@@ -782,6 +782,44 @@ def ioctl_input_offset_wraps(env):
                                         input_count=0x20))
 
 
+@invalid_buffer_case("MS-SMB2 3.3.5.18: FileNameOffset inside the header")
+def query_directory_pattern_in_header(env):
+    c, fid = opened(env, "dir", options=s.FILE_DIRECTORY_FILE)
+    return c.call(s.QUERY_DIRECTORY, s.query_directory_body(fid, "*", offset=32))
+
+
+@invalid_buffer_case("MS-SMB2 3.3.5.15: InputOffset inside the header")
+def ioctl_input_in_header(env):
+    c = session(env)
+    return c.call(s.IOCTL, s.ioctl_body(s.ANY_FILE, 0x00140204, b"\0" * 24, input_offset=40))
+
+
+@invalid_buffer_case("MS-SMB2 3.3.5.5: SecurityBufferOffset inside the header")
+def session_setup_buffer_in_header(env):
+    c = negotiated(env)
+    return c.call(s.SESSION_SETUP, s.session_setup_body(s.spnego_init(s.ntlm_negotiate()), offset=8))
+
+
+@invalid_buffer_case("MS-SMB2 3.3.5.21: BufferLength 0xFFFFFFFF (offset plus length wraps 32 bits)")
+def set_info_length_wraps(env):
+    c, fid, path = scratch(env, "setinfo-wrap.txt")
+    out = c.call(s.SET_INFO, s.set_info_body(fid, 1, 20, struct.pack("<Q", 1), length=0xFFFFFFFF))
+    return with_side_effect(out, unchanged(path), "the file changed")
+
+
+@invalid_buffer_case("MS-SMB2 3.3.5.20: InputBufferLength 0xFFFFFFFF")
+def query_info_input_length_wraps(env):
+    c, fid = opened(env)
+    return c.call(s.QUERY_INFO, s.query_info_body(fid, 1, 15, input_buf=b"\0" * 12, input_length=0xFFFFFFFF))
+
+
+@invalid_buffer_case("MS-SMB2 3.3.5.9: CreateContextsOffset+Length wrapping 32 bits")
+def create_contexts_offset_wraps(env):
+    c = session(env)
+    return c.call(s.CREATE, s.create_body("served.txt", contexts=s.create_context(b"MxAc", b""),
+                                          ctx_offset=0xFFFFFFF8, ctx_length=0x10))
+
+
 @invalid_buffer_case("MS-SMB2 3.3.5.14: LockCount 0",
                      bug=LOCK_BUG)
 def lock_count_zero(env):
@@ -827,12 +865,20 @@ def ea_list_beyond_max_transact(env):
     return c.call(s.SET_INFO, s.set_info_body(fid, 1, 15, eas), credit_charge=charge)
 
 
-@case("sizes", "STATUS_INVALID_SECURITY_DESCR", "MS-DTYP 2.4.6; CVE-2022-47942: owner offset past the descriptor",
-      bug="SET_INFO of a security descriptor is answered STATUS_NOT_SUPPORTED without checking it")
-def security_descriptor_owner_outside(env):
+@case("sizes", "STATUS_INVALID_SECURITY_DESCR", "MS-DTYP 2.4.6; CVE-2022-47942: DACL offset past the descriptor")
+def security_descriptor_dacl_outside(env):
     c, fid, path = scratch(env, "sd.txt")
-    sd = struct.pack("<BBHIIII", 1, 0, 0x8004, 0x1000, 0, 0, 0)
-    return c.call(s.SET_INFO, s.set_info_body(fid, 3, 0, sd, additional=1))
+    # Self-relative, DACL present, the DACL 4 KiB past a 20-byte descriptor; DACL_SECURITY_INFORMATION.
+    sd = struct.pack("<BBHIIII", 1, 0, 0x8004, 0, 0, 0, 0x1000)
+    return c.call(s.SET_INFO, s.set_info_body(fid, 3, 0, sd, additional=4))
+
+
+@case("sizes", "STATUS_INVALID_SECURITY_DESCR", "MS-DTYP 2.4.5; CVE-2023-52755: an ACL whose AclSize runs past the descriptor")
+def security_descriptor_acl_size_past_buffer(env):
+    c, fid, path = scratch(env, "sd-acl.txt")
+    acl = struct.pack("<BBHHH", 2, 0, 0xF000, 1, 0)
+    sd = struct.pack("<BBHIIII", 1, 0, 0x8004, 0, 0, 0, 20) + acl
+    return c.call(s.SET_INFO, s.set_info_body(fid, 3, 0, sd, additional=4))
 
 
 @case("sizes", "STATUS_INVALID_PARAMETER", "MS-FSA 2.1.5.15.11, MS-FSCC 2.4.42: FileNameLength past the buffer; Samba 4.17",
