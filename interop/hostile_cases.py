@@ -149,10 +149,6 @@ def compound(c, pdus, timeout=3.0):
         return SILENT
 
 
-def raw_pdu(c, command, body, **kw):
-    return c.pdu(command, body, **kw)
-
-
 # --- framing --------------------------------------------------------------------------------------
 
 @case("framing", DROP, "smb3d max frame (9 MiB) / MS-SMB2 2.1; CVE-2023-38431: dropped before any allocation")

@@ -12,7 +12,6 @@ import hmac
 import os
 import socket
 import struct
-import time
 from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives.ciphers import algorithms
@@ -25,7 +24,6 @@ NEGOTIATE, SESSION_SETUP, LOGOFF, TREE_CONNECT, TREE_DISCONNECT = 0, 1, 2, 3, 4
 CREATE, CLOSE, FLUSH, READ, WRITE, LOCK, IOCTL, CANCEL, ECHO = 5, 6, 7, 8, 9, 10, 11, 12, 13
 QUERY_DIRECTORY, CHANGE_NOTIFY, QUERY_INFO, SET_INFO, OPLOCK_BREAK = 14, 15, 16, 17, 18
 
-FLAGS_RESPONSE = 0x1
 FLAGS_ASYNC = 0x2
 FLAGS_RELATED = 0x4
 FLAGS_SIGNED = 0x8
@@ -339,7 +337,6 @@ NTLM_FLAGS = 0x62088215
 NTLMSSP = b"NTLMSSP\0"
 OID_SPNEGO = bytes.fromhex("2b0601050502")
 OID_NTLM = bytes.fromhex("2b06010401823702020a")
-OID_KRB5 = bytes.fromhex("2a864886f712010202")
 VERSION = bytes.fromhex("0a0063450000000f")
 
 
@@ -669,10 +666,6 @@ class Smb2:
                 self.preauth = hashlib.sha512(hashlib.sha512(self.preauth + p).digest() + r.pdu).digest()
         return r
 
-    def security_blob(self):
-        off, ln = struct.unpack_from("<HH", self.negotiate_response.body, 56)
-        return self.negotiate_response.pdu[off:off + ln]
-
     def session_setup(self, token, session_id=0, **kw):
         p = self.pdu(SESSION_SETUP, session_setup_body(token, **kw), session_id=session_id, tree_id=0)
         self.send(p)
@@ -786,12 +779,3 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def wait_until(pred, timeout, step=0.1):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()

@@ -57,11 +57,6 @@ def snapshot(directory):
     return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
 
 
-class Breach(list):
-    def add(self, what):
-        self.append(what)
-
-
 def client_loop(target, worker, stop_at, breaches, counts):
     c = s.connect(target)
     n = 0
@@ -74,7 +69,7 @@ def client_loop(target, worker, stop_at, breaches, counts):
                 if fid:
                     r, data = c.read(fid, 0, 4096)
                     if CANARY[:6] in data:
-                        breaches.add("read the canary: %r" % data)
+                        breaches.append("read the canary: %r" % data)
                     counts["read"] += r.status == 0
                     c.close_file(fid)
             elif step == 1:
@@ -101,7 +96,7 @@ def client_loop(target, worker, stop_at, breaches, counts):
                 if fid:
                     r = c.request(s.QUERY_DIRECTORY, s.query_directory_body(fid, "*", klass=37))
                     if r.status == 0 and s.utf16(OUTSIDE_ONLY) in r.pdu:
-                        breaches.add("listed the outside directory")
+                        breaches.append("listed the outside directory")
                     counts["list"] += r.status == 0
                     c.close_file(fid)
             else:
@@ -111,7 +106,7 @@ def client_loop(target, worker, stop_at, breaches, counts):
                     counts["truncate"] += r.status == 0
                     c.close_file(fid)
         except s.Dropped:
-            breaches.add("connection dropped")
+            breaches.append("connection dropped")
             return
     c.close()
 
@@ -129,7 +124,7 @@ def test_directory_swap_race_never_reaches_outside(race_server):
             exchange(share / "dir", share / "swap")
             swaps[0] += 1
 
-    breaches = Breach()
+    breaches = []
     counts = {k: 0 for k in ("read", "overwrite", "create", "rename", "list", "truncate")}
     threads = [threading.Thread(target=swapper)]
     threads += [threading.Thread(target=client_loop, args=(target, w, stop_at, breaches, counts)) for w in range(3)]

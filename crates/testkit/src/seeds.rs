@@ -141,10 +141,6 @@ pub fn create_body(
     })
 }
 
-fn any_file() -> FileId {
-    FileId::ANY
-}
-
 /// A READ body (the interpreter puts the current open's FileId in).
 pub fn read_body(offset: u64, length: u32) -> Vec<u8> {
     body(|w| {
@@ -153,7 +149,7 @@ pub fn read_body(offset: u64, length: u32) -> Vec<u8> {
             flags: ReadFlags::empty(),
             length,
             offset,
-            file_id: any_file(),
+            file_id: FileId::ANY,
             minimum_count: 0,
             channel: Channel::NONE,
             remaining_bytes: 0,
@@ -168,7 +164,7 @@ pub fn write_body(offset: u64, data: &[u8]) -> Vec<u8> {
     body(|w| {
         WriteRequest {
             offset,
-            file_id: any_file(),
+            file_id: FileId::ANY,
             channel: Channel::NONE,
             remaining_bytes: 0,
             flags: WriteFlags::empty(),
@@ -194,7 +190,7 @@ pub fn query_info_body(info_type: InfoType, class: u8, output: u32) -> Vec<u8> {
                 0
             },
             flags: QueryInfoFlags::empty(),
-            file_id: any_file(),
+            file_id: FileId::ANY,
         }
         .encode(w);
     })
@@ -208,7 +204,7 @@ pub fn set_info_body(class: u8, buffer: &[u8]) -> Vec<u8> {
             file_info_class: class,
             buffer,
             additional_information: 0,
-            file_id: any_file(),
+            file_id: FileId::ANY,
         }
         .encode(w);
     })
@@ -222,7 +218,7 @@ pub fn query_directory_body(class: u8, pattern: &str) -> Vec<u8> {
             file_information_class: class,
             flags: QueryDirectoryFlags::RESTART_SCANS,
             file_index: 0,
-            file_id: any_file(),
+            file_id: FileId::ANY,
             file_name: &pattern,
             output_buffer_length: 65536,
         }
@@ -235,7 +231,7 @@ pub fn close_body() -> Vec<u8> {
     body(|w| {
         CloseRequest {
             flags: CloseFlags::POSTQUERY_ATTRIB,
-            file_id: any_file(),
+            file_id: FileId::ANY,
         }
         .encode(w);
     })
@@ -244,7 +240,7 @@ pub fn close_body() -> Vec<u8> {
 fn flush_body() -> Vec<u8> {
     body(|w| {
         FlushRequest {
-            file_id: any_file(),
+            file_id: FileId::ANY,
         }
         .encode(w)
     })
