@@ -2,6 +2,7 @@
 clients (smbclient, smbtorture, smbprotocol)."""
 
 import os
+import pwd
 import secrets
 import shutil
 import socket
@@ -60,6 +61,13 @@ class Smb3d:
             raise AssertionError("smbclient failed (%d):\n%s\n--- server log ---\n%s" % (r.returncode, r.stdout, self.log_tail()))
         return r
 
+    def own(self, *paths):
+        """Gives files the test made directly in the share to the test user, as if the user had
+        made them (the server works on the share as that user)."""
+        uid = interop_uid()
+        for path in paths:
+            os.lchown(path, uid, pwd.getpwuid(uid).pw_gid)
+
     def log_tail(self, n=60):
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
@@ -70,17 +78,37 @@ class Smb3d:
         return self.proc.poll() is None
 
 
+# As root, smb3d runs each session's file-system calls as the session's user, and root skips
+# every access check; the test user is therefore an ordinary system account, made on demand.
+SYSTEM_USER = "smb3d-interop"
+
+
+def interop_uid():
+    if os.getuid() != 0:
+        return os.getuid()
+    try:
+        return pwd.getpwnam(SYSTEM_USER).pw_uid
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER],
+                       check=True, capture_output=True)
+        return pwd.getpwnam(SYSTEM_USER).pw_uid
+
+
 def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto"):
     share_dir = tmp / "share"
     share_dir.mkdir(parents=True, exist_ok=True)
+    uid = interop_uid()
     user, password = "tester", "pw-" + secrets.token_hex(8)
     db = tmp / "users"
-    r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", user, "--uid", str(os.getuid()), "--password-stdin"],
+    r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", user, "--uid", str(uid), "--password-stdin"],
                        input=password + "\n", text=True, capture_output=True)
     assert r.returncode == 0, r.stderr
     port = free_port()
     config = tmp / "smb3d.toml"
     share_blocks = shares or {"share": {"path": str(share_dir)}}
+    for opts in share_blocks.values():
+        if Path(opts["path"]).is_dir():
+            os.chown(opts["path"], uid, pwd.getpwuid(uid).pw_gid)
     text = "[server]\nlisten = [\"127.0.0.1:%d\"]\nuser_db = \"%s\"\nsigning = \"%s\"\n%s\n" % (port, db, signing, extra_config)
     for name, opts in share_blocks.items():
         text += "\n[share.%s]\n" % name

@@ -42,6 +42,7 @@ def race_server(tmp_path):
     (share / "dir").mkdir()
     (share / "dir" / "target.txt").write_bytes(INSIDE)
     (share / "served.txt").write_bytes(SERVED)
+    server.own(share / "dir", share / "dir" / "target.txt", share / "served.txt")
     os.symlink(outside, share / "swap")
     try:
         exchange(share / "dir", share / "swap")

@@ -34,3 +34,16 @@ pub(crate) fn as_user<T>(
         result.unwrap_or(Err(NtStatus::ACCESS_DENIED))
     })
 }
+
+/// Runs `work` with the service's own credentials ([`Vfs::run_privileged`]), from inside
+/// [`as_user`] work, for metadata the server writes on a user's behalf after checking the
+/// user's rights. A back end that could not switch leaves the work undone: ACCESS_DENIED.
+pub(crate) fn as_service<T>(
+    vfs: &dyn Vfs,
+    work: impl FnOnce() -> Result<T, NtStatus>,
+) -> Result<T, NtStatus> {
+    let mut work = Some(work);
+    let mut result = None;
+    vfs.run_privileged(&mut || result = work.take().map(|w| w()));
+    result.unwrap_or(Err(NtStatus::ACCESS_DENIED))
+}

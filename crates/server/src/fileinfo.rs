@@ -7,9 +7,10 @@ use smb3d_dtyp::samba::{DosAttrib, XATTR_DOSATTRIB_NAME};
 use smb3d_fscc::{
     FileAttributes, FileBasicInformation, FileNetworkOpenInformation, FileStandardInformation,
 };
-use smb3d_vfs::{FileStat, FileType, Timespec, VfsError, VfsFile};
+use smb3d_vfs::{FileStat, FileType, Timespec, Vfs, VfsError, VfsFile};
 use smb3d_wire::FileTime;
 
+use crate::blocking::as_service;
 use crate::status_map::vfs_status;
 
 /// Attributes clients set and the server keeps (MS-FSCC 2.6); DIRECTORY follows the object,
@@ -194,7 +195,10 @@ pub(crate) fn load_child_dos(dir: &dyn VfsFile, name: &str) -> Option<DosAttrib>
 
 /// Stores attributes and the create time in `user.DOSATTRIB` (Samba's version 5 layout). A
 /// file system without user xattrs keeps nothing, as Samba with "store dos attributes" off.
-pub(crate) fn store(file: &dyn VfsFile, meta: &Meta) -> Result<(), NtStatus> {
+/// Callers have checked the user's right to write attributes; when only the POSIX mode stands
+/// in the way (a read-only file the ACL lets the user change), the service writes them, as
+/// Samba does.
+pub(crate) fn store(vfs: &dyn Vfs, file: &dyn VfsFile, meta: &Meta) -> Result<(), NtStatus> {
     let mut attributes = meta.stored;
     if meta.is_directory() {
         attributes |= FileAttributes::DIRECTORY;
@@ -204,9 +208,13 @@ pub(crate) fn store(file: &dyn VfsFile, meta: &Meta) -> Result<(), NtStatus> {
         create_time: Some(meta.creation),
     }
     .to_xattr();
-    match file.set_xattr(XATTR_DOSATTRIB_NAME, &value) {
+    let write = || match file.set_xattr(XATTR_DOSATTRIB_NAME, &value) {
         Ok(()) | Err(VfsError::Unsupported) => Ok(()),
-        Err(e) => Err(vfs_status(&e)),
+        Err(e) => Err(e),
+    };
+    match write() {
+        Err(VfsError::PermissionDenied) => as_service(vfs, || write().map_err(|e| vfs_status(&e))),
+        result => result.map_err(|e| vfs_status(&e)),
     }
 }
 

@@ -9,9 +9,10 @@ use smb3d_dtyp::{
     AccessMask, Ace, AceFlags, Acl, NtStatus, SecurityDescriptor, Sid, access_check, inherit,
     maximum_allowed,
 };
-use smb3d_vfs::{FileStat, FileType, VfsError, VfsFile};
+use smb3d_vfs::{FileStat, FileType, Vfs, VfsError, VfsFile};
 use smb3d_wire::FileTime;
 
+use crate::blocking::as_service;
 use crate::identity::{IdMap, Identity};
 use crate::status_map::vfs_status;
 
@@ -107,18 +108,24 @@ fn stored(file: &dyn VfsFile, stat: &FileStat) -> Option<SecurityDescriptor> {
     ntacl.matches_file(Some(&current), None).then_some(ntacl.sd)
 }
 
-/// Stores a descriptor for the file in its current POSIX state.
-pub(crate) fn store(file: &dyn VfsFile, sd: &SecurityDescriptor) -> Result<(), NtStatus> {
+/// Stores a descriptor for the file in its current POSIX state. `security.` xattrs are
+/// written with the service's credentials (users cannot write them); callers have checked
+/// WRITE_DAC/WRITE_OWNER or are creating the file.
+pub(crate) fn store(
+    vfs: &dyn Vfs,
+    file: &dyn VfsFile,
+    sd: &SecurityDescriptor,
+) -> Result<(), NtStatus> {
     let stat = file.stat().map_err(|e| vfs_status(&e))?;
     let hash = posix_state_hash(file, &stat).map_err(|e| vfs_status(&e))?;
     let blob = NtAclXattr::posix_v4(sd.clone(), [0; 64], hash, FileTime::now()).to_bytes();
-    match file.set_xattr(XATTR_NTACL_NAME, &blob) {
+    as_service(vfs, || match file.set_xattr(XATTR_NTACL_NAME, &blob) {
         Ok(()) => Ok(()),
-        // Without trusted/security xattrs (an unprivileged server on some file systems) ACLs
-        // cannot be kept.
+        // Without security xattrs (an unprivileged server, some file systems) ACLs cannot be
+        // kept.
         Err(VfsError::Unsupported | VfsError::PermissionDenied) => Err(NtStatus::NOT_SUPPORTED),
         Err(e) => Err(vfs_status(&e)),
-    }
+    })
 }
 
 /// The rights an open of a file with descriptor `sd` gets (MS-FSA 2.1.5.1.2.1, MS-DTYP

@@ -25,6 +25,31 @@ impl Drop for Restore {
     }
 }
 
+/// Runs `work` as root on a thread that [`run_as`] switched to a user, then switches back. The
+/// saved set-user-id stays 0 while switched, which is what allows both changes.
+pub(crate) fn run_as_service(work: &mut dyn FnMut()) {
+    let user = rustix::process::geteuid();
+    if user.is_root() {
+        work();
+        return;
+    }
+    if set_thread_res_uid(None, Uid::ROOT, None).is_err() {
+        tracing::error!("cannot regain the service's credentials");
+        return;
+    }
+    struct Back(Uid);
+    impl Drop for Back {
+        fn drop(&mut self) {
+            if set_thread_res_uid(None, self.0, None).is_err() {
+                // Continuing as root on behalf of a user would be worse than stopping.
+                std::process::abort();
+            }
+        }
+    }
+    let _back = Back(user);
+    work();
+}
+
 /// Runs `work` with `who`'s uid, gid and groups as the effective credentials of this thread.
 /// If switching fails, `work` does not run and false is returned.
 pub(crate) fn run_as(who: &Credentials, work: &mut dyn FnMut()) -> bool {

@@ -346,6 +346,14 @@ impl Vfs for PosixVfs {
         }
     }
 
+    fn run_privileged(&self, work: &mut dyn FnMut()) {
+        if self.switch_credentials {
+            identity::run_as_service(work);
+        } else {
+            work();
+        }
+    }
+
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened> {
         req.validate()?;
         let (file, created) = open_caseless(

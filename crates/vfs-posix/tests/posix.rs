@@ -218,6 +218,13 @@ fn run_as_switches_and_restores_credentials() {
         65534
     );
     assert!(rustix::process::geteuid().is_root(), "credentials restored");
+    // Inside the user's work, privileged work runs as root and the user's credentials return.
+    let mut inside = Vec::new();
+    vfs.run_as(&nobody, &mut || {
+        vfs.run_privileged(&mut || inside.push(rustix::process::geteuid().as_raw()));
+        inside.push(rustix::process::geteuid().as_raw());
+    });
+    assert_eq!(inside, [0, 65534]);
     // Without switching, the same work runs as root.
     let plain = PosixVfs::new(dir.path())
         .unwrap()

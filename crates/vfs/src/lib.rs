@@ -79,6 +79,14 @@ pub trait Vfs: Send + Sync {
         work();
     }
 
+    /// Runs `work` with the service's own credentials, inside [`run_as`](Self::run_as), for
+    /// metadata that users cannot write themselves but the server may write for them once it
+    /// has checked their rights (NT ACLs in the trusted `security.` xattr namespace, as Samba
+    /// keeps them). A back end that never switches runs `work` as it is.
+    fn run_privileged(&self, work: &mut dyn FnMut()) {
+        work();
+    }
+
     /// Opens or creates the object at `path`, following a symlink in the last component when
     /// opening, never when creating.
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened>;

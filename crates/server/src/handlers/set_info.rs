@@ -206,7 +206,7 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
             meta.stored =
                 (attributes & SETTABLE_ATTRIBUTES) | (meta.stored & FileAttributes::SPARSE_FILE);
         }
-        fileinfo::store(open.file.as_ref(), &meta)?;
+        fileinfo::store(open.vfs.as_ref(), open.file.as_ref(), &meta)?;
     }
     let atime = settable(info.last_access_time).map(timespec);
     let mtime = settable(info.last_write_time).map(timespec);
@@ -311,5 +311,9 @@ fn set_security(
     let update = SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
     let stat = open.file.stat().status()?;
     let current = security::descriptor(open.file.as_ref(), &stat, ids);
-    security::store(open.file.as_ref(), &current.merged(&update, info))
+    security::store(
+        open.vfs.as_ref(),
+        open.file.as_ref(),
+        &current.merged(&update, info),
+    )
 }

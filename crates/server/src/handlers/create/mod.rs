@@ -145,6 +145,7 @@ pub(crate) async fn handle(
     let file = opened.file;
     let prepared = as_user(vfs.as_ref(), &identity, || {
         prepare(
+            vfs.as_ref(),
             file.as_ref(),
             meta,
             opened.created,
@@ -293,7 +294,7 @@ fn admit_new(
         }
         if let Some(sd) = security::inherited(parent_sd, meta.is_directory(), who) {
             // A file system without security xattrs keeps no ACL; the POSIX mode governs.
-            match security::store(file, &sd) {
+            match security::store(vfs, file, &sd) {
                 Ok(()) | Err(NtStatus::NOT_SUPPORTED) => {}
                 Err(status) => return Err(status),
             }
@@ -333,6 +334,7 @@ fn check_existing(meta: &Meta, intent: &Intent, requested: u32) -> Result<(), Nt
 /// takes the requested attributes with ARCHIVE; a new file gets its attributes (ARCHIVE for
 /// files, as NTFS sets it) and create time; either gets the EAs of the request.
 fn prepare(
+    vfs: &dyn Vfs,
     file: &dyn VfsFile,
     mut meta: Meta,
     created: bool,
@@ -358,7 +360,7 @@ fn prepare(
             .btime
             .map_or_else(FileTime::now, fileinfo::filetime);
     }
-    fileinfo::store(file, &meta)?;
+    fileinfo::store(vfs, file, &meta)?;
     if let Some(data) = ea_buffer {
         eas::write(file, data)?;
     }
