@@ -19,19 +19,34 @@ pub(crate) struct FileKey {
 }
 
 /// One open of a file, as far as other opens care.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct OpenEntry {
     pub id: u64,
     pub access: AccessMask,
     pub share: ShareAccess,
+    /// The named stream opened ([`streams::key`](crate::streams::key)); `None` for the file's
+    /// default stream. Share access is per stream (MS-FSA 2.1.1.4 Stream.ShareAccess).
+    pub stream: Option<Arc<str>>,
 }
 
 pub(crate) struct FileState {
     pub opens: Vec<OpenEntry>,
-    /// File.PendingDelete: no new opens; deleted when the last open closes.
+    /// File.PendingDelete: no new opens of the file or its streams; deleted when the last
+    /// open closes.
     pub delete_pending: bool,
+    /// Named streams to delete when their last open closes.
+    pub stream_deletes: Vec<Arc<str>>,
     /// Where the file is in its share, kept current across renames.
     pub path: VfsPath,
+}
+
+/// What the last close of something delete-pending leaves to do.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Deletion {
+    /// Remove the file at this path.
+    File(VfsPath),
+    /// Remove the closing open's named stream.
+    Stream,
 }
 
 pub(crate) struct SharedFile {
@@ -71,6 +86,37 @@ fn shares_data(access: AccessMask) -> bool {
     access.intersects(READ_RIGHTS | WRITE_RIGHTS | AccessMask::DELETE)
 }
 
+/// Whether `entry` may join `state`'s opens: share access is checked against opens of the
+/// same stream; deleting the file also needs every open stream to share delete (the file goes
+/// with its streams), while the file's opens do not restrict its streams.
+fn admissible(state: &FileState, entry: &OpenEntry) -> Result<(), NtStatus> {
+    if state.delete_pending
+        || entry
+            .stream
+            .as_ref()
+            .is_some_and(|s| state.stream_deletes.contains(s))
+    {
+        return Err(NtStatus::DELETE_PENDING);
+    }
+    if !shares_data(entry.access) {
+        return Ok(());
+    }
+    let conflict = state.opens.iter().any(|e| {
+        if e.stream == entry.stream {
+            shares_data(e.access) && !compatible(e, entry.access, entry.share)
+        } else {
+            entry.stream.is_none()
+                && entry.access.contains(AccessMask::DELETE)
+                && !e.share.contains(ShareAccess::DELETE)
+        }
+    });
+    if conflict {
+        Err(NtStatus::SHARING_VIOLATION)
+    } else {
+        Ok(())
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct FileTable {
     files: Mutex<HashMap<FileKey, Arc<SharedFile>>>,
@@ -97,22 +143,18 @@ impl FileTable {
                     state: Mutex::new(FileState {
                         opens: Vec::new(),
                         delete_pending: false,
+                        stream_deletes: Vec::new(),
                         path: path.clone(),
                     }),
                 })
             })
             .clone();
         let mut state = file.state.lock();
-        if state.delete_pending {
-            return Err(NtStatus::DELETE_PENDING);
-        }
-        if shares_data(entry.access)
-            && state
-                .opens
-                .iter()
-                .any(|e| shares_data(e.access) && !compatible(e, entry.access, entry.share))
-        {
-            return Err(NtStatus::SHARING_VIOLATION);
+        if let Err(status) = admissible(&state, &entry) {
+            if state.opens.is_empty() {
+                files.remove(&key);
+            }
+            return Err(status);
         }
         state.opens.push(entry);
         drop(state);
@@ -120,9 +162,20 @@ impl FileTable {
     }
 
     /// Sets or clears delete-pending (FileDispositionInformation, or a delete-on-close open
-    /// being closed).
-    pub fn set_delete_pending(&self, file: &SharedFile, pending: bool) {
+    /// being closed) of the file or, with `stream`, of that named stream only.
+    pub fn set_delete_pending(&self, file: &SharedFile, stream: Option<&Arc<str>>, pending: bool) {
         let mut state = file.state.lock();
+        if let Some(stream) = stream {
+            let listed = state.stream_deletes.iter().position(|s| s == stream);
+            match (listed, pending) {
+                (None, true) => state.stream_deletes.push(stream.clone()),
+                (Some(i), false) => {
+                    state.stream_deletes.swap_remove(i);
+                }
+                _ => {}
+            }
+            return;
+        }
         if state.delete_pending != pending {
             state.delete_pending = pending;
             if pending {
@@ -133,12 +186,28 @@ impl FileTable {
         }
     }
 
-    /// Removes an open. Returns the path to delete when this was the last open of a file with
-    /// delete pending.
-    pub fn release(&self, file: &SharedFile, id: u64) -> Option<VfsPath> {
+    /// Removes an open. Says what to delete when this was the last open of a delete-pending
+    /// named stream or file.
+    pub fn release(&self, file: &SharedFile, id: u64) -> Option<Deletion> {
         let mut files = self.files.lock();
         let mut state = file.state.lock();
-        state.opens.retain(|e| e.id != id);
+        let position = state.opens.iter().position(|e| e.id == id)?;
+        let closed = state.opens.swap_remove(position);
+        if let Some(stream) = &closed.stream
+            && !state
+                .opens
+                .iter()
+                .any(|e| e.stream.as_ref() == Some(stream))
+            && let Some(i) = state.stream_deletes.iter().position(|s| s == stream)
+        {
+            state.stream_deletes.swap_remove(i);
+            if !state.delete_pending {
+                if state.opens.is_empty() {
+                    files.remove(&file.key);
+                }
+                return Some(Deletion::Stream);
+            }
+        }
         if !state.opens.is_empty() {
             return None;
         }
@@ -146,9 +215,49 @@ impl FileTable {
         if state.delete_pending {
             state.delete_pending = false;
             self.pending_deletes.fetch_sub(1, Ordering::Relaxed);
-            return Some(state.path.clone());
+            return Some(Deletion::File(state.path.clone()));
         }
         None
+    }
+
+    /// Whether an open of `key` with `access` and `share` would be compatible with the file's
+    /// current opens (a rename checks its source directory so, MS-FSA 2.1.5.14.11).
+    pub fn would_share(&self, key: FileKey, access: AccessMask, share: ShareAccess) -> bool {
+        let Some(file) = self.get(key) else {
+            return true;
+        };
+        let state = file.state.lock();
+        state
+            .opens
+            .iter()
+            .filter(|e| e.stream.is_none() && shares_data(e.access))
+            .all(|e| compatible(e, access, share))
+    }
+
+    /// Whether any open of `file` is on one of its named streams.
+    pub fn has_open_streams(&self, file: &SharedFile) -> bool {
+        file.state.lock().opens.iter().any(|e| e.stream.is_some())
+    }
+
+    /// Whether any open of `file` is on its default stream.
+    pub fn has_default_stream_opens(&self, file: &SharedFile) -> bool {
+        file.state.lock().opens.iter().any(|e| e.stream.is_none())
+    }
+
+    /// Whether the named stream `stream` of `file` is open.
+    pub fn stream_is_open(&self, file: &SharedFile, stream: &Arc<str>) -> bool {
+        file.state
+            .lock()
+            .opens
+            .iter()
+            .any(|e| e.stream.as_ref() == Some(stream))
+    }
+
+    /// Moves open `id` to the named stream `to` after a stream rename.
+    pub fn renamed_stream(&self, file: &SharedFile, id: u64, to: Arc<str>) {
+        if let Some(entry) = file.state.lock().opens.iter_mut().find(|e| e.id == id) {
+            entry.stream = Some(to);
+        }
     }
 
     /// Whether `key` has delete pending; cheap when no file has.
@@ -204,7 +313,19 @@ mod tests {
     use super::*;
 
     fn entry(id: u64, access: AccessMask, share: ShareAccess) -> OpenEntry {
-        OpenEntry { id, access, share }
+        OpenEntry {
+            id,
+            access,
+            share,
+            stream: None,
+        }
+    }
+
+    fn stream_entry(id: u64, access: AccessMask, share: ShareAccess, name: &str) -> OpenEntry {
+        OpenEntry {
+            stream: Some(crate::streams::key(name)),
+            ..entry(id, access, share)
+        }
     }
 
     fn path(p: &str) -> VfsPath {
@@ -278,7 +399,7 @@ mod tests {
         table
             .register(KEY, &path("d/x"), entry(2, AccessMask::FILE_READ_DATA, all))
             .unwrap();
-        table.set_delete_pending(&f, true);
+        table.set_delete_pending(&f, None, true);
         assert!(table.is_delete_pending(KEY));
         assert_eq!(
             table
@@ -288,8 +409,52 @@ mod tests {
         );
         table.renamed(&path("d"), &path("e"));
         assert_eq!(table.release(&f, 1), None);
-        assert_eq!(table.release(&f, 2), Some(path("e/x")));
+        assert_eq!(table.release(&f, 2), Some(Deletion::File(path("e/x"))));
         assert!(!table.is_delete_pending(KEY));
+    }
+
+    #[test]
+    fn streams_share_separately_but_deleting_the_file_needs_them_all() {
+        let table = FileTable::default();
+        let write = AccessMask::FILE_WRITE_DATA;
+        let none = ShareAccess::empty();
+        let f = table
+            .register(KEY, &path("f"), stream_entry(1, write, none, "One"))
+            .unwrap();
+        // Another stream and the file itself do not conflict with it...
+        table
+            .register(KEY, &path("f"), stream_entry(2, write, none, "Two"))
+            .unwrap();
+        table
+            .register(KEY, &path("f"), entry(3, write, none))
+            .unwrap();
+        // ...the same stream, in another spelling, does.
+        assert_eq!(
+            table
+                .register(KEY, &path("f"), stream_entry(4, write, none, "ONE"))
+                .err(),
+            Some(NtStatus::SHARING_VIOLATION)
+        );
+        // Deleting the file needs every stream to share delete.
+        let all = ShareAccess::READ | ShareAccess::WRITE | ShareAccess::DELETE;
+        assert_eq!(
+            table
+                .register(KEY, &path("f"), entry(5, AccessMask::DELETE, all))
+                .err(),
+            Some(NtStatus::SHARING_VIOLATION)
+        );
+        // A delete-pending stream is removed at its last close and takes no new opens.
+        table.set_delete_pending(&f, Some(&crate::streams::key("two")), true);
+        assert_eq!(
+            table
+                .register(KEY, &path("f"), stream_entry(6, write, all, "Two"))
+                .err(),
+            Some(NtStatus::DELETE_PENDING)
+        );
+        assert_eq!(table.release(&f, 2), Some(Deletion::Stream));
+        assert_eq!(table.release(&f, 1), None);
+        assert_eq!(table.release(&f, 3), None);
+        assert_eq!(table.len(), 0);
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod session;
 pub mod share;
 mod shortname;
 mod status_map;
+mod streams;
 
 pub use connection::Connection;
 pub use server::{EncryptionPolicy, Server, Settings};

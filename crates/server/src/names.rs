@@ -8,10 +8,20 @@ use smb3d_dtyp::NtStatus;
 /// Longest name component NTFS allows, in UTF-16 code units.
 const MAX_COMPONENT_UNITS: usize = 255;
 
-/// A share-relative path: components without separators, `.` or `..`.
+/// Longest stream name: what fits in a Linux xattr name (255 bytes) after the
+/// `user.DosStream.` prefix and `:$DATA` suffix Samba's streams_xattr gives it.
+pub const MAX_STREAM_NAME_BYTES: usize = 255 - "user.DosStream.".len() - ":$DATA".len();
+
+/// A share-relative path: components without separators, `.` or `..`, and the data stream it
+/// names (MS-FSCC 2.1.5.3).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SmbPath {
     pub components: Vec<String>,
+    /// A named data stream (`file:name` or `file:name:$DATA`), as the client spelled it.
+    pub stream: Option<String>,
+    /// The default data stream was named explicitly (`file::$DATA`): the object must not be a
+    /// directory.
+    pub default_stream: bool,
 }
 
 impl SmbPath {
@@ -36,18 +46,32 @@ impl SmbPath {
 ///   STATUS_OBJECT_NAME_INVALID.
 /// - Characters MS-FSCC 2.1.5.2 forbids, wildcards and over-long components are
 ///   STATUS_OBJECT_NAME_INVALID.
-/// - `name::$DATA` names the file's default stream and is the file itself; other stream names
-///   are STATUS_OBJECT_NAME_INVALID until named streams are supported (as on a file system
-///   without streams).
+/// - The last component may name a data stream: `name:stream`, `name:stream:$DATA` (the type
+///   in any case) or `name::$DATA` (the default stream, the file itself). Stream names may hold
+///   any character but NUL (and the separators, which split the path first); another type, an
+///   empty type or a stream anywhere else is STATUS_OBJECT_NAME_INVALID.
 pub fn parse_path(name: &str) -> Result<SmbPath, NtStatus> {
     if name.starts_with('\\') {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let raw: Vec<&str> = name.split(['\\', '/']).filter(|c| !c.is_empty()).collect();
     let mut components: Vec<String> = Vec::with_capacity(raw.len());
+    let mut stream = None;
+    let mut default_stream = false;
     for (i, component) in raw.iter().enumerate() {
         let last = i + 1 == raw.len();
-        let component = strip_default_stream(component, last)?;
+        let component = match component.split_once(':') {
+            None => *component,
+            Some(_) if !last => return Err(NtStatus::OBJECT_NAME_INVALID),
+            Some(("", _)) => return Err(NtStatus::OBJECT_NAME_INVALID),
+            Some((base, rest)) => {
+                match parse_stream(rest)? {
+                    Some(named) => stream = Some(named.to_owned()),
+                    None => default_stream = true,
+                }
+                base
+            }
+        };
         match component {
             "." if last => return Err(NtStatus::OBJECT_NAME_INVALID),
             "." => return Err(NtStatus::OBJECT_PATH_NOT_FOUND),
@@ -62,19 +86,42 @@ pub fn parse_path(name: &str) -> Result<SmbPath, NtStatus> {
             }
         }
     }
-    Ok(SmbPath { components })
+    if (stream.is_some() || default_stream) && components.is_empty() {
+        // The share root's streams (`..:s` from its child) are not offered.
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    Ok(SmbPath {
+        components,
+        stream,
+        default_stream,
+    })
 }
 
-/// Splits off `::$DATA` (the unnamed data stream) from the last component.
-fn strip_default_stream(component: &str, last: bool) -> Result<&str, NtStatus> {
-    let Some((base, stream)) = component.split_once(':') else {
-        return Ok(component);
+/// The stream part of a last component (after the first ':'): `Some(name)` for a named data
+/// stream, `None` for the default one.
+fn parse_stream(rest: &str) -> Result<Option<&str>, NtStatus> {
+    let (name, kind) = match rest.split_once(':') {
+        Some((name, kind)) => (name, Some(kind)),
+        None => (rest, None),
     };
-    if last && !base.is_empty() && stream.eq_ignore_ascii_case(":$DATA") {
-        Ok(base)
-    } else {
-        Err(NtStatus::OBJECT_NAME_INVALID)
+    if kind.is_some_and(|k| !k.eq_ignore_ascii_case("$DATA")) {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
     }
+    if name.is_empty() {
+        // `file:` names nothing; `file::$DATA` is the default stream.
+        return if kind.is_some() {
+            Ok(None)
+        } else {
+            Err(NtStatus::OBJECT_NAME_INVALID)
+        };
+    }
+    if name.contains('\0')
+        || name.len() > MAX_STREAM_NAME_BYTES
+        || name.encode_utf16().count() > MAX_COMPONENT_UNITS
+    {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    Ok(Some(name))
 }
 
 /// One name component as MS-FSCC 2.1.5.2 allows it.
@@ -118,6 +165,31 @@ mod tests {
     }
 
     #[test]
+    fn streams() {
+        let p = parse_path("d\\f:Stream One").unwrap();
+        assert_eq!(p.components, ["d", "f"]);
+        assert_eq!(p.stream.as_deref(), Some("Stream One"));
+        assert!(!p.default_stream);
+        let p = parse_path("f:\u{5}Stream\n ?*<>|\":$DaTa").unwrap();
+        assert_eq!(p.stream.as_deref(), Some("\u{5}Stream\n ?*<>|\""));
+        let p = parse_path("f::$DATA").unwrap();
+        assert_eq!((p.stream, p.default_stream), (None, true));
+        let p = parse_path("f").unwrap();
+        assert_eq!((p.stream, p.default_stream), (None, false));
+        // A separator in a stream name splits the path, leaving a stream mid-path.
+        assert_eq!(
+            parse_path("f:a/b:$DATA"),
+            Err(NtStatus::OBJECT_NAME_INVALID)
+        );
+        let longest = "s".repeat(MAX_STREAM_NAME_BYTES);
+        assert!(parse_path(&format!("f:{longest}")).is_ok());
+        assert_eq!(
+            parse_path(&format!("f:{longest}s")),
+            Err(NtStatus::OBJECT_NAME_INVALID)
+        );
+    }
+
+    #[test]
     fn dot_dot_stays_inside() {
         assert_eq!(ok("d\\..\\e"), ["e"]);
         assert_eq!(
@@ -146,8 +218,14 @@ mod tests {
             "a\u{1}b",
             "a\0b",
             "f:",
-            "f:s",
-            "f:s:$DATA",
+            "f:s:",
+            "f:s:$FOO",
+            "f:s:?D*a",
+            "f:s:$DATA:x",
+            "f*:s",
+            "f:s\0",
+            "::$DATA",
+            ":s",
             "d:x\\f",
         ] {
             assert_eq!(

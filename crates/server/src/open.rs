@@ -14,6 +14,7 @@ use smb3d_dtyp::NtStatus as Status;
 use crate::blocking::as_user;
 use crate::files::SharedFile;
 use crate::identity::Identity;
+use crate::streams::{self, Stream};
 
 /// The state of a directory enumeration on one open (MS-SMB2 3.3.1.10 Open.EnumerationLocation
 /// and Open.EnumerationSearchPattern).
@@ -36,6 +37,9 @@ pub(crate) struct Open {
     /// Who opened it: work on the open runs with this user's credentials.
     pub identity: Arc<Identity>,
     pub file: Box<dyn VfsFile>,
+    /// The named stream this open is on (then `file` is its [`StreamFile`](crate::streams::StreamFile)); `None` for a
+    /// file's default stream or a directory.
+    pub stream: Option<Arc<Stream>>,
     /// The file as all its opens share it (path, share modes, delete-pending).
     pub shared: Arc<SharedFile>,
     pub is_directory: bool,
@@ -63,5 +67,10 @@ impl Open {
     /// The file's current path in the share.
     pub fn path(&self) -> VfsPath {
         self.shared.path()
+    }
+
+    /// The open-file table's key of this open's named stream.
+    pub fn stream_key(&self) -> Option<Arc<str>> {
+        self.stream.as_ref().map(|s| streams::key(&s.name()))
     }
 }

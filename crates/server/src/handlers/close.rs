@@ -8,6 +8,7 @@ use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
 use crate::fileinfo;
+use crate::files::Deletion;
 use crate::handlers::lookup_open;
 use crate::open::Open;
 use crate::server::Server;
@@ -52,14 +53,23 @@ pub(crate) async fn handle(
 }
 
 /// Ends an open that was already removed from its session: a delete-on-close open leaves the
-/// file delete-pending, and the last open of a delete-pending file deletes it (MS-FSA 2.1.5.4).
+/// file (or its stream) delete-pending, and the last open of a delete-pending file or stream
+/// deletes it (MS-FSA 2.1.5.4).
 pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     if open.delete_on_close {
-        server.files.set_delete_pending(&open.shared, true);
+        server
+            .files
+            .set_delete_pending(&open.shared, open.stream_key().as_ref(), true);
     }
-    if let Some(path) = server.files.release(&open.shared, open.file_id.volatile)
-        && let Err(e) = open.io(|| open.vfs.unlink(&path).status())
-    {
-        tracing::debug!(path = path.as_str(), "delete on close failed: {e}");
+    let deleted = match server.files.release(&open.shared, open.file_id.volatile) {
+        None => return,
+        Some(Deletion::File(path)) => open.io(|| open.vfs.unlink(&path).status()),
+        Some(Deletion::Stream) => match &open.stream {
+            Some(stream) => open.io(|| stream.remove().status()),
+            None => Ok(()),
+        },
+    };
+    if let Err(e) = deleted {
+        tracing::debug!(path = open.path().as_str(), "delete on close failed: {e}");
     }
 }

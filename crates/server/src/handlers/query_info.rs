@@ -28,6 +28,7 @@ use crate::identity::IdMap;
 use crate::open::Open;
 use crate::security;
 use crate::status_map::VfsResultExt;
+use crate::streams;
 
 /// Sector size reported to clients; allocation units are the file system's block size.
 const BYTES_PER_SECTOR: u32 = 512;
@@ -146,12 +147,16 @@ fn fit(
 }
 
 /// The open's path as FileNameInformation gives it: from the share root, with a leading
-/// backslash.
+/// backslash, and `:stream` for an open of a named stream.
 fn full_name(open: &Open) -> String {
     let path = open.path();
     let mut name = String::with_capacity(path.as_str().len() + 1);
     name.push('\\');
     name.push_str(&path.components().collect::<Vec<_>>().join("\\"));
+    if let Some(stream) = &open.stream {
+        name.push(':');
+        name.push_str(&stream.name());
+    }
     name
 }
 
@@ -251,7 +256,7 @@ fn file_info(
             }
             .encode(w)
         }
-        FileInformationClass::FILE_STREAM_INFORMATION => stream_info(stat, w),
+        FileInformationClass::FILE_STREAM_INFORMATION => stream_info(open, stat, w)?,
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
             file_name: crate::shortname::short_name(name),
         }
@@ -306,14 +311,28 @@ fn full_ea(open: &Open, limit: u32, w: &mut Writer<'_>) -> Result<NtStatus, NtSt
     Ok(NtStatus::SUCCESS)
 }
 
-/// FileStreamInformation: a file has its unnamed data stream; a directory has none. The list
-/// is encoded whole and cut to the client's buffer like any variable-length answer.
-fn stream_info(stat: &FileStat, w: &mut Writer<'_>) {
-    if stat.file_type == FileType::Directory {
-        return;
+/// FileStreamInformation (MS-FSCC 2.4.44): a file's unnamed data stream (a directory has
+/// none), then its named streams, whichever of them the open is on. The list is encoded whole
+/// and cut to the client's buffer like any variable-length answer.
+fn stream_info(open: &Open, stat: &FileStat, w: &mut Writer<'_>) -> Result<(), NtStatus> {
+    let (file, default) = match &open.stream {
+        Some(stream) => (stream.base(), stream.base().stat().status()?),
+        None => (open.file.as_ref(), *stat),
+    };
+    let named = streams::list(file).status()?;
+    let mut list = StreamListEncoder::new(w, usize::MAX);
+    if default.file_type != FileType::Directory {
+        list.push(w, "::$DATA", default.size, default.allocated);
     }
-    let mut streams = StreamListEncoder::new(w, usize::MAX);
-    streams.push(w, "::$DATA", stat.size, stat.allocated);
+    for (name, size) in named {
+        list.push(
+            w,
+            &format!(":{name}:$DATA"),
+            size,
+            streams::allocation(size),
+        );
+    }
+    Ok(())
 }
 
 fn fs_info(

@@ -10,9 +10,10 @@ use smb3d_fscc::{
     FileInformationClass, FileMode, FileModeInformation, FilePositionInformation,
     FileRenameInformation, FileRenameInformationEx, RenameFlags,
 };
+use smb3d_smb2::create::ShareAccess;
 use smb3d_smb2::query_info::InfoType;
 use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
-use smb3d_vfs::{Timespec, VfsError, VfsPath};
+use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Timespec, VfsError, VfsPath};
 use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
 
 use crate::connection::Ctx;
@@ -25,6 +26,7 @@ use crate::names::parse_path;
 use crate::open::Open;
 use crate::security;
 use crate::status_map::VfsResultExt;
+use crate::streams;
 
 /// FileModeInformation bits a client may set (MS-FSCC 2.4.26).
 const SETTABLE_MODE: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020;
@@ -229,7 +231,7 @@ fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<()
             return Err(NtStatus::DIRECTORY_NOT_EMPTY);
         }
     }
-    files.set_delete_pending(&open.shared, delete);
+    files.set_delete_pending(&open.shared, open.stream_key().as_ref(), delete);
     Ok(())
 }
 
@@ -245,10 +247,17 @@ fn rename(
     if root_directory != 0 {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    if let Some(stream) = target.strip_prefix(':') {
+        return rename_stream(files, open, stream, replace);
+    }
     // The target is relative to the share root; clients may start it with a backslash.
     let target = parse_path(target.strip_prefix('\\').unwrap_or(target))?;
-    if target.is_root() {
-        return Err(NtStatus::OBJECT_NAME_INVALID);
+    if target.is_root() || target.stream.is_some() || target.default_stream {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    // A file moves with its streams; one of them being open keeps it where it is.
+    if open.stream.is_some() || files.has_open_streams(&open.shared) {
+        return Err(NtStatus::ACCESS_DENIED);
     }
     let to = VfsPath::from_components(target.components.iter())
         .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
@@ -258,6 +267,22 @@ fn rename(
     }
     if from == to {
         return Ok(());
+    }
+    // Windows renames by adding an entry to the source directory, as an open for writing that
+    // shares reading and writing would; an open of that directory which does not allow it
+    // (one holding DELETE, or sharing no writes) makes the rename a sharing violation.
+    if let Some((parent, _)) = from.parent_and_name()
+        && let Ok(dir) = open.vfs.stat(&parent)
+        && !files.would_share(
+            FileKey {
+                dev: dir.dev,
+                ino: dir.ino,
+            },
+            AccessMask::FILE_WRITE_DATA,
+            ShareAccess::READ | ShareAccess::WRITE,
+        )
+    {
+        return Err(NtStatus::SHARING_VIOLATION);
     }
     // A directory with open files below it cannot move (MS-FSA 2.1.5.14.11), nor can an open
     // file be replaced.
@@ -284,6 +309,70 @@ fn rename(
         Err(e) => return Err(crate::status_map::vfs_status(&e)),
     }
     files.renamed(&from, &to);
+    Ok(())
+}
+
+/// MS-FSA 2.1.5.14.11.1: renames the open's named stream to `target` (what followed the
+/// leading ':'), or makes it the file's (empty) default stream.
+fn rename_stream(
+    files: &FileTable,
+    open: &Open,
+    target: &str,
+    replace: bool,
+) -> Result<(), NtStatus> {
+    let (name, kind) = target.split_once(':').unwrap_or((target, "$DATA"));
+    if target.ends_with(':') || (name.is_empty() && kind.is_empty()) || kind.contains(':') {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if name.contains('\0') || name.len() > crate::names::MAX_STREAM_NAME_BYTES {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if !kind.eq_ignore_ascii_case("$DATA") {
+        return Err(NtStatus::OBJECT_TYPE_MISMATCH);
+    }
+    // Renaming the default stream itself is not offered (NTFS allows it into an empty
+    // named stream; no client relies on it).
+    let Some(stream) = &open.stream else {
+        return Err(NtStatus::INVALID_PARAMETER);
+    };
+    let base = stream.base();
+    if name.is_empty() {
+        if !replace {
+            return Err(NtStatus::OBJECT_NAME_COLLISION);
+        }
+        if files.has_default_stream_opens(&open.shared) {
+            return Err(NtStatus::SHARING_VIOLATION);
+        }
+        if base.stat().status()?.size != 0 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let request = OpenRequest {
+            access: Access::Write,
+            disposition: Disposition::Open,
+            kind: Kind::File,
+            create_mode: 0,
+        };
+        let data = open.vfs.open(&open.path(), &request).status()?;
+        return stream.rename_to_default(data.file.as_ref()).status();
+    }
+    let same = smb3d_vfs::casefold::eq_ignore_case(name, &stream.name());
+    if !same && let Some(existing) = streams::find(base, name).status()? {
+        if !replace {
+            return Err(NtStatus::OBJECT_NAME_COLLISION);
+        }
+        if files.stream_is_open(&open.shared, &streams::key(&existing)) {
+            return Err(NtStatus::SHARING_VIOLATION);
+        }
+        let size = base
+            .get_xattr(&streams::xattr_name(&existing))
+            .status()?
+            .map_or(0, |v| v.len().saturating_sub(1));
+        if size != 0 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    stream.rename(name).status()?;
+    files.renamed_stream(&open.shared, open.file_id.volatile, streams::key(name));
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 mod contexts;
 mod request;
+mod stream;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -30,6 +31,7 @@ use crate::open::{DirCursor, Open};
 use crate::security;
 use crate::share::ShareKind;
 use crate::status_map::VfsResultExt;
+use crate::streams::{self, Stream, StreamFile};
 
 use request::Intent;
 
@@ -56,7 +58,7 @@ pub(crate) async fn handle(
     let path = parse_path(&name)?;
     let vfs_path = VfsPath::from_components(path.components.iter())
         .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
-    let intent = request::intent(&req, &tree)?;
+    let mut intent = request::intent(&req, &tree)?;
 
     // EAs given with the create (MS-SMB2 3.3.5.9.2) are checked before anything is created.
     let ea_buffer = req.contexts.iter().flatten().find_map(|c| match c {
@@ -69,7 +71,7 @@ pub(crate) async fn handle(
 
     // Truncation waits until the existing file has been checked and share access granted
     // (MS-FSA 2.1.5.1.2), so an existing file is opened without it first.
-    let open_request = OpenRequest {
+    let mut open_request = OpenRequest {
         access: intent.vfs_access,
         disposition: match intent.disposition {
             CreateDisposition::OPEN | CreateDisposition::OVERWRITE => Disposition::Open,
@@ -84,11 +86,12 @@ pub(crate) async fn handle(
             0o666 & tree.share.create_mask
         },
     };
+    stream::adapt(&path, &mut intent, &mut open_request)?;
     let identity = cx.identity()?;
     let server = &cx.conn.server;
     let vfs = vfs.clone();
     let leaf = vfs_path.name().unwrap_or("");
-    let (opened, meta, granted) = as_user(vfs.as_ref(), &identity, || {
+    let (opened, meta, granted, named_stream) = as_user(vfs.as_ref(), &identity, || {
         let opened = open_widest(vfs.as_ref(), &vfs_path, open_request, intent.desired)?;
         let meta = fileinfo::load(opened.file.as_ref(), leaf).status()?;
         let granted = if opened.created {
@@ -102,7 +105,7 @@ pub(crate) async fn handle(
                 &server.ids,
             )?
         } else {
-            check_existing(&meta, &intent, req.file_attributes)?;
+            check_existing(&meta, &intent, req.file_attributes, path.stream.is_some())?;
             let sd = security::descriptor(opened.file.as_ref(), &meta.stat, &server.ids);
             security::grant(&sd, &identity, intent.desired, || {
                 parent_allows(
@@ -114,7 +117,19 @@ pub(crate) async fn handle(
                 )
             })?
         };
-        Ok((opened, meta, granted & tree.maximal_access))
+        let named_stream = match &path.stream {
+            None => None,
+            Some(name) => match stream::resolve(opened.file.as_ref(), name, intent.disposition) {
+                Ok(resolved) => Some(resolved),
+                Err(status) => {
+                    if opened.created {
+                        let _ = vfs.unlink(&vfs_path);
+                    }
+                    return Err(status);
+                }
+            },
+        };
+        Ok((opened, meta, granted & tree.maximal_access, named_stream))
     })
     .map_err(|status| {
         if tree.share.read_only
@@ -126,7 +141,11 @@ pub(crate) async fn handle(
             status
         }
     })?;
-    let overwritten = intent.truncates && !opened.created;
+    let (stream_name, stream_created) = match named_stream {
+        Some((name, created)) => (Some(name), created),
+        None => (None, false),
+    };
+    let overwritten = intent.truncates && !opened.created && stream_name.is_none();
 
     let file_id = FileId {
         persistent: server.allocate_file_id(),
@@ -140,11 +159,12 @@ pub(crate) async fn handle(
         id: file_id.volatile,
         access: granted,
         share: req.share_access,
+        stream: stream_name.as_deref().map(streams::key),
     };
     let shared = server.files.register(key, &vfs_path, entry)?;
     let file = opened.file;
     let prepared = as_user(vfs.as_ref(), &identity, || {
-        prepare(
+        let meta = prepare(
             vfs.as_ref(),
             file.as_ref(),
             meta,
@@ -152,16 +172,24 @@ pub(crate) async fn handle(
             overwritten,
             req.file_attributes,
             ea_buffer,
-        )
+        )?;
+        let Some(name) = stream_name else {
+            return Ok((file, None, meta));
+        };
+        // From here on the open is the stream's: its size, the file's other metadata.
+        let stream = Stream::new(file, name);
+        let file: Box<dyn VfsFile> = Box::new(StreamFile(stream.clone()));
+        let meta = fileinfo::load(file.as_ref(), leaf).status()?;
+        Ok((file, Some(stream), meta))
     });
-    let meta = match prepared {
-        Ok(meta) => meta,
+    let (file, stream, meta) = match prepared {
+        Ok(prepared) => prepared,
         Err(status) => {
             server.files.release(&shared, file_id.volatile);
             return Err(status);
         }
     };
-    let action = if opened.created {
+    let action = if opened.created || stream_created {
         CreateAction::CREATED
     } else if intent.disposition == CreateDisposition::SUPERSEDE {
         CreateAction::SUPERSEDED
@@ -177,6 +205,7 @@ pub(crate) async fn handle(
         vfs,
         identity,
         file,
+        stream,
         shared,
         is_directory: meta.is_directory(),
         granted,
@@ -308,9 +337,15 @@ fn admit_new(
     })
 }
 
-/// MS-FSA 2.1.5.1.2.1 against an existing file: a read-only file is not written or deleted,
-/// and an overwrite must keep the HIDDEN and SYSTEM attributes the file has.
-fn check_existing(meta: &Meta, intent: &Intent, requested: u32) -> Result<(), NtStatus> {
+/// MS-FSA 2.1.5.1.2.1 against an existing file: a read-only file is not written or deleted
+/// (nor are its streams), and an overwrite of the file must keep the HIDDEN and SYSTEM
+/// attributes it has.
+fn check_existing(
+    meta: &Meta,
+    intent: &Intent,
+    requested: u32,
+    named_stream: bool,
+) -> Result<(), NtStatus> {
     if meta.readonly() && !meta.is_directory() {
         if intent.delete_on_close {
             return Err(NtStatus::CANNOT_DELETE);
@@ -319,7 +354,7 @@ fn check_existing(meta: &Meta, intent: &Intent, requested: u32) -> Result<(), Nt
             return Err(NtStatus::ACCESS_DENIED);
         }
     }
-    if intent.truncates {
+    if intent.truncates && !named_stream {
         let requested = FileAttributes(requested);
         for kept in [FileAttributes::HIDDEN, FileAttributes::SYSTEM] {
             if meta.stored.contains(kept) && !requested.contains(kept) {
@@ -330,8 +365,8 @@ fn check_existing(meta: &Meta, intent: &Intent, requested: u32) -> Result<(), Nt
     Ok(())
 }
 
-/// What happens to the file once the open is granted: an overwritten file is truncated and
-/// takes the requested attributes with ARCHIVE; a new file gets its attributes (ARCHIVE for
+/// What happens to the file once the open is granted: an overwritten file is truncated, loses
+/// its named streams and takes the requested attributes with ARCHIVE; a new file gets its attributes (ARCHIVE for
 /// files, as NTFS sets it) and create time; either gets the EAs of the request.
 fn prepare(
     vfs: &dyn Vfs,
@@ -346,7 +381,9 @@ fn prepare(
         return Ok(meta);
     }
     if overwritten {
+        // The named streams go with the old contents (MS-FSA 2.1.5.1.2.1).
         file.set_len(0).status()?;
+        streams::remove_all(file).status()?;
         meta.stat = file.stat().status()?;
     }
     let mut attributes = FileAttributes(requested) & SETTABLE_ATTRIBUTES;

@@ -1,0 +1,67 @@
+//! CREATE of a named data stream (MS-FSA 2.1.5.1.2 with the stream steps of 2.1.5.1): the
+//! file it belongs to is opened (or created) for metadata only, access is checked against the
+//! file, and the stream itself is found, created or truncated as the disposition says.
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::create::CreateDisposition;
+use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsFile};
+
+use crate::names::SmbPath;
+use crate::status_map::VfsResultExt;
+use crate::streams;
+
+use super::request::Intent;
+
+/// Adapts the open of `path` when it names a stream: a stream is never a directory, and the
+/// explicit default stream (`file::$DATA`) must be a file. For a named stream, `request`
+/// becomes the open of the file it belongs to.
+pub(super) fn adapt(
+    path: &SmbPath,
+    intent: &mut Intent,
+    request: &mut OpenRequest,
+) -> Result<(), NtStatus> {
+    if path.stream.is_none() && !path.default_stream {
+        return Ok(());
+    }
+    if intent.kind == Kind::Directory {
+        return Err(NtStatus::NOT_A_DIRECTORY);
+    }
+    if path.default_stream {
+        intent.kind = Kind::File;
+        request.kind = Kind::File;
+        return Ok(());
+    }
+    request.access = Access::MetadataOnly;
+    request.disposition = match intent.disposition {
+        CreateDisposition::OPEN | CreateDisposition::OVERWRITE => Disposition::Open,
+        _ => Disposition::OpenOrCreate,
+    };
+    // With `Kind::Any` a missing file is created as a plain file and a directory still opens:
+    // directories have named streams too.
+    Ok(())
+}
+
+/// Finds, creates or truncates stream `name` of `base` as `disposition` says; returns the
+/// stream's stored name and whether it was created.
+pub(super) fn resolve(
+    base: &dyn VfsFile,
+    name: &str,
+    disposition: CreateDisposition,
+) -> Result<(String, bool), NtStatus> {
+    let existing = streams::find(base, name).status()?;
+    match (existing, disposition) {
+        (Some(_), CreateDisposition::CREATE) => Err(NtStatus::OBJECT_NAME_COLLISION),
+        (None, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+            Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+        }
+        (Some(stored), CreateDisposition::OPEN | CreateDisposition::OPEN_IF) => Ok((stored, false)),
+        (Some(stored), _) => {
+            streams::truncate(base, &stored).status()?;
+            Ok((stored, false))
+        }
+        (None, _) => {
+            streams::truncate(base, name).status()?;
+            Ok((name.to_owned(), true))
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! Named data streams (MS-FSCC 2.1.5.3, MS-FSA 2.1.1.4), stored as Samba's streams_xattr
+//! stores them: stream `name` of a file is the xattr `user.DosStream.name:$DATA`, holding the
+//! stream's bytes followed by one NUL byte. Names are matched ignoring case; the spelling of the
+//! stream's creator is kept. A stream is read and written whole, so its size is bounded by what
+//! the file system allows in one xattr (64 KiB on most, less on ext4 without `ea_inode`).
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use smb3d_vfs::casefold::{FoldedName, eq_ignore_case};
+use smb3d_vfs::{DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult};
+
+const PREFIX: &str = "user.DosStream.";
+const SUFFIX: &str = ":$DATA";
+/// Allocation reported for streams: their bytes live in the inode's xattr blocks.
+const ALLOCATION_UNIT: u64 = 4096;
+/// Largest stream: Linux's limit on one xattr value (XATTR_SIZE_MAX), less the stored NUL.
+/// Checked before any buffer is sized, so a write far beyond it allocates nothing.
+pub(crate) const MAX_STREAM_SIZE: usize = 64 * 1024 - 1;
+
+/// The xattr holding stream `name`.
+pub(crate) fn xattr_name(name: &str) -> String {
+    format!("{PREFIX}{name}{SUFFIX}")
+}
+
+/// The stream an xattr holds, if it holds one.
+fn stream_of(xattr: &str) -> Option<&str> {
+    xattr.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)
+}
+
+/// The key under which opens of stream `name` meet in the open-file table: equal for every
+/// spelling that designates the stream.
+pub(crate) fn key(name: &str) -> Arc<str> {
+    Arc::from(FoldedName::new(name).as_str())
+}
+
+/// The stream of `file` that `name` designates, as stored.
+pub(crate) fn find(file: &dyn VfsFile, name: &str) -> VfsResult<Option<String>> {
+    Ok(file
+        .list_xattr()?
+        .iter()
+        .filter_map(|x| stream_of(x))
+        .find(|s| eq_ignore_case(s, name))
+        .map(str::to_owned))
+}
+
+/// The file's named streams with their sizes, in xattr order.
+pub(crate) fn list(file: &dyn VfsFile) -> VfsResult<Vec<(String, u64)>> {
+    let mut streams = Vec::new();
+    for xattr in file.list_xattr()? {
+        if let Some(name) = stream_of(&xattr)
+            && let Some(value) = file.get_xattr(&xattr)?
+        {
+            streams.push((name.to_owned(), data_len(&value)));
+        }
+    }
+    Ok(streams)
+}
+
+/// Removes every named stream (an overwrite of the file replaces them all, MS-FSA 2.1.5.1.2.1).
+pub(crate) fn remove_all(file: &dyn VfsFile) -> VfsResult<()> {
+    for xattr in file.list_xattr()? {
+        if stream_of(&xattr).is_some() {
+            match file.remove_xattr(&xattr) {
+                Ok(()) | Err(VfsError::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Creates stream `name` empty, or empties it.
+pub(crate) fn truncate(file: &dyn VfsFile, name: &str) -> VfsResult<()> {
+    file.set_xattr(&xattr_name(name), &[0])
+}
+
+/// Rounded up to whole allocation units.
+pub(crate) fn allocation(size: u64) -> u64 {
+    size.div_ceil(ALLOCATION_UNIT) * ALLOCATION_UNIT
+}
+
+fn data_len(value: &[u8]) -> u64 {
+    value.len().saturating_sub(1) as u64
+}
+
+/// An open named stream: its file (opened for metadata only) and its current name.
+pub(crate) struct Stream {
+    base: Box<dyn VfsFile>,
+    name: RwLock<String>,
+}
+
+impl Stream {
+    pub(crate) fn new(base: Box<dyn VfsFile>, name: String) -> Arc<Self> {
+        Arc::new(Self {
+            base,
+            name: RwLock::new(name),
+        })
+    }
+
+    pub(crate) fn name(&self) -> String {
+        self.name.read().clone()
+    }
+
+    /// The file the stream belongs to.
+    pub(crate) fn base(&self) -> &dyn VfsFile {
+        self.base.as_ref()
+    }
+
+    fn xattr(&self) -> String {
+        xattr_name(&self.name.read())
+    }
+
+    /// The stream's bytes, without the stored NUL.
+    fn data(&self) -> VfsResult<Vec<u8>> {
+        let mut value = self
+            .base
+            .get_xattr(&self.xattr())?
+            .ok_or(VfsError::NotFound)?;
+        value.pop();
+        Ok(value)
+    }
+
+    fn store(&self, mut data: Vec<u8>) -> VfsResult<()> {
+        data.push(0);
+        self.base.set_xattr(&self.xattr(), &data)
+    }
+
+    /// Deletes the stream (the last close of a delete-pending stream).
+    pub(crate) fn remove(&self) -> VfsResult<()> {
+        self.base.remove_xattr(&self.xattr())
+    }
+
+    /// Renames the stream to `to`, which may differ only in case; another stream of that name
+    /// is replaced.
+    pub(crate) fn rename(&self, to: &str) -> VfsResult<()> {
+        let mut name = self.name.write();
+        if *name == to {
+            return Ok(());
+        }
+        let from = xattr_name(&name);
+        let value = self.base.get_xattr(&from)?.ok_or(VfsError::NotFound)?;
+        if !eq_ignore_case(&name, to)
+            && let Some(existing) = find(self.base.as_ref(), to)?
+        {
+            self.base.remove_xattr(&xattr_name(&existing))?;
+        }
+        self.base.set_xattr(&xattr_name(to), &value)?;
+        self.base.remove_xattr(&from)?;
+        *name = to.to_owned();
+        Ok(())
+    }
+
+    /// Moves the stream's bytes into the file's default stream (`data`, the file opened for
+    /// writing) and deletes the stream.
+    pub(crate) fn rename_to_default(&self, data: &dyn VfsFile) -> VfsResult<()> {
+        let bytes = self.data()?;
+        data.set_len(0)?;
+        data.write_at(&bytes, 0)?;
+        self.remove()
+    }
+}
+
+/// An open stream as a [`VfsFile`]: data calls work on the stream, metadata calls (times,
+/// attributes, EAs, the security descriptor) on the file it belongs to, as on NTFS.
+pub(crate) struct StreamFile(pub(crate) Arc<Stream>);
+
+impl VfsFile for StreamFile {
+    fn stat(&self) -> VfsResult<FileStat> {
+        let mut stat = self.0.base.stat()?;
+        let size = data_len(
+            &self
+                .0
+                .base
+                .get_xattr(&self.0.xattr())?
+                .ok_or(VfsError::NotFound)?,
+        );
+        stat.file_type = FileType::File;
+        stat.size = size;
+        stat.allocated = allocation(size);
+        Ok(stat)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> VfsResult<usize> {
+        let data = self.0.data()?;
+        let Ok(start) = usize::try_from(offset) else {
+            return Ok(0);
+        };
+        let Some(available) = data.get(start..) else {
+            return Ok(0);
+        };
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        Ok(n)
+    }
+
+    fn write_at(&self, bytes: &[u8], offset: u64) -> VfsResult<usize> {
+        let end = offset
+            .checked_add(bytes.len() as u64)
+            .and_then(|end| usize::try_from(end).ok())
+            .filter(|&end| end <= MAX_STREAM_SIZE)
+            .ok_or(VfsError::NoSpace)?;
+        let start = end - bytes.len();
+        let mut data = self.0.data()?;
+        if data.len() < end {
+            data.resize(end, 0);
+        }
+        data[start..end].copy_from_slice(bytes);
+        self.0.store(data)?;
+        Ok(bytes.len())
+    }
+
+    fn set_len(&self, len: u64) -> VfsResult<()> {
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&len| len <= MAX_STREAM_SIZE)
+            .ok_or(VfsError::NoSpace)?;
+        let mut data = self.0.data()?;
+        data.resize(len, 0);
+        self.0.store(data)
+    }
+
+    fn allocate(&self, _offset: u64, _len: u64) -> VfsResult<()> {
+        // The xattr's storage is the file system's to manage; nothing to reserve.
+        Ok(())
+    }
+
+    fn sync(&self) -> VfsResult<()> {
+        // xattr writes complete synchronously in the file system's journal.
+        Ok(())
+    }
+
+    fn set_times(&self, atime: Option<Timespec>, mtime: Option<Timespec>) -> VfsResult<()> {
+        self.0.base.set_times(atime, mtime)
+    }
+
+    fn read_dir(&self) -> VfsResult<Vec<DirEntry>> {
+        Err(VfsError::NotADirectory)
+    }
+
+    fn stat_child(&self, _name: &str) -> VfsResult<FileStat> {
+        Err(VfsError::NotADirectory)
+    }
+
+    fn lookup_child(&self, _name: &str) -> VfsResult<Option<(String, FileStat)>> {
+        Err(VfsError::NotADirectory)
+    }
+
+    fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {
+        self.0.base.get_xattr(name)
+    }
+
+    fn get_child_xattr(&self, _name: &str, _xattr: &str) -> VfsResult<Option<Vec<u8>>> {
+        Err(VfsError::NotADirectory)
+    }
+
+    fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
+        self.0.base.set_xattr(name, value)
+    }
+
+    fn remove_xattr(&self, name: &str) -> VfsResult<()> {
+        self.0.base.remove_xattr(name)
+    }
+
+    fn list_xattr(&self) -> VfsResult<Vec<String>> {
+        self.0.base.list_xattr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smb3d_vfs::{Access, Disposition, Kind, MemoryVfs, OpenRequest, Vfs, VfsPath};
+
+    fn file() -> Box<dyn VfsFile> {
+        let vfs = MemoryVfs::new();
+        let request = OpenRequest {
+            access: Access::MetadataOnly,
+            disposition: Disposition::Create,
+            kind: Kind::File,
+            create_mode: 0o644,
+        };
+        vfs.open(&VfsPath::parse("f").unwrap(), &request)
+            .unwrap()
+            .file
+    }
+
+    #[test]
+    fn stored_as_samba_with_a_trailing_nul() {
+        let base = file();
+        truncate(base.as_ref(), "Stream One").unwrap();
+        assert_eq!(
+            base.get_xattr("user.DosStream.Stream One:$DATA").unwrap(),
+            Some(vec![0])
+        );
+        let stream = StreamFile(Stream::new(base, "Stream One".into()));
+        stream.write_at(b"test data", 0).unwrap();
+        stream.write_at(b"MORE", 5).unwrap();
+        assert_eq!(
+            stream.get_xattr("user.DosStream.Stream One:$DATA").unwrap(),
+            Some(b"test MORE\0".to_vec())
+        );
+        assert_eq!(stream.stat().unwrap().size, 9);
+        let mut buf = [0u8; 16];
+        assert_eq!(stream.read_at(&mut buf, 5).unwrap(), 4);
+        assert_eq!(&buf[..4], b"MORE");
+        assert_eq!(stream.read_at(&mut buf, 100).unwrap(), 0);
+        stream.set_len(2).unwrap();
+        assert_eq!(stream.stat().unwrap().size, 2);
+    }
+
+    #[test]
+    fn names_match_ignoring_case_and_are_listed_with_sizes() {
+        let base = file();
+        truncate(base.as_ref(), "Second Stream").unwrap();
+        base.set_xattr("user.other", b"x").unwrap();
+        assert_eq!(
+            find(base.as_ref(), "SECOND stream").unwrap().as_deref(),
+            Some("Second Stream")
+        );
+        assert_eq!(find(base.as_ref(), "other").unwrap(), None);
+        assert_eq!(list(base.as_ref()).unwrap(), [("Second Stream".into(), 0)]);
+        assert_eq!(key("Second Stream"), key("SECOND STREAM"));
+        remove_all(base.as_ref()).unwrap();
+        assert!(list(base.as_ref()).unwrap().is_empty());
+        assert_eq!(base.get_xattr("user.other").unwrap(), Some(b"x".to_vec()));
+    }
+
+    #[test]
+    fn renames_replace_and_keep_data() {
+        let base = file();
+        truncate(base.as_ref(), "a").unwrap();
+        truncate(base.as_ref(), "b").unwrap();
+        let stream = Stream::new(base, "a".into());
+        StreamFile(stream.clone()).write_at(b"data", 0).unwrap();
+        stream.rename("a").unwrap();
+        stream.rename("A").unwrap();
+        stream.rename("B").unwrap();
+        assert_eq!(stream.name(), "B");
+        assert_eq!(list(stream.base()).unwrap(), [("B".into(), 4)]);
+    }
+
+    #[test]
+    fn writes_beyond_the_xattr_limit_allocate_nothing() {
+        let stream = StreamFile(Stream::new(file(), "s".into()));
+        truncate(stream.0.base(), "s").unwrap();
+        assert_eq!(
+            stream.write_at(b"x", u64::MAX - 1).err(),
+            Some(VfsError::NoSpace)
+        );
+        assert_eq!(
+            stream.write_at(b"x", MAX_STREAM_SIZE as u64).err(),
+            Some(VfsError::NoSpace)
+        );
+        assert_eq!(stream.set_len(1 << 40).err(), Some(VfsError::NoSpace));
+    }
+}
