@@ -278,8 +278,6 @@ def structure_size_case(command, build, delta):
     return run
 
 
-LOCK_BUG = "LOCK is not implemented: STATUS_NOT_SUPPORTED before the request is checked"
-
 STRUCTURE_SIZE_BODIES = [
     ("tree_connect", s.TREE_CONNECT, lambda c, fid: s.tree_connect_body(c.target.unc())),
     ("create", s.CREATE, lambda c, fid: s.create_body("served.txt")),
@@ -302,8 +300,7 @@ for _name, _command, _build in STRUCTURE_SIZE_BODIES:
         _fn = structure_size_case(_command, _build, _delta)
         _fn.__name__ = "structure_size_%s_%s" % (_name, "minus1" if _delta < 0 else "plus1")
         case("structure-size", "STATUS_INVALID_PARAMETER",
-             "MS-SMB2 3.3.5.2.6 (structure not as in section 2); Samba smbd_smb2_request_verify_sizes",
-             bug=LOCK_BUG if _command == s.LOCK else "")(_fn)
+             "MS-SMB2 3.3.5.2.6 (structure not as in section 2); Samba smbd_smb2_request_verify_sizes")(_fn)
 
 
 @case("structure-size", "STATUS_INVALID_PARAMETER", "MS-SMB2 3.3.5.2.6; Samba smbd_smb2_request_verify_sizes")
@@ -816,15 +813,13 @@ def create_contexts_offset_wraps(env):
                                           ctx_offset=0xFFFFFFF8, ctx_length=0x10))
 
 
-@invalid_buffer_case("MS-SMB2 3.3.5.14: LockCount 0",
-                     bug=LOCK_BUG)
+@invalid_buffer_case("MS-SMB2 3.3.5.14: LockCount 0")
 def lock_count_zero(env):
     c, fid = opened(env)
     return c.call(s.LOCK, s.lock_body(fid, [(0, 1, 2)], count=0))
 
 
-@invalid_buffer_case("MS-SMB2 2.2.26: LockCount elements past the message",
-                     bug=LOCK_BUG)
+@invalid_buffer_case("MS-SMB2 2.2.26: LockCount elements past the message")
 def lock_count_past_message(env):
     c, fid = opened(env)
     return c.call(s.LOCK, s.lock_body(fid, [(0, 1, 2)], count=500))

@@ -18,6 +18,7 @@ use crate::credits::{CreditWindow, OutOfWindow};
 use crate::encryption::SessionCipher;
 use crate::handlers;
 use crate::identity::Identity;
+use crate::pending::{self, PendingRequest, Reply};
 use crate::response::ResponseFrame;
 use crate::server::Server;
 use crate::session::{Session, Tree};
@@ -79,6 +80,11 @@ struct ConnState {
     smb1_upgraded: bool,
     /// Connection.SessionTable.
     sessions: HashMap<u64, Arc<Session>>,
+    /// Requests that may wait, by MessageId (Connection.RequestList and AsyncCommandList for
+    /// the commands CANCEL can reach).
+    pending: HashMap<u64, Arc<PendingRequest>>,
+    /// The last AsyncId given out.
+    last_async_id: u64,
 }
 
 pub struct Connection {
@@ -121,6 +127,14 @@ pub(crate) struct Ctx<'a> {
     pub encrypted: bool,
     /// ErrorData for an error response (MS-SMB2 2.2.2), e.g. the size a buffer needs.
     pub error_data: Vec<u8>,
+    /// The request's entry in the connection's pending table, if its command may wait.
+    pub pending: Option<Arc<PendingRequest>>,
+    /// Whether this is the last request of its compound (only that one may wait).
+    pub last_in_chain: bool,
+    /// The key that encrypts the responses, if they are encrypted.
+    pub seal: Option<&'a Seal>,
+    /// Request.AsyncId once the request went async, else 0.
+    pub async_id: u64,
 }
 
 impl Ctx<'_> {
@@ -134,7 +148,7 @@ impl Ctx<'_> {
 }
 
 /// A session id and the ciphers that encrypt for it.
-type Seal = (u64, Arc<SessionCipher>);
+pub(crate) type Seal = (u64, Arc<SessionCipher>);
 
 impl Connection {
     pub fn new(server: Arc<Server>, sink: Arc<dyn FrameSink>) -> Arc<Self> {
@@ -147,6 +161,8 @@ impl Connection {
                 credits: CreditWindow::new(max_credits),
                 smb1_upgraded: false,
                 sessions: HashMap::new(),
+                pending: HashMap::new(),
+                last_async_id: 0,
             }),
         })
     }
@@ -165,10 +181,19 @@ impl Connection {
         }
     }
 
-    /// The connection ended: every session it had is logged off (MS-SMB2 3.3.7.1).
+    /// The connection ended: waiting requests end and every session it had is logged off
+    /// (MS-SMB2 3.3.7.1).
     pub fn on_disconnect(&self) {
-        let sessions: Vec<Arc<Session>> =
-            self.state.lock().sessions.drain().map(|(_, s)| s).collect();
+        let (sessions, pending): (Vec<Arc<Session>>, Vec<Arc<PendingRequest>>) = {
+            let mut st = self.state.lock();
+            (
+                st.sessions.drain().map(|(_, s)| s).collect(),
+                st.pending.drain().map(|(_, p)| p).collect(),
+            )
+        };
+        for request in pending {
+            request.cancel(NtStatus::CANCELLED);
+        }
         for session in sessions {
             handlers::logoff::tear_down(&self.server, &session);
         }
@@ -284,13 +309,26 @@ impl Connection {
         {
             return Err(Disconnect("NEGOTIATE inside a compound"));
         }
-        if first.command == Command::CANCEL && requests.len() == 1 {
-            // CANCEL gets no response (MS-SMB2 3.3.5.16); there is nothing pending yet to
-            // cancel because every request completes synchronously.
+        // CANCEL gets no response (MS-SMB2 3.3.5.16); it acts here, in arrival order, so it
+        // finds a request of an earlier frame even before that request's handler has run.
+        let mut waiting = Vec::new();
+        {
+            let mut st = self.state.lock();
+            for (hdr, _) in &requests {
+                if hdr.command == Command::CANCEL {
+                    Self::cancel(&st, hdr);
+                } else if pending::may_wait(hdr.command) {
+                    let request = Arc::new(PendingRequest::new(hdr.message_id));
+                    st.pending.insert(hdr.message_id, request.clone());
+                    waiting.push(request);
+                }
+            }
+        }
+        if requests.iter().all(|(h, _)| h.command == Command::CANCEL) {
             return Ok(());
         }
         let conn = self.clone();
-        tokio::spawn(async move { conn.run_chain(frame, requests, sealed_by).await });
+        tokio::spawn(async move { conn.run_chain(frame, requests, sealed_by, waiting).await });
         Ok(())
     }
 
@@ -312,7 +350,30 @@ impl Connection {
         (session_encrypts || tree_encrypts).then_some((first.session_id, cipher))
     }
 
-    fn send(&self, out: ResponseFrame, seal: Option<&Seal>) {
+    /// MS-SMB2 3.3.5.16: the request named by AsyncId (async header) or MessageId ends with
+    /// STATUS_CANCELLED; an unknown one is ignored.
+    fn cancel(st: &ConnState, hdr: &Header) {
+        let target = if hdr.is_async() {
+            st.pending
+                .values()
+                .find(|p| p.async_id() == hdr.async_id && hdr.async_id != 0)
+        } else {
+            st.pending.get(&hdr.message_id)
+        };
+        if let Some(request) = target {
+            request.cancel(NtStatus::CANCELLED);
+        }
+    }
+
+    /// A nonzero AsyncId unique among the connection's requests (MS-SMB2 3.3.4.2).
+    pub(crate) fn allocate_async_id(&self) -> u64 {
+        let mut st = self.state.lock();
+        st.last_async_id = st.last_async_id.wrapping_add(1).max(1);
+        st.last_async_id
+    }
+
+    /// Sends a frame, encrypted under `seal` if given.
+    pub(crate) fn send(&self, out: ResponseFrame, seal: Option<&Seal>) {
         let frame = match seal {
             None => Some(out.finish()),
             Some((session_id, cipher)) => out.finish_sealed(cipher, *session_id),
@@ -333,10 +394,16 @@ impl Connection {
         mut frame: Vec<u8>,
         requests: Vec<(Header, Range<usize>)>,
         sealed_by: Option<Seal>,
+        waiting: Vec<Arc<PendingRequest>>,
     ) {
+        let _unregister = Unregister {
+            conn: &self,
+            requests: &waiting,
+        };
         let Some(negotiated) = self.negotiated.get() else {
             return;
         };
+        let count = requests.len();
         let encrypted = sealed_by.is_some();
         let seal = sealed_by.or_else(|| requests.first().and_then(|(h, _)| self.required_seal(h)));
         let mut out = ResponseFrame::new();
@@ -349,6 +416,10 @@ impl Connection {
                 continue;
             }
             let start = out.begin();
+            let pending = waiting
+                .iter()
+                .find(|p| p.message_id == hdr.message_id)
+                .cloned();
             let mut cx = Ctx {
                 conn: &self,
                 negotiated,
@@ -363,14 +434,20 @@ impl Connection {
                 disconnect: None,
                 encrypted,
                 error_data: Vec::new(),
+                pending,
+                last_in_chain: index + 1 == count,
+                seal: seal.as_ref(),
+                async_id: 0,
+            };
+            let mut reply = Reply {
+                frame: &mut out,
+                start,
             };
             let result = match self.admit(&mut cx, pdu, index) {
-                Ok(()) => {
-                    let mut w = out.body_writer(start);
-                    handlers::dispatch(&mut cx, pdu, &mut w).await
-                }
+                Ok(()) => handlers::dispatch(&mut cx, pdu, &mut reply).await,
                 Err(status) => Err(status),
             };
+            let start = reply.start;
             if let Some(why) = cx.disconnect {
                 tracing::warn!("closing connection: {why}");
                 self.sink.disconnect();
@@ -407,8 +484,23 @@ impl Connection {
             cx.chain.session_id = session_id;
             cx.chain.tree_id = tree_id;
             cx.chain.status = status;
-            let credits = self.grant_credits(hdr.credits);
-            out.end(start, &hdr, status, credits, session_id, tree_id, signer);
+            // The credits of a request that went async were granted with its interim response
+            // (MS-SMB2 3.3.4.3).
+            let credits = if cx.async_id == 0 {
+                self.grant_credits(hdr.credits)
+            } else {
+                0
+            };
+            out.end(
+                start,
+                &hdr,
+                status,
+                credits,
+                session_id,
+                tree_id,
+                cx.async_id,
+                signer,
+            );
             if let Some(session) = preauth_session {
                 handlers::session_setup::hash_response(&session, out.message(start));
             }
@@ -552,6 +644,30 @@ impl Connection {
     pub(crate) fn remove_session(&self, id: u64) -> Option<Arc<Session>> {
         self.server.sessions.lock().remove(&id);
         self.state.lock().sessions.remove(&id)
+    }
+}
+
+/// Removes a chain's requests from the pending table when the chain ends, however it ends.
+struct Unregister<'a> {
+    conn: &'a Connection,
+    requests: &'a [Arc<PendingRequest>],
+}
+
+impl Drop for Unregister<'_> {
+    fn drop(&mut self) {
+        if self.requests.is_empty() {
+            return;
+        }
+        let mut st = self.conn.state.lock();
+        for request in self.requests {
+            if st
+                .pending
+                .get(&request.message_id)
+                .is_some_and(|p| Arc::ptr_eq(p, request))
+            {
+                st.pending.remove(&request.message_id);
+            }
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Open files by identity, across every session and connection (MS-FSA 2.1.1.3 File, 2.1.1.4
-//! Stream): share access, delete-pending and the path a file is known by. Oplock, lease and
-//! byte-range lock state will live here too.
+//! Stream): share access, delete-pending, byte-range locks and the path a file is known by.
+//! Oplock and lease state will live here too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +10,8 @@ use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::create::ShareAccess;
 use smb3d_vfs::VfsPath;
+
+use crate::locks::LockTable;
 
 /// A file's identity on the server's file systems.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,6 +54,8 @@ pub(crate) enum Deletion {
 pub(crate) struct SharedFile {
     pub key: FileKey,
     pub state: Mutex<FileState>,
+    /// Byte-range locks held through any open of the file.
+    pub locks: LockTable,
 }
 
 impl SharedFile {
@@ -146,6 +150,7 @@ impl FileTable {
                         stream_deletes: Vec::new(),
                         path: path.clone(),
                     }),
+                    locks: LockTable::default(),
                 })
             })
             .clone();

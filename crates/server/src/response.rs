@@ -80,7 +80,8 @@ impl ResponseFrame {
         .encode(&mut w);
     }
 
-    /// Fills in the header of the response that starts at `start`.
+    /// Fills in the header of the response that starts at `start`: the async form (MS-SMB2
+    /// 2.2.1.1) when `async_id` is nonzero.
     #[allow(clippy::too_many_arguments)]
     pub fn end(
         &mut self,
@@ -90,6 +91,7 @@ impl ResponseFrame {
         credits: u16,
         session_id: u64,
         tree_id: u32,
+        async_id: u64,
         signer: Option<Arc<dyn MessageSigner>>,
     ) {
         let mut flags = HeaderFlags::SERVER_TO_REDIR;
@@ -99,6 +101,14 @@ impl ResponseFrame {
         if signer.is_some() {
             flags |= HeaderFlags::SIGNED;
         }
+        if async_id != 0 {
+            flags |= HeaderFlags::ASYNC_COMMAND;
+        }
+        let (process_id, tree_id) = if async_id == 0 {
+            (request.process_id, tree_id)
+        } else {
+            (0, 0)
+        };
         let header = Header {
             credit_charge: request.credit_charge,
             status,
@@ -107,14 +117,42 @@ impl ResponseFrame {
             flags,
             next_command: 0,
             message_id: request.message_id,
-            async_id: 0,
-            process_id: request.process_id,
+            async_id,
+            process_id,
             tree_id,
             session_id,
             signature: [0; 16],
         };
         self.buf[start..start + SMB2_HEADER_LEN].copy_from_slice(&header.to_bytes());
         self.current = Some(Element { start, signer });
+    }
+
+    /// Turns the response that starts at `start` into an interim STATUS_PENDING response
+    /// (MS-SMB2 3.3.4.2: async header, never signed) and returns the frame that carries it
+    /// after the responses before it; `self` is left holding only a fresh header for the same
+    /// request's final response, whose start is returned.
+    pub fn split_interim(
+        &mut self,
+        start: usize,
+        request: &Header,
+        credits: u16,
+        session_id: u64,
+        async_id: u64,
+    ) -> (ResponseFrame, usize) {
+        self.error_body(start, &[]);
+        self.end(
+            start,
+            request,
+            NtStatus::PENDING,
+            credits,
+            session_id,
+            0,
+            async_id,
+            None,
+        );
+        let mut rest = ResponseFrame::new();
+        let new_start = rest.begin();
+        (std::mem::replace(self, rest), new_start)
     }
 
     /// The bytes of the response that starts at `start`, as built so far.

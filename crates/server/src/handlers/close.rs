@@ -56,6 +56,8 @@ pub(crate) async fn handle(
 /// file (or its stream) delete-pending, and the last open of a delete-pending file or stream
 /// deletes it (MS-FSA 2.1.5.4).
 pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
+    // Its locks go (MS-FSA 2.1.5.4), and lock requests waiting on this open learn it closed.
+    open.shared.locks.release_owner(open.file_id.volatile);
     if open.delete_on_close {
         server
             .files

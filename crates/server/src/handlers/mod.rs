@@ -5,6 +5,7 @@ pub(crate) mod create;
 pub(crate) mod echo;
 pub(crate) mod flush;
 pub(crate) mod ioctl;
+pub(crate) mod lock;
 pub(crate) mod logoff;
 pub(crate) mod negotiate;
 pub(crate) mod query_directory;
@@ -21,18 +22,23 @@ use std::sync::Arc;
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
 use smb3d_smb2::file_id::FileId;
-use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
 use crate::open::Open;
+use crate::pending::Reply;
 
 /// Runs the handler for the request's command. `Ok` carries the status of a response with a
 /// body (success, or a warning such as STATUS_BUFFER_OVERFLOW); `Err` an error response.
 pub(crate) async fn dispatch(
     cx: &mut Ctx<'_>,
     pdu: &[u8],
-    w: &mut Writer<'_>,
+    reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
+    // Commands that may wait take the reply itself, to go async (`pending::go_async`).
+    if cx.hdr.command == Command::LOCK {
+        return lock::handle(cx, pdu, reply).await;
+    }
+    let w = &mut reply.writer();
     match cx.hdr.command {
         Command::SESSION_SETUP => session_setup::handle(cx, pdu, w).await,
         Command::LOGOFF => logoff::handle(cx, pdu, w).await,
@@ -48,11 +54,9 @@ pub(crate) async fn dispatch(
         Command::QUERY_DIRECTORY => query_directory::handle(cx, pdu, w).await,
         Command::QUERY_INFO => query_info::handle(cx, pdu, w).await,
         Command::SET_INFO => set_info::handle(cx, pdu, w).await,
-        // Byte-range locks, change notification and oplock breaks are not offered yet
-        // (docs/conformance.md lists them as known gaps).
-        Command::LOCK | Command::CHANGE_NOTIFY | Command::OPLOCK_BREAK => {
-            Err(NtStatus::NOT_SUPPORTED)
-        }
+        // Change notification and oplock breaks are not offered yet (docs/conformance.md
+        // lists them as known gaps).
+        Command::CHANGE_NOTIFY | Command::OPLOCK_BREAK => Err(NtStatus::NOT_SUPPORTED),
         _ => Err(NtStatus::INVALID_PARAMETER),
     }
 }

@@ -48,7 +48,7 @@ pub(crate) fn smb1_upgrade(
     response(conn, dialect, capabilities, &init_token, Vec::new())
         .encode(&mut out.body_writer(start));
     let credits = conn.grant_credits(1);
-    out.end(start, &request, NtStatus::SUCCESS, credits, 0, 0, None);
+    out.end(start, &request, NtStatus::SUCCESS, credits, 0, 0, 0, None);
     if !upgraded {
         conn.set_negotiated(Negotiated {
             dialect: dialect.0,
@@ -82,7 +82,7 @@ pub(crate) fn handle(
         }
     };
     let credits = conn.grant_credits(hdr.credits);
-    out.end(start, hdr, status, credits, 0, 0, None);
+    out.end(start, hdr, status, credits, 0, 0, 0, None);
     if let Some(mut negotiated) = negotiated {
         // Connection.PreauthIntegrityHashValue covers the request and this response.
         if let Some(preauth) = negotiated.preauth.as_mut() {

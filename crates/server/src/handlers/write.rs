@@ -40,6 +40,9 @@ pub(crate) async fn handle(
     if !open.may(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA) {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    open.shared
+        .locks
+        .check_io(open.file_id.volatile, req.offset, u64::from(len), true)?;
     let written = if len == 0 {
         0
     } else {

@@ -1,0 +1,133 @@
+//! LOCK: MS-SMB2 3.3.5.14, with the lock semantics of MS-FSA 2.1.5.7 and 2.1.5.8.
+
+use std::sync::Arc;
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::lock::{LockElement, LockFlags, LockRequest, LockResponse};
+
+use crate::connection::Ctx;
+use crate::handlers::lookup_open;
+use crate::locks::{RangeLock, check_range};
+use crate::open::Open;
+use crate::pending::{Reply, go_async};
+use crate::session::Session;
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    reply: &mut Reply<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = LockRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if req.locks.is_empty() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let open = lookup_open(cx, req.file_id)?;
+    let mut elements = req.locks.iter();
+    let first = req.locks.iter().next().unwrap_or_default();
+    if first.flags.contains(LockFlags::UNLOCK) {
+        // A series of unlocks, each exactly an UNLOCK, processed in order.
+        for element in elements {
+            if element.flags != LockFlags::UNLOCK {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            open.shared
+                .locks
+                .unlock(open.file_id.volatile, element.offset, element.length)?;
+        }
+    } else {
+        let several = req.locks.len() > 1;
+        let mut granted: Vec<LockElement> = Vec::new();
+        let result = elements.try_for_each(|element| {
+            let lock = requested_lock(&element, open.file_id.volatile, several)?;
+            match open.shared.locks.try_lock(lock) {
+                Ok(()) => {
+                    granted.push(element);
+                    Ok(())
+                }
+                Err(status) => Err((status, Some(lock))),
+            }
+        });
+        match result {
+            Ok(()) => {}
+            // Only a single lock without FAIL_IMMEDIATELY gets here with a lock to wait for.
+            Err((NtStatus::LOCK_NOT_GRANTED, Some(lock)))
+                if !several && !first.flags.contains(LockFlags::FAIL_IMMEDIATELY) =>
+            {
+                let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
+                wait_for_lock(cx, reply, &session, &open, lock).await?;
+            }
+            Err((status, _)) => {
+                // MS-SMB2 3.3.5.14: a failed element undoes the locks the request took before.
+                for element in granted {
+                    let _ = open.shared.locks.unlock(
+                        open.file_id.volatile,
+                        element.offset,
+                        element.length,
+                    );
+                }
+                return Err(status);
+            }
+        }
+    }
+    LockResponse.encode(&mut reply.writer());
+    Ok(NtStatus::SUCCESS)
+}
+
+/// The lock an element asks for: flags must be SHARED or EXCLUSIVE, with FAIL_IMMEDIATELY
+/// when the request holds several locks (MS-SMB2 3.3.5.14), and the range must be valid.
+fn requested_lock(
+    element: &LockElement,
+    owner: u64,
+    several: bool,
+) -> Result<RangeLock, (NtStatus, Option<RangeLock>)> {
+    let kind = LockFlags(element.flags.0 & !LockFlags::FAIL_IMMEDIATELY.0);
+    let exclusive = match kind {
+        LockFlags::SHARED_LOCK => false,
+        LockFlags::EXCLUSIVE_LOCK => true,
+        _ => return Err((NtStatus::INVALID_PARAMETER, None)),
+    };
+    if several && !element.flags.contains(LockFlags::FAIL_IMMEDIATELY) {
+        return Err((NtStatus::INVALID_PARAMETER, None));
+    }
+    check_range(element.offset, element.length).map_err(|status| (status, None))?;
+    Ok(RangeLock {
+        owner,
+        offset: element.offset,
+        length: element.length,
+        exclusive,
+    })
+}
+
+/// A blocking lock: goes async and retries whenever a lock of the file goes away, until it is
+/// granted, cancelled, or its open closes (STATUS_RANGE_NOT_LOCKED, as Windows answers).
+async fn wait_for_lock(
+    cx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    session: &Session,
+    open: &Arc<Open>,
+    lock: RangeLock,
+) -> Result<(), NtStatus> {
+    let pending = go_async(cx, reply)?;
+    let locks = &open.shared.locks;
+    loop {
+        let changed = locks.changed();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let still_open = session
+            .state
+            .lock()
+            .opens
+            .get(&open.file_id.volatile)
+            .is_some_and(|o| Arc::ptr_eq(o, open));
+        if !still_open {
+            return Err(NtStatus::RANGE_NOT_LOCKED);
+        }
+        if locks.try_lock(lock).is_ok() {
+            return Ok(());
+        }
+        tokio::select! {
+            () = &mut changed => {}
+            status = pending.cancelled() => return Err(status),
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Requests that wait: interim responses and AsyncIds (MS-SMB2 3.3.4.2), CANCEL (3.3.5.16) and
+//! the other ways a waiting request ends early (close, logoff, disconnect).
+//!
+//! A request whose command may wait (byte-range locks, change notify) is registered in its
+//! connection's table by MessageId before its handler runs, so a CANCEL that overtakes the
+//! handler still finds it. When the handler decides to wait it calls [`go_async`]: the
+//! responses before it in the compound and an interim STATUS_PENDING response leave at once,
+//! and the final response follows with the async header.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::Command;
+use smb3d_wire::Writer;
+use tokio::sync::Notify;
+
+use crate::connection::Ctx;
+use crate::response::ResponseFrame;
+
+/// A request that may wait, as CANCEL finds it (MS-SMB2 3.3.1.13 Request).
+pub(crate) struct PendingRequest {
+    /// Request.MessageId.
+    pub message_id: u64,
+    /// Request.AsyncId once an interim response went out, else 0.
+    async_id: AtomicU64,
+    /// The status the request is to end with, once something cancelled it.
+    cancelled: Mutex<Option<NtStatus>>,
+    wake: Notify,
+}
+
+impl PendingRequest {
+    pub fn new(message_id: u64) -> Self {
+        Self {
+            message_id,
+            async_id: AtomicU64::new(0),
+            cancelled: Mutex::new(None),
+            wake: Notify::new(),
+        }
+    }
+
+    pub fn async_id(&self) -> u64 {
+        self.async_id.load(Ordering::Relaxed)
+    }
+
+    /// Ends the wait with `status`; the first cancellation wins.
+    pub fn cancel(&self, status: NtStatus) {
+        self.cancelled.lock().get_or_insert(status);
+        self.wake.notify_waiters();
+    }
+
+    /// The status a cancellation set, if any.
+    pub fn cancelled_with(&self) -> Option<NtStatus> {
+        *self.cancelled.lock()
+    }
+
+    /// Resolves when the request is cancelled, with the status to answer.
+    pub async fn cancelled(&self) -> NtStatus {
+        loop {
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if let Some(status) = self.cancelled_with() {
+                return status;
+            }
+            woken.await;
+        }
+    }
+}
+
+/// Whether requests of `command` may wait and so must be findable by CANCEL.
+pub(crate) fn may_wait(command: Command) -> bool {
+    matches!(command, Command::LOCK | Command::CHANGE_NOTIFY)
+}
+
+/// Where a handler's response goes: the frame being built and the start of this request's
+/// response in it. [`go_async`] moves the response to a new frame.
+pub(crate) struct Reply<'a> {
+    pub(crate) frame: &'a mut ResponseFrame,
+    pub(crate) start: usize,
+}
+
+impl Reply<'_> {
+    /// A writer for the response body; offsets count from its header.
+    pub fn writer(&mut self) -> Writer<'_> {
+        self.frame.body_writer(self.start)
+    }
+}
+
+/// Makes the request asynchronous before it waits (MS-SMB2 3.3.4.2): sends the responses that
+/// precede it in the compound together with an interim STATUS_PENDING response granting the
+/// request's credits, and returns the request's entry to wait for cancellation on.
+///
+/// A request that was cancelled already ends with that status instead. Inside a compound only
+/// the last request may wait; any other fails with STATUS_INTERNAL_ERROR as Windows answers
+/// (MS-SMB2 3.3.5.2.7, smbtorture smb2.compound.interim2).
+pub(crate) fn go_async(
+    cx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+) -> Result<Arc<PendingRequest>, NtStatus> {
+    let pending = cx.pending.clone().ok_or(NtStatus::INTERNAL_ERROR)?;
+    if let Some(status) = pending.cancelled_with() {
+        return Err(status);
+    }
+    if cx.async_id != 0 {
+        return Ok(pending);
+    }
+    if !cx.last_in_chain {
+        return Err(NtStatus::INTERNAL_ERROR);
+    }
+    let async_id = cx.conn.allocate_async_id();
+    pending.async_id.store(async_id, Ordering::Relaxed);
+    let credits = cx.conn.grant_credits(cx.hdr.credits);
+    let session_id = if cx.hdr.is_related() {
+        cx.chain.session_id
+    } else {
+        cx.hdr.session_id
+    };
+    let (interim, start) =
+        reply
+            .frame
+            .split_interim(reply.start, cx.hdr, credits, session_id, async_id);
+    reply.start = start;
+    cx.conn.send(interim, cx.seal);
+    cx.async_id = async_id;
+    Ok(pending)
+}

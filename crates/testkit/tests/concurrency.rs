@@ -1,0 +1,212 @@
+//! Scenario tests of requests that wait, over the in-memory server: blocking byte-range locks
+//! go async with an interim STATUS_PENDING, complete when the range frees, end with
+//! STATUS_CANCELLED on CANCEL and with STATUS_RANGE_NOT_LOCKED when their open closes; locks
+//! stop conflicting READ and WRITE; nothing is left after the connection ends.
+
+use std::sync::Arc;
+
+use smb3d_crypto::fuzzing::NullProvider;
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_server::Settings;
+use smb3d_smb2::Command;
+use smb3d_smb2::create::{CreateDisposition, CreateOptions};
+use smb3d_smb2::file_id::FileId;
+use smb3d_smb2::lock::{LockElement, LockElements, LockFlags, LockRequest};
+use smb3d_smb2::negotiate::Dialect;
+use smb3d_testkit::packet::body;
+use smb3d_testkit::script::{self, Op, RequestSpec, Summary};
+use smb3d_testkit::seeds::{close_body, connected, create_body, read_body, write_body};
+
+fn request(command: Command, body: Vec<u8>) -> Op {
+    Op::Request(RequestSpec::new(command, body))
+}
+
+fn lock(offset: u64, length: u64, flags: LockFlags) -> Op {
+    let mut elements = Vec::new();
+    LockElement {
+        offset,
+        length,
+        flags,
+    }
+    .write(&mut smb3d_wire::Writer::new(&mut elements));
+    request(
+        Command::LOCK,
+        body(|w| {
+            LockRequest {
+                lock_sequence: 0,
+                file_id: FileId::default(),
+                locks: LockElements::new(&elements).unwrap(),
+            }
+            .encode(w)
+        }),
+    )
+}
+
+fn open_file() -> Op {
+    request(
+        Command::CREATE,
+        create_body(
+            "dir\\file.txt",
+            AccessMask(0x001F_01FF),
+            CreateDisposition::OPEN,
+            CreateOptions::NON_DIRECTORY_FILE,
+        ),
+    )
+}
+
+/// Makes the first (0) or second (1) open current.
+fn select(file: u8) -> Op {
+    Op::Select {
+        session: 0,
+        tree: 0,
+        file,
+    }
+}
+
+fn run(ops: Vec<Op>) -> Summary {
+    script::run(&ops, Settings::default(), Arc::new(NullProvider)).unwrap_or_else(|v| panic!("{v}"))
+}
+
+/// The statuses of the LOCK, READ and WRITE responses, in order.
+fn statuses(summary: &Summary) -> Vec<(Command, NtStatus)> {
+    summary
+        .responses
+        .iter()
+        .copied()
+        .filter(|(c, _)| matches!(*c, Command::LOCK | Command::READ | Command::WRITE))
+        .collect()
+}
+
+const X: LockFlags = LockFlags::EXCLUSIVE_LOCK;
+const XF: LockFlags = LockFlags(LockFlags::EXCLUSIVE_LOCK.0 | LockFlags::FAIL_IMMEDIATELY.0);
+const S: LockFlags = LockFlags::SHARED_LOCK;
+
+#[test]
+fn blocking_lock_waits_for_the_unlock() {
+    let mut ops = connected(&[Dialect::SMB3_1_1]);
+    ops.extend([
+        open_file(),
+        open_file(),
+        select(0),
+        lock(0, 10, XF),
+        select(1),
+        lock(5, 10, XF),
+        lock(5, 10, X),
+        select(0),
+        lock(0, 10, LockFlags::UNLOCK),
+        select(1),
+        request(Command::WRITE, write_body(0, b"0123456789")),
+        select(0),
+        request(Command::READ, read_body(5, 2)),
+        request(Command::CLOSE, close_body()),
+    ]);
+    let summary = run(ops);
+    assert_eq!(
+        statuses(&summary),
+        [
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::LOCK_NOT_GRANTED),
+            (Command::LOCK, NtStatus::PENDING),
+            // The unlock's response, then the waiting lock's final one.
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::SUCCESS),
+            // The second open holds 5..15 exclusively now: it writes, the first cannot read.
+            (Command::WRITE, NtStatus::SUCCESS),
+            (Command::READ, NtStatus::FILE_LOCK_CONFLICT),
+        ]
+    );
+}
+
+#[test]
+fn cancel_ends_a_waiting_lock() {
+    let mut ops = connected(&[Dialect::SMB2_1]);
+    ops.extend([
+        open_file(),
+        open_file(),
+        select(0),
+        lock(0, 10, S),
+        select(1),
+        lock(0, 1, X),
+        request(Command::CANCEL, Vec::from([4u8, 0, 0, 0])),
+        // Shared locks of two opens coexist.
+        lock(0, 1, S),
+    ]);
+    let summary = run(ops);
+    assert_eq!(
+        statuses(&summary),
+        [
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::PENDING),
+            (Command::LOCK, NtStatus::CANCELLED),
+            (Command::LOCK, NtStatus::SUCCESS),
+        ]
+    );
+}
+
+#[test]
+fn closing_the_open_ends_its_waiting_lock() {
+    let mut ops = connected(&[Dialect::SMB3_0]);
+    ops.extend([
+        open_file(),
+        open_file(),
+        select(0),
+        lock(0, 10, X),
+        select(1),
+        lock(0, 10, X),
+        // Tree disconnect closes both opens; which closes first decides the answer, as in
+        // smbtorture smb2.lock.cancel-tdis.
+        request(Command::TREE_DISCONNECT, Vec::from([4u8, 0, 0, 0])),
+    ]);
+    let summary = run(ops);
+    let locks = statuses(&summary);
+    assert_eq!(
+        locks[..2],
+        [
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::PENDING),
+        ]
+    );
+    assert!(matches!(
+        locks[2],
+        (
+            Command::LOCK,
+            NtStatus::RANGE_NOT_LOCKED | NtStatus::SUCCESS
+        )
+    ));
+}
+
+#[test]
+fn lock_requests_are_checked_in_order() {
+    let mut ops = connected(&[Dialect::SMB3_1_1]);
+    ops.extend([
+        open_file(),
+        lock(u64::MAX, u64::MAX, XF),
+        lock(1, 1, LockFlags(0)),
+        lock(
+            1,
+            1,
+            LockFlags(LockFlags::UNLOCK.0 | LockFlags::SHARED_LOCK.0),
+        ),
+        lock(1, 1, LockFlags::UNLOCK),
+        lock(1, 1, S),
+        lock(1, 1, S),
+        lock(1, 1, LockFlags::UNLOCK),
+        lock(1, 1, LockFlags::UNLOCK),
+        lock(1, 1, LockFlags::UNLOCK),
+    ]);
+    let summary = run(ops);
+    assert_eq!(
+        statuses(&summary),
+        [
+            (Command::LOCK, NtStatus::INVALID_LOCK_RANGE),
+            (Command::LOCK, NtStatus::INVALID_PARAMETER),
+            (Command::LOCK, NtStatus::INVALID_PARAMETER),
+            (Command::LOCK, NtStatus::RANGE_NOT_LOCKED),
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::RANGE_NOT_LOCKED),
+        ]
+    );
+}
