@@ -50,14 +50,13 @@ pub(crate) struct Meta {
 }
 
 impl Meta {
-    /// Combines a stat with the file's DOSATTRIB. Without one, a file shows ARCHIVE (what
-    /// Windows gives a new file) and the birth time, or failing that the oldest time we have.
+    /// Combines a stat with the file's DOSATTRIB. Without one (a file made on the server
+    /// itself) no attribute is set, as Samba shows such files, so both servers show them alike;
+    /// the create time is the birth time, or failing that the oldest time we have.
     pub fn new(stat: FileStat, dos: Option<DosAttrib>, name: &str) -> Meta {
-        let stored = match dos {
-            Some(d) => FileAttributes(d.attributes) & KEPT_ATTRIBUTES,
-            None if stat.file_type == FileType::Directory => FileAttributes::empty(),
-            None => FileAttributes::ARCHIVE,
-        };
+        let stored = dos.map_or(FileAttributes::empty(), |d| {
+            FileAttributes(d.attributes) & KEPT_ATTRIBUTES
+        });
         let creation = dos
             .and_then(|d| d.create_time)
             .unwrap_or_else(|| birth_time(&stat));
@@ -244,16 +243,21 @@ mod tests {
     #[test]
     fn defaults_without_dosattrib() {
         let file = Meta::new(stat(FileType::File), None, "a.txt");
-        assert_eq!(file.attributes(), FileAttributes::ARCHIVE);
+        assert_eq!(file.attributes(), FileAttributes::NORMAL);
         assert_eq!(file.creation, FileTime::from_unix(50, 0));
+        let executable = FileStat {
+            mode: 0o744,
+            ..stat(FileType::File)
+        };
+        assert_eq!(
+            Meta::new(executable, None, "run.sh").attributes(),
+            FileAttributes::NORMAL
+        );
         let dir = Meta::new(stat(FileType::Directory), None, "d");
         assert_eq!(dir.attributes(), FileAttributes::DIRECTORY);
         assert_eq!(dir.end_of_file(), 0);
         let dot = Meta::new(stat(FileType::File), None, ".profile");
-        assert_eq!(
-            dot.attributes(),
-            FileAttributes::ARCHIVE | FileAttributes::HIDDEN
-        );
+        assert_eq!(dot.attributes(), FileAttributes::HIDDEN);
     }
 
     #[test]

@@ -1,0 +1,95 @@
+"""A reference Samba (Debian's smbd) on a loopback port, serving a given directory with the
+modules that store metadata as smb3d does (acl_xattr, streams_xattr, DOS attributes in
+xattrs), so that tests can compare the two servers on the same files."""
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import free_port, wait_for_port
+
+
+@dataclass
+class Samba:
+    port: int
+    user: str
+    password: str
+    share: str
+    share_dir: Path
+    proc: subprocess.Popen
+    log: Path
+
+    @property
+    def creds(self):
+        return "%s%%%s" % (self.user, self.password)
+
+    def smbclient(self, commands, *extra, check=True, timeout=600):
+        cmd = ["smbclient", "//127.0.0.1/%s" % self.share, "-p", str(self.port), "-U", self.creds, *extra,
+               "-c", commands]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError("smbclient against Samba failed (%d):\n%s" % (r.returncode, r.stdout))
+        return r
+
+
+def available():
+    return shutil.which("smbd") is not None and shutil.which("smbpasswd") is not None
+
+
+def start_samba(root: Path, share_dir: Path, user: str, password: str, share="share"):
+    """Starts smbd as `user` (a system account) sees it; the caller stops it with stop_samba."""
+    for sub in ("private", "lock", "state", "cache", "run", "ncalrpc", "log"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    conf = root / "smb.conf"
+    conf.write_text(f"""[global]
+  server role = standalone server
+  workgroup = WORKGROUP
+  smb ports = {port}
+  interfaces = 127.0.0.1
+  bind interfaces only = yes
+  disable netbios = yes
+  load printers = no
+  printing = bsd
+  printcap name = /dev/null
+  disable spoolss = yes
+  map to guest = never
+  server min protocol = SMB2_02
+  passdb backend = tdbsam:{root}/private/passdb.tdb
+  private dir = {root}/private
+  lock directory = {root}/lock
+  state directory = {root}/state
+  cache directory = {root}/cache
+  pid directory = {root}/run
+  ncalrpc dir = {root}/ncalrpc
+  log file = {root}/log/log.%m
+  store dos attributes = yes
+  ea support = yes
+
+[{share}]
+  path = {share_dir}
+  read only = no
+  vfs objects = acl_xattr streams_xattr
+""")
+    subprocess.run(["smbpasswd", "-c", str(conf), "-s", "-a", user], input="%s\n%s\n" % (password, password),
+                   text=True, check=True, capture_output=True)
+    log = root / "smbd.log"
+    # Its own session: when the smbd master stops it signals its whole process group.
+    proc = subprocess.Popen(["smbd", "--foreground", "--no-process-group", "-s", str(conf)],
+                            stdin=subprocess.DEVNULL, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    wait_for_port(port, proc)
+    return Samba(port, user, password, share, share_dir, proc, log)
+
+
+def stop_samba(samba):
+    if samba.proc.poll() is None:
+        samba.proc.terminate()
+        try:
+            samba.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            samba.proc.kill()
+    # Children (one smbd per connection) leave with the master; give them a moment.
+    time.sleep(0.2)
