@@ -8,9 +8,11 @@ SUITES = read_list("suites")
 KNOWNFAIL = read_list("knownfail")
 
 
-@pytest.mark.parametrize("suite", SUITES)
-def test_suite(shared_smb3d, suite):
-    results, output = run_suite(shared_smb3d, suite)
+@pytest.mark.parametrize("line", SUITES)
+def test_suite(shared_smb3d, line):
+    # A suite may be followed by smbtorture options it needs.
+    suite, *options = line.split()
+    results, output = run_suite(shared_smb3d, suite, extra=options)
     passed = sum(1 for r in results.values() if r == "success")
     print("%s: %d passed of %d" % (suite, passed, len(results)))
     problems = judge(results, KNOWNFAIL)

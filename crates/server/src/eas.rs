@@ -80,7 +80,15 @@ pub(crate) fn size(eas: &[(String, Vec<u8>)]) -> u32 {
     u32::try_from(total).unwrap_or(u32::MAX)
 }
 
-/// Checks a FILE_FULL_EA_INFORMATION list (SET_INFO, or the ExtA create context) whole.
+/// The xattr holding EA `name` (valid names are ASCII, so this is lossless).
+fn xattr_name(name: &[u8]) -> String {
+    format!("{XATTR_PREFIX}{}", String::from_utf8_lossy(name))
+}
+
+/// Checks a FILE_FULL_EA_INFORMATION list (SET_INFO, or the ExtA create context) whole,
+/// before anything changes: a malformed list or name is refused, and so is a name of one of
+/// the xattrs that hold the server's own metadata (STATUS_ACCESS_DENIED, as Samba answers),
+/// which no client may overwrite.
 pub(crate) fn check(buf: &[u8]) -> Result<Vec<FullEa<'_>>, NtStatus> {
     if buf.len() > MAX_TOTAL_EA_SIZE {
         return Err(NtStatus::EA_TOO_LARGE);
@@ -91,17 +99,19 @@ pub(crate) fn check(buf: &[u8]) -> Result<Vec<FullEa<'_>>, NtStatus> {
         if !valid_name(ea.name) {
             return Err(NtStatus::INVALID_EA_NAME);
         }
+        if is_private(&xattr_name(ea.name)) {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
         list.push(ea);
     }
     Ok(list)
 }
 
-/// Applies a checked EA list: an empty value removes the EA (MS-FSA 2.1.5.14.4); nothing
-/// changes if the list is malformed.
+/// Applies an EA list: an empty value removes the EA (MS-FSA 2.1.5.14.4); nothing changes if
+/// [`check`] refuses the list.
 pub(crate) fn write(file: &dyn VfsFile, buf: &[u8]) -> Result<(), NtStatus> {
     for ea in check(buf)? {
-        // Valid names are ASCII, so this is lossless.
-        let name = format!("{XATTR_PREFIX}{}", String::from_utf8_lossy(ea.name));
+        let name = xattr_name(ea.name);
         let result = if ea.value.is_empty() {
             file.remove_xattr(&name)
         } else {
@@ -119,6 +129,42 @@ pub(crate) fn write(file: &dyn VfsFile, buf: &[u8]) -> Result<(), NtStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn private_xattrs_cannot_be_written_as_eas() {
+        let vfs = smb3d_vfs::MemoryVfs::new();
+        let request = smb3d_vfs::OpenRequest {
+            access: smb3d_vfs::Access::ReadWrite,
+            disposition: smb3d_vfs::Disposition::Create,
+            kind: smb3d_vfs::Kind::File,
+            create_mode: 0o644,
+        };
+        use smb3d_vfs::Vfs;
+        let file = vfs
+            .open(&smb3d_vfs::VfsPath::parse("f").unwrap(), &request)
+            .unwrap()
+            .file;
+        let mut buf = Vec::new();
+        let mut w = smb3d_wire::Writer::new(&mut buf);
+        let mut list = smb3d_fscc::FullEaListEncoder::new(&w, usize::MAX);
+        for (name, value) in [(&b"Author"[..], &b"me"[..]), (b"DOSATTRIB", b"\0")] {
+            list.push(
+                &mut w,
+                &FullEa {
+                    flags: EaFlags::empty(),
+                    name,
+                    value,
+                },
+            );
+        }
+        drop(w);
+        assert_eq!(
+            write(file.as_ref(), &buf).err(),
+            Some(NtStatus::ACCESS_DENIED)
+        );
+        // Nothing was applied, not even the allowed EA before it.
+        assert_eq!(file.get_xattr("user.Author").unwrap(), None);
+    }
 
     #[test]
     fn names() {
