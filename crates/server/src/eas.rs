@@ -145,19 +145,20 @@ mod tests {
             .unwrap()
             .file;
         let mut buf = Vec::new();
-        let mut w = smb3d_wire::Writer::new(&mut buf);
-        let mut list = smb3d_fscc::FullEaListEncoder::new(&w, usize::MAX);
-        for (name, value) in [(&b"Author"[..], &b"me"[..]), (b"DOSATTRIB", b"\0")] {
-            list.push(
-                &mut w,
-                &FullEa {
-                    flags: EaFlags::empty(),
-                    name,
-                    value,
-                },
-            );
+        {
+            let mut w = smb3d_wire::Writer::new(&mut buf);
+            let mut list = smb3d_fscc::FullEaListEncoder::new(&w, usize::MAX);
+            for (name, value) in [(&b"Author"[..], &b"me"[..]), (b"DOSATTRIB", b"\0")] {
+                list.push(
+                    &mut w,
+                    &FullEa {
+                        flags: EaFlags::empty(),
+                        name,
+                        value,
+                    },
+                );
+            }
         }
-        drop(w);
         assert_eq!(
             write(file.as_ref(), &buf).err(),
             Some(NtStatus::ACCESS_DENIED)
