@@ -1,6 +1,6 @@
 //! MS-FSCC information classes for SMB2 QUERY_INFO, SET_INFO and QUERY_DIRECTORY: file and
-//! file-system structures, directory listings, stream and EA lists, and the MS-FSA wildcard
-//! matcher.
+//! file-system structures, directory listings, stream and EA lists, FSCTL bodies, and the
+//! MS-FSA wildcard matcher.
 //!
 //! Decoders take peer bytes and never panic; lists are walked through a checked
 //! NextEntryOffset iterator. Encoders append to a [`smb3d_wire::Writer`].
@@ -38,6 +38,7 @@ mod dir;
 mod ea;
 mod file_info;
 mod fs_info;
+mod fsctl;
 mod list;
 mod name;
 mod stream;
@@ -55,6 +56,7 @@ pub use dir::{DirEntry, DirEntryBuf, DirListEncoder, dir_entry_fixed_size, dir_l
 pub use ea::{FullEa, FullEaListEncoder, GetEa, encode_get_ea_list, full_ea_list, get_ea_list};
 pub use file_info::*;
 pub use fs_info::*;
+pub use fsctl::*;
 pub use list::EntryIter;
 pub use stream::{FileStreamEntry, StreamListEncoder, file_stream_list};
 pub use wildcard::{Expression, has_wildcards, is_name_in_expression};
