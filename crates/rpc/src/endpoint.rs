@@ -215,6 +215,15 @@ impl PipeEndpoint {
             .map_or(0, |m| m.len().saturating_sub(self.head_read))
     }
 
+    /// The unread rest of the message at the head of the queue, left queued (FSCTL_PIPE_PEEK's
+    /// Data).
+    pub fn peek(&self) -> &[u8] {
+        self.output
+            .front()
+            .and_then(|m| m.get(self.head_read..))
+            .unwrap_or_default()
+    }
+
     /// Unread bytes over all queued messages (FSCTL_PIPE_PEEK's ReadDataAvailable).
     pub fn queued(&self) -> usize {
         self.queued

@@ -559,10 +559,15 @@ fn reads_follow_message_boundaries() {
     let total = p.queued();
     let first_len = p.pending();
     assert_eq!(first_len, 2048);
+    let head = p.peek().to_vec();
+    assert_eq!(head.len(), first_len);
     // A read shorter than the message leaves the rest for the next read (the server answers
     // STATUS_BUFFER_OVERFLOW while pending() is not zero).
     let a = p.read(100);
     assert_eq!(a.len(), 100);
+    assert_eq!(p.pending(), first_len - 100);
+    // Peeking shows the unread rest and consumes nothing.
+    assert_eq!(p.peek(), &head[100..]);
     assert_eq!(p.pending(), first_len - 100);
     let b = p.read(10_000);
     assert_eq!(
@@ -574,6 +579,7 @@ fn reads_follow_message_boundaries() {
     assert_eq!(p.queued(), total - first_len);
     assert_eq!(p.read(0), Vec::<u8>::new());
     assert_eq!(p.pending(), 2048);
+    assert_eq!(p.peek().len(), 2048);
 }
 
 #[test]
