@@ -112,6 +112,7 @@ fn build_server(config: &Config) -> Result<Arc<Server>, AnyError> {
         shares.push(Share {
             name: name.clone(),
             comment: share.comment.clone(),
+            path: path.display().to_string(),
             read_only: share.read_only,
             valid_users: share.valid_users.clone(),
             browseable: share.browseable,

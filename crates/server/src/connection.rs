@@ -317,7 +317,7 @@ impl Connection {
             for (hdr, _) in &requests {
                 if hdr.command == Command::CANCEL {
                     Self::cancel(&st, hdr);
-                } else if pending::may_wait(hdr.command) {
+                } else if pending::may_wait(hdr.command) || Self::is_pipe_io(&st, hdr) {
                     let request = Arc::new(PendingRequest::new(hdr.message_id));
                     st.pending.insert(hdr.message_id, request.clone());
                     waiting.push(request);
@@ -348,6 +348,21 @@ impl Connection {
             .get(&first.tree_id)
             .is_some_and(|t| t.encrypt_data);
         (session_encrypts || tree_encrypts).then_some((first.session_id, cipher))
+    }
+
+    /// READ and IOCTL on a named pipe may wait for the client's next write (`handlers::pipe`),
+    /// so CANCEL must find them like the commands of `pending::may_wait`.
+    fn is_pipe_io(st: &ConnState, hdr: &Header) -> bool {
+        matches!(hdr.command, Command::READ | Command::IOCTL)
+            && !hdr.is_related()
+            && st.sessions.get(&hdr.session_id).is_some_and(|session| {
+                session
+                    .state
+                    .lock()
+                    .trees
+                    .get(&hdr.tree_id)
+                    .is_some_and(|tree| tree.share.is_ipc())
+            })
     }
 
     /// MS-SMB2 3.3.5.16: the request named by AsyncId (async header) or MessageId ends with

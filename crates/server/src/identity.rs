@@ -23,6 +23,18 @@ pub(crate) struct Identity {
     pub unix: Credentials,
 }
 
+/// The uid this process runs as: the account of database users without a uid of their own.
+pub(crate) fn process_uid() -> u32 {
+    fs::metadata("/proc/self").map_or(0, |m| std::os::unix::fs::MetadataExt::uid(&m))
+}
+
+/// A Unix user or group id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UnixId {
+    User(u32),
+    Group(u32),
+}
+
 /// The account anonymous sessions act as ("nobody").
 const NOBODY_ID: u32 = 65534;
 
@@ -55,6 +67,31 @@ impl IdMap {
             .and_then(|r| r.checked_add(GROUP_RID_BASE))
             .and_then(|rid| self.domain.with_rid(rid))
             .unwrap_or_else(|| Sid::unix_group(gid))
+    }
+
+    /// The machine domain, S-1-5-21-a-b-c.
+    pub fn domain(&self) -> Sid {
+        self.domain
+    }
+
+    /// The Unix user or group a SID of the machine domain (or Samba's S-1-22 Unix-id SIDs)
+    /// stands for.
+    pub fn unix_id(&self, sid: &Sid) -> Option<UnixId> {
+        if let Some(uid) = sid.as_unix_user() {
+            return Some(UnixId::User(uid));
+        }
+        if let Some(gid) = sid.as_unix_group() {
+            return Some(UnixId::Group(gid));
+        }
+        let rid = sid.rid()?;
+        if self.domain.with_rid(rid) != Some(*sid) {
+            return None;
+        }
+        // Even RIDs from the base are users, odd ones groups (see the module docs).
+        match rid.checked_sub(USER_RID_BASE)? {
+            offset if offset % 2 == 0 => Some(UnixId::User(offset / 2)),
+            offset => Some(UnixId::Group((offset - 1) / 2)),
+        }
     }
 
     /// The identity of a Unix account: its user SID, its primary and supplementary groups
@@ -97,14 +134,14 @@ impl IdMap {
     }
 }
 
-/// The Unix account database, as far as tokens need it.
-struct Accounts {
+/// The Unix account database, as far as tokens and name lookups need it.
+pub(crate) struct Accounts {
     passwd: String,
     group: String,
 }
 
 impl Accounts {
-    fn read() -> Accounts {
+    pub fn read() -> Accounts {
         Accounts {
             passwd: fs::read_to_string("/etc/passwd").unwrap_or_default(),
             group: fs::read_to_string("/etc/group").unwrap_or_default(),
@@ -126,6 +163,26 @@ impl Accounts {
         })
     }
 
+    /// The uid of the user `name` (matched case-insensitively, as Windows names are).
+    pub fn uid_of(&self, name: &str) -> Option<u32> {
+        id_of(&self.passwd, name)
+    }
+
+    /// The gid of the group `name` (case-insensitively).
+    pub fn gid_of(&self, name: &str) -> Option<u32> {
+        id_of(&self.group, name)
+    }
+
+    /// The name of the user `uid`.
+    pub fn user_name(&self, uid: u32) -> Option<&str> {
+        name_of(&self.passwd, uid)
+    }
+
+    /// The name of the group `gid`.
+    pub fn group_name(&self, gid: u32) -> Option<&str> {
+        name_of(&self.group, gid)
+    }
+
     fn groups_of<'a>(&'a self, user: &'a str) -> impl Iterator<Item = u32> + 'a {
         self.group.lines().filter_map(move |line| {
             let mut fields = line.split(':');
@@ -142,6 +199,27 @@ impl Accounts {
                 .flatten()
         })
     }
+}
+
+/// The id (third field) of the entry `name` in a passwd- or group-format file.
+fn id_of(file: &str, name: &str) -> Option<u32> {
+    file.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let (entry, _, id) = (fields.next()?, fields.next()?, fields.next()?);
+        entry
+            .eq_ignore_ascii_case(name)
+            .then(|| id.parse().ok())
+            .flatten()
+    })
+}
+
+/// The name of the entry with id `id` in a passwd- or group-format file.
+fn name_of(file: &str, id: u32) -> Option<&str> {
+    file.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let (entry, _, entry_id) = (fields.next()?, fields.next()?, fields.next()?);
+        (entry_id.parse::<u32>().ok()? == id).then_some(entry)
+    })
 }
 
 #[cfg(test)]
@@ -171,5 +249,26 @@ mod tests {
         };
         assert_eq!(accounts.primary_gid(1000), Some(100));
         assert_eq!(accounts.groups_of("alice").collect::<Vec<_>>(), [50]);
+        assert_eq!(accounts.uid_of("ALICE"), Some(1000));
+        assert_eq!(accounts.uid_of("staff"), None);
+        assert_eq!(accounts.gid_of("Staff"), Some(50));
+        assert_eq!(accounts.user_name(0), Some("root"));
+        assert_eq!(accounts.group_name(10), Some("wheel"));
+        assert_eq!(accounts.group_name(11), None);
+    }
+
+    #[test]
+    fn sids_to_unix_ids() {
+        let map = IdMap::new("FILES");
+        assert_eq!(map.unix_id(&map.user_sid(1000)), Some(UnixId::User(1000)));
+        assert_eq!(map.unix_id(&map.group_sid(50)), Some(UnixId::Group(50)));
+        assert_eq!(map.unix_id(&map.user_sid(0)), Some(UnixId::User(0)));
+        assert_eq!(map.unix_id(&Sid::unix_user(7)), Some(UnixId::User(7)));
+        assert_eq!(map.unix_id(&Sid::unix_group(8)), Some(UnixId::Group(8)));
+        // Below the RID base, another domain, or the domain itself: no Unix id.
+        assert_eq!(map.unix_id(&map.domain().with_rid(500).unwrap()), None);
+        assert_eq!(map.unix_id(&IdMap::new("OTHER").user_sid(1)), None);
+        assert_eq!(map.unix_id(&map.domain()), None);
+        assert_eq!(map.unix_id(&Sid::EVERYONE), None);
     }
 }

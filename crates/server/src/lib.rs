@@ -15,6 +15,7 @@ mod locks;
 pub mod names;
 mod open;
 mod pending;
+mod pipes;
 mod response;
 mod security;
 mod server;

@@ -141,14 +141,15 @@ impl Server {
         self.sessions.lock().get(&id).cloned()
     }
 
-    /// Number of sessions, trees, opens and open files, for tests and status reports.
+    /// Number of sessions, trees, opens (named pipes included) and open files, for tests and
+    /// status reports.
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         let sessions = self.sessions.lock();
         let (mut trees, mut opens) = (0, 0);
         for s in sessions.values() {
             let st = s.state.lock();
             trees += st.trees.len();
-            opens += st.opens.len();
+            opens += st.opens.len() + st.trees.values().map(|t| t.pipes.len()).sum::<usize>();
         }
         (sessions.len(), trees, opens, self.files.len())
     }

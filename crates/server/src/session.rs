@@ -11,6 +11,7 @@ use smb3d_dtyp::AccessMask;
 use crate::encryption::SessionCipher;
 use crate::identity::Identity;
 use crate::open::Open;
+use crate::pipes::PipeTable;
 use crate::share::Share;
 
 /// Who a session belongs to.
@@ -123,6 +124,7 @@ impl SessionState {
             share,
             maximal_access,
             encrypt_data,
+            pipes: PipeTable::default(),
         });
         self.trees.insert(id, tree.clone());
         tree
@@ -148,4 +150,6 @@ pub(crate) struct Tree {
     pub maximal_access: AccessMask,
     /// TreeConnect.EncryptData.
     pub encrypt_data: bool,
+    /// The named pipes opened through this tree connect (`IPC$` only).
+    pub pipes: PipeTable,
 }

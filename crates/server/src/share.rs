@@ -18,6 +18,8 @@ pub enum ShareKind {
 pub struct Share {
     pub name: String,
     pub comment: String,
+    /// The local directory, as share listings show it (empty for none).
+    pub path: String,
     pub kind: ShareKind,
     pub read_only: bool,
     /// Users allowed to connect, lower-cased; empty allows every authenticated user.
@@ -42,6 +44,7 @@ impl Share {
         Self {
             name: name.into(),
             comment: String::new(),
+            path: String::new(),
             kind: ShareKind::Disk(vfs),
             read_only: false,
             valid_users: Vec::new(),
@@ -59,16 +62,23 @@ impl Share {
         Self {
             name: "IPC$".into(),
             comment: "IPC Service".into(),
+            path: String::new(),
             kind: ShareKind::Ipc,
             read_only: true,
             valid_users: Vec::new(),
-            browseable: false,
+            // Listed by share enumeration, as Windows and Samba list it.
+            browseable: true,
             guest_ok: true,
             encryption: EncryptionPolicy::Auto,
             require_signing: false,
             create_mask: 0,
             directory_mask: 0,
         }
+    }
+
+    /// Whether this is the `IPC$` share of named pipes.
+    pub fn is_ipc(&self) -> bool {
+        matches!(self.kind, ShareKind::Ipc)
     }
 
     /// Whether `user` (already authenticated) may connect.

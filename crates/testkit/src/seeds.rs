@@ -273,6 +273,22 @@ fn validate_negotiate_body(dialects: &[Dialect]) -> Vec<u8> {
     })
 }
 
+/// An FSCTL body for the current open (or FileId 0xFFFF.. with [`SpecFlags::RAW_FILE_ID`]).
+fn fsctl_body(ctl_code: CtlCode, input: &[u8], max_output: u32) -> Vec<u8> {
+    body(|w| {
+        IoctlRequest {
+            ctl_code,
+            file_id: FileId::ANY,
+            input,
+            max_input_response: 0,
+            output: &[],
+            max_output_response: max_output,
+            flags: IoctlFlags::IS_FSCTL,
+        }
+        .encode(w);
+    })
+}
+
 /// A RENAME (FILE_RENAME_INFORMATION_TYPE_2) buffer naming `target`.
 fn rename_buffer(target: &str) -> Vec<u8> {
     let name = utf16(target);
@@ -488,6 +504,124 @@ pub fn validate_negotiate() -> Vec<Op> {
     ops
 }
 
+/// The DCE/RPC bind to srvsvc that `smbclient -L` sends (captured against Samba 4.17).
+const SRVSVC_BIND: &str = "05000b03100000004800000001000000b810b810000000000100000000000100\
+    c84f324b7016d30112785a47bf6ee18803000000045d888aeb1cc9119fe808002b10486002000000";
+/// A bind to wkssvc: the srvsvc one with wkssvc's interface (6bffd098-a112-3610-9833-46c3f87e345a
+/// version 1.0).
+const WKSSVC_BIND: &str = "05000b03100000004800000001000000b810b810000000000100000000000100\
+    98d0ff6b12a11036983346c3f87e345a01000000045d888aeb1cc9119fe808002b10486002000000";
+/// Its NetrShareEnum level 1 request, from the same capture.
+const SHARE_ENUM: &str = "05000003100000005c000000020000004400000000000f00000002000a000000\
+    000000000a0000003100320037002e0030002e0030002e0031000000010000000100000004000200000000000000\
+    0000ffffffff0800020000000000";
+
+fn hex(text: &str) -> Vec<u8> {
+    let digits: Vec<u8> = text
+        .bytes()
+        .filter(u8::is_ascii_hexdigit)
+        .map(|d| match d {
+            b'0'..=b'9' => d - b'0',
+            _ => (d | 0x20) - b'a' + 10,
+        })
+        .collect();
+    digits
+        .chunks_exact(2)
+        .map(|p| p.iter().fold(0, |acc, d| acc << 4 | d))
+        .collect()
+}
+
+/// FSCTL_PIPE_WAIT's input (MS-FSCC 2.3.49) for `name`, without a timeout.
+fn pipe_wait_input(name: &str) -> Vec<u8> {
+    let name = utf16(name);
+    let mut input = 0i64.to_le_bytes().to_vec();
+    input.extend_from_slice(&u32::try_from(name.len()).unwrap_or(0).to_le_bytes());
+    input.extend_from_slice(&[0, 0]);
+    input.extend_from_slice(&name);
+    input
+}
+
+/// Named pipes on IPC$ as `smbclient -L` and rpcclient use them, then their edges: short reads
+/// of a message, peeking, pipe waits, a protocol error ending the association, a closed pipe,
+/// and a read waiting on an empty pipe until the logoff closes it.
+pub fn pipe_session() -> Vec<Op> {
+    let pipe_access = AccessMask(0x0002_019f);
+    let open = |name: &str| {
+        request(
+            Command::CREATE,
+            create_body(
+                name,
+                pipe_access,
+                CreateDisposition::OPEN,
+                CreateOptions::empty(),
+            ),
+        )
+    };
+    let raw =
+        |command, body| Op::Request(RequestSpec::new(command, body).with(SpecFlags::RAW_FILE_ID));
+    let mut bad_version = hex(SHARE_ENUM);
+    if let Some(version) = bad_version.first_mut() {
+        *version = 4;
+    }
+    vec![
+        negotiate(&[Dialect::SMB3_1_1]),
+        login(),
+        tree_connect("\\\\testkit\\IPC$"),
+        open("srvsvc"),
+        request(
+            Command::IOCTL,
+            fsctl_body(CtlCode::FSCTL_PIPE_TRANSCEIVE, &hex(SRVSVC_BIND), 4280),
+        ),
+        request(Command::WRITE, write_body(0, &hex(SHARE_ENUM))),
+        request(
+            Command::IOCTL,
+            fsctl_body(CtlCode::FSCTL_PIPE_PEEK, &[], 16),
+        ),
+        request(Command::READ, read_body(0, 20)),
+        request(
+            Command::IOCTL,
+            fsctl_body(CtlCode::FSCTL_PIPE_PEEK, &[], 4096),
+        ),
+        request(Command::READ, read_body(0, 4280)),
+        request(Command::QUERY_INFO, query_info_body(InfoType::FILE, 5, 24)),
+        request(Command::QUERY_INFO, query_info_body(InfoType::FILE, 4, 40)),
+        request(Command::FLUSH, flush_body()),
+        request(Command::SET_INFO, set_info_body(20, &5u64.to_le_bytes())),
+        raw(
+            Command::IOCTL,
+            fsctl_body(CtlCode::FSCTL_PIPE_WAIT, &pipe_wait_input("srvsvc"), 0),
+        ),
+        raw(
+            Command::IOCTL,
+            fsctl_body(CtlCode::FSCTL_PIPE_WAIT, &pipe_wait_input("samr"), 0),
+        ),
+        request(
+            Command::IOCTL,
+            fsctl_body(CtlCode::FSCTL_SRV_REQUEST_RESUME_KEY, &[], 32),
+        ),
+        // rpc_vers 4: a fault, then the association is gone.
+        request(Command::WRITE, write_body(0, &bad_version)),
+        request(Command::READ, read_body(0, 4280)),
+        request(Command::READ, read_body(0, 4280)),
+        request(Command::WRITE, write_body(0, &hex(SHARE_ENUM))),
+        request(Command::CLOSE, close_body()),
+        request(Command::READ, read_body(0, 4280)),
+        open("samr"),
+        open("\\PIPE\\wkssvc"),
+        // A read on the empty pipe goes async; the client's write completes it.
+        request(Command::READ, read_body(0, 4280)),
+        request(Command::WRITE, write_body(0, &hex(WKSSVC_BIND))),
+        // Cancelled by MessageId.
+        request(Command::READ, read_body(0, 4280)),
+        Op::Request(
+            RequestSpec::new(Command::CANCEL, RESERVED_ONLY.to_vec())
+                .with(SpecFlags::REUSE_MESSAGE_ID),
+        ),
+        request(Command::READ, read_body(0, 4280)),
+        request(Command::LOGOFF, RESERVED_ONLY.to_vec()),
+    ]
+}
+
 /// Every seed, named.
 pub fn all() -> Vec<(&'static str, Vec<Op>)> {
     let mut seeds = vec![
@@ -513,6 +647,7 @@ pub fn all() -> Vec<(&'static str, Vec<Op>)> {
         ("logons", logon_variants()),
         ("names", hostile_names()),
         ("validate-negotiate", validate_negotiate()),
+        ("pipes", pipe_session()),
     ];
     let mut reconnecting = file_session(&[Dialect::SMB3_1_1]);
     reconnecting.truncate(5);

@@ -142,3 +142,51 @@ fn reconnect_seed_negotiates_twice() {
         .count();
     assert_eq!(negotiates, 2, "{s:?}");
 }
+
+#[test]
+fn pipe_seed_reaches_every_answer() {
+    let s = run("pipes");
+    use Command as C;
+    use NtStatus as S;
+    let expected = [
+        (C::NEGOTIATE, S::SUCCESS),
+        (C::SESSION_SETUP, S::MORE_PROCESSING_REQUIRED),
+        (C::SESSION_SETUP, S::SUCCESS),
+        (C::TREE_CONNECT, S::SUCCESS),
+        (C::CREATE, S::SUCCESS),
+        // The bind_ack comes back with the transceive.
+        (C::IOCTL, S::SUCCESS),
+        (C::WRITE, S::SUCCESS),
+        // Peeking with room for the header only, then reading part of the answer.
+        (C::IOCTL, S::BUFFER_OVERFLOW),
+        (C::READ, S::BUFFER_OVERFLOW),
+        (C::IOCTL, S::SUCCESS),
+        (C::READ, S::SUCCESS),
+        (C::QUERY_INFO, S::SUCCESS),
+        (C::QUERY_INFO, S::NOT_SUPPORTED),
+        (C::FLUSH, S::SUCCESS),
+        (C::SET_INFO, S::NOT_SUPPORTED),
+        (C::IOCTL, S::SUCCESS),
+        (C::IOCTL, S::OBJECT_NAME_NOT_FOUND),
+        (C::IOCTL, S::FS_DRIVER_REQUIRED),
+        (C::WRITE, S::SUCCESS),
+        (C::READ, S::SUCCESS),
+        (C::READ, S::PIPE_DISCONNECTED),
+        (C::WRITE, S::PIPE_DISCONNECTED),
+        (C::CLOSE, S::SUCCESS),
+        (C::READ, S::FILE_CLOSED),
+        (C::CREATE, S::OBJECT_NAME_NOT_FOUND),
+        (C::CREATE, S::SUCCESS),
+        (C::READ, S::PENDING),
+        (C::WRITE, S::SUCCESS),
+        (C::READ, S::SUCCESS),
+        (C::READ, S::PENDING),
+        (C::READ, S::CANCELLED),
+        // The last read still waits when the logoff closes the pipe under it.
+        (C::READ, S::PENDING),
+        (C::LOGOFF, S::SUCCESS),
+        (C::READ, S::FILE_CLOSED),
+    ];
+    assert_eq!(s.responses, expected);
+    assert_eq!(s.disconnects, 0);
+}

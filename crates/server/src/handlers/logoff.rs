@@ -28,7 +28,9 @@ pub(crate) fn tear_down(server: &Server, session: &Session) {
     let opens = {
         let mut st = session.state.lock();
         st.exchange = None;
-        st.trees.clear();
+        for (_, tree) in st.trees.drain() {
+            tree.pipes.close_all();
+        }
         st.take_opens(None)
     };
     for open in opens {

@@ -8,6 +8,7 @@ pub(crate) mod ioctl;
 pub(crate) mod lock;
 pub(crate) mod logoff;
 pub(crate) mod negotiate;
+pub(crate) mod pipe;
 pub(crate) mod query_directory;
 pub(crate) mod query_info;
 pub(crate) mod read;
@@ -38,8 +39,24 @@ pub(crate) async fn dispatch(
     if cx.hdr.command == Command::LOCK {
         return lock::handle(cx, pdu, reply).await;
     }
+    // Opens on IPC$ are named pipes (MS-SMB2 3.3.5.9 and on), whose reads may wait for data;
+    // IOCTL tells pipes apart itself.
+    let ipc = cx.tree.as_ref().is_some_and(|t| t.share.is_ipc());
+    if cx.hdr.command == Command::IOCTL {
+        return ioctl::handle(cx, pdu, reply).await;
+    }
+    if ipc && cx.hdr.command == Command::READ {
+        return pipe::read(cx, pdu, reply).await;
+    }
     let w = &mut reply.writer();
     match cx.hdr.command {
+        Command::CREATE if ipc => pipe::create(cx, pdu, w),
+        Command::CLOSE if ipc => pipe::close(cx, pdu, w),
+        Command::FLUSH if ipc => pipe::flush(cx, pdu, w),
+        Command::WRITE if ipc => pipe::write(cx, pdu, w),
+        Command::QUERY_INFO if ipc => pipe::query_info(cx, pdu, w),
+        // Pipes have no settable information (as on Samba).
+        Command::SET_INFO if ipc => Err(NtStatus::NOT_SUPPORTED),
         Command::SESSION_SETUP => session_setup::handle(cx, pdu, w).await,
         Command::LOGOFF => logoff::handle(cx, pdu, w).await,
         Command::TREE_CONNECT => tree_connect::handle(cx, pdu, w).await,
@@ -49,7 +66,6 @@ pub(crate) async fn dispatch(
         Command::FLUSH => flush::handle(cx, pdu, w).await,
         Command::READ => read::handle(cx, pdu, w).await,
         Command::WRITE => write::handle(cx, pdu, w).await,
-        Command::IOCTL => ioctl::handle(cx, pdu, w).await,
         Command::ECHO => echo::handle(cx, pdu, w).await,
         Command::QUERY_DIRECTORY => query_directory::handle(cx, pdu, w).await,
         Command::QUERY_INFO => query_info::handle(cx, pdu, w).await,

@@ -15,6 +15,7 @@ use smb3d_wire::{FileTime, Writer};
 use crate::connection::Ctx;
 use crate::encryption::SessionCipher;
 use crate::handlers::logoff;
+use crate::identity::process_uid;
 use crate::server::EncryptionPolicy;
 use crate::session::{AuthExchange, Established, Session, SessionUser};
 
@@ -201,9 +202,4 @@ pub(crate) fn hash_response(session: &Session, message: &[u8]) {
     {
         preauth.update(message);
     }
-}
-
-/// The uid this server runs as.
-fn process_uid() -> u32 {
-    std::fs::metadata("/proc/self").map_or(0, |m| std::os::unix::fs::MetadataExt::uid(&m))
 }

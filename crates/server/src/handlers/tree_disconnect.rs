@@ -20,6 +20,7 @@ pub(crate) async fn handle(
         st.trees.remove(&tree.id);
         st.take_opens(Some(tree.id))
     };
+    tree.pipes.close_all();
     for open in opens {
         close_open(&cx.conn.server, &open);
     }

@@ -1,6 +1,7 @@
-//! IOCTL: MS-SMB2 3.3.5.15. FSCTL_VALIDATE_NEGOTIATE_INFO is answered (3.3.5.15.12); the other
-//! controls a client may send without asking are answered as a server without that feature
-//! answers them.
+//! IOCTL: MS-SMB2 3.3.5.15, dispatched by FSCTL family: the controls that take no open
+//! (validate negotiate, network interfaces, DFS referrals, pipe wait), the named-pipe ones on
+//! `IPC$` (`handlers::pipe`), and those on an open file. Every FSCTL this server answers, and
+//! why it answers as it does, is listed in `docs/ioctl.md`.
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::file_id::FileId;
@@ -12,11 +13,13 @@ use smb3d_smb2::negotiate::{Capabilities, Dialect, SecurityMode};
 use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
+use crate::handlers::pipe;
+use crate::pending::Reply;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
     pdu: &[u8],
-    w: &mut Writer<'_>,
+    reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let req = IoctlRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let max_io = cx.conn.server.settings.max_io_size;
@@ -26,10 +29,34 @@ pub(crate) async fn handle(
     if !req.flags.contains(IoctlFlags::IS_FSCTL) {
         return Err(NtStatus::NOT_SUPPORTED);
     }
+    let ipc = cx.tree.as_ref().is_some_and(|t| t.share.is_ipc());
+    if ipc && req.ctl_code == CtlCode::FSCTL_PIPE_TRANSCEIVE {
+        return pipe::transceive(cx, &req, reply).await;
+    }
+    let w = &mut reply.writer();
     match req.ctl_code {
-        CtlCode::FSCTL_VALIDATE_NEGOTIATE_INFO => validate_negotiate(cx, &req, w),
-        // No DFS namespace is served (MS-SMB2 3.3.5.15.2).
-        CtlCode::FSCTL_DFS_GET_REFERRALS | CtlCode::FSCTL_DFS_GET_REFERRALS_EX => {
+        CtlCode::FSCTL_VALIDATE_NEGOTIATE_INFO
+        | CtlCode::FSCTL_QUERY_NETWORK_INTERFACE_INFO
+        | CtlCode::FSCTL_DFS_GET_REFERRALS
+        | CtlCode::FSCTL_DFS_GET_REFERRALS_EX
+        | CtlCode::FSCTL_PIPE_WAIT => {
+            // These name no open (3.3.5.15).
+            if !req.file_id.is_any() {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            match req.ctl_code {
+                CtlCode::FSCTL_VALIDATE_NEGOTIATE_INFO => validate_negotiate(cx, &req, w),
+                CtlCode::FSCTL_PIPE_WAIT if ipc => pipe::wait(&req, w),
+                CtlCode::FSCTL_PIPE_WAIT => Err(NtStatus::INVALID_DEVICE_REQUEST),
+                // No DFS namespace is served (MS-SMB2 3.3.5.15.2); interfaces are not
+                // enumerated yet.
+                _ => Err(NtStatus::FS_DRIVER_REQUIRED),
+            }
+        }
+        CtlCode::FSCTL_PIPE_PEEK if ipc => pipe::peek(cx, &req, w),
+        // Other controls on a pipe reach no file system (as Samba answers).
+        _ if ipc => {
+            pipe::lookup(cx, req.file_id)?;
             Err(NtStatus::FS_DRIVER_REQUIRED)
         }
         _ => Err(NtStatus::INVALID_DEVICE_REQUEST),

@@ -1,0 +1,420 @@
+//! Named pipes on `IPC$` (MS-SMB2 3.3.5.9 for pipes, MS-FSCC 2.3.x FSCTL_PIPE_*): each open
+//! is a DCE/RPC endpoint of `smb3d-rpc`, fed by WRITE and FSCTL_PIPE_TRANSCEIVE and read by
+//! READ, and the server's live data reaches the RPC services through [`ServerDirectory`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use smb3d_dtyp::Sid;
+use smb3d_rpc::{
+    Directory, PipeEndpoint, ServerInfo, ShareEntry, ShareKind as RpcShareKind, SidType,
+};
+use smb3d_smb2::file_id::FileId;
+use tokio::sync::Notify;
+
+use crate::identity::{Accounts, UnixId, process_uid};
+use crate::server::Server;
+use crate::share::ShareKind;
+
+/// An open of a named pipe (MS-SMB2 3.3.1.10 Open, for a pipe).
+pub(crate) struct PipeOpen {
+    pub file_id: FileId,
+    pub endpoint: Mutex<PipeEndpoint>,
+    /// Woken when data is queued for reading or the open is closed, for READs waiting on an
+    /// empty pipe.
+    readable: Notify,
+    closed: Mutex<bool>,
+}
+
+impl PipeOpen {
+    pub fn new(file_id: FileId, endpoint: PipeEndpoint) -> Self {
+        Self {
+            file_id,
+            endpoint: Mutex::new(endpoint),
+            readable: Notify::new(),
+            closed: Mutex::new(false),
+        }
+    }
+
+    /// Wakes readers waiting for data that may now be there.
+    pub fn wake_readers(&self) {
+        self.readable.notify_waiters();
+    }
+
+    /// Marks the open closed and wakes its waiting readers, which then fail.
+    pub fn close(&self) {
+        *self.closed.lock() = true;
+        self.readable.notify_waiters();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        *self.closed.lock()
+    }
+
+    /// Waits until data may be readable or the open is closed. `check` runs after the waiter
+    /// is registered, so a wake-up between the check and the wait is not lost.
+    pub async fn wait_readable(&self, check: impl Fn(&PipeEndpoint) -> bool) {
+        let notified = self.readable.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.is_closed() || check(&self.endpoint.lock()) {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// The pipe opens of one tree connect on `IPC$`, by volatile file id.
+#[derive(Default)]
+pub(crate) struct PipeTable {
+    opens: Mutex<HashMap<u64, Arc<PipeOpen>>>,
+}
+
+impl PipeTable {
+    pub fn insert(&self, open: Arc<PipeOpen>) {
+        self.opens.lock().insert(open.file_id.volatile, open);
+    }
+
+    /// The open `file_id` names, if both halves match.
+    pub fn get(&self, file_id: FileId) -> Option<Arc<PipeOpen>> {
+        self.opens
+            .lock()
+            .get(&file_id.volatile)
+            .filter(|o| o.file_id.persistent == file_id.persistent)
+            .cloned()
+    }
+
+    pub fn remove(&self, file_id: FileId) -> Option<Arc<PipeOpen>> {
+        let mut opens = self.opens.lock();
+        let open = opens.get(&file_id.volatile)?;
+        if open.file_id.persistent != file_id.persistent {
+            return None;
+        }
+        opens.remove(&file_id.volatile)
+    }
+
+    /// Closes every open (tree disconnect, logoff).
+    pub fn close_all(&self) {
+        for (_, open) in self.opens.lock().drain() {
+            open.close();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.opens.lock().len()
+    }
+}
+
+/// Names Windows resolves on every machine: (SID, name, type, domain).
+fn well_known() -> [(Sid, &'static str, SidType, &'static str); 7] {
+    [
+        (Sid::EVERYONE, "Everyone", SidType::WellKnownGroup, ""),
+        (
+            Sid::AUTHENTICATED_USERS,
+            "Authenticated Users",
+            SidType::WellKnownGroup,
+            "NT AUTHORITY",
+        ),
+        (
+            Sid::ANONYMOUS,
+            "ANONYMOUS LOGON",
+            SidType::WellKnownGroup,
+            "NT AUTHORITY",
+        ),
+        (
+            Sid::NETWORK,
+            "NETWORK",
+            SidType::WellKnownGroup,
+            "NT AUTHORITY",
+        ),
+        (
+            Sid::LOCAL_SYSTEM,
+            "SYSTEM",
+            SidType::WellKnownGroup,
+            "NT AUTHORITY",
+        ),
+        (
+            Sid::BUILTIN_ADMINISTRATORS,
+            "Administrators",
+            SidType::Alias,
+            "BUILTIN",
+        ),
+        (Sid::BUILTIN_USERS, "Users", SidType::Alias, "BUILTIN"),
+    ]
+}
+
+/// Samba's names for the domains of S-1-22 Unix-id SIDs.
+const UNIX_USERS_DOMAIN: &str = "Unix User";
+const UNIX_GROUPS_DOMAIN: &str = "Unix Group";
+
+/// The server as the RPC services see it: its names, its shares, and its accounts (the user
+/// database, then the Unix users and groups, as SIDs of the machine domain).
+pub(crate) struct ServerDirectory {
+    /// Weak: the pipe endpoints holding this live inside the server's own tables.
+    server: Weak<Server>,
+}
+
+impl ServerDirectory {
+    pub fn new(server: &Arc<Server>) -> Self {
+        Self {
+            server: Arc::downgrade(server),
+        }
+    }
+}
+
+/// The server comment of SERVER_INFO_101 and friends.
+const SERVER_COMMENT: &str = "smb3d";
+
+impl Directory for ServerDirectory {
+    fn server_info(&self) -> ServerInfo {
+        let (netbios_name, domain) = self.server.upgrade().map_or_else(Default::default, |s| {
+            (
+                s.identity.netbios_name.clone(),
+                s.identity.netbios_domain.clone(),
+            )
+        });
+        ServerInfo {
+            netbios_name,
+            domain,
+            comment: SERVER_COMMENT.into(),
+            // What Samba reports; clients take 6.1 as "NT-based, current enough".
+            version: (6, 1),
+            // PLATFORM_ID_NT (MS-SRVS 2.2.4.40).
+            platform_id: 500,
+            // SV_TYPE_WORKSTATION | SV_TYPE_SERVER | SV_TYPE_NT | SV_TYPE_SERVER_NT.
+            server_type: 0x0000_9003,
+        }
+    }
+
+    fn shares(&self) -> Vec<ShareEntry> {
+        let Some(server) = self.server.upgrade() else {
+            return Vec::new();
+        };
+        server
+            .shares
+            .iter()
+            .map(|share| ShareEntry {
+                name: share.name.clone(),
+                comment: share.comment.clone(),
+                kind: match share.kind {
+                    ShareKind::Disk(_) => RpcShareKind::Disk,
+                    ShareKind::Ipc => RpcShareKind::Ipc,
+                },
+                path: windows_path(&share.path),
+                browseable: share.browseable,
+            })
+            .collect()
+    }
+
+    fn lookup_name(&self, name: &str) -> Option<(Sid, SidType, String)> {
+        let server = self.server.upgrade()?;
+        let machine = &server.identity.netbios_name;
+        if name.eq_ignore_ascii_case(machine) {
+            return Some((server.ids.domain(), SidType::Domain, machine.clone()));
+        }
+        if let Some((sid, _, kind, domain)) = well_known()
+            .into_iter()
+            .find(|(_, n, _, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Some((sid, kind, domain.into()));
+        }
+        let accounts = Accounts::read();
+        // A user of the database acts as its uid, or as the server's own account (as at logon).
+        let uid = if server.credentials.nt_hash(name).is_some() {
+            Some(server.credentials.uid(name).unwrap_or_else(process_uid))
+        } else {
+            accounts.uid_of(name)
+        };
+        if let Some(uid) = uid {
+            return Some((server.ids.user_sid(uid), SidType::User, machine.clone()));
+        }
+        let gid = accounts.gid_of(name)?;
+        Some((server.ids.group_sid(gid), SidType::Group, machine.clone()))
+    }
+
+    fn lookup_sid(&self, sid: &Sid) -> Option<(String, SidType, String)> {
+        let server = self.server.upgrade()?;
+        let machine = &server.identity.netbios_name;
+        if *sid == server.ids.domain() {
+            return Some((machine.clone(), SidType::Domain, machine.clone()));
+        }
+        if let Some((_, name, kind, domain)) = well_known().into_iter().find(|(s, ..)| s == sid) {
+            return Some((name.into(), kind, domain.into()));
+        }
+        let accounts = Accounts::read();
+        let unix_domain = sid.as_unix_user().is_some() || sid.as_unix_group().is_some();
+        match server.ids.unix_id(sid)? {
+            UnixId::User(uid) => {
+                let name = accounts.user_name(uid)?.to_owned();
+                let domain = if unix_domain {
+                    UNIX_USERS_DOMAIN.into()
+                } else {
+                    machine.clone()
+                };
+                Some((name, SidType::User, domain))
+            }
+            UnixId::Group(gid) => {
+                let name = accounts.group_name(gid)?.to_owned();
+                let domain = if unix_domain {
+                    UNIX_GROUPS_DOMAIN.into()
+                } else {
+                    machine.clone()
+                };
+                Some((name, SidType::Group, domain))
+            }
+        }
+    }
+}
+
+/// A local path as Windows clients show share paths: `/srv/data` as `C:\srv\data`, as Samba
+/// reports it.
+fn windows_path(path: &str) -> String {
+    if path.is_empty() {
+        return String::new();
+    }
+    format!("C:{}", path.replace('/', "\\"))
+}
+
+#[cfg(test)]
+mod tests {
+    use smb3d_auth::{CredentialStore, ServerIdentity};
+
+    use super::*;
+    use crate::identity::IdMap;
+    use crate::server::Settings;
+    use crate::share::Share;
+
+    /// A database with `alice` (uid 4242) and `bob` (no uid: the server's own account).
+    struct Users;
+
+    impl CredentialStore for Users {
+        fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+            ["alice", "bob"]
+                .iter()
+                .any(|u| u.eq_ignore_ascii_case(user))
+                .then_some([0; 16])
+        }
+
+        fn uid(&self, user: &str) -> Option<u32> {
+            user.eq_ignore_ascii_case("alice").then_some(4242)
+        }
+    }
+
+    fn server() -> Arc<Server> {
+        let identity = ServerIdentity {
+            netbios_domain: "WORKGROUP".into(),
+            netbios_name: "FILES".into(),
+            dns_domain: String::new(),
+            dns_name: "files".into(),
+        };
+        let vfs = Arc::new(smb3d_vfs::MemoryVfs::new());
+        let mut hidden = Share::disk("hidden", vfs.clone());
+        hidden.browseable = false;
+        let mut data = Share::disk("data", vfs);
+        data.comment = "Team data".into();
+        data.path = "/srv/data".into();
+        Server::new(
+            Settings::default(),
+            identity,
+            Arc::new(Users),
+            smb3d_crypto::default_provider(),
+            vec![Share::ipc(), data, hidden],
+        )
+    }
+
+    #[test]
+    fn the_directory_reports_the_servers_shares() {
+        let server = server();
+        let dir = ServerDirectory::new(&server);
+        let info = dir.server_info();
+        assert_eq!(info.netbios_name, "FILES");
+        assert_eq!(info.domain, "WORKGROUP");
+        let shares = dir.shares();
+        let names: Vec<_> = shares.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["IPC$", "data", "hidden"]);
+        assert_eq!(shares[0].kind, RpcShareKind::Ipc);
+        assert!(shares[0].browseable, "IPC$ is listed, as on Windows");
+        assert_eq!(shares[1].path, "C:\\srv\\data");
+        assert_eq!(shares[1].comment, "Team data");
+        assert!(!shares[2].browseable);
+    }
+
+    #[test]
+    fn names_and_sids_resolve_both_ways() {
+        let server = server();
+        let dir = ServerDirectory::new(&server);
+        let domain = server.ids.domain();
+        assert_eq!(
+            dir.lookup_name("files"),
+            Some((domain, SidType::Domain, "FILES".into()))
+        );
+        assert_eq!(
+            dir.lookup_sid(&domain),
+            Some(("FILES".into(), SidType::Domain, "FILES".into()))
+        );
+        let alice = server.ids.user_sid(4242);
+        assert_eq!(
+            dir.lookup_name("ALICE"),
+            Some((alice, SidType::User, "FILES".into()))
+        );
+        let bob = server.ids.user_sid(process_uid());
+        assert_eq!(
+            dir.lookup_name("bob"),
+            Some((bob, SidType::User, "FILES".into()))
+        );
+        // Unix accounts not in the database resolve too; root exists everywhere.
+        let root = server.ids.user_sid(0);
+        assert_eq!(
+            dir.lookup_name("root"),
+            Some((root, SidType::User, "FILES".into()))
+        );
+        assert_eq!(
+            dir.lookup_sid(&root),
+            Some(("root".into(), SidType::User, "FILES".into()))
+        );
+        assert_eq!(
+            dir.lookup_sid(&server.ids.group_sid(0)),
+            Some(("root".into(), SidType::Group, "FILES".into()))
+        );
+        assert_eq!(
+            dir.lookup_sid(&Sid::unix_user(0)),
+            Some(("root".into(), SidType::User, UNIX_USERS_DOMAIN.into()))
+        );
+        assert_eq!(
+            dir.lookup_name("everyone"),
+            Some((Sid::EVERYONE, SidType::WellKnownGroup, String::new()))
+        );
+        assert_eq!(
+            dir.lookup_sid(&Sid::BUILTIN_ADMINISTRATORS),
+            Some(("Administrators".into(), SidType::Alias, "BUILTIN".into()))
+        );
+        assert_eq!(dir.lookup_name("no-such-account-anywhere"), None);
+        assert_eq!(dir.lookup_sid(&IdMap::new("OTHER").user_sid(0)), None);
+    }
+
+    #[test]
+    fn a_dropped_server_answers_nothing() {
+        let dir = ServerDirectory::new(&server());
+        assert!(dir.shares().is_empty());
+        assert_eq!(dir.lookup_name("root"), None);
+    }
+
+    #[test]
+    fn share_paths_in_windows_form() {
+        assert_eq!(windows_path("/srv/data"), "C:\\srv\\data");
+        assert_eq!(windows_path("/"), "C:\\");
+        assert_eq!(windows_path(""), "");
+    }
+
+    #[test]
+    fn well_known_names_are_distinct() {
+        let names = well_known();
+        for (i, a) in names.iter().enumerate() {
+            for b in names.iter().skip(i + 1) {
+                assert_ne!(a.0, b.0);
+                assert!(!a.1.eq_ignore_ascii_case(b.1));
+            }
+        }
+    }
+}
