@@ -20,7 +20,10 @@ fuzz_target!(|data: &[u8]| {
     {
         let again = bind.to_pdu(PacketType::BIND, header.flags, header.call_id);
         let h = Header::decode(&again).expect("encoded bind has a header");
-        assert_eq!(Bind::decode(&h, &again).expect("encoded bind decodes"), bind);
+        assert_eq!(
+            Bind::decode(&h, &again).expect("encoded bind decodes"),
+            bind
+        );
     }
     if let Ok(ack) = BindAck::decode(&header, pdu) {
         let again = ack.to_pdu(PacketType::BIND_ACK, 0, header.call_id);
@@ -35,12 +38,18 @@ fuzz_target!(|data: &[u8]| {
     {
         let again = request.to_pdu(header.flags, header.call_id);
         let h = Header::decode(&again).expect("encoded request has a header");
-        assert_eq!(Request::decode(&h, &again).expect("encoded request decodes"), request);
+        assert_eq!(
+            Request::decode(&h, &again).expect("encoded request decodes"),
+            request
+        );
     }
     let _ = Response::decode(&header, pdu);
     if let Ok(fault) = Fault::decode(&header, pdu) {
         let again = fault.to_pdu(header.flags, 0, header.call_id);
         let h = Header::decode(&again).expect("encoded fault has a header");
-        assert_eq!(Fault::decode(&h, &again).expect("encoded fault decodes"), fault);
+        assert_eq!(
+            Fault::decode(&h, &again).expect("encoded fault decodes"),
+            fault
+        );
     }
 });

@@ -36,7 +36,11 @@ impl Directory for Fixed {
             .map(|(i, name)| ShareEntry {
                 name: (*name).into(),
                 comment: format!("share {i}"),
-                kind: if i == 1 { ShareKind::Ipc } else { ShareKind::Disk },
+                kind: if i == 1 {
+                    ShareKind::Ipc
+                } else {
+                    ShareKind::Disk
+                },
                 path: format!("C:\\srv\\{name}"),
                 browseable: i != 2,
             })

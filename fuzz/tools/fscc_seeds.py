@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Write seeds for the fscc_info, fscc_lists and fscc_wildcard targets from the Samba 4.17
-captures in crates/fscc/tests/samba/captures.rs (hex constants named after what they hold).
+captures in crates/fscc/tests/samba/captures.rs (hex constants named after what they hold), and
+for fscc_fsctl: smbclient's symlink reparse point (the golden vector in
+crates/fscc/src/fsctl.rs) plus one well-formed body per FSCTL structure, laid out from MS-FSCC 2.3.
 
     fscc_seeds.py [REPO_ROOT]
 """
 import hashlib
 import os
 import re
+import struct
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
@@ -53,6 +56,29 @@ def put(target, data):
         f.write(data)
 
 
+def fsctl_seeds():
+    """(selector, body) pairs; the selector is the target's first byte."""
+    u = lambda t: t.encode("utf-16-le")
+    src = open(os.path.join(ROOT, "crates", "fscc", "src", "fsctl.rs")).read()
+    symlink = re.search(r'const SYMLINK_REPARSE: &str = "([^"]*)"', src).group(1)
+    extents = struct.pack("<QQqqq", 1, 2, 0, 4096, 65536)
+    return [
+        (0, struct.pack("<IIII", 3, 5, 1, 5) + b"hello"),
+        (1, struct.pack("<qIBB", -10000000, len(u("srvsvc")), 1, 0) + u("srvsvc")),
+        (2, extents),
+        (3, struct.pack("<Q", 0x30) + extents + struct.pack("<II", 1, 0)),
+        (4, b"\x01"),
+        (5, struct.pack("<qq", 0, 65536)),
+        (6, struct.pack("<qq", 0, 1 << 20)),
+        (7, bytes.fromhex(re.sub(r"\s", "", symlink))),
+        (7, struct.pack("<IHH", 0x00000099, 8, 0) + bytes(16) + b"abcdefgh"),
+        (8, bytes(range(64))),
+        (9, struct.pack("<HHIII", 2, 0, 0, 65536, 4096)),
+        (10, struct.pack("<II", 0, 2) + struct.pack("<QQQQ", 0, 4096, 8192, 4096)),
+        (11, struct.pack("<H", 2)),
+    ]
+
+
 def main():
     text = open(CAPTURES).read()
     for name, body in re.findall(r'pub const (\w+): &str =\s*((?:"[0-9a-f]*"\s*)+);', text):
@@ -64,6 +90,8 @@ def main():
         put(target, prefix + bytes.fromhex("".join(re.findall(r'"([0-9a-f]*)"', body))))
     for seed in WILDCARDS:
         put("fscc_wildcard", seed)
+    for selector, body in fsctl_seeds():
+        put("fscc_fsctl", bytes([selector]) + body)
 
 
 main()
