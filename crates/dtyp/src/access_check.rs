@@ -86,12 +86,14 @@ fn granted_up_front(sd: &SecurityDescriptor, token: &Token) -> AccessMask {
 }
 
 /// The ACEs that apply to `token`, in order: basic allow or deny ACEs whose SID the token
-/// holds, not INHERIT_ONLY, with generic rights mapped and without ACCESS_SYSTEM_SECURITY and
-/// MAXIMUM_ALLOWED, which no ACE grants. Other ACE types are ignored, as in Samba.
+/// holds (OWNER RIGHTS standing for the owner, MS-DTYP 2.5.3.2), not INHERIT_ONLY, with
+/// generic rights mapped and without ACCESS_SYSTEM_SECURITY and MAXIMUM_ALLOWED, which no ACE
+/// grants. Other ACE types are ignored, as in Samba.
 fn applicable<'a>(
     sd: &'a SecurityDescriptor,
     token: &'a Token,
 ) -> impl Iterator<Item = (bool, AccessMask)> + 'a {
+    let is_owner = sd.owner.as_ref().is_some_and(|o| token.has_sid(o));
     sd.effective_dacl()
         .into_iter()
         .flat_map(|dacl| dacl.aces.iter())
@@ -106,7 +108,8 @@ fn applicable<'a>(
             let mask = mask
                 .map_generic()
                 .without(AccessMask::ACCESS_SYSTEM_SECURITY | AccessMask::MAXIMUM_ALLOWED);
-            token.has_sid(sid).then_some((allow, mask))
+            let applies = token.has_sid(sid) || (*sid == Sid::OWNER_RIGHTS && is_owner);
+            applies.then_some((allow, mask))
         })
 }
 

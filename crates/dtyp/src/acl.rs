@@ -234,6 +234,26 @@ impl Acl {
         Ok(Acl { revision, aces })
     }
 
+    /// This ACL with the generic rights of its basic ACEs replaced by the file rights they
+    /// stand for (MS-DTYP 2.4.3), except in INHERIT_ONLY ACEs, which do not apply to the
+    /// object and keep them for the children's own mapping.
+    pub fn with_generic_rights_mapped(&self) -> Acl {
+        let aces = self
+            .aces
+            .iter()
+            .map(|ace| match &ace.body {
+                AceBody::Basic { mask, sid } if !ace.flags.contains(AceFlags::INHERIT_ONLY) => {
+                    Ace::new(ace.ace_type, ace.flags, mask.map_generic(), *sid)
+                }
+                _ => ace.clone(),
+            })
+            .collect();
+        Acl {
+            revision: self.revision,
+            aces,
+        }
+    }
+
     /// Writes the ACL with an exact AclSize.
     pub fn encode(&self, w: &mut Writer<'_>) {
         w.u8(self.revision.0)

@@ -280,7 +280,10 @@ impl SecurityDescriptor {
 
     /// Applies a security SET_INFO (MS-SMB2 3.3.5.21.3): the parts `info` names are taken from
     /// `update`, with their control bits; the rest stays. An owner or group the update leaves
-    /// out is kept, as Samba does.
+    /// out is kept, as Samba does. A new DACL is stored as Windows stores it: generic rights
+    /// of the ACEs that apply to the object mapped (inherit-only ACEs keep them for the
+    /// children), AUTO_INHERIT_REQ dropped, and AUTO_INHERITED kept only when the request also
+    /// asked for automatic inheritance with AUTO_INHERIT_REQ.
     pub fn merged(
         &self,
         update: &SecurityDescriptor,
@@ -295,10 +298,14 @@ impl SecurityDescriptor {
             out.group = update.group;
         }
         if info.contains(SecurityInformation::DACL) {
-            out.dacl = update.dacl.clone();
-            out.control = out.control.without(SdControl::DACL_BITS)
-                | update.control.intersection(SdControl::DACL_BITS)
-                | SdControl::DACL_PRESENT;
+            out.dacl = update.dacl.as_ref().map(Acl::with_generic_rights_mapped);
+            let mut dacl_bits = update.control.intersection(SdControl::DACL_BITS);
+            if !dacl_bits.contains(SdControl::DACL_COMPUTED_INHERITANCE_REQUIRED) {
+                dacl_bits.remove(SdControl::DACL_AUTO_INHERITED);
+            }
+            dacl_bits.remove(SdControl::DACL_COMPUTED_INHERITANCE_REQUIRED);
+            out.control =
+                out.control.without(SdControl::DACL_BITS) | dacl_bits | SdControl::DACL_PRESENT;
         }
         if info.contains(SecurityInformation::SACL) {
             out.sacl = update.sacl.clone();

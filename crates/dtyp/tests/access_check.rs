@@ -295,3 +295,55 @@ fn raw_aces_ignored() {
         Ok(AccessMask::FILE_READ_DATA)
     );
 }
+
+/// The DACLs of smbtorture's smb2.acls OWNER-RIGHTS tests and what Windows computes for the
+/// owner: an OWNER RIGHTS ACE applies to the owner (whose token does not hold S-1-3-4), adds
+/// to the owner's own ACEs, and takes away the implicit READ_CONTROL and WRITE_DAC.
+#[test]
+fn owner_rights_ace_applies_to_the_owner() {
+    let owner = Sid::unix_user(5);
+    let t = token(owner, &[]);
+    let sd = |aces| SecurityDescriptor::new(owner, owner, Acl::new(aces));
+    let write = AccessMask::FILE_WRITE_DATA;
+    let read_data = AccessMask::FILE_READ_DATA;
+
+    let additive = sd(vec![
+        Ace::allow(owner, READ, AceFlags::empty()),
+        Ace::allow(Sid::OWNER_RIGHTS, write, AceFlags::empty()),
+    ]);
+    assert_eq!(maximum_allowed(&additive, &t), READ | write);
+    assert!(access_check(&additive, &t, AccessMask::WRITE_DAC).is_err());
+    assert_eq!(maximum_allowed(&additive, &other()), AccessMask::empty());
+
+    let leading_deny = sd(vec![
+        Ace::deny(Sid::OWNER_RIGHTS, read_data, AceFlags::empty()),
+        Ace::allow(owner, READ, AceFlags::empty()),
+    ]);
+    assert_eq!(maximum_allowed(&leading_deny, &t), READ.without(read_data));
+
+    let trailing_deny = sd(vec![
+        Ace::allow(owner, READ, AceFlags::empty()),
+        Ace::allow(Sid::OWNER_RIGHTS, write, AceFlags::empty()),
+        Ace::deny(Sid::OWNER_RIGHTS, write | read_data, AceFlags::empty()),
+    ]);
+    assert_eq!(maximum_allowed(&trailing_deny, &t), READ | write);
+}
+
+/// smb2.acls DENY1: a deny after an allow of the same right takes nothing away, and the
+/// owner keeps WRITE_DAC.
+#[test]
+fn trailing_deny_keeps_granted_rights() {
+    let owner = Sid::unix_user(5);
+    let sd = SecurityDescriptor::new(
+        owner,
+        owner,
+        Acl::new(vec![
+            Ace::allow(owner, READ | AccessMask::FILE_WRITE_DATA, AceFlags::empty()),
+            Ace::deny(owner, AccessMask::FILE_WRITE_DATA, AceFlags::empty()),
+        ]),
+    );
+    assert_eq!(
+        maximum_allowed(&sd, &token(owner, &[])),
+        READ | AccessMask::FILE_WRITE_DATA | AccessMask::WRITE_DAC
+    );
+}

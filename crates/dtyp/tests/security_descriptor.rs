@@ -345,3 +345,66 @@ fn rejects() {
     let sd = SecurityDescriptor::decode(&shared).unwrap();
     assert_eq!(sd.group, sd.owner);
 }
+
+/// What smb2.acls GENERIC and INHERITFLAGS expect back after setting a DACL: generic rights
+/// mapped in the ACEs that apply to the object, AUTO_INHERIT_REQ never stored, AUTO_INHERITED
+/// only when set together with it, PROTECTED and the ACEs' INHERITED flag as sent.
+#[test]
+fn merged_dacl_as_windows_stores_it() {
+    let before = stored(F1_NTACL);
+    let owner = Sid::unix_user(9);
+    let set = |control: SdControl, aces: Vec<Ace>| {
+        let update = SecurityDescriptor {
+            control: SdControl::SELF_RELATIVE | SdControl::DACL_PRESENT | control,
+            dacl: Some(Acl::new(aces)),
+            ..SecurityDescriptor::default()
+        };
+        before.merged(&update, SecurityInformation::DACL)
+    };
+    let generic = set(
+        SdControl::empty(),
+        vec![
+            Ace::allow(owner, AccessMask::GENERIC_READ, AceFlags::empty()),
+            Ace::allow(
+                Sid::CREATOR_OWNER,
+                AccessMask::GENERIC_ALL,
+                AceFlags::INHERIT_ONLY | AceFlags::OBJECT_INHERIT,
+            ),
+        ],
+    );
+    let masks: Vec<AccessMask> = generic
+        .dacl
+        .unwrap()
+        .aces
+        .iter()
+        .map(|a| a.mask_and_sid().unwrap().0)
+        .collect();
+    assert_eq!(
+        masks,
+        [AccessMask::FILE_GENERIC_READ, AccessMask::GENERIC_ALL]
+    );
+
+    let dacl_bits = |control| set(control, vec![]).control & SdControl::DACL_BITS;
+    let auto = SdControl::DACL_AUTO_INHERITED;
+    let req = SdControl::DACL_COMPUTED_INHERITANCE_REQUIRED;
+    let protected = SdControl::DACL_PROTECTED;
+    let present = SdControl::DACL_PRESENT;
+    assert_eq!(dacl_bits(auto), present);
+    assert_eq!(dacl_bits(req), present);
+    assert_eq!(dacl_bits(auto | req), present | auto);
+    assert_eq!(
+        dacl_bits(auto | req | protected),
+        present | auto | protected
+    );
+    assert_eq!(dacl_bits(protected), present | protected);
+
+    let inherited = set(
+        SdControl::empty(),
+        vec![Ace::allow(
+            owner,
+            AccessMask::FILE_WRITE_DATA,
+            AceFlags::INHERITED,
+        )],
+    );
+    assert_eq!(inherited.dacl.unwrap().aces[0].flags, AceFlags::INHERITED);
+}
