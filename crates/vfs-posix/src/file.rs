@@ -2,10 +2,11 @@
 
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{
-    AtFlags, CWD, Dir, FallocateFlags, Mode, OFlags, Timestamps, UTIME_OMIT, XattrFlags, fallocate,
-    fgetxattr, fgetxattr_query, flistxattr, flistxattr_query, fremovexattr, fsetxattr, fsync,
-    ftruncate, futimens, getxattr, getxattr_query, lgetxattr, lgetxattr_query, listxattr,
-    listxattr_query, openat, removexattr, setxattr, utimensat,
+    AtFlags, CWD, Dir, FallocateFlags, Gid, Mode, OFlags, Timestamps, UTIME_OMIT, Uid, XattrFlags,
+    chmodat, chownat, fallocate, fchmod, fchown, fgetxattr, fgetxattr_query, flistxattr,
+    flistxattr_query, fremovexattr, fsetxattr, fsync, ftruncate, futimens, getxattr,
+    getxattr_query, lgetxattr, lgetxattr_query, listxattr, listxattr_query, openat, removexattr,
+    setxattr, utimensat,
 };
 use rustix::io::{self, Errno, pread, pwrite};
 use smb3d_vfs::backend::{checked_range_end, validate_xattr_name, validate_xattr_value};
@@ -205,6 +206,29 @@ impl VfsFile for PosixFile {
             utimensat(CWD, self.proc_path(), &times, AtFlags::empty())
         } else {
             futimens(&self.fd, &times)
+        }
+        .map_err(map_errno)
+    }
+
+    fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> VfsResult<()> {
+        let uid = uid.map(Uid::from_raw);
+        let gid = gid.map(Gid::from_raw);
+        if self.path_only {
+            chownat(CWD, self.proc_path(), uid, gid, AtFlags::empty())
+        } else {
+            fchown(&self.fd, uid, gid)
+        }
+        .map_err(map_errno)
+    }
+
+    fn set_mode(&self, mode: u32) -> VfsResult<()> {
+        let mode = Mode::from_raw_mode(mode & 0o7777);
+        if self.path_only {
+            // The /proc link resolves to this object, never to a symlink's target: an O_PATH
+            // descriptor of a symlink is not opened here (the VFS follows links when opening).
+            chmodat(CWD, self.proc_path(), mode, AtFlags::empty())
+        } else {
+            fchmod(&self.fd, mode)
         }
         .map_err(map_errno)
     }

@@ -346,6 +346,10 @@ impl Vfs for PosixVfs {
         }
     }
 
+    fn runs_as_users(&self) -> bool {
+        self.switch_credentials
+    }
+
     fn run_privileged(&self, work: &mut dyn FnMut()) {
         if self.switch_credentials {
             identity::run_as_service(work);

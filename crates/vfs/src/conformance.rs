@@ -51,7 +51,7 @@ macro_rules! conformance_tests {
             read_write_and_size, allocate, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
-            create_modes, fs_stat, removed_directory_handles,
+            create_modes, modes_and_ownership, fs_stat, removed_directory_handles,
         );
     };
     (@each $make:expr; $($test:ident),* $(,)?) => {
@@ -1098,6 +1098,32 @@ pub fn create_modes(vfs: &dyn Vfs) {
     let other = vfs.stat(&path("private")).unwrap();
     assert_ne!(other.ino, stat.ino);
     assert_eq!(other.dev, stat.dev);
+}
+
+/// Permission bits and ownership change through any handle, metadata-only ones included,
+/// and keep the file type.
+pub fn modes_and_ownership(vfs: &dyn Vfs) {
+    write_file(vfs, "f", b"data");
+    mkdir(vfs, "d");
+    for (name, kind) in [("f", S_IFREG), ("d", S_IFDIR)] {
+        for access in [Access::MetadataOnly, Access::Read] {
+            let handle = open(vfs, name, access, Disposition::Open, Kind::Any)
+                .unwrap()
+                .file;
+            handle.set_mode(0o640).unwrap();
+            let stat = handle.stat().unwrap();
+            assert_eq!(stat.mode & S_IFMT, kind);
+            assert_eq!(stat.mode & 0o7777, 0o640);
+            handle.set_mode(0o10755).unwrap();
+            assert_eq!(vfs.stat(&path(name)).unwrap().mode & 0o7777, 0o755);
+            // Giving an object to its own owner and group is always allowed.
+            handle.set_owner(Some(stat.uid), None).unwrap();
+            handle.set_owner(None, Some(stat.gid)).unwrap();
+            handle.set_owner(Some(stat.uid), Some(stat.gid)).unwrap();
+            let after = handle.stat().unwrap();
+            assert_eq!((after.uid, after.gid), (stat.uid, stat.gid));
+        }
+    }
 }
 
 /// File-system statistics are self-consistent.

@@ -87,6 +87,13 @@ pub trait Vfs: Send + Sync {
         work();
     }
 
+    /// Whether [`run_as`](Self::run_as) takes on each user's credentials, so that the file
+    /// system itself enforces users' permissions and owns new files to them. `false` (the
+    /// default, and a server not running as root) means all work runs as the service.
+    fn runs_as_users(&self) -> bool {
+        false
+    }
+
     /// Opens or creates the object at `path`, following a symlink in the last component when
     /// opening, never when creating.
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened>;
@@ -139,6 +146,21 @@ pub trait VfsFile: Send + Sync {
 
     /// Sets the access and modification times; `None` leaves one unchanged.
     fn set_times(&self, atime: Option<Timespec>, mtime: Option<Timespec>) -> VfsResult<()>;
+
+    /// Gives the object to another owner and/or group (`None` leaves one unchanged), as
+    /// `fchown`; who may do that is the file system's decision. A back end without Unix
+    /// ownership answers `Unsupported`.
+    fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> VfsResult<()> {
+        let _ = (uid, gid);
+        Err(VfsError::Unsupported)
+    }
+
+    /// Sets the permission bits (`mode & 0o7777`), as `fchmod`. A back end without Unix
+    /// permissions answers `Unsupported`.
+    fn set_mode(&self, mode: u32) -> VfsResult<()> {
+        let _ = mode;
+        Err(VfsError::Unsupported)
+    }
 
     /// The directory's entries, without `.` and `..`; names that are not UTF-8 are skipped.
     fn read_dir(&self) -> VfsResult<Vec<DirEntry>>;

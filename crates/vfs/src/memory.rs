@@ -32,7 +32,8 @@ const MEMORY_DEV: u64 = 0x004d_454d;
 /// An in-memory file system with the same semantics as the POSIX back end: symlinks stored as
 /// such and resolved within the share, xattrs, times, sparse sizes. Cloning shares the tree.
 ///
-/// Objects are owned by uid and gid 0 and permission bits are recorded but not enforced.
+/// Objects start out owned by uid and gid 0; ownership and permission bits are recorded but
+/// not enforced.
 /// Names ignore case unless [`with_case_sensitivity`](Self::with_case_sensitivity) says
 /// otherwise; clones with different settings see one tree.
 #[derive(Clone)]
@@ -55,6 +56,8 @@ struct Space {
 struct Node {
     body: Body,
     mode: u32,
+    uid: u32,
+    gid: u32,
     atime: Timespec,
     mtime: Timespec,
     ctime: Timespec,
@@ -300,6 +303,8 @@ impl Node {
         Self {
             body,
             mode,
+            uid: 0,
+            gid: 0,
             atime: now,
             mtime: now,
             ctime: now,
@@ -589,8 +594,8 @@ impl State {
             dev: MEMORY_DEV,
             nlink,
             mode: node.mode,
-            uid: 0,
-            gid: 0,
+            uid: node.uid,
+            gid: node.gid,
             atime: node.atime,
             mtime: node.mtime,
             ctime: node.ctime,
@@ -832,6 +837,23 @@ impl VfsFile for MemoryFile {
         let node = state.node_mut(self.ino)?;
         node.atime = atime.unwrap_or(node.atime);
         node.mtime = mtime.unwrap_or(node.mtime);
+        node.ctime = Timespec::now();
+        Ok(())
+    }
+
+    fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> VfsResult<()> {
+        let mut state = self.lock();
+        let node = state.node_mut(self.ino)?;
+        node.uid = uid.unwrap_or(node.uid);
+        node.gid = gid.unwrap_or(node.gid);
+        node.ctime = Timespec::now();
+        Ok(())
+    }
+
+    fn set_mode(&self, mode: u32) -> VfsResult<()> {
+        let mut state = self.lock();
+        let node = state.node_mut(self.ino)?;
+        node.mode = (node.mode & !0o7777) | (mode & 0o7777);
         node.ctime = Timespec::now();
         Ok(())
     }
