@@ -20,6 +20,7 @@ fn is_private(xattr: &str) -> bool {
         "user.SAMBA_PAI",
         "user.DosStream.",
         "user.SAMBA_STREAMS",
+        crate::security::XATTR_NTACL_USER,
     ];
     PRIVATE.iter().any(|p| {
         if p.ends_with('.') {

@@ -95,14 +95,18 @@ impl IdMap {
     }
 
     /// The identity of a Unix account: its user SID, its primary and supplementary groups
-    /// (from /etc/passwd and /etc/group), Everyone, Authenticated Users and BUILTIN\Users.
+    /// (from /etc/passwd and /etc/group), Everyone, Authenticated Users and BUILTIN\Users,
+    /// and, as Samba adds them, the Unix-id SIDs of the user and its groups (S-1-22-1-uid,
+    /// S-1-22-2-gid), so that ACEs Samba wrote for unmapped ids still apply.
     pub fn identity(&self, user: &str, uid: u32) -> Identity {
         let accounts = Accounts::read();
         let gid = accounts.primary_gid(uid).unwrap_or(uid);
         let supplementary: Vec<u32> = accounts.groups_of(user).filter(|&g| g != gid).collect();
-        let mut groups = vec![self.group_sid(gid)];
-        groups.extend(supplementary.iter().map(|&g| self.group_sid(g)));
+        let unix_gids = || std::iter::once(gid).chain(supplementary.iter().copied());
+        let mut groups: Vec<Sid> = unix_gids().map(|g| self.group_sid(g)).collect();
         groups.extend([Sid::EVERYONE, Sid::AUTHENTICATED_USERS, Sid::BUILTIN_USERS]);
+        groups.push(Sid::unix_user(uid));
+        groups.extend(unix_gids().map(Sid::unix_group));
         Identity {
             token: Token {
                 user: self.user_sid(uid),

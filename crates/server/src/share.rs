@@ -36,6 +36,9 @@ pub struct Share {
     pub create_mask: u32,
     /// Permission bits new directories may get (masking 0o777), as Samba's `directory mask`.
     pub directory_mask: u32,
+    /// Listings leave out what the user cannot read (access-based enumeration, Samba's
+    /// `hide unreadable`).
+    pub hide_unreadable: bool,
 }
 
 impl Share {
@@ -54,6 +57,7 @@ impl Share {
             require_signing: false,
             create_mask: 0o744,
             directory_mask: 0o755,
+            hide_unreadable: false,
         }
     }
 
@@ -73,6 +77,7 @@ impl Share {
             require_signing: false,
             create_mask: 0,
             directory_mask: 0,
+            hide_unreadable: false,
         }
     }
 

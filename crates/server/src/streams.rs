@@ -234,6 +234,15 @@ impl VfsFile for StreamFile {
         self.0.base.set_times(atime, mtime)
     }
 
+    // Ownership and permissions are the file's, which its streams share.
+    fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> VfsResult<()> {
+        self.0.base.set_owner(uid, gid)
+    }
+
+    fn set_mode(&self, mode: u32) -> VfsResult<()> {
+        self.0.base.set_mode(mode)
+    }
+
     fn read_dir(&self) -> VfsResult<Vec<DirEntry>> {
         Err(VfsError::NotADirectory)
     }

@@ -17,6 +17,7 @@ use crate::fileinfo::{self, Meta};
 use crate::files::{FileKey, FileTable};
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::open::{DirCursor, Open};
+use crate::security;
 use crate::status_map::VfsResultExt;
 
 /// A search pattern names (at most) one name component.
@@ -57,6 +58,23 @@ pub(crate) async fn handle(
 
     let pending = QueryDirectoryResponse::begin(w);
     let files = &cx.conn.server.files;
+    let ids = &cx.conn.server.ids;
+    let hide_unreadable = cx.tree.as_ref().is_some_and(|t| t.share.hide_unreadable);
+    // Access-based enumeration: entries the opener could not read are left out.
+    let readable = |entry: &vfs::DirEntry, meta: &Meta| {
+        entry.name == "."
+            || entry.name == ".."
+            || security::readable(
+                &security::child_descriptor(
+                    open.vfs.as_ref(),
+                    open.file.as_ref(),
+                    &entry.name,
+                    &meta.stat,
+                    ids,
+                ),
+                &open.identity,
+            )
+    };
     let status = open.io(|| {
         let mut cursor = open.dir.lock();
         let restart = req
@@ -73,6 +91,7 @@ pub(crate) async fn handle(
             class,
             req.output_buffer_length as usize,
             single,
+            hide_unreadable.then_some(&readable as &Visible<'_>),
             w,
         )
     })?;
@@ -121,7 +140,12 @@ fn dot_entry(name: &str) -> vfs::DirEntry {
     }
 }
 
-/// Encodes matching entries from the cursor while they fit.
+/// Decides whether a listing shows an entry.
+type Visible<'a> = dyn Fn(&vfs::DirEntry, &Meta) -> bool + 'a;
+
+/// Encodes matching entries from the cursor while they fit; entries `visible` refuses (when
+/// given) are skipped.
+#[allow(clippy::too_many_arguments)]
 fn fill(
     files: &FileTable,
     open: &Open,
@@ -129,6 +153,7 @@ fn fill(
     class: FileInformationClass,
     limit: usize,
     single: bool,
+    visible: Option<&Visible<'_>>,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let mut encoder = DirListEncoder::new(class, w, limit).map_err(|e| e.status())?;
@@ -146,7 +171,7 @@ fn fill(
                     if files.is_delete_pending(FileKey {
                         dev: meta.stat.dev,
                         ino: meta.stat.ino,
-                    }) =>
+                    }) || visible.is_some_and(|v| !v(entry, &meta)) =>
                 {
                     cursor.next += 1;
                     continue;
@@ -160,6 +185,12 @@ fn fill(
                 }
             }
         } else {
+            if let Some(visible) = visible
+                && !entry_meta(open, entry).is_some_and(|meta| visible(entry, &meta))
+            {
+                cursor.next += 1;
+                continue;
+            }
             DirEntry {
                 name: &entry.name,
                 ..DirEntry::default()

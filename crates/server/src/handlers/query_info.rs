@@ -120,7 +120,7 @@ fn security_info(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let stat = open.file.stat().status()?;
-    let sd = security::descriptor(open.file.as_ref(), &stat, ids).filtered(info);
+    let sd = security::descriptor(open.vfs.as_ref(), open.file.as_ref(), &stat, ids).filtered(info);
     let len = sd.encoded_len();
     if len > limit as usize {
         return Ok(Some(u32::try_from(len).unwrap_or(u32::MAX)));

@@ -378,7 +378,7 @@ fn rename_stream(
 
 /// MS-SMB2 3.3.5.21.3 with MS-FSA 2.1.5.16: owner and group need WRITE_OWNER, the DACL
 /// WRITE_DAC, the SACL a privilege no SMB user holds here. The parts given replace those of the
-/// file's descriptor, which is stored as Samba stores it.
+/// file's descriptor (`security::change`).
 fn set_security(
     open: &Open,
     ids: &IdMap,
@@ -398,11 +398,9 @@ fn set_security(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let update = SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
-    let stat = open.file.stat().status()?;
-    let current = security::descriptor(open.file.as_ref(), &stat, ids);
-    security::store(
-        open.vfs.as_ref(),
-        open.file.as_ref(),
-        &current.merged(&update, info),
-    )
+    let vfs = open.vfs.as_ref();
+    let file = open.file.as_ref();
+    let stat = file.stat().status()?;
+    let current = security::descriptor(vfs, file, &stat, ids);
+    security::change(vfs, file, &open.identity, ids, info, &update, &current)
 }

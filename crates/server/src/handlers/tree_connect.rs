@@ -56,6 +56,9 @@ pub(crate) async fn handle(
     if encrypt_data {
         share_flags |= ShareFlags::ENCRYPT_DATA;
     }
+    if share.hide_unreadable {
+        share_flags |= ShareFlags::ACCESS_BASED_DIRECTORY_ENUM;
+    }
     let tree = session
         .state
         .lock()

@@ -1,16 +1,17 @@
 //! Create context responses (MS-SMB2 3.3.5.9.5 maximal access, 3.3.5.9.9 on-disk id).
 
-use smb3d_dtyp::NtStatus;
+use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::create::{
     CreateContext, CreateRequest, MaximalAccessResponse, QueryOnDiskIdResponse, ResponseContext,
 };
 
 use crate::fileinfo::Meta;
-use crate::session::Tree;
 
+/// The response contexts the request's contexts call for; `maximal_access` is the file's,
+/// computed when the request asked for it.
 pub(super) fn responses<'a>(
     req: &CreateRequest<'_>,
-    tree: &Tree,
+    maximal_access: Option<AccessMask>,
     meta: &Meta,
 ) -> Vec<ResponseContext<'a>> {
     let mut contexts = Vec::new();
@@ -19,7 +20,7 @@ pub(super) fn responses<'a>(
             CreateContext::MaximalAccessRequest { .. } => {
                 contexts.push(ResponseContext::MaximalAccess(MaximalAccessResponse {
                     query_status: NtStatus::SUCCESS,
-                    maximal_access: tree.maximal_access,
+                    maximal_access: maximal_access.unwrap_or(AccessMask::empty()),
                 }));
             }
             CreateContext::QueryOnDiskId => {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use parking_lot::Mutex;
-use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
 use smb3d_fscc::FileAttributes;
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
@@ -68,6 +68,12 @@ pub(crate) async fn handle(
     if let Some(data) = ea_buffer {
         eas::check(data)?;
     }
+    let sd_buffer = security_context(&req)?;
+    let wants_maximal_access = req
+        .contexts
+        .iter()
+        .flatten()
+        .any(|c| matches!(c, CreateContext::MaximalAccessRequest { .. }));
 
     // Truncation waits until the existing file has been checked and share access granted
     // (MS-FSA 2.1.5.1.2), so an existing file is opened without it first.
@@ -91,10 +97,11 @@ pub(crate) async fn handle(
     let server = &cx.conn.server;
     let vfs = vfs.clone();
     let leaf = vfs_path.name().unwrap_or("");
-    let (opened, meta, granted, named_stream) = as_user(vfs.as_ref(), &identity, || {
+    let (opened, meta, granted, maximal, named_stream) = as_user(vfs.as_ref(), &identity, || {
         let opened = open_widest(vfs.as_ref(), &vfs_path, open_request, intent.desired)?;
         let meta = fileinfo::load(opened.file.as_ref(), leaf).status()?;
-        let granted = if opened.created {
+        let parent = security::Parent::of(vfs.as_ref(), &vfs_path, &server.ids);
+        let (granted, sd) = if opened.created {
             admit_new(
                 vfs.as_ref(),
                 &vfs_path,
@@ -103,20 +110,23 @@ pub(crate) async fn handle(
                 &identity,
                 &intent,
                 &server.ids,
+                &parent,
+                sd_buffer.as_ref(),
             )?
         } else {
             check_existing(&meta, &intent, req.file_attributes, path.stream.is_some())?;
-            let sd = security::descriptor(opened.file.as_ref(), &meta.stat, &server.ids);
-            security::grant(&sd, &identity, intent.desired, || {
-                parent_allows(
-                    vfs.as_ref(),
-                    &vfs_path,
-                    &identity,
-                    &server.ids,
-                    AccessMask::FILE_DELETE_CHILD,
-                )
-            })?
+            let sd =
+                security::descriptor(vfs.as_ref(), opened.file.as_ref(), &meta.stat, &server.ids);
+            // Overwriting needs the right to write whatever the open asks for.
+            let required = if intent.truncates {
+                AccessMask::FILE_WRITE_DATA
+            } else {
+                AccessMask::empty()
+            };
+            let granted = security::grant(&sd, &identity, intent.desired, required, &parent)?;
+            (granted, sd)
         };
+        let maximal = wants_maximal_access.then(|| security::maximal(&sd, &identity, &parent));
         let named_stream = match &path.stream {
             None => None,
             Some(name) => match stream::resolve(opened.file.as_ref(), name, intent.disposition) {
@@ -129,7 +139,13 @@ pub(crate) async fn handle(
                 }
             },
         };
-        Ok((opened, meta, granted & tree.maximal_access, named_stream))
+        Ok((
+            opened,
+            meta,
+            granted & tree.maximal_access,
+            maximal.map(|m| m & tree.maximal_access),
+            named_stream,
+        ))
     })
     .map_err(|status| {
         if tree.share.read_only
@@ -230,14 +246,14 @@ pub(crate) async fn handle(
         end_of_file: meta.end_of_file(),
         file_attributes: meta.attributes().0,
         file_id,
-        contexts: contexts::responses(&req, &tree, &meta),
+        contexts: contexts::responses(&req, maximal, &meta),
     }
     .encode(w);
     Ok(NtStatus::SUCCESS)
 }
 
 /// Opens for the access the request needs; for MAXIMUM_ALLOWED, as widely as the file system
-/// lets this user (read and write, else read, else metadata only).
+/// lets this user (read and write, else read, else write, else metadata only).
 fn open_widest(
     vfs: &dyn Vfs,
     path: &VfsPath,
@@ -248,8 +264,9 @@ fn open_widest(
         match vfs.open(path, &request) {
             Err(VfsError::PermissionDenied) if desired.contains(AccessMask::MAXIMUM_ALLOWED) => {
                 request.access = match request.access {
-                    Access::ReadWrite | Access::Write => Access::Read,
-                    Access::Read => Access::MetadataOnly,
+                    Access::ReadWrite => Access::Read,
+                    Access::Read => Access::Write,
+                    Access::Write => Access::MetadataOnly,
                     Access::MetadataOnly => return Err(NtStatus::ACCESS_DENIED),
                 };
             }
@@ -258,39 +275,31 @@ fn open_widest(
     }
 }
 
-/// Whether the directory containing `path` grants `access` to `who`.
-fn parent_allows(
-    vfs: &dyn Vfs,
-    path: &VfsPath,
-    who: &Identity,
-    ids: &IdMap,
-    access: AccessMask,
-) -> bool {
-    let Some((parent, _)) = path.parent_and_name() else {
-        return false;
+/// The descriptor of the SD_BUFFER create context (MS-SMB2 2.2.13.2.3), checked before
+/// anything is created.
+fn security_context(req: &CreateRequest<'_>) -> Result<Option<SecurityDescriptor>, NtStatus> {
+    let Some(data) = req.contexts.iter().flatten().find_map(|c| match c {
+        CreateContext::SecurityDescriptor(data) => Some(data),
+        _ => None,
+    }) else {
+        return Ok(None);
     };
-    let request = OpenRequest {
-        access: Access::MetadataOnly,
-        disposition: Disposition::Open,
-        kind: Kind::Directory,
-        create_mode: 0,
-    };
-    let Ok(dir) = vfs.open(&parent, &request) else {
-        return false;
-    };
-    let Ok(stat) = dir.file.stat() else {
-        return false;
-    };
-    security::allows(
-        &security::descriptor(dir.file.as_ref(), &stat, ids),
-        who,
-        access,
-    )
+    if data.len() > security::MAX_DESCRIPTOR_LEN {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let sd = SecurityDescriptor::decode(data).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+    if security::parts_of(&sd).contains(SecurityInformation::SACL) {
+        return Err(NtStatus::PRIVILEGE_NOT_HELD);
+    }
+    Ok(Some(sd))
 }
 
 /// A file or directory this open just created: the parent must allow adding it (else it is
-/// removed again and the open refused, MS-FSA 2.1.5.1.1), and it inherits the parent's
-/// inheritable ACEs. The creator gets what it asked for.
+/// removed again and the open refused, MS-FSA 2.1.5.1.1); it takes the descriptor of the
+/// create context over what it inherits from the parent (MS-DTYP 2.5.3.4.1), and either
+/// reaches its POSIX permissions. The creator gets what it asked for. Returns the granted
+/// access and the new descriptor.
+#[allow(clippy::too_many_arguments)]
 fn admit_new(
     vfs: &dyn Vfs,
     path: &VfsPath,
@@ -299,42 +308,47 @@ fn admit_new(
     who: &Identity,
     intent: &Intent,
     ids: &IdMap,
-) -> Result<AccessMask, NtStatus> {
+    parent: &security::Parent<'_>,
+    sd_buffer: Option<&SecurityDescriptor>,
+) -> Result<(AccessMask, SecurityDescriptor), NtStatus> {
     let add = if meta.is_directory() {
         AccessMask::FILE_ADD_SUBDIRECTORY
     } else {
         AccessMask::FILE_ADD_FILE
     };
-    let parent_sd = path.parent_and_name().and_then(|(parent, _)| {
-        let request = OpenRequest {
-            access: Access::MetadataOnly,
-            disposition: Disposition::Open,
-            kind: Kind::Directory,
-            create_mode: 0,
-        };
-        let dir = vfs.open(&parent, &request).ok()?;
-        let stat = dir.file.stat().ok()?;
-        Some(security::descriptor(dir.file.as_ref(), &stat, ids))
-    });
-    if let Some(parent_sd) = &parent_sd {
-        if !security::allows(parent_sd, who, add) {
-            let _ = vfs.unlink(path);
-            return Err(NtStatus::ACCESS_DENIED);
+    let parent_sd = parent.descriptor();
+    if parent_sd.is_some_and(|sd| !security::allows(sd, who, add)) {
+        let _ = vfs.unlink(path);
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let inherited = parent_sd.and_then(|sd| security::inherited(sd, meta.is_directory(), who));
+    let applied = match (sd_buffer, &inherited) {
+        (Some(update), _) => {
+            let current = inherited
+                .clone()
+                .unwrap_or_else(|| security::descriptor(vfs, file, &meta.stat, ids));
+            let info = security::parts_of(update);
+            security::change(vfs, file, who, ids, info, update, &current)
         }
-        if let Some(sd) = security::inherited(parent_sd, meta.is_directory(), who) {
-            // A file system without security xattrs keeps no ACL; the POSIX mode governs.
-            match security::store(vfs, file, &sd) {
-                Ok(()) | Err(NtStatus::NOT_SUPPORTED) => {}
-                Err(status) => return Err(status),
-            }
+        (None, Some(sd)) => security::apply(vfs, file, ids, sd),
+        (None, None) => Ok(()),
+    };
+    match applied {
+        // A file system without security xattrs keeps no ACL; the POSIX mode governs.
+        Ok(()) | Err(NtStatus::NOT_SUPPORTED) => {}
+        Err(status) => {
+            let _ = vfs.unlink(path);
+            return Err(status);
         }
     }
     let requested = intent.desired.without(AccessMask::MAXIMUM_ALLOWED);
-    Ok(if intent.desired.contains(AccessMask::MAXIMUM_ALLOWED) {
+    let granted = if intent.desired.contains(AccessMask::MAXIMUM_ALLOWED) {
         requested | AccessMask::FILE_ALL_ACCESS
     } else {
         requested
-    })
+    };
+    let stat = file.stat().status()?;
+    Ok((granted, security::descriptor(vfs, file, &stat, ids)))
 }
 
 /// MS-FSA 2.1.5.1.2.1 against an existing file: a read-only file is not written or deleted

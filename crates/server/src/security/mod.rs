@@ -2,22 +2,36 @@
 //! in `security.NTACL` (version 4, with the hash of the file's POSIX owner, group, mode and
 //! ACLs), trusted only while that hash still matches, so that a local chmod or chown wins, as
 //! it does with Samba. Without a valid stored descriptor, one is derived from the POSIX owner,
-//! group and mode.
+//! group and mode. A server that cannot write `security.` xattrs (not running as root) keeps
+//! them in `user.NTACL` instead (docs/security-model.md).
+//!
+//! `access` decides what opens get, `posix` maps a descriptor to the POSIX mode and ACLs that
+//! local users see, `change` applies SET_INFO and create-time descriptors.
+
+mod access;
+mod change;
+mod posix;
+
+pub(crate) use access::{Parent, grant, maximal, readable};
+pub(crate) use change::{apply, change, parts_of};
 
 use smb3d_dtyp::samba::{NtAclXattr, PosixAcl, PosixAclState, XATTR_NTACL_NAME};
 use smb3d_dtyp::{
     AccessMask, Ace, AceFlags, Acl, NtStatus, SecurityDescriptor, Sid, access_check, inherit,
-    maximum_allowed,
 };
-use smb3d_vfs::{FileStat, FileType, Vfs, VfsError, VfsFile};
+use smb3d_vfs::{FileStat, FileType, Vfs, VfsError, VfsFile, VfsResult};
 use smb3d_wire::FileTime;
 
 use crate::blocking::as_service;
 use crate::identity::{IdMap, Identity};
 use crate::status_map::vfs_status;
 
-const POSIX_ACL_ACCESS: &str = "system.posix_acl_access";
-const POSIX_ACL_DEFAULT: &str = "system.posix_acl_default";
+pub(crate) const POSIX_ACL_ACCESS: &str = "system.posix_acl_access";
+pub(crate) const POSIX_ACL_DEFAULT: &str = "system.posix_acl_default";
+/// Where an unprivileged server keeps NT ACLs: the `security.` namespace needs
+/// CAP_SYS_ADMIN to write, and `user.` is writable only by those who may write the file, which
+/// on such a server is the service account alone. Hidden from EAs like Samba's own names.
+pub(crate) const XATTR_NTACL_USER: &str = "user.NTACL";
 /// Descriptors larger than this are refused when set (MS-FSA leaves the limit to the file
 /// system; 64 KiB is what one xattr holds).
 pub(crate) const MAX_DESCRIPTOR_LEN: usize = 64 * 1024 - 512;
@@ -70,10 +84,25 @@ pub(crate) fn posix_descriptor(stat: &FileStat, ids: &IdMap) -> SecurityDescript
     SecurityDescriptor::new(owner, group, Acl::new(aces))
 }
 
-/// The hash of the POSIX state Samba's acl_xattr ties a stored descriptor to.
-fn posix_state_hash(file: &dyn VfsFile, stat: &FileStat) -> Result<[u8; 64], VfsError> {
+/// The xattr names a share's NT ACL is read from, in order of preference: `security.NTACL`
+/// only when users work under their own credentials (they cannot write it; `user.NTACL` they
+/// could forge); else `user.NTACL`, falling back to what Samba stored before.
+fn acl_xattrs(vfs: &dyn Vfs) -> &'static [&'static str] {
+    if vfs.runs_as_users() {
+        &[XATTR_NTACL_NAME]
+    } else {
+        &[XATTR_NTACL_USER, XATTR_NTACL_NAME]
+    }
+}
+
+/// The hash of the POSIX state Samba's acl_xattr ties a stored descriptor to, reading the
+/// POSIX ACL xattrs through `xattr`.
+fn posix_state_hash(
+    stat: &FileStat,
+    xattr: &dyn Fn(&str) -> VfsResult<Option<Vec<u8>>>,
+) -> Result<[u8; 64], VfsError> {
     let read_acl = |name: &str| -> Result<Option<PosixAcl>, VfsError> {
-        match file.get_xattr(name) {
+        match xattr(name) {
             Ok(Some(value)) => Ok(PosixAcl::decode_xattr(&value).ok()),
             Ok(None) | Err(VfsError::Unsupported) => Ok(None),
             Err(e) => Err(e),
@@ -96,20 +125,44 @@ fn posix_state_hash(file: &dyn VfsFile, stat: &FileStat) -> Result<[u8; 64], Vfs
 }
 
 /// The descriptor in force for a file.
-pub(crate) fn descriptor(file: &dyn VfsFile, stat: &FileStat, ids: &IdMap) -> SecurityDescriptor {
-    stored(file, stat).unwrap_or_else(|| posix_descriptor(stat, ids))
+pub(crate) fn descriptor(
+    vfs: &dyn Vfs,
+    file: &dyn VfsFile,
+    stat: &FileStat,
+    ids: &IdMap,
+) -> SecurityDescriptor {
+    stored(vfs, stat, &|name| file.get_xattr(name)).unwrap_or_else(|| posix_descriptor(stat, ids))
+}
+
+/// The descriptor in force for the entry `name` of the directory `dir`, whose metadata (not
+/// following a symlink) is `stat`: read without opening it, as listings need.
+pub(crate) fn child_descriptor(
+    vfs: &dyn Vfs,
+    dir: &dyn VfsFile,
+    name: &str,
+    stat: &FileStat,
+    ids: &IdMap,
+) -> SecurityDescriptor {
+    stored(vfs, stat, &|xattr| dir.get_child_xattr(name, xattr))
+        .unwrap_or_else(|| posix_descriptor(stat, ids))
 }
 
 /// The stored descriptor, if there is one and it still matches the POSIX state.
-fn stored(file: &dyn VfsFile, stat: &FileStat) -> Option<SecurityDescriptor> {
-    let blob = file.get_xattr(XATTR_NTACL_NAME).ok()??;
+fn stored(
+    vfs: &dyn Vfs,
+    stat: &FileStat,
+    xattr: &dyn Fn(&str) -> VfsResult<Option<Vec<u8>>>,
+) -> Option<SecurityDescriptor> {
+    let blob = acl_xattrs(vfs)
+        .iter()
+        .find_map(|name| xattr(name).ok().flatten())?;
     let ntacl = NtAclXattr::decode(&blob).ok()?;
-    let current = posix_state_hash(file, stat).ok()?;
+    let current = posix_state_hash(stat, xattr).ok()?;
     ntacl.matches_file(Some(&current), None).then_some(ntacl.sd)
 }
 
-/// Stores a descriptor for the file in its current POSIX state. `security.` xattrs are
-/// written with the service's credentials (users cannot write them); callers have checked
+/// Stores a descriptor for the file in its current POSIX state. The xattr is written with the
+/// service's credentials (users cannot write `security.` xattrs); callers have checked
 /// WRITE_DAC/WRITE_OWNER or are creating the file.
 pub(crate) fn store(
     vfs: &dyn Vfs,
@@ -117,48 +170,14 @@ pub(crate) fn store(
     sd: &SecurityDescriptor,
 ) -> Result<(), NtStatus> {
     let stat = file.stat().map_err(|e| vfs_status(&e))?;
-    let hash = posix_state_hash(file, &stat).map_err(|e| vfs_status(&e))?;
+    let hash = posix_state_hash(&stat, &|name| file.get_xattr(name)).map_err(|e| vfs_status(&e))?;
     let blob = NtAclXattr::posix_v4(sd.clone(), [0; 64], hash, FileTime::now()).to_bytes();
-    as_service(vfs, || match file.set_xattr(XATTR_NTACL_NAME, &blob) {
+    let name = acl_xattrs(vfs).first().copied().unwrap_or(XATTR_NTACL_NAME);
+    as_service(vfs, || match file.set_xattr(name, &blob) {
         Ok(()) => Ok(()),
-        // Without security xattrs (an unprivileged server, some file systems) ACLs cannot be
-        // kept.
+        // A file system without xattrs cannot keep ACLs.
         Err(VfsError::Unsupported | VfsError::PermissionDenied) => Err(NtStatus::NOT_SUPPORTED),
         Err(e) => Err(vfs_status(&e)),
-    })
-}
-
-/// The rights an open of a file with descriptor `sd` gets (MS-FSA 2.1.5.1.2.1, MS-DTYP
-/// 2.5.3.2): everything the token may have for MAXIMUM_ALLOWED, else exactly `desired` or
-/// STATUS_ACCESS_DENIED. DELETE may also come from the parent's FILE_DELETE_CHILD, which
-/// `parent_grants_delete` is asked for only when needed. Root, like Samba's, is not checked.
-pub(crate) fn grant(
-    sd: &SecurityDescriptor,
-    who: &Identity,
-    desired: AccessMask,
-    parent_grants_delete: impl FnOnce() -> bool,
-) -> Result<AccessMask, NtStatus> {
-    let requested = desired.without(AccessMask::MAXIMUM_ALLOWED);
-    if who.unix.uid == 0 {
-        return Ok(if desired.contains(AccessMask::MAXIMUM_ALLOWED) {
-            requested | AccessMask::FILE_ALL_ACCESS
-        } else {
-            requested
-        });
-    }
-    let mut allowed = maximum_allowed(sd, &who.token);
-    let wants_delete =
-        requested.contains(AccessMask::DELETE) || desired.contains(AccessMask::MAXIMUM_ALLOWED);
-    if wants_delete && !allowed.contains(AccessMask::DELETE) && parent_grants_delete() {
-        allowed |= AccessMask::DELETE;
-    }
-    if !allowed.contains(requested) {
-        return Err(NtStatus::ACCESS_DENIED);
-    }
-    Ok(if desired.contains(AccessMask::MAXIMUM_ALLOWED) {
-        allowed | requested
-    } else {
-        requested
     })
 }
 
@@ -183,7 +202,7 @@ mod tests {
     use super::*;
     use smb3d_dtyp::SdControl;
 
-    fn stat(mode: u32, file_type: FileType) -> FileStat {
+    pub(super) fn stat(mode: u32, file_type: FileType) -> FileStat {
         let t = smb3d_vfs::Timespec { sec: 0, nsec: 0 };
         FileStat {
             file_type,
