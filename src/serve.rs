@@ -115,14 +115,25 @@ fn build_server(config: &Config) -> Result<Arc<Server>, AnyError> {
             path: path.display().to_string(),
             read_only: share.read_only,
             valid_users: share.valid_users.clone(),
+            read_list: share.read_list.clone(),
+            write_list: share.write_list.clone(),
+            force_user: share.force_user.clone(),
+            force_group: share.force_group.clone(),
             browseable: share.browseable,
             guest_ok: share.guest_ok,
             encryption: encryption_policy(share.encrypt.unwrap_or(s.encrypt)),
             require_signing: share.signing == SigningPolicy::Required,
             create_mask: share.create_mask,
             directory_mask: share.directory_mask,
+            hide_unreadable: share.hide_unreadable,
+            access_based_share_enum: share.access_based_share_enum,
             ..Share::disk(name.clone(), Arc::new(vfs))
         });
+        if let Some(share) = shares.last() {
+            share
+                .check_forced_accounts()
+                .map_err(|e| format!("share {name}: {e}"))?;
+        }
     }
     Ok(Server::new(
         settings,

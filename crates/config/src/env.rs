@@ -104,12 +104,18 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
         comment: String::new(),
         read_only: false,
         valid_users: Vec::new(),
+        read_list: Vec::new(),
+        write_list: Vec::new(),
+        force_user: None,
+        force_group: None,
         browseable: true,
         guest_ok: false,
         encrypt: None,
         signing: SigningPolicy::Auto,
         create_mask: DEFAULT_CREATE_MASK,
         directory_mask: DEFAULT_DIRECTORY_MASK,
+        hide_unreadable: false,
+        access_based_share_enum: false,
     };
     for option in parts.map(str::trim).filter(|o| !o.is_empty()) {
         let (key, arg) = match option.split_once('=') {

@@ -240,9 +240,24 @@ pub struct ShareConfig {
     pub comment: String,
     #[serde(default)]
     pub read_only: bool,
-    /// Users allowed to connect; empty means every authenticated user.
+    /// Users allowed to connect; empty means every authenticated user. Entries are user
+    /// names or `@group` (members of a Unix group), as in the other user lists.
     #[serde(default)]
     pub valid_users: Vec<String>,
+    /// Users for whom the share is read-only although it is writable (Samba's `read list`).
+    #[serde(default)]
+    pub read_list: Vec<String>,
+    /// Users for whom the share is writable although it is read-only (Samba's `write list`);
+    /// it wins over `read_list`.
+    #[serde(default)]
+    pub write_list: Vec<String>,
+    /// A Unix user every session works on the share as (Samba's `force user`).
+    #[serde(default)]
+    pub force_user: Option<String>,
+    /// A Unix group every session works on the share with as its primary group (Samba's
+    /// `force group`).
+    #[serde(default)]
+    pub force_group: Option<String>,
     /// Listed when clients enumerate shares.
     #[serde(default = "yes")]
     pub browseable: bool,
@@ -262,6 +277,14 @@ pub struct ShareConfig {
     /// Permission bits a new directory may get (Samba's `directory mask`), masking 0o777.
     #[serde(default = "default_directory_mask")]
     pub directory_mask: u32,
+    /// Listings leave out files and directories the user may not read (access-based
+    /// enumeration; Samba's `hide unreadable`).
+    #[serde(default)]
+    pub hide_unreadable: bool,
+    /// Share listings show the share only to users who may connect to it (Samba's `access
+    /// based share enum`).
+    #[serde(default)]
+    pub access_based_share_enum: bool,
 }
 
 fn yes() -> bool {
@@ -521,15 +544,40 @@ pub(crate) fn share_problems(
             ));
         }
     }
-    for user in &share.valid_users {
-        if user.is_empty() || user.contains(':') {
+    for (option, list) in [
+        ("valid_users", &share.valid_users),
+        ("read_list", &share.read_list),
+        ("write_list", &share.write_list),
+    ] {
+        for entry in list {
+            if !valid_account_name(entry.strip_prefix('@').unwrap_or(entry)) {
+                problems.push(Problem::at(
+                    span.clone(),
+                    format!("share {name:?}: invalid user name {entry:?} in {option}"),
+                ));
+            }
+        }
+    }
+    for (option, account) in [
+        ("force_user", &share.force_user),
+        ("force_group", &share.force_group),
+    ] {
+        if let Some(account) = account
+            && !valid_account_name(account)
+        {
             problems.push(Problem::at(
                 span.clone(),
-                format!("share {name:?}: invalid user name {user:?} in valid_users"),
+                format!("share {name:?}: {option} {account:?} is not a valid Unix name"),
             ));
         }
     }
     problems
+}
+
+/// User and group names as lists and `force_*` options take them: not empty, without ':'
+/// (which would corrupt /etc/passwd-style records) or control characters.
+fn valid_account_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(':') && !name.chars().any(char::is_control)
 }
 
 /// NetBIOS-style server names: 1-15 letters, digits or '-'.
@@ -641,6 +689,42 @@ guest_ok = true
         assert_eq!((share.create_mask, share.directory_mask), (0o600, 0o755));
         let e = parse("[share.s]\npath = \"/s\"\ndirectory_mask = 0o17777\n").unwrap_err();
         assert!(e.message.contains("beyond 0o7777"), "{e}");
+    }
+
+    #[test]
+    fn user_lists_and_forced_accounts() {
+        let c = parse(
+            r#"
+[share.s]
+path = "/s"
+read_list = ["guest", "@visitors"]
+write_list = ["@staff"]
+force_user = "files"
+force_group = "staff"
+hide_unreadable = true
+access_based_share_enum = true
+"#,
+        )
+        .unwrap();
+        let share = c.share("s").unwrap();
+        assert_eq!(share.read_list, ["guest", "@visitors"]);
+        assert_eq!(share.write_list, ["@staff"]);
+        assert_eq!(share.force_user.as_deref(), Some("files"));
+        assert_eq!(share.force_group.as_deref(), Some("staff"));
+        assert!(share.hide_unreadable && share.access_based_share_enum);
+        let defaults = parse("[share.s]\npath = \"/s\"\n").unwrap();
+        let share = defaults.share("s").unwrap();
+        assert!(share.read_list.is_empty() && share.force_user.is_none());
+        assert!(!share.hide_unreadable && !share.access_based_share_enum);
+        for bad in [
+            "write_list = [\"@\"]",
+            "read_list = [\"a:b\"]",
+            "force_user = \"\"",
+            "force_group = \"x:y\"",
+        ] {
+            let e = parse(&format!("[share.s]\npath = \"/s\"\n{bad}\n")).unwrap_err();
+            assert!(e.message.contains("share \"s\""), "{bad}: {e}");
+        }
     }
 
     #[test]

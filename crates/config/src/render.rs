@@ -86,6 +86,26 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "valid_users = {}",
         string_list(share.valid_users.iter().map(String::as_str))
     );
+    for (option, list) in [
+        ("read_list", &share.read_list),
+        ("write_list", &share.write_list),
+    ] {
+        if !list.is_empty() {
+            let _ = writeln!(
+                out,
+                "{option} = {}",
+                string_list(list.iter().map(String::as_str))
+            );
+        }
+    }
+    for (option, account) in [
+        ("force_user", &share.force_user),
+        ("force_group", &share.force_group),
+    ] {
+        if let Some(account) = account {
+            let _ = writeln!(out, "{option} = {}", toml_string(account));
+        }
+    }
     let _ = writeln!(out, "browseable = {}", share.browseable);
     let _ = writeln!(out, "guest_ok = {}", share.guest_ok);
     if let Some(encrypt) = share.encrypt {
@@ -94,6 +114,12 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     let _ = writeln!(out, "signing = \"{}\"", share.signing.as_str());
     let _ = writeln!(out, "create_mask = {:#o}", share.create_mask);
     let _ = writeln!(out, "directory_mask = {:#o}", share.directory_mask);
+    let _ = writeln!(out, "hide_unreadable = {}", share.hide_unreadable);
+    let _ = writeln!(
+        out,
+        "access_based_share_enum = {}",
+        share.access_based_share_enum
+    );
 }
 
 #[cfg(test)]
@@ -121,12 +147,18 @@ path = "/srv/a b"
 comment = "tab\there"
 read_only = true
 valid_users = ["alice", "Jörg"]
+read_list = ["@guests"]
+write_list = ["alice"]
+force_user = "files"
+force_group = "staff"
 browseable = false
 guest_ok = true
 encrypt = "required"
 signing = "required"
 create_mask = 0o640
 directory_mask = 0o2750
+hide_unreadable = true
+access_based_share_enum = true
 
 [share.plain]
 path = "/srv/p"
@@ -147,6 +179,14 @@ path = "/srv/p"
         assert_eq!(again.server.mdns_model, "MacPro7,1@ECOLOR=226,226,224");
         assert_eq!(again.share("plain").unwrap().encrypt, None);
         assert_eq!(again.shares[0].1.valid_users, ["alice", "Jörg"]);
+        let first = &again.shares[0].1;
+        assert_eq!(first.read_list, ["@guests"]);
+        assert_eq!(first.write_list, ["alice"]);
+        assert_eq!(first.force_user.as_deref(), Some("files"));
+        assert_eq!(first.force_group.as_deref(), Some("staff"));
+        assert!(first.hide_unreadable && first.access_based_share_enum);
+        let plain = again.share("plain").unwrap();
+        assert!(plain.force_user.is_none() && !plain.hide_unreadable);
     }
 
     #[test]

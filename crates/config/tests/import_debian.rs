@@ -48,7 +48,7 @@ fn debian_default_with_a_share_converts() {
     assert_eq!(projects.path.get_ref(), Path::new("/srv/projects"));
     assert_eq!(projects.comment, "Team projects");
     assert!(!projects.read_only && projects.browseable && !projects.guest_ok);
-    assert_eq!(projects.valid_users, ["alice", "bob"]);
+    assert_eq!(projects.valid_users, ["alice", "bob", "@staff"]);
     assert_eq!(projects.create_mask, 0o664);
 
     let warnings: Vec<String> = imported
@@ -70,8 +70,7 @@ fn debian_default_with_a_share_converts() {
         "DIR/smb.conf:165: [global]: usershare allow guests = yes: user shares are not supported",
         "DIR/smb.conf:169: [homes]: share skipped: [homes] (a share per user) is not supported yet (parameters not imported: comment, browseable, read only, create mask, directory mask, valid users)",
         "DIR/smb.conf:213: [printers]: share skipped: smb3d serves no printers (parameters not imported: comment, browseable, path, printable, guest ok, read only, create mask)",
-        // The share block: the group is reported; the create mask and vfs modules map.
-        "DIR/smb.conf:242: [projects]: valid users: group @staff is not supported yet; list its members by name",
+        // The share block maps whole: users and the group, the create mask, the vfs modules.
     ];
     assert_eq!(warnings, expected);
 

@@ -138,8 +138,12 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The identity of the request's session, for access checks and file-system work.
+    /// The identity of the request's session on the request's tree (a share may force
+    /// another), for access checks and file-system work.
     pub fn identity(&self) -> Result<Arc<Identity>, NtStatus> {
+        if let Some(forced) = self.tree.as_ref().and_then(|t| t.identity.clone()) {
+            return Ok(forced);
+        }
         self.session
             .as_ref()
             .and_then(|s| s.identity())

@@ -18,6 +18,7 @@ pub(crate) struct IdMap {
 
 /// A session's identity: the access token (MS-DTYP 2.5.2) and the Unix credentials file-system
 /// work runs with.
+#[derive(Debug, Clone)]
 pub(crate) struct Identity {
     pub token: Token,
     pub unix: Credentials,
@@ -119,6 +120,38 @@ impl IdMap {
                 groups: supplementary,
             },
         }
+    }
+
+    /// The identity `session` has on a share that forces a user (its name and uid) and/or a
+    /// group, as Samba's `force user` and `force group`: the forced user's token and
+    /// credentials in place of the session's own, and the forced group as the primary group
+    /// (the former primary group staying a supplementary one).
+    pub fn forced(
+        &self,
+        session: &Identity,
+        user: Option<(&str, u32)>,
+        group: Option<u32>,
+    ) -> Identity {
+        let mut identity = match user {
+            Some((name, uid)) => self.identity(name, uid),
+            None => session.clone(),
+        };
+        if let Some(gid) = group {
+            let primary = self.group_sid(gid);
+            let unix = &mut identity.unix;
+            if unix.gid != gid {
+                unix.groups.retain(|&g| g != gid);
+                unix.groups.push(unix.gid);
+                unix.gid = gid;
+            }
+            let groups = &mut identity.token.groups;
+            groups.retain(|sid| *sid != primary);
+            groups.insert(0, primary);
+            if !groups.contains(&Sid::unix_group(gid)) {
+                groups.push(Sid::unix_group(gid));
+            }
+        }
+        identity
     }
 
     /// The identity of an anonymous session: Anonymous and Everyone, acting as "nobody".
@@ -259,6 +292,39 @@ mod tests {
         assert_eq!(accounts.user_name(0), Some("root"));
         assert_eq!(accounts.group_name(10), Some("wheel"));
         assert_eq!(accounts.group_name(11), None);
+    }
+
+    #[test]
+    fn forced_group_becomes_primary() {
+        let map = IdMap::new("FILES");
+        let session = Identity {
+            token: Token {
+                user: map.user_sid(1000),
+                groups: vec![map.group_sid(100), map.group_sid(50), Sid::EVERYONE],
+                privileges: Privileges::empty(),
+            },
+            unix: Credentials {
+                uid: 1000,
+                gid: 100,
+                groups: vec![50],
+            },
+        };
+        let forced = map.forced(&session, None, Some(50));
+        assert_eq!(forced.unix.uid, 1000);
+        assert_eq!(forced.unix.gid, 50);
+        assert_eq!(forced.unix.groups, [100]);
+        assert_eq!(
+            forced.token.groups,
+            [
+                map.group_sid(50),
+                map.group_sid(100),
+                Sid::EVERYONE,
+                Sid::unix_group(50)
+            ]
+        );
+        let unchanged = map.forced(&session, None, None);
+        assert_eq!(unchanged.token, session.token);
+        assert_eq!(unchanged.unix, session.unix);
     }
 
     #[test]

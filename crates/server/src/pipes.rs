@@ -13,9 +13,10 @@ use smb3d_rpc::{
 use smb3d_smb2::file_id::FileId;
 use tokio::sync::Notify;
 
-use crate::identity::{Accounts, UnixId, process_uid};
+use crate::identity::{Accounts, Identity, UnixId, process_uid};
 use crate::server::Server;
-use crate::share::ShareKind;
+use crate::session::SessionUser;
+use crate::share::{Share, ShareKind};
 
 /// An open of a named pipe (MS-SMB2 3.3.1.10 Open, for a pipe).
 pub(crate) struct PipeOpen {
@@ -153,12 +154,23 @@ const UNIX_GROUPS_DOMAIN: &str = "Unix Group";
 pub(crate) struct ServerDirectory {
     /// Weak: the pipe endpoints holding this live inside the server's own tables.
     server: Weak<Server>,
+    /// Who asks, for shares listed only to those who may connect to them.
+    viewer: Option<(SessionUser, Arc<Identity>)>,
 }
 
 impl ServerDirectory {
     pub fn new(server: &Arc<Server>) -> Self {
         Self {
             server: Arc::downgrade(server),
+            viewer: None,
+        }
+    }
+
+    /// The directory as the session of `user` with identity `who` sees it.
+    pub fn seen_by(self, user: SessionUser, who: Arc<Identity>) -> Self {
+        Self {
+            viewer: Some((user, who)),
+            ..self
         }
     }
 }
@@ -191,9 +203,18 @@ impl Directory for ServerDirectory {
         let Some(server) = self.server.upgrade() else {
             return Vec::new();
         };
+        // Access-based share enumeration: such a share is listed only to those it admits.
+        let listed = |share: &Share| {
+            !share.access_based_share_enum
+                || self
+                    .viewer
+                    .as_ref()
+                    .is_none_or(|(user, who)| share.admits(user, who))
+        };
         server
             .shares
             .iter()
+            .filter(|share| listed(share))
             .map(|share| ShareEntry {
                 name: share.name.clone(),
                 comment: share.comment.clone(),
@@ -338,6 +359,37 @@ mod tests {
         assert_eq!(shares[1].path, "C:\\srv\\data");
         assert_eq!(shares[1].comment, "Team data");
         assert!(!shares[2].browseable);
+    }
+
+    /// Access-based share enumeration: a share that admits only alice is listed to her (and
+    /// to callers the server itself asks for), not to bob.
+    #[test]
+    fn shares_listed_only_to_those_admitted() {
+        let server = server();
+        let mut private = Share::disk("private", Arc::new(smb3d_vfs::MemoryVfs::new()));
+        private.valid_users = vec!["alice".into()];
+        private.access_based_share_enum = true;
+        let server = Server::new(
+            Settings::default(),
+            (*server.identity).clone(),
+            Arc::new(Users),
+            smb3d_crypto::default_provider(),
+            vec![Share::ipc(), private],
+        );
+        let names = |dir: ServerDirectory| -> Vec<String> {
+            dir.shares().into_iter().map(|s| s.name).collect()
+        };
+        let user = |name: &str| SessionUser::User {
+            name: name.into(),
+            domain: "WORKGROUP".into(),
+        };
+        let seen_by = |name: &str| {
+            ServerDirectory::new(&server)
+                .seen_by(user(name), Arc::new(server.ids.identity(name, 4242)))
+        };
+        assert_eq!(names(seen_by("alice")), ["IPC$", "private"]);
+        assert_eq!(names(seen_by("bob")), ["IPC$"]);
+        assert_eq!(names(ServerDirectory::new(&server)), ["IPC$", "private"]);
     }
 
     #[test]

@@ -114,7 +114,7 @@ impl SessionState {
     pub fn add_tree(
         &mut self,
         share: Arc<Share>,
-        maximal_access: AccessMask,
+        access: TreeAccess,
         encrypt_data: bool,
     ) -> Arc<Tree> {
         let id = self.next_tree_id;
@@ -122,7 +122,9 @@ impl SessionState {
         let tree = Arc::new(Tree {
             id,
             share,
-            maximal_access,
+            maximal_access: access.maximal_access,
+            read_only: access.read_only,
+            identity: access.identity,
             encrypt_data,
             pipes: PipeTable::default(),
         });
@@ -142,12 +144,23 @@ impl SessionState {
     }
 }
 
+/// What a tree connect lets its session do, decided at TREE_CONNECT.
+pub(crate) struct TreeAccess {
+    pub maximal_access: AccessMask,
+    pub read_only: bool,
+    pub identity: Option<Arc<Identity>>,
+}
+
 /// A tree connect (MS-SMB2 3.3.1.9).
 pub(crate) struct Tree {
     pub id: u32,
     pub share: Arc<Share>,
     /// TreeConnect.MaximalAccess: the most any open through this tree may be granted.
     pub maximal_access: AccessMask,
+    /// Nothing may be changed through this tree (the share's setting for this user).
+    pub read_only: bool,
+    /// Who the session acts as on this share when the share forces a user or group.
+    pub identity: Option<Arc<Identity>>,
     /// TreeConnect.EncryptData.
     pub encrypt_data: bool,
     /// The named pipes opened through this tree connect (`IPC$` only).

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use smb3d_vfs::Vfs;
 
+use crate::identity::{Accounts, Identity};
 use crate::server::EncryptionPolicy;
+use crate::session::SessionUser;
 
 /// What a share holds.
 pub enum ShareKind {
@@ -22,8 +24,20 @@ pub struct Share {
     pub path: String,
     pub kind: ShareKind,
     pub read_only: bool,
-    /// Users allowed to connect, lower-cased; empty allows every authenticated user.
+    /// Users allowed to connect ([user list](UserList) entries); empty allows every
+    /// authenticated user.
     pub valid_users: Vec<String>,
+    /// Users for whom the share is read-only even if it is writable (Samba's `read list`).
+    pub read_list: Vec<String>,
+    /// Users for whom the share is writable even if it is read-only (Samba's `write list`),
+    /// winning over `read_list`.
+    pub write_list: Vec<String>,
+    /// Every session works on the share as this Unix user, with its SIDs (Samba's
+    /// `force user`).
+    pub force_user: Option<String>,
+    /// Every session works on the share with this Unix group as its primary group (Samba's
+    /// `force group`).
+    pub force_group: Option<String>,
     pub browseable: bool,
     /// Anonymous and guest sessions may connect.
     pub guest_ok: bool,
@@ -39,6 +53,9 @@ pub struct Share {
     /// Listings leave out what the user cannot read (access-based enumeration, Samba's
     /// `hide unreadable`).
     pub hide_unreadable: bool,
+    /// Share listings show the share only to users who may connect to it (Samba's `access
+    /// based share enum`).
+    pub access_based_share_enum: bool,
 }
 
 impl Share {
@@ -51,6 +68,10 @@ impl Share {
             kind: ShareKind::Disk(vfs),
             read_only: false,
             valid_users: Vec::new(),
+            read_list: Vec::new(),
+            write_list: Vec::new(),
+            force_user: None,
+            force_group: None,
             browseable: true,
             guest_ok: false,
             encryption: EncryptionPolicy::Auto,
@@ -58,6 +79,7 @@ impl Share {
             create_mask: 0o744,
             directory_mask: 0o755,
             hide_unreadable: false,
+            access_based_share_enum: false,
         }
     }
 
@@ -70,6 +92,10 @@ impl Share {
             kind: ShareKind::Ipc,
             read_only: true,
             valid_users: Vec::new(),
+            read_list: Vec::new(),
+            write_list: Vec::new(),
+            force_user: None,
+            force_group: None,
             // Listed by share enumeration, as Windows and Samba list it.
             browseable: true,
             guest_ok: true,
@@ -78,6 +104,7 @@ impl Share {
             create_mask: 0,
             directory_mask: 0,
             hide_unreadable: false,
+            access_based_share_enum: false,
         }
     }
 
@@ -86,12 +113,138 @@ impl Share {
         matches!(self.kind, ShareKind::Ipc)
     }
 
-    /// Whether `user` (already authenticated) may connect.
-    pub fn admits(&self, user: &str) -> bool {
-        self.valid_users.is_empty()
-            || self
-                .valid_users
-                .iter()
-                .any(|u| u.eq_ignore_ascii_case(user))
+    /// Checks that the accounts `force_user` and `force_group` name exist on this system.
+    pub fn check_forced_accounts(&self) -> Result<(), String> {
+        let accounts = Accounts::read();
+        if let Some(user) = &self.force_user
+            && accounts.uid_of(user).is_none()
+        {
+            return Err(format!("force_user {user:?} is not a Unix user"));
+        }
+        if let Some(group) = &self.force_group
+            && accounts.gid_of(group).is_none()
+        {
+            return Err(format!("force_group {group:?} is not a Unix group"));
+        }
+        Ok(())
+    }
+
+    /// Whether a session of `user` with identity `who` may connect: null sessions where
+    /// guests are welcome, named users when `valid_users` names them (or names nobody).
+    pub(crate) fn admits(&self, user: &SessionUser, who: &Identity) -> bool {
+        match user {
+            SessionUser::Anonymous => self.guest_ok,
+            SessionUser::User { name, .. } => {
+                self.valid_users.is_empty() || UserList(&self.valid_users).names(name, who)
+            }
+        }
+    }
+
+    /// Whether the share is read-only for the user `name` with identity `who`: `read_list`
+    /// makes it so, `write_list` undoes it, as Samba decides.
+    pub(crate) fn read_only_for(&self, user: &SessionUser, who: &Identity) -> bool {
+        let SessionUser::User { name, .. } = user else {
+            return self.read_only;
+        };
+        if UserList(&self.write_list).names(name, who) {
+            false
+        } else {
+            self.read_only || UserList(&self.read_list).names(name, who)
+        }
+    }
+}
+
+/// A list of users as Samba's share options write one: user names (case-insensitive), and
+/// `@group` or `+group` for the members of a Unix group.
+pub(crate) struct UserList<'a>(pub &'a [String]);
+
+impl UserList<'_> {
+    /// Whether the list names the user `name`, whose Unix groups are those of `who`.
+    pub fn names(&self, name: &str, who: &Identity) -> bool {
+        if self.0.iter().any(|entry| entry.eq_ignore_ascii_case(name)) {
+            return true;
+        }
+        let mut groups = self
+            .0
+            .iter()
+            .filter_map(|entry| entry.strip_prefix(['@', '+']))
+            .peekable();
+        if groups.peek().is_none() {
+            return false;
+        }
+        let accounts = Accounts::read();
+        groups
+            .filter_map(|g| accounts.gid_of(g))
+            .any(|gid| who.unix.gid == gid || who.unix.groups.contains(&gid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use smb3d_dtyp::{Privileges, Token};
+    use smb3d_vfs::{Credentials, MemoryVfs};
+
+    use super::*;
+    use crate::identity::IdMap;
+
+    /// A user `name` whose primary group is root's (gid 0, "root" on every Linux).
+    fn member_of_root(name: &str) -> (SessionUser, Identity) {
+        let ids = IdMap::new("T");
+        let who = Identity {
+            token: Token {
+                user: ids.user_sid(4242),
+                groups: Vec::new(),
+                privileges: Privileges::empty(),
+            },
+            unix: Credentials {
+                uid: 4242,
+                gid: 0,
+                groups: Vec::new(),
+            },
+        };
+        let user = SessionUser::User {
+            name: name.into(),
+            domain: "WORKGROUP".into(),
+        };
+        (user, who)
+    }
+
+    #[test]
+    fn lists_name_users_and_groups() {
+        let (alice, who) = member_of_root("alice");
+        let list = |entries: &[&str]| entries.iter().map(|e| (*e).to_owned()).collect::<Vec<_>>();
+        assert!(UserList(&list(&["bob", "ALICE"])).names("alice", &who));
+        assert!(UserList(&list(&["@root"])).names("alice", &who));
+        assert!(UserList(&list(&["+root"])).names("alice", &who));
+        assert!(!UserList(&list(&["bob", "@no-such-group-here"])).names("alice", &who));
+        assert!(!UserList(&[]).names("alice", &who));
+
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        assert!(share.admits(&alice, &who));
+        share.valid_users = list(&["bob"]);
+        assert!(!share.admits(&alice, &who));
+        share.valid_users = list(&["@root"]);
+        assert!(share.admits(&alice, &who));
+        assert!(!share.admits(&SessionUser::Anonymous, &who));
+    }
+
+    /// Samba's order: `read list` makes a writable share read-only, `write list` makes any
+    /// share writable and wins over `read list`.
+    #[test]
+    fn read_and_write_lists() {
+        let (alice, who) = member_of_root("alice");
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        assert!(!share.read_only_for(&alice, &who));
+        share.read_list = vec!["@root".into()];
+        assert!(share.read_only_for(&alice, &who));
+        share.write_list = vec!["alice".into()];
+        assert!(!share.read_only_for(&alice, &who));
+        share.read_only = true;
+        share.read_list.clear();
+        assert!(!share.read_only_for(&alice, &who));
+        share.write_list.clear();
+        assert!(share.read_only_for(&alice, &who));
+        share.write_list = vec!["@root".into()];
+        assert!(share.read_only_for(&SessionUser::Anonymous, &who));
     }
 }

@@ -92,6 +92,12 @@ struct ShareParams {
     comment: Option<String>,
     read_only: Option<bool>,
     valid_users: Option<(Vec<String>, bool)>,
+    read_list: Option<Vec<String>>,
+    write_list: Option<Vec<String>>,
+    force_user: Option<String>,
+    force_group: Option<String>,
+    hide_unreadable: Option<bool>,
+    access_based_share_enum: Option<bool>,
     guest_ok: Option<bool>,
     browseable: Option<bool>,
     encrypt: Option<EncryptPolicy>,
@@ -119,9 +125,6 @@ fn unmapped_reason(key: &str) -> &'static str {
             "NOT ENFORCED by smb3d: restrict client addresses with a firewall"
         }
         "invalidusers" => "NOT ENFORCED by smb3d: list the allowed users in valid_users instead",
-        "forceuser" | "forcegroup" => {
-            "not supported: files are accessed as the logged-on user's uid"
-        }
         "forcecreatemode" | "forcedirectorymode" => {
             "not mapped yet: smb3d applies create_mask and directory_mask but forces no bits"
         }
@@ -493,7 +496,20 @@ impl Converter {
             "printable" | "printok" => {
                 out.printable = self.bool_param(section, p).or(out.printable);
             }
-            "validusers" => out.valid_users = Some(self.valid_users(section, p)),
+            "validusers" => out.valid_users = Some(self.user_list(section, p)),
+            "readlist" => out.read_list = Some(self.user_list(section, p).0),
+            "writelist" => out.write_list = Some(self.user_list(section, p).0),
+            "forceuser" => out.force_user = self.account(section, p).or(out.force_user.take()),
+            "forcegroup" => {
+                out.force_group = self.account(section, p).or(out.force_group.take());
+            }
+            "hideunreadable" => {
+                out.hide_unreadable = self.bool_param(section, p).or(out.hide_unreadable);
+            }
+            "accessbasedshareenum" => {
+                out.access_based_share_enum =
+                    self.bool_param(section, p).or(out.access_based_share_enum);
+            }
             "smbencrypt" | "serversmbencrypt" => match parse_encrypt(&p.value) {
                 Some(policy) => out.encrypt = Some(policy),
                 None => self.warn_value(section, p, "unknown encryption setting"),
@@ -510,40 +526,60 @@ impl Converter {
         true
     }
 
-    /// The user names of `valid users`; groups and substitutions are warned about and left
-    /// out. The flag says whether something was left out.
-    fn valid_users(&mut self, section: &Section, p: &Param) -> (Vec<String>, bool) {
+    /// A user list (`valid users`, `read list`, `write list`): user names, and Unix groups
+    /// (`@group`, `+group`, `+&group` and `&+group`) as `@group`; NIS netgroups (`&group`) and
+    /// substitutions are warned about and left out. The flag says whether something was left
+    /// out.
+    fn user_list(&mut self, section: &Section, p: &Param) -> (Vec<String>, bool) {
         let mut users = Vec::new();
         let mut dropped = false;
+        let option = p.name.to_ascii_lowercase();
         for item in split_list(&p.value) {
-            if item.starts_with(['@', '+', '&']) {
-                self.warn(
-                    section,
-                    Some(p),
-                    format!(
-                        "valid users: group {item} is not supported yet; list its members by name"
-                    ),
-                );
-                dropped = true;
-            } else if item.contains('%') {
-                self.warn(
-                    section,
-                    Some(p),
-                    format!("valid users: substitution {item} is not supported"),
-                );
-                dropped = true;
-            } else if item.contains(':') {
-                self.warn(
-                    section,
-                    Some(p),
-                    format!("valid users: {item:?} is not a user name smb3d accepts"),
-                );
-                dropped = true;
+            let group = ["+&", "&+", "@", "+"]
+                .iter()
+                .find_map(|prefix| item.strip_prefix(prefix));
+            let problem = if item.contains('%') {
+                Some(format!("substitution {item} is not supported"))
+            } else if group.is_none() && item.starts_with('&') {
+                Some(format!(
+                    "NIS netgroup {item} is not supported; list its members by name"
+                ))
+            } else if item.contains(':') || group.is_some_and(str::is_empty) {
+                Some(format!("{item:?} is not a name smb3d accepts"))
             } else {
-                users.push(item);
+                None
+            };
+            match (problem, group) {
+                (Some(problem), _) => {
+                    self.warn(section, Some(p), format!("{option}: {problem}"));
+                    dropped = true;
+                }
+                (None, Some(group)) => users.push(format!("@{group}")),
+                (None, None) => users.push(item),
             }
         }
         (users, dropped)
+    }
+
+    /// The account of `force user` or `force group` (a leading `+` of `force group`, "only if
+    /// the user is a member", is not kept: the group is always forced).
+    fn account(&mut self, section: &Section, p: &Param) -> Option<String> {
+        let name = p.value.trim();
+        let name = name.strip_prefix('+').unwrap_or(name);
+        if name.is_empty() || name.contains(['%', ':']) {
+            self.warn_value(section, p, "not a Unix account name smb3d accepts");
+            return None;
+        }
+        if p.value.trim().starts_with('+') {
+            self.warn(
+                section,
+                Some(p),
+                format!(
+                    "force group: the group {name} is forced on every user, not only on its members"
+                ),
+            );
+        }
+        Some(name.to_owned())
     }
 
     /// acl_xattr and streams_xattr store what smb3d stores natively, in the same format.
@@ -635,12 +671,18 @@ impl Converter {
             // Samba's defaults: read only, browseable, no guests.
             read_only: params.read_only.unwrap_or(true),
             valid_users,
+            read_list: params.read_list.unwrap_or_default(),
+            write_list: params.write_list.unwrap_or_default(),
+            force_user: params.force_user,
+            force_group: params.force_group,
             browseable: params.browseable.unwrap_or(true),
             guest_ok: params.guest_ok.unwrap_or(false),
             encrypt: params.encrypt,
             signing: SigningPolicy::Auto,
             create_mask: params.create_mask.unwrap_or(DEFAULT_CREATE_MASK),
             directory_mask: params.directory_mask.unwrap_or(DEFAULT_DIRECTORY_MASK),
+            hide_unreadable: params.hide_unreadable.unwrap_or(false),
+            access_based_share_enum: params.access_based_share_enum.unwrap_or(false),
         })
     }
 }
@@ -745,7 +787,7 @@ mod tests {
         assert_eq!(data.path.get_ref(), Path::new("/srv/data"));
         assert_eq!(data.comment, "Data");
         assert!(!data.read_only && data.guest_ok && !data.browseable);
-        assert_eq!(data.valid_users, ["alice", "bob smith"]);
+        assert_eq!(data.valid_users, ["alice", "bob smith", "@staff"]);
         assert_eq!(data.encrypt, Some(EncryptPolicy::Required));
         assert_eq!((data.create_mask, data.directory_mask), (0o644, 0o2770));
         let ro = c.share("ro").unwrap();
@@ -754,7 +796,6 @@ mod tests {
         assert_eq!(
             messages(&i),
             [
-                "/etc/samba/smb.conf:7: [data]: valid users: group @staff is not supported yet; list its members by name",
                 "/etc/samba/smb.conf:11: [data]: vfs objects: module fruit has no smb3d equivalent; not mapped",
             ]
         );
@@ -772,11 +813,39 @@ mod tests {
     }
 
     #[test]
+    fn access_options_map() {
+        let i = convert_text(
+            "[global]\nhide unreadable = yes\n\
+             [s]\npath = /s\nread list = guest, +visitors\nwrite list = @staff &nis %U +&unix\n\
+             force user = files\nforce group = +staff\naccess based share enum = yes\n\
+             [t]\npath = /t\nhide unreadable = no\nforce group = staff\n",
+        );
+        let s = i.config.share("s").unwrap();
+        assert_eq!(s.read_list, ["guest", "@visitors"]);
+        assert_eq!(s.write_list, ["@staff", "@unix"]);
+        assert_eq!(s.force_user.as_deref(), Some("files"));
+        assert_eq!(s.force_group.as_deref(), Some("staff"));
+        assert!(s.hide_unreadable && s.access_based_share_enum);
+        let t = i.config.share("t").unwrap();
+        assert!(!t.hide_unreadable && !t.access_based_share_enum);
+        assert_eq!(t.force_group.as_deref(), Some("staff"));
+        assert!(t.force_user.is_none() && t.read_list.is_empty());
+        assert_eq!(
+            messages(&i),
+            [
+                "/etc/samba/smb.conf:6: [s]: write list: NIS netgroup &nis is not supported; list its members by name",
+                "/etc/samba/smb.conf:6: [s]: write list: substitution %U is not supported",
+                "/etc/samba/smb.conf:8: [s]: force group: the group staff is forced on every user, not only on its members",
+            ]
+        );
+    }
+
+    #[test]
     fn sections_that_cannot_be_shares_are_skipped_with_a_reason() {
         let i = convert_text(
             "[homes]\nbrowseable = no\n[printers]\npath = /var/tmp\n[lp]\npath = /x\nprintable = yes\n\
              [off]\npath = /o\navailable = no\n[nopath]\ncomment = c\n[macro]\npath = /home/%U\n\
-             [rel]\npath = srv\n[groups]\npath = /g\nvalid users = @staff\n[a/b]\npath = /ab\n\
+             [rel]\npath = srv\n[groups]\npath = /g\nvalid users = &staff\n[a/b]\npath = /ab\n\
              [ipc$]\npath = /i\n",
         );
         assert!(i.config.shares.is_empty());
@@ -797,7 +866,10 @@ mod tests {
             ),
             (6, "[rel]: share skipped: path srv is not absolute"),
             (7, "[groups]: share skipped: valid users names only groups"),
-            (8, "[groups]: valid users: group @staff"),
+            (
+                8,
+                "[groups]: valid users: NIS netgroup &staff is not supported",
+            ),
             (9, "[a/b]: share skipped: share name \"a/b\" contains '/'"),
             (10, "[ipc$]: share skipped: IPC$ is reserved for the server"),
         ] {
@@ -809,7 +881,7 @@ mod tests {
     fn every_unmapped_parameter_is_named_with_its_section() {
         let i = convert_text(
             "[global]\nlog file = /var/log/samba/%m\nhosts allow = 10.\npassdb backend = tdbsam\n\
-             made up = 1\n[s]\npath = /s\nforce user = nobody\nworkgroup = X\nread_only = no\n",
+             made up = 1\n[s]\npath = /s\nforce user = %U\nworkgroup = X\nread_only = no\n",
         );
         let text = messages(&i);
         assert_eq!(
@@ -819,7 +891,7 @@ mod tests {
                 "/etc/samba/smb.conf:3: [global]: hosts allow = 10.: NOT ENFORCED by smb3d: restrict client addresses with a firewall",
                 "/etc/samba/smb.conf:4: [global]: passdb backend = tdbsam: smb3d has its own user database; copy the users with `pdbedit -L -w | smb3d user import`",
                 "/etc/samba/smb.conf:5: [global]: made up = 1: not mapped",
-                "/etc/samba/smb.conf:8: [s]: force user = nobody: not supported: files are accessed as the logged-on user's uid",
+                "/etc/samba/smb.conf:8: [s]: force user = %U: not a Unix account name smb3d accepts; ignored",
                 "/etc/samba/smb.conf:9: [s]: workgroup = X: not mapped",
                 "/etc/samba/smb.conf:10: [s]: read_only = no: not mapped",
             ]

@@ -79,7 +79,8 @@ pub(crate) fn create(
     let tree = tree(cx)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let identity = cx.identity()?;
-    let caller = match session.user().ok_or(NtStatus::USER_SESSION_DELETED)? {
+    let user = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let caller = match user.clone() {
         SessionUser::User { name, domain } => CallerInfo {
             user: name,
             domain,
@@ -92,7 +93,7 @@ pub(crate) fn create(
         },
     };
     let server = &cx.conn.server;
-    let directory = Arc::new(ServerDirectory::new(server));
+    let directory = Arc::new(ServerDirectory::new(server).seen_by(user, identity));
     let endpoint =
         PipeEndpoint::open(&name, directory, caller).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
     let file_id = FileId {

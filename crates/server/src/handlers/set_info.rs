@@ -38,7 +38,7 @@ pub(crate) async fn handle(
 ) -> Result<NtStatus, NtStatus> {
     let req = SetInfoRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let open = lookup_open(cx, req.file_id)?;
-    if cx.tree.as_ref().is_some_and(|t| t.share.read_only) {
+    if cx.tree.as_ref().is_some_and(|t| t.read_only) {
         return Err(NtStatus::ACCESS_DENIED);
     }
     match req.info_type {

@@ -6,10 +6,13 @@ use smb3d_smb2::tree_connect::{
 };
 use smb3d_wire::Writer;
 
+use std::sync::Arc;
+
 use crate::connection::Ctx;
+use crate::identity::{Accounts, IdMap, Identity};
 use crate::server::EncryptionPolicy;
-use crate::session::SessionUser;
-use crate::share::ShareKind;
+use crate::session::TreeAccess;
+use crate::share::{Share, ShareKind};
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -26,16 +29,12 @@ pub(crate) async fn handle(
         .share(share_name)
         .ok_or(NtStatus::BAD_NETWORK_NAME)?;
 
-    // Access to the share: null sessions only where guests are welcome; named users only when
-    // the share lists them (or lists nobody).
-    let admitted = match &user {
-        SessionUser::Anonymous => share.guest_ok,
-        SessionUser::User { name, .. } => share.admits(name),
-    };
-    if !admitted {
+    let identity = session.identity().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    if !share.admits(&user, &identity) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let maximal_access = if share.read_only {
+    let read_only = share.read_only_for(&user, &identity);
+    let maximal_access = if read_only {
         AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_EXECUTE
     } else {
         AccessMask::FILE_ALL_ACCESS
@@ -59,10 +58,15 @@ pub(crate) async fn handle(
     if share.hide_unreadable {
         share_flags |= ShareFlags::ACCESS_BASED_DIRECTORY_ENUM;
     }
+    let access = TreeAccess {
+        maximal_access,
+        read_only,
+        identity: forced_identity(&cx.conn.server.ids, &share, &identity)?.map(Arc::new),
+    };
     let tree = session
         .state
         .lock()
-        .add_tree(share.clone(), maximal_access, encrypt_data);
+        .add_tree(share.clone(), access, encrypt_data);
     cx.response_tree_id = Some(tree.id);
     TreeConnectResponse {
         share_type,
@@ -72,6 +76,39 @@ pub(crate) async fn handle(
     }
     .encode(w);
     Ok(NtStatus::SUCCESS)
+}
+
+/// The identity sessions have on a share that forces a user or group; a forced account that
+/// does not exist (any more) refuses the connect.
+fn forced_identity(
+    ids: &IdMap,
+    share: &Share,
+    session: &Identity,
+) -> Result<Option<Identity>, NtStatus> {
+    if share.force_user.is_none() && share.force_group.is_none() {
+        return Ok(None);
+    }
+    let accounts = Accounts::read();
+    let unknown = |kind: &str, name: &str| {
+        tracing::error!(share = %share.name, "force {kind} {name:?} is not a Unix {kind}");
+        NtStatus::NO_SUCH_USER
+    };
+    let user = match &share.force_user {
+        Some(name) => Some((
+            name.as_str(),
+            accounts.uid_of(name).ok_or_else(|| unknown("user", name))?,
+        )),
+        None => None,
+    };
+    let group = match &share.force_group {
+        Some(name) => Some(
+            accounts
+                .gid_of(name)
+                .ok_or_else(|| unknown("group", name))?,
+        ),
+        None => None,
+    };
+    Ok(Some(ids.forced(session, user, group)))
 }
 
 /// The share part of `\\server\share` (MS-SMB2 2.2.9: the path names the server too).

@@ -148,7 +148,7 @@ pub(crate) async fn handle(
         ))
     })
     .map_err(|status| {
-        if tree.share.read_only
+        if tree.read_only
             && status == NtStatus::OBJECT_NAME_NOT_FOUND
             && req.create_disposition != CreateDisposition::OPEN
         {

@@ -63,7 +63,7 @@ pub(super) fn intent(req: &CreateRequest<'_>, tree: &Tree) -> Result<Intent, NtS
     if !tree.maximal_access.contains(requested) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if tree.share.read_only {
+    if tree.read_only {
         // Nothing may be created or truncated; OPEN_IF can still open what exists.
         disposition = match disposition {
             CreateDisposition::OPEN | CreateDisposition::OPEN_IF => CreateDisposition::OPEN,
@@ -97,7 +97,7 @@ pub(super) fn intent(req: &CreateRequest<'_>, tree: &Tree) -> Result<Intent, NtS
             | CreateDisposition::OVERWRITE
             | CreateDisposition::OVERWRITE_IF
     );
-    let writable = !tree.share.read_only;
+    let writable = !tree.read_only;
     let reads =
         maximum || requested.intersects(AccessMask::FILE_READ_DATA | AccessMask::FILE_EXECUTE);
     let writes_data =

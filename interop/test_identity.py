@@ -1,0 +1,154 @@
+"""Identities and access with smb3d running as root (file-semantics issue, check 3) and the share
+options that change who a session is or what it may do (force_user, read_list, write_list,
+access_based_share_enum): each session works on the disk as its own system account, so files
+belong to their creators, users without rights are refused, and what local users set with
+chmod is what clients see."""
+
+import grp
+import os
+import pwd
+import secrets
+import subprocess
+
+import pytest
+
+import secdesc
+import smb2raw
+from conftest import BINARY, interop_uid, start_smb3d, stop
+
+pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="needs root (sessions take on their users' uids)")
+
+OTHER_ACCOUNT = "smb3d-interop-b"
+READ = smb2raw.GENERIC_READ_FILE
+WRITE_DATA = 0x2
+ALL = 0x001F01FF
+
+
+def system_user(name):
+    """The uid of the system account `name`, made on demand."""
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True)
+        return pwd.getpwnam(name).pw_uid
+
+
+class Env:
+    def __init__(self, server, other_password, uid_a, uid_b):
+        self.server = server
+        self.other_password = other_password
+        self.uid_a = uid_a
+        self.uid_b = uid_b
+
+    def client(self, who="tester", share="share"):
+        password = self.server.password if who == "tester" else self.other_password
+        return secdesc.Client(self.server.port, who, password, share)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("identity")
+    uid_a = interop_uid()
+    uid_b = system_user(OTHER_ACCOUNT)
+    share = tmp / "share"
+    forced = tmp / "forced"
+    for d in (share, forced):
+        d.mkdir()
+    group_a = grp.getgrgid(pwd.getpwuid(uid_a).pw_gid).gr_name
+    shares = {
+        "share": {"path": str(share)},
+        "forced": {"path": str(forced), "force_user": OTHER_ACCOUNT},
+        "readlisted": {"path": str(share), "read_list": ["tester"]},
+        "writelisted": {"path": str(share), "read_only": True, "write_list": ["@" + group_a]},
+        "private": {"path": str(share), "valid_users": ["tester"], "access_based_share_enum": True},
+    }
+    # Lists go into the configuration as Python writes them, which TOML reads as literal strings.
+    server = start_smb3d(tmp, shares=shares)
+    # Only the creator of the share's files, and the forced user of its own, may write there.
+    share.chmod(0o755)
+    os.chown(forced, uid_b, pwd.getpwuid(uid_b).pw_gid)
+    other_password = "pw-" + secrets.token_hex(8)
+    r = subprocess.run([str(BINARY), "user", "--db", str(tmp / "users"), "add", "other", "--uid", str(uid_b),
+                        "--password-stdin"], input=other_password + "\n", text=True, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    yield Env(server, other_password, uid_a, uid_b)
+    stop(server)
+
+
+def make_file(c, name, data=b"data\n"):
+    r, fid = c.open(name, ALL, smb2raw.FILE_CREATE)
+    assert fid is not None, r.name
+    assert c.c.write(fid, 0, data).status == 0
+    c.c.close_file(fid)
+
+
+def test_files_belong_to_their_creators_and_chmod_shows(env):
+    a, b = env.client(), env.client("other")
+    path = env.server.share_dir / "a.txt"
+    make_file(a, "a.txt")
+    assert os.stat(path).st_uid == env.uid_a
+    name, raw = a.get_path("a.txt")
+    owner = secdesc.decode(raw)["owner"]
+    # The owner leaves everyone else out: the mode follows, and B is refused.
+    assert a.set_path("a.txt", secdesc.descriptor(dacl=[secdesc.ace(owner, ALL)]), secdesc.DACL) == "STATUS_SUCCESS"
+    assert os.stat(path).st_mode & 0o077 == 0
+    r, _ = b.open("a.txt", READ)
+    assert r.name == "STATUS_ACCESS_DENIED"
+    # A local chmod wins over the stored descriptor: clients see the mode's rights.
+    os.chmod(path, 0o644)
+    name, raw = b.get_path("a.txt")
+    assert name == "STATUS_SUCCESS"
+    sd = secdesc.decode(raw)
+    assert sd["owner"] == owner
+    everyone = [mask for kind, _, mask, sid in sd["dacl"] if sid == secdesc.EVERYONE and kind == secdesc.ALLOWED]
+    assert everyone and everyone[0] & READ == READ, sd
+    r, fid = b.open("a.txt", READ)
+    assert fid is not None, r.name
+    assert b.c.read(fid, 0, 100)[1] == b"data\n"
+    b.c.close_file(fid)
+    r, _ = b.open("a.txt", WRITE_DATA)
+    assert r.name == "STATUS_ACCESS_DENIED"
+    a.close()
+    b.close()
+
+
+def test_forced_user_owns_what_anyone_creates(env):
+    a = env.client(share="forced")
+    make_file(a, "made-by-a.txt")
+    st = os.stat(env.server.share_dir.parent / "forced" / "made-by-a.txt")
+    assert (st.st_uid, st.st_gid) == (env.uid_b, pwd.getpwuid(env.uid_b).pw_gid)
+    a.close()
+
+
+def test_read_and_write_lists(env):
+    make_file(env.client(), "listed.txt")
+    ro = env.client(share="readlisted")
+    r, _ = ro.open("new-in-readlisted.txt", ALL, smb2raw.FILE_CREATE)
+    assert r.name == "STATUS_ACCESS_DENIED"
+    r, fid = ro.open("listed.txt", READ)
+    assert fid is not None, r.name
+    ro.c.close_file(fid)
+    rw = env.client(share="writelisted")
+    make_file(rw, "new-in-writelisted.txt")
+    other = env.client("other", share="writelisted")
+    r, _ = other.open("new-by-other.txt", ALL, smb2raw.FILE_CREATE)
+    assert r.name == "STATUS_ACCESS_DENIED"
+    for c in (ro, rw, other):
+        c.close()
+
+
+def listed_shares(env, user, password):
+    out = subprocess.run(["smbclient", "-L", "//127.0.0.1", "-p", str(env.server.port), "-U",
+                          "%s%%%s" % (user, password), "-g"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return {line.split("|")[1] for line in out.stdout.splitlines() if line.startswith("Disk|")}
+
+
+def test_share_listed_only_to_those_admitted(env):
+    assert "private" in listed_shares(env, "tester", env.server.password)
+    theirs = listed_shares(env, "other", env.other_password)
+    assert "private" not in theirs and "share" in theirs
+    c = smb2raw.connect(smb2raw.Target(env.server.port, "other", env.other_password), share=False)
+    assert c.tree_connect("private").name == "STATUS_ACCESS_DENIED"
+    c.close()
