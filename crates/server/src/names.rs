@@ -29,9 +29,19 @@ impl SmbPath {
         self.components.is_empty()
     }
 
-    /// The path in the form clients display (`dir\file`).
+    /// The path in the form clients send and display (`dir\file`, `dir\file:stream`,
+    /// `dir\file::$DATA`); parsing it gives this path back.
     pub fn to_windows(&self) -> String {
-        self.components.join("\\")
+        let mut name = self.components.join("\\");
+        match &self.stream {
+            Some(stream) => {
+                name.push(':');
+                name.push_str(stream);
+            }
+            None if self.default_stream => name.push_str("::$DATA"),
+            None => {}
+        }
+        name
     }
 }
 
@@ -181,6 +191,10 @@ mod tests {
             parse_path("f:a/b:$DATA"),
             Err(NtStatus::OBJECT_NAME_INVALID)
         );
+        for name in ["d\\f:s", "d\\f::$DATA", "f:s:$DATA", "d\\..\\f"] {
+            let p = parse_path(name).unwrap();
+            assert_eq!(parse_path(&p.to_windows()), Ok(p), "{name:?}");
+        }
         let longest = "s".repeat(MAX_STREAM_NAME_BYTES);
         assert!(parse_path(&format!("f:{longest}")).is_ok());
         assert_eq!(
