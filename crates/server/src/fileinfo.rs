@@ -47,6 +47,8 @@ pub(crate) struct Meta {
     pub creation: FileTime,
     /// Dot files are shown hidden, as Samba's default "hide dot files" does.
     pub dot_file: bool,
+    /// LastWriteTime (and ChangeTime) as kept while the file is open, instead of the mtime.
+    pub write_time: Option<FileTime>,
 }
 
 impl Meta {
@@ -65,6 +67,15 @@ impl Meta {
             stored,
             creation,
             dot_file: name.starts_with('.') && name != "." && name != "..",
+            write_time: None,
+        }
+    }
+
+    /// The same with the last-write time clients see while the file is open.
+    pub fn with_write_time(self, time: FileTime) -> Meta {
+        Meta {
+            write_time: Some(time),
+            ..self
         }
     }
 
@@ -94,13 +105,14 @@ impl Meta {
     }
 
     pub fn times(&self) -> Times {
+        let last_write = self.write_time.unwrap_or_else(|| filetime(self.stat.mtime));
         Times {
             creation: self.creation,
             last_access: filetime(self.stat.atime),
-            last_write: filetime(self.stat.mtime),
+            last_write,
             // Linux cannot set a ctime, but clients set ChangeTime together with
             // LastWriteTime and expect to read it back; like Samba, the write time stands in.
-            change: filetime(self.stat.mtime),
+            change: last_write,
         }
     }
 

@@ -11,6 +11,8 @@ use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::create::ShareAccess;
 use smb3d_vfs::VfsPath;
 
+use crate::write_time::WriteTime;
+
 use crate::locks::LockTable;
 
 /// A file's identity on the server's file systems.
@@ -38,6 +40,8 @@ pub(crate) struct FileState {
     pub delete_pending: bool,
     /// Named streams to delete when their last open closes.
     pub stream_deletes: Vec<Arc<str>>,
+    /// LastWriteTime as clients see it while the file is open.
+    pub write_time: WriteTime,
     /// Where the file is in its share, kept current across renames.
     pub path: VfsPath,
 }
@@ -65,6 +69,11 @@ impl SharedFile {
 
     pub fn delete_pending(&self) -> bool {
         self.state.lock().delete_pending
+    }
+
+    /// Works on the file's last-write time (see [`WriteTime`]).
+    pub fn with_write_time<T>(&self, work: impl FnOnce(&mut WriteTime) -> T) -> T {
+        work(&mut self.state.lock().write_time)
     }
 }
 
@@ -148,6 +157,7 @@ impl FileTable {
                         opens: Vec::new(),
                         delete_pending: false,
                         stream_deletes: Vec::new(),
+                        write_time: WriteTime::default(),
                         path: path.clone(),
                     }),
                     locks: LockTable::default(),

@@ -24,6 +24,7 @@ pub mod share;
 mod shortname;
 mod status_map;
 mod streams;
+mod write_time;
 
 pub use connection::Connection;
 pub use server::{EncryptionPolicy, Server, Settings};

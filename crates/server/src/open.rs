@@ -7,14 +7,18 @@ use smb3d_dtyp::AccessMask;
 use smb3d_smb2::create::FileId;
 use std::sync::Arc;
 
-use smb3d_vfs::{DirEntry, Vfs, VfsFile, VfsPath};
+use smb3d_vfs::{DirEntry, Timespec, Vfs, VfsFile, VfsPath};
+use smb3d_wire::FileTime;
 
 use smb3d_dtyp::NtStatus as Status;
 
 use crate::blocking::as_user;
+use crate::fileinfo::{self, Meta};
 use crate::files::SharedFile;
 use crate::identity::Identity;
+use crate::status_map::VfsResultExt;
 use crate::streams::{self, Stream};
+use crate::write_time::OpenWrites;
 
 /// The state of a directory enumeration on one open (MS-SMB2 3.3.1.10 Open.EnumerationLocation
 /// and Open.EnumerationSearchPattern).
@@ -52,6 +56,8 @@ pub(crate) struct Open {
     /// FileModeInformation.Mode.
     pub mode: AtomicU64,
     pub dir: Mutex<DirCursor>,
+    /// What this open wrote, for the file's last-write time.
+    pub writes: OpenWrites,
 }
 
 impl Open {
@@ -67,6 +73,53 @@ impl Open {
     /// The file's current path in the share.
     pub fn path(&self) -> VfsPath {
         self.shared.path()
+    }
+
+    /// The file's metadata as clients see it through this open: the last-write time is the one
+    /// kept while the file is open.
+    pub fn meta(&self) -> Result<Meta, Status> {
+        let path = self.path();
+        let meta = fileinfo::load(self.file.as_ref(), path.name().unwrap_or("")).status()?;
+        let disk = fileinfo::filetime(meta.stat.mtime);
+        let shown = self
+            .shared
+            .with_write_time(|wt| wt.current(disk, FileTime::now()));
+        Ok(meta.with_write_time(shown))
+    }
+
+    /// Before a write through this open (see
+    /// [`WriteTime::writing`](crate::write_time::WriteTime::writing)).
+    pub fn writing(&self) {
+        let now = FileTime::now();
+        self.shared.with_write_time(|wt| {
+            wt.writing(&self.writes, now, || {
+                self.file.stat().ok().map(|s| fileinfo::filetime(s.mtime))
+            })
+        });
+    }
+
+    /// Stores the last-write time this open leaves behind, if it changed it; done once, before
+    /// the close's answer and any delete.
+    pub fn finish_writes(&self) {
+        if !self.writes.wrote() {
+            return;
+        }
+        let Ok(stat) = self.io(|| self.file.stat().status()) else {
+            return;
+        };
+        let disk = fileinfo::filetime(stat.mtime);
+        let store = self
+            .shared
+            .with_write_time(|wt| wt.closing(&self.writes, disk, FileTime::now()));
+        self.writes.clear();
+        if let Some(time) = store.filter(|t| *t != disk) {
+            let (sec, nsec) = time.to_unix();
+            let _ = self.io(|| {
+                self.file
+                    .set_times(None, Some(Timespec { sec, nsec }))
+                    .status()
+            });
+        }
     }
 
     /// The open-file table's key of this open's named stream.

@@ -7,7 +7,6 @@ use smb3d_smb2::close::{CloseAttributes, CloseFlags, CloseRequest, CloseResponse
 use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
-use crate::fileinfo;
 use crate::files::Deletion;
 use crate::handlers::lookup_open;
 use crate::open::Open;
@@ -27,22 +26,20 @@ pub(crate) async fn handle(
     // With POSTQUERY_ATTRIB the attributes are taken before a delete-on-close removes the
     // file; what is returned describes the file as it was closed.
     let mut response = CloseResponse { attributes: None };
-    if req.flags.contains(CloseFlags::POSTQUERY_ATTRIB) {
-        let path = open.path();
-        if let Ok(meta) =
-            open.io(|| fileinfo::load(open.file.as_ref(), path.name().unwrap_or("")).status())
-        {
-            let t = meta.times();
-            response.attributes = Some(CloseAttributes {
-                creation_time: t.creation,
-                last_access_time: t.last_access,
-                last_write_time: t.last_write,
-                change_time: t.change,
-                allocation_size: meta.allocation_size(),
-                end_of_file: meta.end_of_file(),
-                file_attributes: meta.attributes().0,
-            });
-        }
+    open.finish_writes();
+    if req.flags.contains(CloseFlags::POSTQUERY_ATTRIB)
+        && let Ok(meta) = open.io(|| open.meta())
+    {
+        let t = meta.times();
+        response.attributes = Some(CloseAttributes {
+            creation_time: t.creation,
+            last_access_time: t.last_access,
+            last_write_time: t.last_write,
+            change_time: t.change,
+            allocation_size: meta.allocation_size(),
+            end_of_file: meta.end_of_file(),
+            file_attributes: meta.attributes().0,
+        });
     }
     close_open(&cx.conn.server, &open);
     if cx.chain.file_id == Some(open.file_id) {
@@ -56,6 +53,7 @@ pub(crate) async fn handle(
 /// file (or its stream) delete-pending, and the last open of a delete-pending file or stream
 /// deletes it (MS-FSA 2.1.5.4).
 pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
+    open.finish_writes();
     // Its locks go (MS-FSA 2.1.5.4), and lock requests waiting on this open learn it closed.
     open.shared.locks.release_owner(open.file_id.volatile);
     if open.delete_on_close {

@@ -20,6 +20,8 @@ pub(crate) async fn handle(
         return Err(NtStatus::ACCESS_DENIED);
     }
     blocking(|| open.file.sync()).status()?;
+    open.shared
+        .with_write_time(|wt| wt.flush(smb3d_wire::FileTime::now()));
     FlushResponse.encode(w);
     Ok(NtStatus::SUCCESS)
 }

@@ -22,7 +22,6 @@ use smb3d_wire::{FileTime, Guid, Writer};
 
 use crate::connection::Ctx;
 use crate::eas;
-use crate::fileinfo;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
 use crate::open::Open;
@@ -185,7 +184,7 @@ fn file_info(
     }
     let path = open.path();
     let name = path.name().unwrap_or("");
-    let meta = fileinfo::load(open.file.as_ref(), name).status()?;
+    let meta = open.meta()?;
     let stat = &meta.stat;
     let start = w.offset();
     match class {

@@ -102,7 +102,9 @@ fn set_file_info(
             if open.is_directory {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            open.file.set_len(len).status()
+            open.file.set_len(len).status()?;
+            open.shared.with_write_time(|wt| wt.touch(FileTime::now()));
+            Ok(())
         }
         FileInformationClass::FILE_ALLOCATION_INFORMATION => {
             let info = FileAllocationInformation::decode(buf).map_err(buffer_error)?;
@@ -172,10 +174,11 @@ fn set_file_info(
 }
 
 /// FileBasicInformation (MS-FSA 2.1.5.14.2). Times: 0 leaves a time alone, -1 and -2 stop and
-/// resume automatic updates (which the file system does on its own, so they change nothing
-/// here); the create time is kept in DOSATTRIB, access and write times in the inode; the change
-/// time cannot be set on Linux and is left to the file system. Attributes: 0 leaves them
-/// alone; DIRECTORY must match the object and a directory cannot be TEMPORARY.
+/// resume automatic updates of the write time; a set write time sticks while the file is open
+/// (`WriteTime`); the create time is kept in DOSATTRIB, access and write times in the inode;
+/// the change time cannot be set on Linux and follows the write time. Any call shows a pending
+/// write-time update. Attributes: 0 leaves them alone; DIRECTORY must match the object and a
+/// directory cannot be TEMPORARY.
 fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
     let settable = |t: FileTime| -> Option<FileTime> {
         (t != FileTime::UNCHANGED
@@ -215,6 +218,17 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
     if atime.is_some() || mtime.is_some() {
         open.file.set_times(atime, mtime).status()?;
     }
+    let now = FileTime::now();
+    let disk = fileinfo::filetime(open.file.stat().status()?.mtime);
+    open.shared.with_write_time(|wt| {
+        wt.flush(now);
+        match info.last_write_time {
+            FileTime::UNCHANGED => {}
+            FileTime::SUSPEND_UPDATES => wt.set(None, disk, now),
+            FileTime::RESUME_UPDATES => wt.resume(),
+            time => wt.set(Some(time), disk, now),
+        }
+    });
     Ok(())
 }
 

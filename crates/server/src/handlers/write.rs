@@ -46,6 +46,7 @@ pub(crate) async fn handle(
     let written = if len == 0 {
         0
     } else {
+        open.writing();
         blocking(|| open.file.write_at(req.data, req.offset)).status()?
     };
     // FilePositionInformation follows synchronous writes.

@@ -229,6 +229,7 @@ pub(crate) async fn handle(
         position: AtomicU64::new(0),
         mode: AtomicU64::new(u64::from(req.create_options.0 & MODE_OPTIONS)),
         dir: Mutex::new(DirCursor::default()),
+        writes: Default::default(),
     });
     session.state.lock().opens.insert(file_id.volatile, open);
     cx.chain.file_id = Some(file_id);
