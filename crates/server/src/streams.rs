@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use smb3d_vfs::backend::copy_by_reading;
 use smb3d_vfs::casefold::{FoldedName, eq_ignore_case};
 use smb3d_vfs::{DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult};
 
@@ -273,6 +274,56 @@ impl VfsFile for StreamFile {
 
     fn list_xattr(&self) -> VfsResult<Vec<String>> {
         self.0.base.list_xattr()
+    }
+
+    fn copy_range(
+        &self,
+        src: &dyn VfsFile,
+        src_offset: u64,
+        offset: u64,
+        len: u64,
+    ) -> VfsResult<u64> {
+        copy_by_reading(self, src, src_offset, offset, len)
+    }
+
+    /// A stream's bytes live in an xattr, which shares no extents.
+    fn clone_range(
+        &self,
+        _src: &dyn VfsFile,
+        _src_offset: u64,
+        _offset: u64,
+        _len: u64,
+    ) -> VfsResult<()> {
+        Err(VfsError::Unsupported)
+    }
+
+    /// An xattr has no holes: the range reads as zeros afterwards, as a punched one would.
+    fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()> {
+        let mut data = self.0.data()?;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
+        let end = usize::try_from(offset.saturating_add(len))
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        if let Some(range) = data.get_mut(start..end)
+            && !range.is_empty()
+        {
+            range.fill(0);
+            self.0.store(data)?;
+        }
+        Ok(())
+    }
+
+    fn allocated_ranges(&self, offset: u64, len: u64) -> VfsResult<Vec<(u64, u64)>> {
+        let end = offset.saturating_add(len).min(self.stat()?.size);
+        Ok(if offset < end {
+            vec![(offset, end - offset)]
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

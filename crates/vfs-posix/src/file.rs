@@ -1,5 +1,7 @@
 //! [`PosixFile`]: a VFS handle over one file descriptor.
 
+use std::any::Any;
+
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{
     AtFlags, CWD, Dir, FallocateFlags, Gid, Mode, OFlags, Timestamps, UTIME_OMIT, Uid, XattrFlags,
@@ -9,7 +11,9 @@ use rustix::fs::{
     setxattr, utimensat,
 };
 use rustix::io::{self, Errno, pread, pwrite};
-use smb3d_vfs::backend::{checked_range_end, validate_xattr_name, validate_xattr_value};
+use smb3d_vfs::backend::{
+    MAX_FILE_SIZE, checked_range_end, copy_by_reading, validate_xattr_name, validate_xattr_value,
+};
 use smb3d_vfs::casefold::Found;
 use smb3d_vfs::{
     Access, CaseSensitivity, DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult,
@@ -17,6 +21,7 @@ use smb3d_vfs::{
 };
 
 use crate::caseless::NameRules;
+use crate::copy;
 use crate::errno::map_errno;
 use crate::stat::{statx_at, statx_fd};
 
@@ -347,6 +352,83 @@ impl VfsFile for PosixFile {
             fremovexattr(&self.fd, name)
         }
         .map_err(map_errno)
+    }
+
+    fn copy_range(
+        &self,
+        src: &dyn VfsFile,
+        src_offset: u64,
+        offset: u64,
+        len: u64,
+    ) -> VfsResult<u64> {
+        self.check_data(self.access.can_write())?;
+        checked_range_end(offset, len)?;
+        let mut done = 0;
+        if let Some(source) = src.as_any().downcast_ref::<PosixFile>() {
+            source.check_data(source.access.can_read())?;
+            done = copy::copy_range(source.fd.as_fd(), src_offset, self.fd.as_fd(), offset, len)
+                .unwrap_or(0);
+            if done == len {
+                return Ok(done);
+            }
+            // Stopped at the end of the source, or the kernel would not copy (another file
+            // system, overlapping ranges of one file): reading and writing finishes the job.
+            let size = statx_fd(&source.fd).map_err(map_errno)?.size;
+            if src_offset.saturating_add(done) >= size {
+                return Ok(done);
+            }
+        }
+        let rest = copy_by_reading(self, src, src_offset + done, offset + done, len - done)?;
+        Ok(done + rest)
+    }
+
+    fn clone_range(
+        &self,
+        src: &dyn VfsFile,
+        src_offset: u64,
+        offset: u64,
+        len: u64,
+    ) -> VfsResult<()> {
+        let source = src
+            .as_any()
+            .downcast_ref::<PosixFile>()
+            .ok_or(VfsError::CrossDevice)?;
+        self.check_data(self.access.can_write())?;
+        source.check_data(source.access.can_read())?;
+        if len == 0 {
+            return Ok(());
+        }
+        checked_range_end(offset, len)?;
+        checked_range_end(src_offset, len)?;
+        copy::clone_range(source.fd.as_fd(), src_offset, self.fd.as_fd(), offset, len).map_err(
+            |errno| match errno {
+                Errno::OPNOTSUPP | Errno::NOTTY => VfsError::Unsupported,
+                other => map_errno(other),
+            },
+        )
+    }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()> {
+        self.check_data(self.access.can_write())?;
+        if len == 0 {
+            return Ok(());
+        }
+        let len = len.min(MAX_FILE_SIZE.saturating_sub(offset));
+        copy::punch_hole(self.fd.as_fd(), offset, len).map_err(|errno| match errno {
+            Errno::OPNOTSUPP => VfsError::Unsupported,
+            other => map_errno(other),
+        })
+    }
+
+    fn allocated_ranges(&self, offset: u64, len: u64) -> VfsResult<Vec<(u64, u64)>> {
+        self.check_data(true)?;
+        let size = statx_fd(&self.fd).map_err(map_errno)?.size;
+        let end = offset.saturating_add(len).min(size);
+        copy::data_ranges(self.fd.as_fd(), offset, end).map_err(map_errno)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 
     fn list_xattr(&self) -> VfsResult<Vec<String>> {

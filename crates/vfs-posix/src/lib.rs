@@ -5,13 +5,14 @@
 //! with a component-by-component `O_NOFOLLOW` walk that is just as confined. Operations on the
 //! last component (`unlinkat`, `renameat2`, `mkdirat`, `symlinkat`) act relative to a parent
 //! opened that way, so no symlink or concurrent rename can take them out of the share.
-//! Everything is `O_CLOEXEC` and closed on drop. No `unsafe`: rustix wraps the system calls.
+//! Everything is `O_CLOEXEC` and closed on drop. rustix wraps the system calls; the one
+//! `unsafe` block is the `FICLONERANGE` ioctl rustix has no wrapper for (`copy.rs`).
 //!
 //! Names ignore case by default ([`CaseSensitivity`]): a path that exists as spelled costs
 //! what it would cost without the option; a component missing as spelled is looked for by
 //! listing its parent, which was itself opened the confined way, or in the cached names of
 //! a large parent ([`ListingCacheLimits`]).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![cfg_attr(
     not(test),
     deny(
@@ -23,6 +24,7 @@
 )]
 
 mod caseless;
+mod copy;
 mod errno;
 mod file;
 mod identity;
@@ -32,9 +34,11 @@ mod stat;
 
 use std::path::Path;
 
+use rustix::fd::AsFd;
+
 use rustix::fs::{
     AtFlags, CWD, Mode, OFlags, RenameFlags, ResolveFlags, fstat, fstatfs, fstatvfs, mkdirat,
-    openat, openat2, renameat_with, symlinkat, unlinkat,
+    openat, openat2, readlinkat, renameat_with, symlinkat, unlinkat,
 };
 use rustix::io::Errno;
 use smb3d_vfs::backend::{
@@ -64,6 +68,8 @@ pub struct PosixVfs {
     names: NameRules,
     /// Whether [`Vfs::run_as`] switches to the user's credentials (the server runs as root).
     switch_credentials: bool,
+    /// Whether the share's file system clones (probed when the share is opened).
+    can_clone: bool,
 }
 
 impl PosixVfs {
@@ -82,20 +88,25 @@ impl PosixVfs {
             Err(Errno::NOSYS | Errno::PERM) => Resolver::Walk,
             _ => Resolver::Openat2,
         };
+        let can_clone = copy::probe_cloning(fd.as_fd());
         Ok(Self {
             root: Root::new(fd, resolver),
             names: default_name_rules(),
             switch_credentials: identity::can_switch(),
+            can_clone,
         })
     }
 
     /// Opens the share root and resolves paths with the given method (tests use this to run
     /// the `openat2` fallback on kernels that have `openat2`).
     pub fn with_resolver(root: &Path, resolver: Resolver) -> VfsResult<Self> {
+        let fd = open_root(root)?;
+        let can_clone = copy::probe_cloning(fd.as_fd());
         Ok(Self {
-            root: Root::new(open_root(root)?, resolver),
+            root: Root::new(fd, resolver),
             names: default_name_rules(),
             switch_credentials: identity::can_switch(),
+            can_clone,
         })
     }
 
@@ -421,6 +432,26 @@ impl Vfs for PosixVfs {
             .ok_or(VfsError::AlreadyExists)?;
         let dir = self.parent_dir(&parent)?;
         symlinkat(target, &dir, name).map_err(map_errno)
+    }
+
+    fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>> {
+        let real = self.spelled(path);
+        let (parent, name) = real
+            .as_ref()
+            .unwrap_or(path)
+            .parent_and_name()
+            .ok_or(VfsError::Busy)?;
+        let dir = self.parent_dir(&parent)?;
+        match readlinkat(&dir, name, Vec::new()) {
+            Ok(target) => Ok(Some(target.to_string_lossy().into_owned())),
+            // Not a symlink.
+            Err(Errno::INVAL) => Ok(None),
+            Err(error) => Err(map_errno(error)),
+        }
+    }
+
+    fn can_clone(&self) -> bool {
+        self.can_clone
     }
 
     fn fs_stat(&self) -> VfsResult<FsStat> {

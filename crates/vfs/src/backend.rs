@@ -1,6 +1,8 @@
 //! Rules every back end applies the same way, so that they agree on edge cases.
 
-use crate::{CaseSensitivity, Disposition, MAX_PATH_LEN, VfsError, VfsPath, VfsResult};
+use crate::{
+    CaseSensitivity, Disposition, MAX_PATH_LEN, VfsError, VfsFile, VfsPath, VfsResult, errno,
+};
 
 /// The longest extended-attribute name, namespace prefix included (Linux `XATTR_NAME_MAX`).
 pub const MAX_XATTR_NAME_LEN: usize = 255;
@@ -50,6 +52,52 @@ pub fn checked_range_end(offset: u64, len: u64) -> VfsResult<u64> {
         .checked_add(len)
         .filter(|&end| end <= MAX_FILE_SIZE)
         .ok_or(VfsError::NoSpace)
+}
+
+/// The most one step of [`copy_by_reading`] holds in memory.
+const COPY_STEP: u64 = 1 << 20;
+
+/// [`VfsFile::copy_range`] through reads and writes, for back ends without a copy primitive
+/// and handles the file system cannot copy between. Only what `src` holds is copied. When
+/// the two handles are one file and the target range starts inside the source range, the
+/// steps go back to front, so the result is as if the source had been read whole first.
+pub fn copy_by_reading(
+    dst: &dyn VfsFile,
+    src: &dyn VfsFile,
+    src_offset: u64,
+    offset: u64,
+    len: u64,
+) -> VfsResult<u64> {
+    let source = src.stat()?;
+    let target = dst.stat()?;
+    if source.file_type != crate::FileType::File || target.file_type != crate::FileType::File {
+        return Err(VfsError::IsADirectory);
+    }
+    let len = len.min(source.size.saturating_sub(src_offset));
+    if len == 0 {
+        return Ok(0);
+    }
+    checked_range_end(offset, len)?;
+    let same_file = (source.dev, source.ino) == (target.dev, target.ino);
+    let backwards = same_file && offset > src_offset && offset < src_offset + len;
+    let mut buf = vec![0u8; usize::try_from(len.min(COPY_STEP)).unwrap_or(0)];
+    let mut done = 0u64;
+    while done < len {
+        let step = (len - done).min(COPY_STEP);
+        let at = if backwards { len - done - step } else { done };
+        let chunk = buf
+            .get_mut(..usize::try_from(step).unwrap_or(0))
+            .ok_or(VfsError::Io(errno::EIO))?;
+        let read = src.read_at(chunk, src_offset + at)?;
+        let data = chunk.get(..read).unwrap_or_default();
+        dst.write_at(data, offset + at)?;
+        if (read as u64) < step {
+            // The source shrank since it was measured.
+            return Ok(if backwards { len } else { done + read as u64 });
+        }
+        done += step;
+    }
+    Ok(len)
 }
 
 /// Checks a symlink target as Linux accepts it: not empty, no NUL, at most [`MAX_PATH_LEN`]

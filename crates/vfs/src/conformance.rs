@@ -51,7 +51,9 @@ macro_rules! conformance_tests {
             read_write_and_size, allocate, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
-            create_modes, modes_and_ownership, fs_stat, removed_directory_handles,
+            create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
+            copy_range_within_one_file, clone_range, punch_hole_and_allocated_ranges,
+            read_link,
         );
     };
     (@each $make:expr; $($test:ident),* $(,)?) => {
@@ -1603,4 +1605,225 @@ pub fn case_sensitive_names_are_distinct(exact: &dyn Vfs, caseless: &dyn Vfs) {
     let collides = open(caseless, "name", rw, Disposition::Create, Kind::File);
     assert_eq!(error(collides), VfsError::AlreadyExists);
     assert_eq!(read_file(caseless, "name"), b"upper", "NAME is the lowest");
+}
+
+/// Bytes that differ at every offset, so that a copy from the wrong place shows.
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8 ^ seed).collect()
+}
+
+fn read_range(file: &dyn VfsFile, offset: u64, len: usize) -> Vec<u8> {
+    let mut data = vec![0; len];
+    let read = file.read_at(&mut data, offset).unwrap();
+    data.truncate(read);
+    data
+}
+
+/// Copies between files: ranges, growth of the target, a short copy at the end of the
+/// source, access, and directories.
+pub fn copy_range(vfs: &dyn Vfs) {
+    let data = pattern(200_000, 7);
+    write_file(vfs, "src", &data);
+    let src = open_file(vfs, "src", Access::Read);
+    let dst = open(
+        vfs,
+        "dst",
+        Access::ReadWrite,
+        Disposition::Create,
+        Kind::File,
+    )
+    .unwrap()
+    .file;
+    assert_eq!(dst.copy_range(&*src, 1000, 5000, 100_000).unwrap(), 100_000);
+    assert_eq!(dst.stat().unwrap().size, 105_000);
+    assert_eq!(
+        read_range(&*dst, 0, 5000),
+        vec![0; 5000],
+        "the gap reads as zeros"
+    );
+    assert_eq!(read_range(&*dst, 5000, 100_000), &data[1000..101_000]);
+    // Past the end of the source: what is there.
+    assert_eq!(dst.copy_range(&*src, 150_000, 0, 100_000).unwrap(), 50_000);
+    assert_eq!(read_range(&*dst, 0, 50_000), &data[150_000..]);
+    assert_eq!(dst.copy_range(&*src, 300_000, 0, 10).unwrap(), 0);
+    assert_eq!(dst.copy_range(&*src, 0, 0, 0).unwrap(), 0);
+    // The source needs read access, the target write access.
+    let write_only = open_file(vfs, "src", Access::Write);
+    assert_eq!(
+        error(dst.copy_range(&*write_only, 0, 0, 10)),
+        VfsError::PermissionDenied
+    );
+    let read_only = open_file(vfs, "dst", Access::Read);
+    assert_eq!(
+        error(read_only.copy_range(&*src, 0, 0, 10)),
+        VfsError::PermissionDenied
+    );
+    mkdir(vfs, "d");
+    let dir = open(vfs, "d", Access::Read, Disposition::Open, Kind::Directory)
+        .unwrap()
+        .file;
+    assert_eq!(
+        error(dst.copy_range(&*dir, 0, 0, 10)),
+        VfsError::IsADirectory
+    );
+    assert_eq!(read_file(vfs, "src"), data, "the source is untouched");
+}
+
+/// Copies within one file behave as if the source range were read whole first, whichever way
+/// the ranges overlap.
+pub fn copy_range_within_one_file(vfs: &dyn Vfs) {
+    let data = pattern(64 * 1024, 3);
+    for (from, to, len) in [
+        (0u64, 2040u64, 2048u64),
+        (2040, 0, 2048),
+        (0, 40_000, 20_000),
+    ] {
+        write_file(vfs, "same", &data);
+        let file = open_file(vfs, "same", Access::ReadWrite);
+        assert_eq!(file.copy_range(&*file, from, to, len).unwrap(), len);
+        let mut expected = data.clone();
+        let (from, to, len) = (from as usize, to as usize, len as usize);
+        expected.copy_within(from..from + len, to);
+        assert_eq!(read_file(vfs, "same"), expected, "{from} -> {to}");
+    }
+}
+
+/// Block cloning where the back end can, `Unsupported` where it cannot.
+pub fn clone_range(vfs: &dyn Vfs) {
+    const BLOCK: u64 = 4096;
+    let data = pattern(16 * BLOCK as usize + 100, 9);
+    write_file(vfs, "src", &data);
+    let src = open_file(vfs, "src", Access::Read);
+    let dst = open(
+        vfs,
+        "dst",
+        Access::ReadWrite,
+        Disposition::Create,
+        Kind::File,
+    )
+    .unwrap()
+    .file;
+    let result = dst.clone_range(&*src, BLOCK, 2 * BLOCK, 4 * BLOCK);
+    if !vfs.can_clone() {
+        assert_eq!(error(result), VfsError::Unsupported);
+        return;
+    }
+    result.unwrap();
+    assert_eq!(dst.stat().unwrap().size, 6 * BLOCK);
+    assert_eq!(
+        read_range(&*dst, 2 * BLOCK, 4 * BLOCK as usize),
+        &data[BLOCK as usize..5 * BLOCK as usize]
+    );
+    // A range that ends with the source may end off a block boundary.
+    dst.clone_range(&*src, 8 * BLOCK, 0, 8 * BLOCK + 100)
+        .unwrap();
+    assert_eq!(
+        read_range(&*dst, 0, 8 * BLOCK as usize + 100),
+        &data[8 * BLOCK as usize..]
+    );
+    // Writes after the clone do not show through the other file.
+    dst.write_at(b"changed", 0).unwrap();
+    assert_eq!(read_file(vfs, "src"), data);
+    assert_eq!(dst.clone_range(&*src, 0, 0, 0), Ok(()));
+    assert_eq!(
+        error(dst.clone_range(&*src, 1, 0, BLOCK)),
+        VfsError::Io(errno::EINVAL),
+        "unaligned"
+    );
+    let same = open_file(vfs, "src", Access::ReadWrite);
+    assert_eq!(
+        error(same.clone_range(&*same, 0, BLOCK, 2 * BLOCK)),
+        VfsError::Io(errno::EINVAL),
+        "overlapping ranges of one file"
+    );
+    same.clone_range(&*same, 0, 4 * BLOCK, 2 * BLOCK).unwrap();
+    let read_only = open_file(vfs, "dst", Access::Read);
+    assert_eq!(
+        error(read_only.clone_range(&*src, 0, 0, BLOCK)),
+        VfsError::PermissionDenied
+    );
+}
+
+/// Punched holes read as zeros and leave the size; allocated ranges find the data.
+pub fn punch_hole_and_allocated_ranges(vfs: &dyn Vfs) {
+    const MIB: u64 = 1 << 20;
+    let file = open(
+        vfs,
+        "sparse",
+        Access::ReadWrite,
+        Disposition::Create,
+        Kind::File,
+    )
+    .unwrap()
+    .file;
+    assert_eq!(file.allocated_ranges(0, MIB).unwrap(), []);
+    file.write_at(&[1; 4096], 0).unwrap();
+    file.write_at(&[2; 4096], 2 * MIB).unwrap();
+    let size = 2 * MIB + 4096;
+    let ranges = file.allocated_ranges(0, u64::MAX).unwrap();
+    // The first range holds the first write, the last ends with the file; the hole between
+    // (at least the middle MiB, whatever the file system's block size) is in none.
+    assert_eq!(ranges.first().map(|r| r.0), Some(0));
+    assert!(ranges.first().unwrap().1 >= 4096);
+    let last = ranges.last().unwrap();
+    assert_eq!(last.0 + last.1, size);
+    assert!(
+        ranges
+            .iter()
+            .all(|&(o, l)| o + l <= MIB || o >= 2 * MIB - 65536),
+        "{ranges:?}"
+    );
+    // Cut to the range asked for.
+    assert_eq!(file.allocated_ranges(100, 50).unwrap(), [(100, 50)]);
+    assert_eq!(file.allocated_ranges(MIB, 4096).unwrap(), []);
+    assert_eq!(file.allocated_ranges(size, 100).unwrap(), []);
+
+    file.punch_hole(0, 4096).unwrap();
+    assert_eq!(file.stat().unwrap().size, size);
+    assert_eq!(read_range(&*file, 0, 4096), vec![0; 4096]);
+    assert_eq!(file.allocated_ranges(0, MIB).unwrap(), []);
+    // A partial block is zeroed.
+    file.punch_hole(2 * MIB + 100, 100).unwrap();
+    let mut expected = vec![2; 4096];
+    expected[100..200].fill(0);
+    assert_eq!(read_range(&*file, 2 * MIB, 4096), expected);
+    file.punch_hole(size, MIB).unwrap();
+    assert_eq!(
+        file.stat().unwrap().size,
+        size,
+        "beyond the end changes nothing"
+    );
+    let read_only = open_file(vfs, "sparse", Access::Read);
+    assert_eq!(
+        error(read_only.punch_hole(0, 10)),
+        VfsError::PermissionDenied
+    );
+}
+
+/// Symlinks read back as stored, without following them.
+pub fn read_link(vfs: &dyn Vfs) {
+    write_file(vfs, "file", b"x");
+    mkdir(vfs, "dir");
+    vfs.symlink("file", &path("link")).unwrap();
+    vfs.symlink("../../outside", &path("dir/escape")).unwrap();
+    vfs.symlink("missing", &path("dangling")).unwrap();
+    assert_eq!(
+        vfs.read_link(&path("link")).unwrap().as_deref(),
+        Some("file")
+    );
+    assert_eq!(
+        vfs.read_link(&path("dir/escape")).unwrap().as_deref(),
+        Some("../../outside")
+    );
+    assert_eq!(
+        vfs.read_link(&path("dangling")).unwrap().as_deref(),
+        Some("missing")
+    );
+    assert_eq!(vfs.read_link(&path("file")).unwrap(), None);
+    assert_eq!(vfs.read_link(&path("dir")).unwrap(), None);
+    assert_eq!(error(vfs.read_link(&path("nothing"))), VfsError::NotFound);
+    assert_eq!(
+        error(vfs.read_link(&path("nothing/x"))),
+        VfsError::ParentNotFound
+    );
 }

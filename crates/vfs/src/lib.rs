@@ -33,6 +33,8 @@ mod memory;
 mod path;
 mod types;
 
+use std::any::Any;
+
 pub use error::{VfsError, VfsResult, errno};
 pub use memory::MemoryVfs;
 pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
@@ -115,8 +117,15 @@ pub trait Vfs: Send + Sync {
     /// leave the share can be created but are refused when followed.
     fn symlink(&self, target: &str, link: &VfsPath) -> VfsResult<()>;
 
+    /// The target of the symlink at `path`, as stored, its last component not followed;
+    /// `None` when the object there is not a symlink.
+    fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>>;
+
     /// Capacity and identity of the file system holding the share.
     fn fs_stat(&self) -> VfsResult<FsStat>;
+
+    /// Whether [`VfsFile::clone_range`] works on the file system holding the share.
+    fn can_clone(&self) -> bool;
 }
 
 /// An open file or directory.
@@ -192,4 +201,44 @@ pub trait VfsFile: Send + Sync {
 
     /// The names of the extended attributes set on the object.
     fn list_xattr(&self) -> VfsResult<Vec<String>>;
+
+    /// Copies `len` bytes of `src` from `src_offset` into this file at `offset`, extending it
+    /// as needed, and returns how many were copied: fewer only when `src` ends first. `src`
+    /// needs read access and this file write access, both regular files (of any back end).
+    /// They may be the same file, ranges overlapping: the result is as if the source range had
+    /// been read whole first. The file system copies, sharing extents where it can.
+    fn copy_range(
+        &self,
+        src: &dyn VfsFile,
+        src_offset: u64,
+        offset: u64,
+        len: u64,
+    ) -> VfsResult<u64>;
+
+    /// Makes `offset..offset + len` of this file share the storage of `src` at `src_offset`
+    /// (block cloning); the file grows if the range ends past its end. Offsets and `len` must
+    /// be multiples of the file system's block size, except a range that ends at the end of
+    /// `src` (`Io(EINVAL)` otherwise, also for overlapping ranges of one file); `len` 0 does
+    /// nothing. `Unsupported` where [`Vfs::can_clone`] is false, `CrossDevice` between file
+    /// systems.
+    fn clone_range(
+        &self,
+        src: &dyn VfsFile,
+        src_offset: u64,
+        offset: u64,
+        len: u64,
+    ) -> VfsResult<()>;
+
+    /// Frees the storage of `offset..offset + len`, which then reads as zeros; the size does
+    /// not change. A range partly or wholly beyond the end is cut to it.
+    fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()>;
+
+    /// The parts of `offset..offset + len` that hold data rather than holes, in order, as
+    /// (offset, length), cut to that range and to the end of the file. A file system without
+    /// holes reports everything up to the end as data.
+    fn allocated_ranges(&self, offset: u64, len: u64) -> VfsResult<Vec<(u64, u64)>>;
+
+    /// This handle as `Any`, so that a back end can recognise its own handles (the `src` of
+    /// [`copy_range`](Self::copy_range) and [`clone_range`](Self::clone_range)).
+    fn as_any(&self) -> &dyn Any;
 }

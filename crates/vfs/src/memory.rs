@@ -4,11 +4,12 @@
 //! sparse (4 KiB chunks allocated on write), so a peer's huge offset costs nothing, and a
 //! capacity bounds what writes can allocate.
 
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::{
-    caseless_rename_target, checked_range_end, open_caseless, retry_caseless,
+    caseless_rename_target, checked_range_end, copy_by_reading, open_caseless, retry_caseless,
     validate_symlink_target, validate_xattr_name, validate_xattr_value,
 };
 use crate::casefold::{EntryChooser, Found, resolve_path};
@@ -260,6 +261,30 @@ impl Vfs for MemoryVfs {
         let link = real.as_ref().unwrap_or(link);
         state.insert(link, Body::Symlink(target.to_owned()), S_IFLNK | 0o777)?;
         Ok(())
+    }
+
+    fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>> {
+        let mut state = self.lock();
+        retry_caseless(
+            self.case,
+            path,
+            &mut *state,
+            |state, path| {
+                let (parent, name) = path.parent_and_name().ok_or(VfsError::Busy)?;
+                let dir = state.parent_directory(&parent)?;
+                let child = *state.entries(dir)?.get(name).ok_or(VfsError::NotFound)?;
+                Ok(match &state.node(child)?.body {
+                    Body::Symlink(target) => Some(target.clone()),
+                    _ => None,
+                })
+            },
+            |state, path| state.real_path(path),
+        )
+    }
+
+    /// Cloning is a copy here: nothing observable tells the two apart.
+    fn can_clone(&self) -> bool {
+        true
     }
 
     fn fs_stat(&self) -> VfsResult<FsStat> {
@@ -708,6 +733,52 @@ impl FileData {
         self.size = len;
     }
 
+    /// Frees the chunks inside `offset..end` and zeroes the parts of chunks at its edges.
+    fn punch_hole(&mut self, offset: u64, end: u64, space: &mut Space) {
+        let end = end.min(self.size);
+        if offset >= end {
+            return;
+        }
+        let (first, last) = (offset / CHUNK_U64, (end - 1) / CHUNK_U64);
+        let inside: Vec<u64> = self.chunks.range(first..=last).map(|(&i, _)| i).collect();
+        for index in inside {
+            let start = index * CHUNK_U64;
+            let from = offset.max(start) - start;
+            let to = end.min(start + CHUNK_U64) - start;
+            if from == 0 && to == CHUNK_U64 {
+                self.chunks.remove(&index);
+                space.release(CHUNK_U64);
+            } else if let Some(bytes) = self
+                .chunks
+                .get_mut(&index)
+                .and_then(|chunk| chunk.get_mut(from as usize..to as usize))
+            {
+                bytes.fill(0);
+            }
+        }
+    }
+
+    /// The allocated parts of `offset..end` (cut to the size), merged where chunks touch.
+    fn allocated_ranges(&self, offset: u64, end: u64) -> Vec<(u64, u64)> {
+        let end = end.min(self.size);
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        if offset >= end {
+            return ranges;
+        }
+        for (&index, _) in self
+            .chunks
+            .range(offset / CHUNK_U64..=(end - 1) / CHUNK_U64)
+        {
+            let from = (index * CHUNK_U64).max(offset);
+            let to = ((index + 1) * CHUNK_U64).min(end);
+            match ranges.last_mut() {
+                Some((start, len)) if *start + *len == from => *len = to - *start,
+                _ => ranges.push((from, to - from)),
+            }
+        }
+        ranges
+    }
+
     fn allocate(&mut self, offset: u64, len: u64, space: &mut Space) -> VfsResult<()> {
         if len == 0 {
             return Err(VfsError::Io(errno::EINVAL));
@@ -924,6 +995,79 @@ impl VfsFile for MemoryFile {
 
     fn list_xattr(&self) -> VfsResult<Vec<String>> {
         Ok(self.lock().node(self.ino)?.xattrs.keys().cloned().collect())
+    }
+
+    fn copy_range(
+        &self,
+        src: &dyn VfsFile,
+        src_offset: u64,
+        offset: u64,
+        len: u64,
+    ) -> VfsResult<u64> {
+        copy_by_reading(self, src, src_offset, offset, len)
+    }
+
+    fn clone_range(
+        &self,
+        src: &dyn VfsFile,
+        src_offset: u64,
+        offset: u64,
+        len: u64,
+    ) -> VfsResult<()> {
+        let Some(source) = src.as_any().downcast_ref::<MemoryFile>() else {
+            return Err(VfsError::CrossDevice);
+        };
+        if !Arc::ptr_eq(&self.shared, &source.shared) {
+            return Err(VfsError::CrossDevice);
+        }
+        if self.is_directory || source.is_directory {
+            return Err(VfsError::IsADirectory);
+        }
+        if !source.access.can_read() || !self.access.can_write() {
+            return Err(VfsError::PermissionDenied);
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        checked_range_end(offset, len)?;
+        let source_end = checked_range_end(src_offset, len)?;
+        let source_size = source.stat()?.size;
+        let aligned = |n: u64| n.is_multiple_of(CHUNK_U64);
+        let reaches_end = source_end == source_size;
+        if source_end > source_size
+            || !aligned(src_offset)
+            || !aligned(offset)
+            || !(aligned(len) || reaches_end)
+            || (self.ino == source.ino
+                && offset < source_end
+                && src_offset < offset.saturating_add(len))
+        {
+            return Err(VfsError::Io(errno::EINVAL));
+        }
+        copy_by_reading(self, src, src_offset, offset, len).map(drop)
+    }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()> {
+        let end = offset.saturating_add(len);
+        self.change_data(|file, space| {
+            file.punch_hole(offset, end, space);
+            Ok(())
+        })
+    }
+
+    fn allocated_ranges(&self, offset: u64, len: u64) -> VfsResult<Vec<(u64, u64)>> {
+        if self.is_directory {
+            return Err(VfsError::IsADirectory);
+        }
+        let state = self.lock();
+        match &state.node(self.ino)?.body {
+            Body::File(data) => Ok(data.allocated_ranges(offset, offset.saturating_add(len))),
+            _ => Err(VfsError::IsADirectory),
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
