@@ -1,5 +1,6 @@
 //! IOCTL (MS-SMB2 2.2.31, 2.2.32) and the VALIDATE_NEGOTIATE_INFO bodies (2.2.31.4,
-//! 2.2.32.6). Other FSCTL bodies are MS-FSCC's and live in the fscc crate.
+//! 2.2.32.6). Server-side copy and network interfaces are in `fsctl`; MS-FSCC FSCTL bodies
+//! live in the fscc crate.
 
 use smb3d_wire::{DecodeError, Guid, Reader, Writer};
 
@@ -9,7 +10,8 @@ use crate::output::PendingOutput;
 use crate::util::{body, len16, len32, to_usize};
 
 smb3d_wire::open_enum! {
-    /// The CtlCode values MS-SMB2 2.2.31 names; any other FSCTL or IOCTL code is kept.
+    /// The CtlCode values MS-SMB2 2.2.31 names, and the MS-FSCC 2.3 file system controls the
+    /// server answers; any other FSCTL or IOCTL code is kept.
     pub struct CtlCode(u32) {
         FSCTL_DFS_GET_REFERRALS = 0x0006_0194,
         FSCTL_PIPE_PEEK = 0x0011_400C,
@@ -26,6 +28,38 @@ smb3d_wire::open_enum! {
         FSCTL_DFS_GET_REFERRALS_EX = 0x0006_01B0,
         FSCTL_FILE_LEVEL_TRIM = 0x0009_8208,
         FSCTL_VALIDATE_NEGOTIATE_INFO = 0x0014_0204,
+        FSCTL_GET_COMPRESSION = 0x0009_003C,
+        FSCTL_SET_COMPRESSION = 0x0009_C040,
+        FSCTL_SET_OBJECT_ID = 0x0009_0098,
+        FSCTL_GET_OBJECT_ID = 0x0009_009C,
+        FSCTL_DELETE_OBJECT_ID = 0x0009_00A0,
+        FSCTL_GET_REPARSE_POINT = 0x0009_00A8,
+        FSCTL_DELETE_REPARSE_POINT = 0x0009_00AC,
+        FSCTL_SET_OBJECT_ID_EXTENDED = 0x0009_00BC,
+        FSCTL_CREATE_OR_GET_OBJECT_ID = 0x0009_00C0,
+        FSCTL_SET_SPARSE = 0x0009_00C4,
+        FSCTL_SET_ZERO_DATA = 0x0009_80C8,
+        FSCTL_QUERY_ALLOCATED_RANGES = 0x0009_40CF,
+        FSCTL_GET_INTEGRITY_INFORMATION = 0x0009_027C,
+        FSCTL_SET_INTEGRITY_INFORMATION = 0x0009_C280,
+        FSCTL_SET_INTEGRITY_INFORMATION_EX = 0x0009_0380,
+        FSCTL_DUPLICATE_EXTENTS_TO_FILE = 0x0009_8344,
+        FSCTL_DUPLICATE_EXTENTS_TO_FILE_EX = 0x0009_83E8,
+        FSCTL_IS_PATHNAME_VALID = 0x0009_002C,
+        FSCTL_FILESYSTEM_GET_STATISTICS = 0x0009_0060,
+        FSCTL_GET_NTFS_VOLUME_DATA = 0x0009_0064,
+        FSCTL_GET_RETRIEVAL_POINTERS = 0x0009_0073,
+        FSCTL_FIND_FILES_BY_SID = 0x0009_008F,
+        FSCTL_QUERY_FILE_REGIONS = 0x0009_0284,
+        FSCTL_OFFLOAD_READ = 0x0009_4264,
+        FSCTL_OFFLOAD_WRITE = 0x0009_8268,
+        FSCTL_READ_FILE_USN_DATA = 0x0009_00EB,
+        FSCTL_WRITE_USN_CLOSE_RECORD = 0x0009_00EF,
+        FSCTL_SET_ZERO_ON_DEALLOCATION = 0x0009_0194,
+        FSCTL_SET_SHORT_NAME_BEHAVIOR = 0x0009_01B4,
+        FSCTL_QUERY_ON_DISK_VOLUME_INFO = 0x0009_013C,
+        FSCTL_SIS_COPYFILE = 0x0009_0100,
+        FSCTL_MARK_HANDLE = 0x0009_00FC,
     }
 }
 

@@ -54,6 +54,7 @@ pub mod error;
 pub mod file_id;
 pub mod flush;
 pub mod framing;
+pub mod fsctl;
 pub mod header;
 pub mod ioctl;
 pub mod lock;
