@@ -24,8 +24,9 @@ pub(crate) const SETTABLE_ATTRIBUTES: FileAttributes = FileAttributes(
         | FileAttributes::OFFLINE.0
         | FileAttributes::NOT_CONTENT_INDEXED.0,
 );
-const KEPT_ATTRIBUTES: FileAttributes =
-    FileAttributes(SETTABLE_ATTRIBUTES.0 | FileAttributes::SPARSE_FILE.0);
+const KEPT_ATTRIBUTES: FileAttributes = FileAttributes(
+    SETTABLE_ATTRIBUTES.0 | FileAttributes::SPARSE_FILE.0 | FileAttributes::REPARSE_POINT.0,
+);
 
 pub(crate) fn filetime(t: Timespec) -> FileTime {
     FileTime::from_unix(t.sec, t.nsec)

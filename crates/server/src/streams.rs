@@ -300,7 +300,9 @@ impl VfsFile for StreamFile {
     /// An xattr has no holes: the range reads as zeros afterwards, as a punched one would.
     fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()> {
         let mut data = self.0.data()?;
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
         let end = usize::try_from(offset.saturating_add(len))
             .unwrap_or(usize::MAX)
             .min(data.len());

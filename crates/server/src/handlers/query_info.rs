@@ -378,7 +378,8 @@ fn fs_info(
         FsInformationClass::FILE_FS_ATTRIBUTE_INFORMATION => FileFsAttributeInformation {
             file_system_attributes: FsAttributes::CASE_SENSITIVE_SEARCH
                 | FsAttributes::CASE_PRESERVED_NAMES
-                | FsAttributes::UNICODE_ON_DISK,
+                | FsAttributes::UNICODE_ON_DISK
+                | crate::handlers::ioctl::fs_attributes(open.vfs.as_ref()),
             maximum_component_name_length: u32::try_from(fs.max_name_len.min(255)).unwrap_or(255),
             // Clients (and applications asking GetVolumeInformation) expect NTFS semantics
             // from a file server; this is the name they test for.

@@ -4,17 +4,26 @@
 //! why it answers as it does, is listed in `docs/ioctl.md`.
 
 use smb3d_dtyp::NtStatus;
+use smb3d_fscc::FsAttributes;
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::ioctl::{
     CtlCode, IoctlFlags, IoctlRequest, IoctlResponse, ValidateNegotiateInfoRequest,
     ValidateNegotiateInfoResponse,
 };
 use smb3d_smb2::negotiate::{Capabilities, Dialect, SecurityMode};
+use smb3d_vfs::Vfs;
 use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
-use crate::handlers::pipe;
+use crate::handlers::{lookup_open, pipe};
 use crate::pending::Reply;
+
+mod clone;
+mod copy;
+mod network;
+mod reparse;
+mod sparse;
+mod volume;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -46,10 +55,10 @@ pub(crate) async fn handle(
             }
             match req.ctl_code {
                 CtlCode::FSCTL_VALIDATE_NEGOTIATE_INFO => validate_negotiate(cx, &req, w),
+                CtlCode::FSCTL_QUERY_NETWORK_INTERFACE_INFO => network::query(cx, &req, w),
                 CtlCode::FSCTL_PIPE_WAIT if ipc => pipe::wait(&req, w),
                 CtlCode::FSCTL_PIPE_WAIT => Err(NtStatus::INVALID_DEVICE_REQUEST),
-                // No DFS namespace is served (MS-SMB2 3.3.5.15.2); interfaces are not
-                // enumerated yet.
+                // No DFS namespace is served (MS-SMB2 3.3.5.15.2).
                 _ => Err(NtStatus::FS_DRIVER_REQUIRED),
             }
         }
@@ -59,8 +68,59 @@ pub(crate) async fn handle(
             pipe::lookup(cx, req.file_id)?;
             Err(NtStatus::FS_DRIVER_REQUIRED)
         }
-        _ => Err(NtStatus::INVALID_DEVICE_REQUEST),
+        _ => on_file(cx, &req, w),
     }
+}
+
+/// The controls on an open file or directory (MS-SMB2 3.3.5.15.5 and on, MS-FSA 2.1.5.10).
+fn on_file(
+    cx: &mut Ctx<'_>,
+    req: &IoctlRequest<'_>,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let open = lookup_open(cx, req.file_id)?;
+    match req.ctl_code {
+        CtlCode::FSCTL_SRV_REQUEST_RESUME_KEY => copy::resume_key(cx, &open, req, w),
+        CtlCode::FSCTL_SRV_COPYCHUNK | CtlCode::FSCTL_SRV_COPYCHUNK_WRITE => {
+            copy::copy_chunks(cx, &open, req, w)
+        }
+        CtlCode::FSCTL_DUPLICATE_EXTENTS_TO_FILE | CtlCode::FSCTL_DUPLICATE_EXTENTS_TO_FILE_EX => {
+            clone::duplicate_extents(cx, &open, req, w)
+        }
+        CtlCode::FSCTL_SET_SPARSE => sparse::set_sparse(&open, req, w),
+        CtlCode::FSCTL_SET_ZERO_DATA => sparse::zero_data(&open, req, w),
+        CtlCode::FSCTL_QUERY_ALLOCATED_RANGES => sparse::allocated_ranges(&open, req, w),
+        CtlCode::FSCTL_GET_REPARSE_POINT => reparse::get(&open, req, w),
+        CtlCode::FSCTL_SET_REPARSE_POINT => reparse::set(&open, req, w),
+        CtlCode::FSCTL_DELETE_REPARSE_POINT => reparse::delete(&open, req, w),
+        _ => volume::handle(cx, &open, req, w),
+    }
+}
+
+/// The file-system attributes the controls here make true (MS-FSCC 2.5.1): sparse files,
+/// reparse points and object ids everywhere, block refcounting where the share's file system
+/// clones.
+pub(crate) fn fs_attributes(vfs: &dyn Vfs) -> FsAttributes {
+    let always = FsAttributes::SUPPORTS_SPARSE_FILES
+        | FsAttributes::SUPPORTS_REPARSE_POINTS
+        | FsAttributes::SUPPORTS_OBJECT_IDS;
+    if vfs.can_clone() {
+        always | FsAttributes::SUPPORTS_BLOCK_REFCOUNTING
+    } else {
+        always
+    }
+}
+
+/// Writes the IOCTL response for the open `file_id` with the output `encode` appends.
+fn respond(
+    w: &mut Writer<'_>,
+    req: &IoctlRequest<'_>,
+    file_id: FileId,
+    encode: impl FnOnce(&mut Writer<'_>),
+) {
+    let pending = IoctlResponse::begin(w, req.ctl_code, file_id);
+    encode(w);
+    IoctlResponse::finish(w, pending);
 }
 
 /// MS-SMB2 3.3.5.15.12: any mismatch with what NEGOTIATE saw means a man in the middle, and

@@ -1,0 +1,137 @@
+//! Sparse files (MS-FSA 2.1.5.10.34 FSCTL_SET_SPARSE, 2.1.5.10.39 FSCTL_SET_ZERO_DATA,
+//! 2.1.5.10.23 FSCTL_QUERY_ALLOCATED_RANGES): the sparse flag is the DOS attribute kept in
+//! `user.DOSATTRIB`, zeroing punches a hole, and allocated ranges come from `SEEK_DATA`.
+
+use std::sync::Arc;
+
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_fscc::{FileAllocatedRange, FileAttributes, FileZeroDataInformation, decode_set_sparse};
+use smb3d_smb2::ioctl::IoctlRequest;
+use smb3d_wire::Writer;
+
+use super::respond;
+use crate::fileinfo;
+use crate::open::Open;
+use crate::status_map::VfsResultExt;
+
+/// FSCTL_SET_SPARSE: any data or attribute write right will do (Windows; smbtorture
+/// `sparse_perms`); directories cannot be sparse.
+pub(super) fn set_sparse(
+    open: &Arc<Open>,
+    req: &IoctlRequest<'_>,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    if open.is_directory {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let rights = AccessMask::FILE_WRITE_DATA
+        | AccessMask::FILE_WRITE_ATTRIBUTES
+        | AccessMask::FILE_APPEND_DATA;
+    if !open.may(rights) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let sparse = decode_set_sparse(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    open.io(|| {
+        let path = open.path();
+        let mut meta = fileinfo::load(open.file.as_ref(), path.name().unwrap_or("")).status()?;
+        if meta.stored.contains(FileAttributes::SPARSE_FILE) == sparse {
+            return Ok(());
+        }
+        if sparse {
+            meta.stored |= FileAttributes::SPARSE_FILE;
+        } else {
+            meta.stored = FileAttributes(meta.stored.0 & !FileAttributes::SPARSE_FILE.0);
+        }
+        fileinfo::store(open.vfs.as_ref(), open.file.as_ref(), &meta)
+    })?;
+    respond(w, req, open.file_id, |_| {});
+    Ok(NtStatus::SUCCESS)
+}
+
+/// FSCTL_SET_ZERO_DATA: the range reads as zeros and its storage is freed, sparse or not; the
+/// size never changes. Needs FILE_WRITE_DATA and no conflicting byte-range lock.
+pub(super) fn zero_data(
+    open: &Arc<Open>,
+    req: &IoctlRequest<'_>,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    if !open.may(AccessMask::FILE_WRITE_DATA) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let zero =
+        FileZeroDataInformation::decode(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let (Ok(offset), Ok(end)) = (
+        u64::try_from(zero.file_offset),
+        u64::try_from(zero.beyond_final_zero),
+    ) else {
+        return Err(NtStatus::INVALID_PARAMETER);
+    };
+    if end < offset {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.is_directory {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let len = end - offset;
+    if len > 0 {
+        open.shared
+            .locks
+            .check_io(open.file_id.volatile, offset, len, true)?;
+        open.io(|| open.file.punch_hole(offset, len).status())?;
+    }
+    respond(w, req, open.file_id, |_| {});
+    Ok(NtStatus::SUCCESS)
+}
+
+/// FSCTL_QUERY_ALLOCATED_RANGES: the data parts of the range asked for, cut to the end of the
+/// file. A file not marked sparse reports the whole range as allocated, as Windows does.
+/// Needs FILE_READ_DATA; the answer must fit whole (STATUS_BUFFER_TOO_SMALL).
+pub(super) fn allocated_ranges(
+    open: &Arc<Open>,
+    req: &IoctlRequest<'_>,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    if !open.may(AccessMask::FILE_READ_DATA) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let range = FileAllocatedRange::decode(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let (Ok(offset), Ok(len)) = (
+        u64::try_from(range.file_offset),
+        u64::try_from(range.length),
+    ) else {
+        return Err(NtStatus::INVALID_PARAMETER);
+    };
+    if open.is_directory {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let ranges = open.io(|| {
+        let path = open.path();
+        let meta = fileinfo::load(open.file.as_ref(), path.name().unwrap_or("")).status()?;
+        let size = meta.stat.size;
+        if len == 0 || offset >= size {
+            return Ok(Vec::new());
+        }
+        if offset.checked_add(len).is_none() {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        if meta.stored.contains(FileAttributes::SPARSE_FILE) {
+            open.file.allocated_ranges(offset, len).status()
+        } else {
+            Ok(vec![(offset, len.min(size - offset))])
+        }
+    })?;
+    let needed = ranges.len() * FileAllocatedRange::LEN;
+    if needed > req.max_output_response as usize {
+        return Err(NtStatus::BUFFER_TOO_SMALL);
+    }
+    respond(w, req, open.file_id, |w| {
+        for (file_offset, length) in ranges {
+            FileAllocatedRange {
+                file_offset: i64::try_from(file_offset).unwrap_or(i64::MAX),
+                length: i64::try_from(length).unwrap_or(i64::MAX),
+            }
+            .encode(w);
+        }
+    });
+    Ok(NtStatus::SUCCESS)
+}
