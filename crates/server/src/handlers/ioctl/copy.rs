@@ -119,6 +119,7 @@ pub(super) fn copy_chunks(
         chunk_bytes_written: 0,
         total_bytes_written: 0,
     };
+    target.writing();
     let status = target.io(|| {
         for chunk in &chunks {
             if let Err(status) = copy_one(&source, target, chunk) {

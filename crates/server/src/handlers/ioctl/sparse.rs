@@ -77,6 +77,7 @@ pub(super) fn zero_data(
         open.shared
             .locks
             .check_io(open.file_id.volatile, offset, len, true)?;
+        open.writing();
         open.io(|| open.file.punch_hole(offset, len).status())?;
     }
     respond(w, req, open.file_id, |_| {});

@@ -115,6 +115,7 @@ fn trim(
     if open.is_directory {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    open.writing();
     open.io(|| {
         for (offset, length) in trim.ranges() {
             open.file.punch_hole(offset, length).status()?;
