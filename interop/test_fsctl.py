@@ -15,12 +15,17 @@ from pathlib import Path
 
 import pytest
 from smbprotocol.connection import Connection
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.file_info import FileInformationClass
+from smbprotocol.ioctl import CtlCode
+from smbprotocol.open import (CreateDisposition, CreateOptions, DirectoryAccessMask, FileAttributes,
+                              ImpersonationLevel, Open, ShareAccess)
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
 import smbclient
 from conftest import start_smb3d, stop
-from server_copy import open_file, server_side_copy, socket_bytes
+from server_copy import ioctl, open_file, server_side_copy, socket_bytes
 from torture import judge, read_list, run_suite
 
 KNOWNFAIL = read_list("knownfail")
@@ -221,3 +226,68 @@ def test_smbprotocol_symlink_and_readlink(server):
     assert os.readlink(server.share_dir / "sp-link") == "sp-target"
     # smbprotocol leaves the empty file it made for the link behind.
     assert not os.path.islink(server.share_dir / "sp-out")
+
+
+FILE_ATTRIBUTE_REPARSE_POINT = 0x400
+# IO_REPARSE_TAG_DEDUP: a Microsoft tag that is no name surrogate, so no path lies inside.
+DEDUP = 0x80000013
+STATUS_NOT_A_REPARSE_POINT = 0xC0000275
+STATUS_IO_REPARSE_TAG_MISMATCH = 0xC0000277
+
+
+def reparse_buffer(tag, data=b""):
+    """REPARSE_DATA_BUFFER (MS-FSCC 2.1.2.2) of a non-Microsoft-format tag."""
+    return tag.to_bytes(4, "little") + len(data).to_bytes(2, "little") + bytes(2) + data
+
+
+def listed_tag(tree, name):
+    """The EaSize of the entry in a FileIdFullDirectoryInformation listing: the reparse tag
+    when the entry is a reparse point (MS-FSCC 2.4.18)."""
+    root = Open(tree, "")
+    root.create(ImpersonationLevel.Impersonation, DirectoryAccessMask.FILE_LIST_DIRECTORY,
+                FileAttributes.FILE_ATTRIBUTE_DIRECTORY, ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                CreateDisposition.FILE_OPEN, CreateOptions.FILE_DIRECTORY_FILE)
+    try:
+        entries = root.query_directory(name, FileInformationClass.FILE_ID_FULL_DIRECTORY_INFORMATION)
+    finally:
+        root.close()
+    (entry,) = entries
+    return entry["file_attributes"].get_value(), entry["ea_size"].get_value()
+
+
+def lstat_tag(server, name):
+    """The tag FileAttributeTagInformation reports (MS-FSCC 2.4.6), through smbprotocol's lstat."""
+    cache = {}
+    kwargs = dict(username=server.user, password=server.password, port=server.port, connection_cache=cache)
+    try:
+        return smbclient.lstat(r"\\127.0.0.1\share\%s" % name, **kwargs).st_reparse_tag
+    finally:
+        smbclient.reset_connection_cache(connection_cache=cache)
+
+
+def test_other_reparse_tags_are_kept(server):
+    make_file(server, server.share_dir / "tagged", 100, seed=4)
+    buffer = reparse_buffer(DEDUP, b"opaque reparse data")
+    conn, tree = connect(server)
+    try:
+        handle = Open(tree, "tagged")
+        handle.create(ImpersonationLevel.Impersonation, 0x0012019F, FileAttributes.FILE_ATTRIBUTE_NORMAL,
+                      ShareAccess.FILE_SHARE_READ, CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        ioctl(handle, CtlCode.FSCTL_SET_REPARSE_POINT, buffer)
+        assert ioctl(handle, CtlCode.FSCTL_GET_REPARSE_POINT, max_output=1024) == buffer
+        attributes, tag = listed_tag(tree, "tagged")
+        assert attributes & FILE_ATTRIBUTE_REPARSE_POINT and tag == DEDUP
+        assert lstat_tag(server, "tagged") == DEDUP
+        with pytest.raises(SMBResponseException) as err:
+            ioctl(handle, CtlCode.FSCTL_SET_REPARSE_POINT, reparse_buffer(DEDUP + 1, b"x"))
+        assert err.value.status == STATUS_IO_REPARSE_TAG_MISMATCH
+        ioctl(handle, CtlCode.FSCTL_DELETE_REPARSE_POINT, reparse_buffer(DEDUP))
+        with pytest.raises(SMBResponseException) as err:
+            ioctl(handle, CtlCode.FSCTL_GET_REPARSE_POINT, max_output=1024)
+        assert err.value.status == STATUS_NOT_A_REPARSE_POINT
+        attributes, tag = listed_tag(tree, "tagged")
+        assert not attributes & FILE_ATTRIBUTE_REPARSE_POINT and tag == 0
+        assert lstat_tag(server, "tagged") == 0
+        handle.close()
+    finally:
+        conn.disconnect()

@@ -4,7 +4,8 @@
 
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_fscc::{
-    DirEntry, DirListEncoder, Expression, FileInformationClass, dir_entry_fixed_size, has_wildcards,
+    DirEntry, DirListEncoder, Expression, FileAttributes, FileInformationClass,
+    dir_entry_fixed_size, has_wildcards,
 };
 use smb3d_smb2::query_directory::{
     QueryDirectoryFlags, QueryDirectoryRequest, QueryDirectoryResponse,
@@ -15,6 +16,7 @@ use smb3d_wire::Writer;
 use crate::connection::Ctx;
 use crate::fileinfo::{self, Meta};
 use crate::files::{FileKey, FileTable};
+use crate::handlers::ioctl::reparse;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::open::{DirCursor, Open};
 use crate::security;
@@ -176,7 +178,17 @@ fn fill(
                     cursor.next += 1;
                     continue;
                 }
-                Some(meta) => listing(&meta, &entry.name),
+                Some(meta) => {
+                    let mut listed = listing(&meta, &entry.name);
+                    if listed
+                        .file_attributes
+                        .contains(FileAttributes::REPARSE_POINT)
+                    {
+                        listed.reparse_tag =
+                            reparse::stored_child_tag(open.file.as_ref(), &entry.name);
+                    }
+                    listed
+                }
                 // Gone since the directory was read, or a symlink leading out of the share:
                 // not listed.
                 None => {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityInformation};
 use smb3d_fscc::{
     CompressionFormat, DeviceCharacteristics, DeviceType, EaFlags, FileAccessInformation,
-    FileAlignmentInformation, FileAllInformation, FileAttributeTagInformation,
+    FileAlignmentInformation, FileAllInformation, FileAttributeTagInformation, FileAttributes,
     FileCompressionInformation, FileEaInformation, FileFsAttributeInformation,
     FileFsControlInformation, FileFsDeviceInformation, FileFsFullSizeInformation,
     FileFsObjectIdInformation, FileFsSectorSizeInformation, FileFsSizeInformation,
@@ -235,7 +235,11 @@ fn file_info(
         FileInformationClass::FILE_NETWORK_OPEN_INFORMATION => meta.network_open().encode(w),
         FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => FileAttributeTagInformation {
             file_attributes: meta.attributes(),
-            reparse_tag: 0,
+            reparse_tag: if meta.attributes().contains(FileAttributes::REPARSE_POINT) {
+                crate::handlers::ioctl::reparse::stored_tag(open.file.as_ref())
+            } else {
+                0
+            },
         }
         .encode(w),
         FileInformationClass::FILE_COMPRESSION_INFORMATION => FileCompressionInformation {

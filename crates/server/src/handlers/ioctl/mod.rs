@@ -21,7 +21,7 @@ use crate::pending::Reply;
 mod clone;
 mod copy;
 mod network;
-mod reparse;
+pub(crate) mod reparse;
 mod sparse;
 mod volume;
 

@@ -64,6 +64,12 @@ pub(super) fn handle(
             Ok(NtStatus::SUCCESS)
         }
         CtlCode::FSCTL_FILE_LEVEL_TRIM => trim(open, req, w),
+        // BranchCache hashes are not kept (MS-SMB2 3.3.5.15.7: a server without them MUST
+        // answer so); previous versions are not served (Samba's answer without a snapshot
+        // module, which clients show as "no previous versions").
+        CtlCode::FSCTL_SRV_READ_HASH | CtlCode::FSCTL_SRV_ENUMERATE_SNAPSHOTS => {
+            Err(NtStatus::NOT_SUPPORTED)
+        }
         // Integrity streams are ReFS's; NTFS answers these so (MS-FSA 2.1.5.10.21, .38).
         _ => Err(NtStatus::INVALID_DEVICE_REQUEST),
     }
