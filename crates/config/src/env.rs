@@ -6,10 +6,13 @@ use std::path::PathBuf;
 
 use toml::Spanned;
 
-use crate::model::{check_mdns_model, check_server_name, server_problems, share_problems};
+use crate::model::{
+    check_admin_socket, check_mdns_model, check_server_name, server_problems, share_problems,
+};
 use crate::{
-    CipherName, Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT,
-    Dialect, EncryptPolicy, ShareConfig, SigningPolicy,
+    CipherName, Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK,
+    DEFAULT_METRICS_PORT, DEFAULT_PORT, Dialect, EncryptPolicy, LogFormat, ShareConfig,
+    SigningPolicy,
 };
 
 /// Every override variable starts with this.
@@ -31,6 +34,11 @@ const SERVER_VARIABLES: &[&str] = &[
     "SMB3D_MAX_IO_SIZE",
     "SMB3D_MDNS",
     "SMB3D_MDNS_MODEL",
+    "SMB3D_ADMIN_SOCKET",
+    "SMB3D_METRICS",
+    "SMB3D_METRICS_LISTEN",
+    "SMB3D_LOG_FORMAT",
+    "SMB3D_AUDIT",
 ];
 
 /// Whether `name` is a variable that [`Config::with_env`] applies (others, such as
@@ -89,7 +97,25 @@ fn parse_cipher(name: &str) -> Option<CipherName> {
     .find(|c| c.as_str().eq_ignore_ascii_case(name))
 }
 
-/// `<path>[;read_only][;guest_ok][;hidden][;users=a,b][;comment=text][;encrypt=P][;signing=P]`.
+/// An address and port, or a bare port on 127.0.0.1 (the metrics endpoint stays local unless
+/// an address is given).
+fn parse_metrics_listen(value: &str) -> Result<SocketAddr, String> {
+    value
+        .parse::<SocketAddr>()
+        .or_else(|_| {
+            value
+                .parse::<u16>()
+                .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
+        })
+        .map_err(|_| {
+            format!(
+                "{value:?} is not an address such as 127.0.0.1:{DEFAULT_METRICS_PORT} or a port"
+            )
+        })
+}
+
+/// `<path>[;read_only][;guest_ok][;hidden][;audit][;users=a,b][;comment=text][;encrypt=P]
+/// [;signing=P]`.
 fn parse_share(value: &str) -> Result<ShareConfig, String> {
     let mut parts = value.split(';');
     let path = PathBuf::from(parts.next().unwrap_or_default().trim());
@@ -116,6 +142,7 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
         directory_mask: DEFAULT_DIRECTORY_MASK,
         hide_unreadable: false,
         access_based_share_enum: false,
+        audit: None,
     };
     for option in parts.map(str::trim).filter(|o| !o.is_empty()) {
         let (key, arg) = match option.split_once('=') {
@@ -126,6 +153,7 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
             ("read_only", None) => share.read_only = true,
             ("guest_ok", None) => share.guest_ok = true,
             ("hidden", None) => share.browseable = false,
+            ("audit", None) => share.audit = Some(true),
             ("users", Some(users)) => {
                 share.valid_users = users
                     .split(',')
@@ -147,7 +175,7 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
             _ => {
                 return Err(format!(
                     "unknown share option {option:?}; expected read_only, guest_ok, hidden, \
-                     users=a,b, comment=text, encrypt=policy or signing=policy"
+                     audit, users=a,b, comment=text, encrypt=policy or signing=policy"
                 ));
             }
         }
@@ -250,6 +278,26 @@ impl Config {
                     check_mdns_model(value).map_err(fail)?;
                     value.clone_into(&mut s.mdns_model);
                 }
+                "SMB3D_ADMIN_SOCKET" => {
+                    let path = PathBuf::from(value);
+                    check_admin_socket(&path).map_err(fail)?;
+                    s.admin_socket = path;
+                }
+                "SMB3D_METRICS" => {
+                    s.metrics = parse_bool(value)
+                        .ok_or_else(|| fail(format!("{value:?}: expected true or false")))?;
+                }
+                "SMB3D_METRICS_LISTEN" => {
+                    s.metrics_listen = parse_metrics_listen(value).map_err(fail)?;
+                }
+                "SMB3D_LOG_FORMAT" => {
+                    s.log_format = LogFormat::parse(value)
+                        .ok_or_else(|| fail(format!("{value:?}: expected human or json")))?;
+                }
+                "SMB3D_AUDIT" => {
+                    s.audit = parse_bool(value)
+                        .ok_or_else(|| fail(format!("{value:?}: expected true or false")))?;
+                }
                 _ => continue,
             }
             applied.push(name.as_str());
@@ -304,6 +352,11 @@ mod tests {
                 ("SMB3D_MAX_IO_SIZE", "1048576"),
                 ("SMB3D_MDNS", "yes"),
                 ("SMB3D_MDNS_MODEL", "MacPro7,1@ECOLOR=226,226,224"),
+                ("SMB3D_ADMIN_SOCKET", "/tmp/smb3d.sock"),
+                ("SMB3D_METRICS", "on"),
+                ("SMB3D_METRICS_LISTEN", "9000"),
+                ("SMB3D_LOG_FORMAT", "JSON"),
+                ("SMB3D_AUDIT", "1"),
                 ("SMB3D_LOG", "debug"),
                 ("PATH", "/bin"),
             ]))
@@ -328,6 +381,15 @@ mod tests {
         assert_eq!(*s.max_io_size.get_ref(), 1 << 20);
         assert!(s.mdns);
         assert_eq!(s.mdns_model, "MacPro7,1@ECOLOR=226,226,224");
+        assert_eq!(s.admin_socket, Path::new("/tmp/smb3d.sock"));
+        assert!(s.metrics);
+        assert_eq!(s.metrics_listen, "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(s.log_format, LogFormat::Json);
+        assert!(s.audit);
+        let c = base()
+            .with_env(vars(&[("SMB3D_METRICS_LISTEN", "[::]:9445")]))
+            .unwrap();
+        assert_eq!(c.server.metrics_listen, "[::]:9445".parse().unwrap());
     }
 
     #[test]
@@ -336,7 +398,7 @@ mod tests {
             .with_env(vars(&[
                 (
                     "SMB3D_SHARE_DATA",
-                    "/mnt/data;read_only;guest_ok;hidden;users=alice, bob;comment=Team data;encrypt=required;signing=required",
+                    "/mnt/data;read_only;guest_ok;hidden;audit;users=alice, bob;comment=Team data;encrypt=required;signing=required",
                 ),
                 ("SMB3D_SHARE_keep", ""),
                 ("SMB3D_SHARE_media", "/mnt/media"),
@@ -351,12 +413,15 @@ mod tests {
         assert_eq!(data.comment, "Team data");
         assert_eq!(data.encrypt, Some(EncryptPolicy::Required));
         assert_eq!(data.signing, SigningPolicy::Required);
+        assert_eq!(data.audit, Some(true));
         let media = c.share("MEDIA").unwrap();
         assert!(!media.read_only && media.browseable && !media.guest_ok);
+        assert_eq!(media.audit, None);
     }
 
     #[test]
     fn errors_name_the_variable() {
+        let long_socket = format!("/{}", "s".repeat(120));
         let cases = [
             ("SMB3D_SIGNING", "sometimes", "auto or required"),
             ("SMB3D_ENCRYPT", "maybe", "off, auto"),
@@ -369,6 +434,12 @@ mod tests {
             ("SMB3D_MAX_IO_SIZE", "1", "between"),
             ("SMB3D_MDNS", "sure", "true or false"),
             ("SMB3D_CIPHERS", "rc4", "unknown cipher"),
+            ("SMB3D_ADMIN_SOCKET", "admin.sock", "absolute"),
+            ("SMB3D_ADMIN_SOCKET", long_socket.as_str(), "107 bytes"),
+            ("SMB3D_METRICS", "maybe", "true or false"),
+            ("SMB3D_METRICS_LISTEN", "localhost", "not an address"),
+            ("SMB3D_LOG_FORMAT", "xml", "human or json"),
+            ("SMB3D_AUDIT", "all", "true or false"),
             ("SMB3D_SHARE_X", "relative", "absolute"),
             ("SMB3D_SHARE_X", "/x;writable", "unknown share option"),
             ("SMB3D_SHARE_X", "/x;encrypt=always", "encrypt=always"),

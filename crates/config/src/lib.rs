@@ -21,7 +21,8 @@ pub mod smbconf;
 pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;
 pub use model::{
-    CipherName, Config, DEFAULT_CONFIG_PATH, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK,
-    DEFAULT_MDNS_MODEL, DEFAULT_PORT, Dialect, EncryptPolicy, MAX_IO_SIZE, MIN_IO_SIZE,
-    ServerConfig, ShareConfig, SigningPolicy,
+    CipherName, Config, DEFAULT_ADMIN_SOCKET, DEFAULT_CONFIG_PATH, DEFAULT_CREATE_MASK,
+    DEFAULT_DIRECTORY_MASK, DEFAULT_MDNS_MODEL, DEFAULT_METRICS_PORT, DEFAULT_PORT, Dialect,
+    EncryptPolicy, LogFormat, MAX_IO_SIZE, MAX_SOCKET_PATH, MIN_IO_SIZE, ServerConfig, ShareConfig,
+    SigningPolicy,
 };

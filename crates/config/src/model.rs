@@ -11,6 +11,12 @@ use crate::ConfigError;
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/smb3d/smb3d.toml";
 /// The SMB port.
 pub const DEFAULT_PORT: u16 = 445;
+/// The admin socket unless configured: systemd's RuntimeDirectory=smb3d.
+pub const DEFAULT_ADMIN_SOCKET: &str = "/run/smb3d/admin.sock";
+/// The metrics port unless configured.
+pub const DEFAULT_METRICS_PORT: u16 = 9445;
+/// The longest path a unix socket address holds (sun_path less its terminating NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
 /// The `_device-info._tcp` model advertised unless configured: macOS shows a server icon.
 pub const DEFAULT_MDNS_MODEL: &str = "Xserve";
 
@@ -147,6 +153,34 @@ impl EncryptPolicy {
     }
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One readable line per event.
+    #[default]
+    Human,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+impl LogFormat {
+    /// The configuration name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Human => "human",
+            Self::Json => "json",
+        }
+    }
+
+    /// Parses a configuration name.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Human, Self::Json]
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
 /// An SMB3 cipher, by its configuration name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum CipherName {
@@ -205,6 +239,17 @@ pub struct ServerConfig {
     pub mdns: bool,
     /// The `model=` of the `_device-info._tcp` record, which picks the icon macOS shows.
     pub mdns_model: String,
+    /// The unix socket that `smb3d status`, `reload`, `close-session` and `close-file` use.
+    pub admin_socket: PathBuf,
+    /// Serve Prometheus metrics over HTTP at `metrics_listen`.
+    pub metrics: bool,
+    /// Where the metrics endpoint listens when `metrics` is on.
+    pub metrics_listen: SocketAddr,
+    /// `human` or `json` log lines.
+    pub log_format: LogFormat,
+    /// Log opens, renames and deletes of every share (shares may override it) at the `audit`
+    /// target.
+    pub audit: bool,
 }
 
 impl Default for ServerConfig {
@@ -227,12 +272,17 @@ impl Default for ServerConfig {
             max_io_size: Spanned::new(0..0, 8 * 1024 * 1024),
             mdns: false,
             mdns_model: DEFAULT_MDNS_MODEL.into(),
+            admin_socket: PathBuf::from(DEFAULT_ADMIN_SOCKET),
+            metrics: false,
+            metrics_listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_METRICS_PORT)),
+            log_format: LogFormat::Human,
+            audit: false,
         }
     }
 }
 
 /// One disk share.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShareConfig {
     pub path: Spanned<PathBuf>,
@@ -285,6 +335,9 @@ pub struct ShareConfig {
     /// based share enum`).
     #[serde(default)]
     pub access_based_share_enum: bool,
+    /// Log opens, renames and deletes on this share; the server's `audit` when absent.
+    #[serde(default)]
+    pub audit: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -514,7 +567,28 @@ pub(crate) fn server_problems(server: &ServerConfig) -> Vec<Problem> {
     if let Err(m) = check_mdns_model(&server.mdns_model) {
         problems.push(Problem::unplaced(m));
     }
+    if let Err(m) = check_admin_socket(&server.admin_socket) {
+        problems.push(Problem::unplaced(m));
+    }
     problems
+}
+
+/// The admin socket must be an absolute path that fits a unix socket address.
+pub(crate) fn check_admin_socket(path: &Path) -> Result<(), String> {
+    if !path.is_absolute() {
+        return Err(format!(
+            "server.admin_socket {:?} must be an absolute path",
+            path.display()
+        ));
+    }
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(format!(
+            "server.admin_socket {:?} is longer than the {MAX_SOCKET_PATH} bytes a unix socket \
+             path may have",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// What is wrong with one share beyond its types; `span` is where its name is.
@@ -795,6 +869,30 @@ access_based_share_enum = true
         let syntax = Config::parse_all_errors(Path::new("t.toml"), "[server\nx = = 1\n[a]\nb = \n")
             .unwrap_err();
         assert!(syntax.len() >= 2, "{syntax:#?}");
+    }
+
+    #[test]
+    fn operations_settings() {
+        let c = parse("").unwrap();
+        assert_eq!(c.server.admin_socket, Path::new(DEFAULT_ADMIN_SOCKET));
+        assert!(!c.server.metrics);
+        assert!(c.server.metrics_listen.ip().is_loopback());
+        assert_eq!(c.server.log_format, LogFormat::Human);
+        assert!(!c.server.audit);
+        let c = parse(
+            "[server]\nadmin_socket = \"/tmp/a.sock\"\nmetrics = true\nmetrics_listen = \"0.0.0.0:9100\"\n\
+             log_format = \"json\"\naudit = true\n[share.s]\npath = \"/s\"\naudit = false\n",
+        )
+        .unwrap();
+        assert_eq!(c.server.admin_socket, Path::new("/tmp/a.sock"));
+        assert!(c.server.metrics && c.server.audit);
+        assert_eq!(c.server.metrics_listen.port(), 9100);
+        assert_eq!(c.server.log_format, LogFormat::Json);
+        assert_eq!(c.share("s").unwrap().audit, Some(false));
+        let e = parse("[server]\nadmin_socket = \"run/a.sock\"\n").unwrap_err();
+        assert!(e.message.contains("absolute"), "{e}");
+        let e = parse("[server]\nlog_format = \"xml\"\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
     }
 
     #[test]

@@ -68,6 +68,11 @@ impl Config {
         let _ = writeln!(out, "max_io_size = {}", s.max_io_size.get_ref());
         let _ = writeln!(out, "mdns = {}", s.mdns);
         let _ = writeln!(out, "mdns_model = {}", toml_string(&s.mdns_model));
+        let _ = writeln!(out, "admin_socket = {}", toml_path(&s.admin_socket));
+        let _ = writeln!(out, "metrics = {}", s.metrics);
+        let _ = writeln!(out, "metrics_listen = \"{}\"", s.metrics_listen);
+        let _ = writeln!(out, "log_format = \"{}\"", s.log_format.as_str());
+        let _ = writeln!(out, "audit = {}", s.audit);
         for (name, share) in &self.shares {
             out.push('\n');
             render_share(&mut out, name, share);
@@ -120,6 +125,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "access_based_share_enum = {}",
         share.access_based_share_enum
     );
+    if let Some(audit) = share.audit {
+        let _ = writeln!(out, "audit = {audit}");
+    }
 }
 
 #[cfg(test)]
@@ -141,6 +149,11 @@ user_db = "/var/lib/smb3d/users \"x\""
 max_io_size = 65536
 mdns = true
 mdns_model = "MacPro7,1@ECOLOR=226,226,224"
+admin_socket = "/run/smb3d/admin.sock"
+metrics = true
+metrics_listen = "[::1]:9100"
+log_format = "json"
+audit = true
 
 [share."print$"]
 path = "/srv/a b"
@@ -159,6 +172,7 @@ create_mask = 0o640
 directory_mask = 0o2750
 hide_unreadable = true
 access_based_share_enum = true
+audit = false
 
 [share.plain]
 path = "/srv/p"
@@ -178,6 +192,11 @@ path = "/srv/p"
         assert!(again.server.mdns);
         assert_eq!(again.server.mdns_model, "MacPro7,1@ECOLOR=226,226,224");
         assert_eq!(again.share("plain").unwrap().encrypt, None);
+        assert_eq!(again.share("plain").unwrap().audit, None);
+        assert_eq!(again.share("print$").unwrap().audit, Some(false));
+        assert!(again.server.metrics && again.server.audit);
+        assert_eq!(again.server.metrics_listen, "[::1]:9100".parse().unwrap());
+        assert_eq!(again.server.log_format, crate::LogFormat::Json);
         assert_eq!(again.shares[0].1.valid_users, ["alice", "Jörg"]);
         let first = &again.shares[0].1;
         assert_eq!(first.read_list, ["@guests"]);

@@ -3,8 +3,10 @@
 //! tree → handler → response → sign → send).
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime};
 
 use parking_lot::Mutex;
 use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
@@ -89,6 +91,11 @@ struct ConnState {
 
 pub struct Connection {
     pub(crate) server: Arc<Server>,
+    /// Server-unique, for status reports.
+    pub(crate) id: u64,
+    /// The client's address, when the transport gave it.
+    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) connected_at: SystemTime,
     sink: Arc<dyn FrameSink>,
     pub(crate) negotiated: OnceLock<Negotiated>,
     state: Mutex<ConnState>,
@@ -156,9 +163,26 @@ pub(crate) type Seal = (u64, Arc<SessionCipher>);
 
 impl Connection {
     pub fn new(server: Arc<Server>, sink: Arc<dyn FrameSink>) -> Arc<Self> {
+        Self::create(server, sink, None)
+    }
+
+    /// A connection from the client at `peer`.
+    pub fn accepted(server: Arc<Server>, sink: Arc<dyn FrameSink>, peer: SocketAddr) -> Arc<Self> {
+        Self::create(server, sink, Some(peer))
+    }
+
+    fn create(
+        server: Arc<Server>,
+        sink: Arc<dyn FrameSink>,
+        peer: Option<SocketAddr>,
+    ) -> Arc<Self> {
         let max_credits = server.settings.max_credits;
-        Arc::new(Self {
-            server,
+        let id = server.allocate_connection_id();
+        let conn = Arc::new(Self {
+            server: server.clone(),
+            id,
+            peer,
+            connected_at: SystemTime::now(),
             sink,
             negotiated: OnceLock::new(),
             state: Mutex::new(ConnState {
@@ -168,7 +192,9 @@ impl Connection {
                 pending: HashMap::new(),
                 last_async_id: 0,
             }),
-        })
+        });
+        server.connections.lock().insert(id, Arc::downgrade(&conn));
+        conn
     }
 
     /// Handles one received frame (without its 4-byte prefix). An error means the connection
@@ -188,6 +214,7 @@ impl Connection {
     /// The connection ended: waiting requests end and every session it had is logged off
     /// (MS-SMB2 3.3.7.1).
     pub fn on_disconnect(&self) {
+        self.server.connections.lock().remove(&self.id);
         let (sessions, pending): (Vec<Arc<Session>>, Vec<Arc<PendingRequest>>) = {
             let mut st = self.state.lock();
             (
@@ -236,6 +263,7 @@ impl Connection {
         let message = cipher
             .open(&mut frame, &header, ciphertext)
             .map_err(|_| unreadable)?;
+        self.server.metrics.encrypted_message();
         if frame.get(message.start..message.start + 4) != Some(&[0xFE, b'S', b'M', b'B']) {
             return Err(unreadable);
         }
@@ -299,7 +327,12 @@ impl Connection {
             }
             let mut out = ResponseFrame::new();
             let pdu = frame.get(first_range.clone()).unwrap_or_default();
-            handlers::negotiate::handle(self, first, pdu, &mut out)?;
+            let started = Instant::now();
+            let negotiated = handlers::negotiate::handle(self, first, pdu, &mut out);
+            self.server
+                .metrics
+                .request(Command::NEGOTIATE, started.elapsed(), negotiated.is_err());
+            negotiated?;
             self.state.lock().smb1_upgraded = false;
             self.sink.send(out.finish());
             return Ok(());
@@ -462,11 +495,15 @@ impl Connection {
                 frame: &mut out,
                 start,
             };
+            let started = Instant::now();
             let result = match self.admit(&mut cx, pdu, index) {
                 Ok(()) => handlers::dispatch(&mut cx, pdu, &mut reply).await,
                 Err(status) => Err(status),
             };
             let start = reply.start;
+            self.server
+                .metrics
+                .request(hdr.command, started.elapsed(), result.is_err());
             if let Some(why) = cx.disconnect {
                 tracing::warn!("closing connection: {why}");
                 self.sink.disconnect();
@@ -595,6 +632,8 @@ impl Connection {
                 if !valid {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
+                session.seen.note_signed();
+                self.server.metrics.signed_request();
             } else if signing_required {
                 return Err(NtStatus::ACCESS_DENIED);
             }
@@ -602,6 +641,9 @@ impl Connection {
             if session.encryption().is_some_and(|(_, required)| required) {
                 return Err(NtStatus::ACCESS_DENIED);
             }
+        }
+        if cx.encrypted {
+            session.seen.note_encrypted();
         }
         if needs_tree(hdr.command) {
             let tree = session.state.lock().trees.get(&tree_id).cloned();
@@ -663,6 +705,23 @@ impl Connection {
     pub(crate) fn remove_session(&self, id: u64) -> Option<Arc<Session>> {
         self.server.sessions.lock().remove(&id);
         self.state.lock().sessions.remove(&id)
+    }
+
+    /// The sessions on this connection (Connection.SessionTable).
+    pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
+        self.state.lock().sessions.values().cloned().collect()
+    }
+
+    /// Asks the transport to close the connection.
+    pub(crate) fn end(&self) {
+        self.sink.disconnect();
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // A connection dropped without on_disconnect (a test harness) leaves the registry too.
+        self.server.connections.lock().remove(&self.id);
     }
 }
 

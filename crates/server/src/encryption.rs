@@ -44,6 +44,11 @@ impl SessionCipher {
         })
     }
 
+    /// The cipher the session encrypts with.
+    pub fn cipher(&self) -> Cipher {
+        self.cipher
+    }
+
     fn next_nonce(&self) -> Option<[u8; 16]> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         if n == u64::MAX {

@@ -2,6 +2,8 @@
 //! and takes frames back through a [`connection::FrameSink`].
 #![forbid(unsafe_code)]
 
+pub mod admin;
+pub mod audit;
 mod blocking;
 pub mod connection;
 pub mod credits;
@@ -12,6 +14,7 @@ mod files;
 mod handlers;
 mod identity;
 mod locks;
+pub mod metrics;
 pub mod names;
 mod open;
 mod pending;

@@ -1,6 +1,7 @@
 //! Opens (MS-SMB2 3.3.1.10): a handle on a file or directory and what was granted with it.
 
 use std::sync::atomic::AtomicU64;
+use std::time::SystemTime;
 
 use parking_lot::Mutex;
 use smb3d_dtyp::AccessMask;
@@ -12,6 +13,7 @@ use smb3d_wire::FileTime;
 
 use smb3d_dtyp::NtStatus as Status;
 
+use crate::audit;
 use crate::blocking::as_user;
 use crate::fileinfo::{self, Meta};
 use crate::files::SharedFile;
@@ -58,6 +60,10 @@ pub(crate) struct Open {
     pub dir: Mutex<DirCursor>,
     /// What this open wrote, for the file's last-write time.
     pub writes: OpenWrites,
+    /// When the file was opened, for status reports.
+    pub opened_at: SystemTime,
+    /// Who to name in audit lines, when the share is audited.
+    pub audit: Option<Arc<audit::Subject>>,
 }
 
 impl Open {

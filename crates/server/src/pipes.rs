@@ -212,7 +212,7 @@ impl Directory for ServerDirectory {
                     .is_none_or(|(user, who)| share.admits(user, who))
         };
         server
-            .shares
+            .shares()
             .iter()
             .filter(|share| listed(share))
             .map(|share| ShareEntry {

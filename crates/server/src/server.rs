@@ -2,16 +2,18 @@
 //! value is passed explicitly to every connection; there is no global state.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use smb3d_auth::{CredentialStore, ServerIdentity};
 use smb3d_crypto::{Cipher, CryptoProvider};
 use smb3d_wire::Guid;
 
+use crate::connection::Connection;
 use crate::files::FileTable;
 use crate::identity::IdMap;
+use crate::metrics::Metrics;
 use crate::session::Session;
 use crate::share::Share;
 
@@ -79,15 +81,21 @@ pub struct Server {
     pub(crate) identity: Arc<ServerIdentity>,
     pub(crate) credentials: Arc<dyn CredentialStore>,
     pub(crate) crypto: Arc<dyn CryptoProvider>,
-    pub(crate) shares: Vec<Arc<Share>>,
+    /// Replaced as a whole when the configuration is reloaded; tree connects keep the share
+    /// they connected to.
+    shares: RwLock<Arc<[Arc<Share>]>>,
     pub(crate) guid: Guid,
     pub(crate) sessions: Mutex<HashMap<u64, Arc<Session>>>,
+    /// Live connections by id, for status reports and admin actions.
+    pub(crate) connections: Mutex<HashMap<u64, Weak<Connection>>>,
+    pub(crate) metrics: Metrics,
     /// Open files by identity, across all sessions (share modes, delete-pending).
     pub(crate) files: FileTable,
     /// Users and groups as SIDs.
     pub(crate) ids: IdMap,
     next_session_id: AtomicU64,
     next_file_id: AtomicU64,
+    next_connection_id: AtomicU64,
 }
 
 impl Server {
@@ -110,22 +118,55 @@ impl Server {
             identity: Arc::new(identity),
             credentials,
             crypto,
-            shares: shares.into_iter().map(Arc::new).collect(),
+            shares: RwLock::new(shares.into_iter().map(Arc::new).collect()),
             guid,
             sessions: Mutex::new(HashMap::new()),
+            connections: Mutex::new(HashMap::new()),
+            metrics: Metrics::default(),
             files: FileTable::default(),
             ids,
             next_session_id: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16 | 1),
             next_file_id: AtomicU64::new(1),
+            next_connection_id: AtomicU64::new(1),
         })
     }
 
     /// A share by name, case-insensitively.
     pub(crate) fn share(&self, name: &str) -> Option<Arc<Share>> {
         self.shares
+            .read()
             .iter()
             .find(|s| s.name.eq_ignore_ascii_case(name))
             .cloned()
+    }
+
+    /// The shares new tree connects see.
+    pub fn shares(&self) -> Arc<[Arc<Share>]> {
+        self.shares.read().clone()
+    }
+
+    /// Serves `shares` to new tree connects from now on (a configuration reload); existing
+    /// tree connects keep the share they connected to, as Samba's do.
+    pub fn replace_shares(&self, shares: Vec<Arc<Share>>) {
+        *self.shares.write() = shares.into();
+    }
+
+    /// The server's counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    pub(crate) fn allocate_connection_id(&self) -> u64 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The connections that are still up.
+    pub(crate) fn live_connections(&self) -> Vec<Arc<Connection>> {
+        self.connections
+            .lock()
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
     }
 
     pub(crate) fn allocate_session_id(&self) -> u64 {

@@ -2,12 +2,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
 
 use parking_lot::Mutex;
 use smb3d_auth::Acceptor;
 use smb3d_crypto::{MessageSigner, PreauthHash};
 use smb3d_dtyp::AccessMask;
 
+use crate::audit;
 use crate::encryption::SessionCipher;
 use crate::identity::Identity;
 use crate::open::Open;
@@ -58,15 +61,49 @@ pub(crate) struct SessionState {
     pub opens: HashMap<u64, Arc<Open>>,
 }
 
+/// Whether a session's client has signed or encrypted anything, for status reports (signing
+/// or encryption that is used but not required).
+#[derive(Default)]
+pub(crate) struct SeenTraffic {
+    signed: AtomicBool,
+    encrypted: AtomicBool,
+}
+
+impl SeenTraffic {
+    /// Notes a validly signed request; only the first one writes.
+    pub fn note_signed(&self) {
+        if !self.signed.load(Ordering::Relaxed) {
+            self.signed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes a request that arrived encrypted; only the first one writes.
+    pub fn note_encrypted(&self) {
+        if !self.encrypted.load(Ordering::Relaxed) {
+            self.encrypted.store(true, Ordering::Relaxed);
+        }
+    }
+
+    pub fn signed(&self) -> bool {
+        self.signed.load(Ordering::Relaxed)
+    }
+
+    pub fn encrypted(&self) -> bool {
+        self.encrypted.load(Ordering::Relaxed)
+    }
+}
+
 pub(crate) struct Session {
     pub id: u64,
     pub state: Mutex<SessionState>,
+    pub seen: SeenTraffic,
 }
 
 impl Session {
     pub fn new(id: u64) -> Self {
         Self {
             id,
+            seen: SeenTraffic::default(),
             state: Mutex::new(SessionState {
                 exchange: None,
                 established: None,
@@ -116,6 +153,7 @@ impl SessionState {
         share: Arc<Share>,
         access: TreeAccess,
         encrypt_data: bool,
+        audit: Option<Arc<audit::Subject>>,
     ) -> Arc<Tree> {
         let id = self.next_tree_id;
         self.next_tree_id = self.next_tree_id.wrapping_add(1).max(1);
@@ -127,6 +165,8 @@ impl SessionState {
             identity: access.identity,
             encrypt_data,
             pipes: PipeTable::default(),
+            connected_at: SystemTime::now(),
+            audit,
         });
         self.trees.insert(id, tree.clone());
         tree
@@ -165,4 +205,8 @@ pub(crate) struct Tree {
     pub encrypt_data: bool,
     /// The named pipes opened through this tree connect (`IPC$` only).
     pub pipes: PipeTable,
+    /// When the tree was connected, for status reports.
+    pub connected_at: SystemTime,
+    /// Who to name in audit lines, when the share is audited.
+    pub audit: Option<Arc<audit::Subject>>,
 }

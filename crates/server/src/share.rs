@@ -56,6 +56,8 @@ pub struct Share {
     /// Share listings show the share only to users who may connect to it (Samba's `access
     /// based share enum`).
     pub access_based_share_enum: bool,
+    /// Log opens, renames and deletes at the `audit` target.
+    pub audit: bool,
 }
 
 impl Share {
@@ -80,6 +82,7 @@ impl Share {
             directory_mask: 0o755,
             hide_unreadable: false,
             access_based_share_enum: false,
+            audit: false,
         }
     }
 
@@ -105,6 +108,7 @@ impl Share {
             directory_mask: 0,
             hide_unreadable: false,
             access_based_share_enum: false,
+            audit: false,
         }
     }
 

@@ -345,6 +345,30 @@ pub fn run(
     Ok(summary)
 }
 
+/// One connection to a [`TestServer`] driven by script ops, kept open between runs so that a
+/// test can look at the server while clients hold sessions and opens.
+pub struct ScriptClient<'s> {
+    client: Client<'s>,
+}
+
+impl<'s> ScriptClient<'s> {
+    /// A new connection to `server`.
+    pub fn connect(server: &'s TestServer) -> Self {
+        Self {
+            client: Client::new(server),
+        }
+    }
+
+    /// Runs `ops` on this connection (reconnecting if the server ended it).
+    pub fn run(&mut self, ops: &[Op]) -> Result<Summary, Violation> {
+        let mut summary = Summary::default();
+        for op in ops {
+            self.client.step(op, &mut summary)?;
+        }
+        Ok(summary)
+    }
+}
+
 /// Ids learned from responses, most recent last.
 #[derive(Default)]
 struct Learned {

@@ -683,6 +683,7 @@ impl Converter {
             directory_mask: params.directory_mask.unwrap_or(DEFAULT_DIRECTORY_MASK),
             hide_unreadable: params.hide_unreadable.unwrap_or(false),
             access_based_share_enum: params.access_based_share_enum.unwrap_or(false),
+            audit: None,
         })
     }
 }

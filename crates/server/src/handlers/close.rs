@@ -6,6 +6,7 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::close::{CloseAttributes, CloseFlags, CloseRequest, CloseResponse};
 use smb3d_wire::Writer;
 
+use crate::audit;
 use crate::connection::Ctx;
 use crate::files::Deletion;
 use crate::handlers::lookup_open;
@@ -61,6 +62,7 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
             .files
             .set_delete_pending(&open.shared, open.stream_key().as_ref(), true);
     }
+    let path = open.path();
     let deleted = match server.files.release(&open.shared, open.file_id.volatile) {
         None => return,
         Some(Deletion::File(path)) => open.io(|| open.vfs.unlink(&path).status()),
@@ -69,7 +71,13 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
             None => Ok(()),
         },
     };
-    if let Err(e) = deleted {
-        tracing::debug!(path = open.path().as_str(), "delete on close failed: {e}");
+    match deleted {
+        Ok(()) => {
+            if let Some(who) = &open.audit {
+                let stream = open.stream.as_ref().map(|s| s.name());
+                audit::deleted(who, &path, stream.as_deref(), open.is_directory);
+            }
+        }
+        Err(e) => tracing::debug!(path = path.as_str(), "delete on close failed: {e}"),
     }
 }

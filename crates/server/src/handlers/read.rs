@@ -52,6 +52,7 @@ pub(crate) async fn handle(
         return Err(NtStatus::END_OF_FILE);
     }
     ReadResponse::finish(w, pending, 0);
+    cx.conn.server.metrics.file_read(read);
     // FilePositionInformation follows synchronous reads.
     open.position
         .store(req.offset + read as u64, Ordering::Relaxed);

@@ -77,9 +77,11 @@ pub(crate) async fn handle(
                     if let Some(session) = cx.conn.remove_session(session.id) {
                         logoff::tear_down(&server, &session);
                     }
+                    server.metrics.auth_failure();
                     return Err(status);
                 }
             };
+            server.metrics.logon();
             SessionSetupResponse {
                 session_flags: flags,
                 security_buffer: &token,
@@ -88,6 +90,7 @@ pub(crate) async fn handle(
             Ok(NtStatus::SUCCESS)
         }
         Err(e) => {
+            server.metrics.auth_failure();
             // A failed exchange ends the session (3.3.5.5.3), including a failed
             // re-authentication.
             if let Some(session) = cx.conn.remove_session(session.id) {

@@ -16,6 +16,7 @@ use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Timespec, VfsError, VfsPath};
 use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
 
+use crate::audit;
 use crate::connection::Ctx;
 use crate::eas;
 use crate::fileinfo::{self, SETTABLE_ATTRIBUTES};
@@ -323,6 +324,9 @@ fn rename(
         Err(e) => return Err(crate::status_map::vfs_status(&e)),
     }
     files.renamed(&from, &to);
+    if let Some(who) = &open.audit {
+        audit::renamed(who, &from, &to);
+    }
     Ok(())
 }
 

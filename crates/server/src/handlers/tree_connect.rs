@@ -8,6 +8,7 @@ use smb3d_wire::Writer;
 
 use std::sync::Arc;
 
+use crate::audit;
 use crate::connection::Ctx;
 use crate::identity::{Accounts, IdMap, Identity};
 use crate::server::EncryptionPolicy;
@@ -63,10 +64,11 @@ pub(crate) async fn handle(
         read_only,
         identity: forced_identity(&cx.conn.server.ids, &share, &identity)?.map(Arc::new),
     };
+    let audit = audit::subject(&share, &user, cx.conn);
     let tree = session
         .state
         .lock()
-        .add_tree(share.clone(), access, encrypt_data);
+        .add_tree(share.clone(), access, encrypt_data, audit);
     cx.response_tree_id = Some(tree.id);
     TreeConnectResponse {
         share_type,

@@ -49,6 +49,7 @@ pub(crate) async fn handle(
         open.writing();
         blocking(|| open.file.write_at(req.data, req.offset)).status()?
     };
+    cx.conn.server.metrics.file_written(written);
     // FilePositionInformation follows synchronous writes.
     open.position
         .store(req.offset + written as u64, Ordering::Relaxed);

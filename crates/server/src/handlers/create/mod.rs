@@ -8,6 +8,7 @@ mod stream;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::SystemTime;
 
 use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
@@ -20,6 +21,7 @@ use smb3d_smb2::file_id::FileId;
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Opened, Vfs, VfsError, VfsFile, VfsPath};
 use smb3d_wire::{FileTime, Writer};
 
+use crate::audit;
 use crate::blocking::as_user;
 use crate::connection::Ctx;
 use crate::eas;
@@ -230,7 +232,12 @@ pub(crate) async fn handle(
         mode: AtomicU64::new(u64::from(req.create_options.0 & MODE_OPTIONS)),
         dir: Mutex::new(DirCursor::default()),
         writes: Default::default(),
+        opened_at: SystemTime::now(),
+        audit: tree.audit.clone(),
     });
+    if let Some(who) = &open.audit {
+        audit::opened(who, &vfs_path, action, granted, open.is_directory);
+    }
     session.state.lock().opens.insert(file_id.volatile, open);
     cx.chain.file_id = Some(file_id);
 

@@ -1,0 +1,366 @@
+//! Counters for the metrics endpoint, in the Prometheus text format (version 0.0.4). The hot
+//! path only does relaxed atomic adds: no lock and no allocation per request. Gauges (sessions,
+//! tree connects, opens) are counted from the tables when scraped.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use smb3d_smb2::Command;
+
+use crate::admin::{self, Degree};
+use crate::server::Server;
+
+/// SMB2 commands are 0x00 (NEGOTIATE) to 0x12 (OPLOCK_BREAK), MS-SMB2 2.2.1.2.
+const COMMANDS: usize = 0x13;
+
+/// Upper bounds of the latency buckets, in microseconds: 50 µs to 10 s.
+const BUCKETS_US: [u64; 17] = [
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000,
+];
+
+/// One command's counts and latency histogram.
+#[derive(Default)]
+struct CommandStats {
+    requests: AtomicU64,
+    failures: AtomicU64,
+    /// Requests per bucket (not cumulative); the last slot is above every bound.
+    buckets: [AtomicU64; BUCKETS_US.len() + 1],
+    total_us: AtomicU64,
+}
+
+/// Everything the server counts.
+#[derive(Default)]
+pub struct Metrics {
+    commands: [CommandStats; COMMANDS],
+    connections_accepted: AtomicU64,
+    network_received: AtomicU64,
+    network_sent: AtomicU64,
+    file_read: AtomicU64,
+    file_written: AtomicU64,
+    logons: AtomicU64,
+    auth_failures: AtomicU64,
+    signed_requests: AtomicU64,
+    encrypted_messages: AtomicU64,
+}
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Metrics {
+    /// A request was answered after `elapsed`; `failed` when with an error status.
+    pub(crate) fn request(&self, command: Command, elapsed: Duration, failed: bool) {
+        let Some(stats) = self.commands.get(usize::from(command.0)) else {
+            return;
+        };
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        let bucket = BUCKETS_US.partition_point(|&bound| bound < us);
+        add(&stats.requests, 1);
+        if failed {
+            add(&stats.failures, 1);
+        }
+        if let Some(b) = stats.buckets.get(bucket) {
+            add(b, 1);
+        }
+        add(&stats.total_us, us);
+    }
+
+    /// The transport accepted a connection.
+    pub fn connection_accepted(&self) {
+        add(&self.connections_accepted, 1);
+    }
+
+    /// Bytes read from a client's socket.
+    pub fn received(&self, bytes: usize) {
+        add(&self.network_received, bytes as u64);
+    }
+
+    /// Bytes written to a client's socket.
+    pub fn sent(&self, bytes: usize) {
+        add(&self.network_sent, bytes as u64);
+    }
+
+    /// File data returned by READ.
+    pub(crate) fn file_read(&self, bytes: usize) {
+        add(&self.file_read, bytes as u64);
+    }
+
+    /// File data stored by WRITE.
+    pub(crate) fn file_written(&self, bytes: usize) {
+        add(&self.file_written, bytes as u64);
+    }
+
+    /// A session setup succeeded.
+    pub(crate) fn logon(&self) {
+        add(&self.logons, 1);
+    }
+
+    /// A session setup failed (bad password, unknown user, malformed token, ...).
+    pub(crate) fn auth_failure(&self) {
+        add(&self.auth_failures, 1);
+    }
+
+    /// A request with a valid signature arrived.
+    pub(crate) fn signed_request(&self) {
+        add(&self.signed_requests, 1);
+    }
+
+    /// An encrypted message was decrypted.
+    pub(crate) fn encrypted_message(&self) {
+        add(&self.encrypted_messages, 1);
+    }
+}
+
+fn load(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+/// Writes `# HELP` and `# TYPE` for a metric family.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+fn sample(out: &mut String, name: &str, value: u64) {
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// Microseconds as the seconds Prometheus expects.
+fn seconds(us: u64) -> String {
+    format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
+}
+
+/// A label value: `\`, `"` and newlines escaped as the text format requires.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn command_name(index: usize) -> String {
+    u16::try_from(index)
+        .ok()
+        .and_then(|i| Command(i).name())
+        .map_or_else(|| format!("0x{index:02x}"), str::to_owned)
+}
+
+impl Server {
+    /// The metrics page: every counter, and gauges read from the tables now.
+    pub fn render_metrics(&self) -> String {
+        let m = &self.metrics;
+        let mut out = String::with_capacity(32 * 1024);
+        family(
+            &mut out,
+            "smb3d_connections",
+            "gauge",
+            "Client connections open now.",
+        );
+        sample(
+            &mut out,
+            "smb3d_connections",
+            self.connections.lock().len() as u64,
+        );
+        family(
+            &mut out,
+            "smb3d_connections_accepted_total",
+            "counter",
+            "Client connections accepted.",
+        );
+        sample(
+            &mut out,
+            "smb3d_connections_accepted_total",
+            load(&m.connections_accepted),
+        );
+
+        let snapshot = self.snapshot();
+        let mut sessions: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+        for s in snapshot.sessions.iter().filter(|s| s.user.is_some()) {
+            let used = |p: &admin::Protection| match (p.degree, p.algorithm) {
+                (Degree::None, _) | (_, None) => "none",
+                (_, Some(name)) => name,
+            };
+            let key = (
+                s.connection
+                    .dialect
+                    .map_or_else(String::new, admin::dialect_name),
+                used(&s.signing).to_owned(),
+                used(&s.encryption).to_owned(),
+            );
+            *sessions.entry(key).or_default() += 1;
+        }
+        family(
+            &mut out,
+            "smb3d_sessions",
+            "gauge",
+            "Authenticated sessions by dialect and the signing and encryption algorithms in use.",
+        );
+        for ((dialect, signing, encryption), n) in &sessions {
+            let _ = writeln!(
+                out,
+                "smb3d_sessions{{dialect=\"{}\",signing=\"{}\",encryption=\"{}\"}} {n}",
+                label(dialect),
+                label(signing),
+                label(encryption)
+            );
+        }
+        for (name, help, value) in [
+            (
+                "smb3d_tree_connects",
+                "Tree connects open now.",
+                snapshot.trees.len(),
+            ),
+            (
+                "smb3d_opens",
+                "Open file handles now.",
+                snapshot.opens.len(),
+            ),
+            (
+                "smb3d_open_files",
+                "Distinct files with at least one open handle.",
+                self.files.len(),
+            ),
+        ] {
+            family(&mut out, name, "gauge", help);
+            sample(&mut out, name, value as u64);
+        }
+
+        for (name, help, counter) in [
+            (
+                "smb3d_logons_total",
+                "Successful session setups.",
+                &m.logons,
+            ),
+            (
+                "smb3d_auth_failures_total",
+                "Failed session setups (wrong password, unknown user, bad token).",
+                &m.auth_failures,
+            ),
+            (
+                "smb3d_signed_requests_total",
+                "Requests that arrived with a valid signature.",
+                &m.signed_requests,
+            ),
+            (
+                "smb3d_encrypted_messages_total",
+                "Messages that arrived encrypted and were decrypted.",
+                &m.encrypted_messages,
+            ),
+            (
+                "smb3d_read_bytes_total",
+                "File data returned by READ.",
+                &m.file_read,
+            ),
+            (
+                "smb3d_written_bytes_total",
+                "File data stored by WRITE.",
+                &m.file_written,
+            ),
+            (
+                "smb3d_network_received_bytes_total",
+                "Bytes received from clients.",
+                &m.network_received,
+            ),
+            (
+                "smb3d_network_sent_bytes_total",
+                "Bytes sent to clients.",
+                &m.network_sent,
+            ),
+        ] {
+            family(&mut out, name, "counter", help);
+            sample(&mut out, name, load(counter));
+        }
+
+        family(
+            &mut out,
+            "smb3d_requests_total",
+            "counter",
+            "Requests answered, by command.",
+        );
+        for (i, stats) in m.commands.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "smb3d_requests_total{{command=\"{}\"}} {}",
+                command_name(i),
+                load(&stats.requests)
+            );
+        }
+        family(
+            &mut out,
+            "smb3d_request_failures_total",
+            "counter",
+            "Requests answered with an error status, by command.",
+        );
+        for (i, stats) in m.commands.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "smb3d_request_failures_total{{command=\"{}\"}} {}",
+                command_name(i),
+                load(&stats.failures)
+            );
+        }
+        family(
+            &mut out,
+            "smb3d_request_duration_seconds",
+            "histogram",
+            "Time from a request's arrival to its response, by command.",
+        );
+        for (i, stats) in m.commands.iter().enumerate() {
+            let command = command_name(i);
+            let mut cumulative = 0;
+            for (bound, bucket) in BUCKETS_US.iter().zip(&stats.buckets) {
+                cumulative += load(bucket);
+                let _ = writeln!(
+                    out,
+                    "smb3d_request_duration_seconds_bucket{{command=\"{command}\",le=\"{}\"}} {cumulative}",
+                    seconds(*bound)
+                );
+            }
+            // The +Inf bucket is the count, so that it agrees with _count even while other
+            // threads add.
+            let count = stats.buckets.iter().map(load).sum::<u64>();
+            let _ = writeln!(
+                out,
+                "smb3d_request_duration_seconds_bucket{{command=\"{command}\",le=\"+Inf\"}} {count}\n\
+                 smb3d_request_duration_seconds_sum{{command=\"{command}\"}} {}\n\
+                 smb3d_request_duration_seconds_count{{command=\"{command}\"}} {count}",
+                seconds(load(&stats.total_us))
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_fall_in_their_buckets() {
+        let m = Metrics::default();
+        m.request(Command::READ, Duration::from_micros(40), false);
+        m.request(Command::READ, Duration::from_micros(50), false);
+        m.request(Command::READ, Duration::from_micros(51), true);
+        m.request(Command::READ, Duration::from_secs(60), false);
+        m.request(Command(0x99), Duration::from_micros(1), false);
+        let read = &m.commands[usize::from(Command::READ.0)];
+        assert_eq!(load(&read.requests), 4);
+        assert_eq!(load(&read.failures), 1);
+        let buckets: Vec<u64> = read.buckets.iter().map(load).collect();
+        assert_eq!(buckets[0], 2, "40 and 50 µs are within 50 µs");
+        assert_eq!(buckets[1], 1, "51 µs is within 100 µs");
+        assert_eq!(buckets[BUCKETS_US.len()], 1, "60 s is above every bound");
+        assert_eq!(load(&read.total_us), 60_000_141);
+    }
+
+    #[test]
+    fn text_format_pieces() {
+        assert_eq!(seconds(50), "0.000050");
+        assert_eq!(seconds(2_500_000), "2.500000");
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(command_name(8), "READ");
+        assert_eq!(command_name(0x12), "OPLOCK_BREAK");
+    }
+}
