@@ -1,8 +1,14 @@
 //! `smb3d`: serve SMB2/SMB3 shares, manage users, check and import the configuration.
 
+mod admin_socket;
 mod config_cmd;
 mod credentials;
+mod ctl;
+mod logging;
+mod metrics_http;
+mod reload;
 mod serve;
+mod status;
 pub mod systemd;
 mod users;
 
@@ -51,6 +57,34 @@ enum Command {
         #[command(subcommand)]
         action: config_cmd::ConfigAction,
     },
+    /// Show the running server's sessions, tree connects and open files (like smbstatus).
+    Status {
+        /// Print the report as JSON, with smbstatus --json's keys where they map.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: ctl::Target,
+    },
+    /// Make the running server reread its configuration (as SIGHUP does), and show what
+    /// changed or why the configuration was refused.
+    Reload {
+        #[command(flatten)]
+        target: ctl::Target,
+    },
+    /// Log a session off (its opens are closed); `smb3d status` shows the ids.
+    CloseSession {
+        /// The session id.
+        id: String,
+        #[command(flatten)]
+        target: ctl::Target,
+    },
+    /// Close one open file handle; `smb3d status` shows the ids.
+    CloseFile {
+        /// The open's id (share_file_id in the JSON report).
+        id: String,
+        #[command(flatten)]
+        target: ctl::Target,
+    },
 }
 
 #[derive(Subcommand)]
@@ -69,6 +103,10 @@ fn main() -> ExitCode {
             config,
         } => share_list(&config),
         Command::Config { action } => config_cmd::run(action),
+        Command::Status { json, target } => ctl::status(&target, json),
+        Command::Reload { target } => ctl::reload(&target),
+        Command::CloseSession { id, target } => ctl::close_session(&target, &id),
+        Command::CloseFile { id, target } => ctl::close_file(&target, &id),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

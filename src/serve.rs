@@ -1,19 +1,26 @@
-//! `smb3d serve`: from a configuration file, or `--demo` with an embedded default.
+//! `smb3d serve`: from a configuration file (with `SMB3D_*` environment overrides), or
+//! `--demo` with an embedded default. Tells systemd when it is ready, reloading and stopping,
+//! serves the admin socket, the metrics endpoint and the mDNS advertisement when configured,
+//! and stops gracefully on SIGTERM or SIGINT.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use smb3d_auth::{ServerIdentity, UserDb};
-use smb3d_config::{Config, DEFAULT_CONFIG_PATH, Dialect, EncryptPolicy, SigningPolicy};
+use smb3d_auth::{CredentialStore, ServerIdentity, UserDb};
+use smb3d_config::{Config, DEFAULT_CONFIG_PATH, Dialect, SigningPolicy};
 use smb3d_crypto::Cipher;
-use smb3d_server::share::Share;
-use smb3d_server::{EncryptionPolicy, Server, Settings};
-use smb3d_vfs_posix::PosixVfs;
+use smb3d_server::{Server, Settings};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::AnyError;
+use crate::admin_socket::{AdminSocket, ReloadRequest};
 use crate::credentials::ReloadingUserDb;
+use crate::metrics_http;
+use crate::reload::{Reloader, build_shares, encryption_policy};
+use crate::systemd;
 
 /// Port of the demo server unless `--port` says otherwise.
 const DEMO_PORT: u16 = 4445;
@@ -21,7 +28,7 @@ const DEMO_USER: &str = "demo";
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Configuration file.
+    /// Configuration file (SMB3D_* environment variables override its settings).
     #[arg(long, short, default_value = DEFAULT_CONFIG_PATH)]
     config: PathBuf,
     /// Serve a share named `demo` on 127.0.0.1 with a new user and a random password, no
@@ -37,48 +44,176 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> Result<(), AnyError> {
-    init_logging();
-    let (config, banner) = if args.demo {
-        demo_config(args.dir, args.port.unwrap_or(DEMO_PORT))?
+    let (config, banner, config_path) = if args.demo {
+        let (config, banner) = demo_config(args.dir, args.port.unwrap_or(DEMO_PORT))?;
+        (config, Some(banner), None)
     } else {
-        (Config::load(&args.config)?, None)
+        (
+            crate::config_cmd::load(&args.config)?,
+            None,
+            Some(std::path::absolute(&args.config)?),
+        )
     };
-    let server = build_server(&config)?;
+    let audited = config.server.audit || config.shares.iter().any(|(_, s)| s.audit == Some(true));
+    crate::logging::init(config.server.log_format, audited);
+    let credentials = Arc::new(
+        ReloadingUserDb::open(config.server.user_db.clone())
+            .map_err(|e| format!("user database: {e} (create it with `smb3d user add NAME`)"))?,
+    );
+    let server = build_server(&config, credentials)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
-        let listeners = smb3d_transport::bind(&config.server.listen).await?;
-        for addr in &config.server.listen {
-            tracing::info!("listening on {addr}");
-        }
-        if let Some(banner) = banner {
-            println!("{banner}");
-        }
-        smb3d_transport::serve(
-            listeners,
-            server,
-            smb3d_transport::TransportConfig::default(),
-            async {
-                let _ = tokio::signal::ctrl_c().await;
-            },
-        )
-        .await?;
-        tracing::info!("stopped");
-        Ok(())
-    })
+    runtime.block_on(serve(config, config_path, server, banner, args.demo))
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SMB3D_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+/// Listens, serves until SIGTERM or SIGINT, rereads the configuration on SIGHUP or
+/// `smb3d reload`, then stops gracefully: systemd is told, the mDNS goodbye sent, the admin
+/// socket removed and every connection ended as if its client had left.
+async fn serve(
+    config: Config,
+    config_path: Option<PathBuf>,
+    server: Arc<Server>,
+    banner: Option<String>,
+    demo: bool,
+) -> Result<(), AnyError> {
+    let s = &config.server;
+    let listeners = smb3d_transport::bind(&s.listen).await?;
+    for addr in &s.listen {
+        tracing::info!("listening on {addr}");
+    }
+    let metrics = if s.metrics {
+        let endpoint = metrics_http::Endpoint::start(s.metrics_listen, server.clone())
+            .await
+            .map_err(|e| format!("metrics endpoint {}: {e}", s.metrics_listen))?;
+        tracing::info!("metrics at http://{}/metrics", s.metrics_listen);
+        Some(endpoint)
+    } else {
+        None
+    };
+    let (reload_requests, mut reloads) = mpsc::channel::<ReloadRequest>(4);
+    let admin = match AdminSocket::start(
+        &s.admin_socket,
+        server.clone(),
+        config_path.clone().unwrap_or_else(|| config.source.clone()),
+        reload_requests,
+    ) {
+        Ok(admin) => {
+            tracing::info!("admin socket at {}", s.admin_socket.display());
+            Some(admin)
+        }
+        Err(e) => {
+            tracing::warn!(
+                "admin socket {}: {e}; `smb3d status` and `smb3d reload` cannot reach this server",
+                s.admin_socket.display()
+            );
+            None
+        }
+    };
+    let mdns = if s.mdns && !demo {
+        smb3d_mdns::Advertiser::start(&s.server_name, Some(&s.mdns_model), &s.listen)
+            .map_err(|e| tracing::warn!("mDNS advertisement unavailable: {e}"))
+            .ok()
+    } else {
+        None
+    };
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let mut serving = tokio::spawn(smb3d_transport::serve(
+        listeners,
+        server.clone(),
+        smb3d_transport::TransportConfig::default(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    systemd::notify_ready(&status_line(&config));
+    if let Some(banner) = banner {
+        println!("{banner}");
+    }
+    let mut reloader = Reloader {
+        path: config_path,
+        config,
+        server,
+    };
+    let failure = loop {
+        tokio::select! {
+            _ = terminate.recv() => {
+                tracing::info!("SIGTERM: stopping");
+                break None;
+            }
+            _ = interrupt.recv() => {
+                tracing::info!("SIGINT: stopping");
+                break None;
+            }
+            _ = hangup.recv() => {
+                tracing::info!("SIGHUP: rereading the configuration");
+                let _ = reloader.reload();
+            }
+            Some(reply) = reloads.recv() => {
+                tracing::info!("reload asked for on the admin socket");
+                let _ = reply.send(reloader.reload());
+            }
+            result = &mut serving => {
+                break Some(match result {
+                    Ok(Ok(())) => "the listeners stopped".to_owned(),
+                    Ok(Err(e)) => e.to_string(),
+                    Err(e) => e.to_string(),
+                });
+            }
+        }
+    };
+    systemd::notify_stopping();
+    if let Some(advertiser) = mdns
+        && let Err(e) = advertiser.stop().await
+    {
+        tracing::warn!("mDNS goodbye: {e}");
+    }
+    if let Some(admin) = admin {
+        admin.stop();
+    }
+    let _ = stop.send(());
+    if failure.is_none() {
+        match serving.await {
+            Ok(Err(e)) => tracing::warn!("while stopping: {e}"),
+            Err(e) => tracing::warn!("while stopping: {e}"),
+            Ok(Ok(())) => {}
+        }
+    }
+    if let Some(metrics) = metrics {
+        metrics.stop();
+    }
+    match failure {
+        None => {
+            tracing::info!("stopped");
+            Ok(())
+        }
+        Some(why) => Err(format!("serving failed: {why}").into()),
+    }
 }
 
-fn build_server(config: &Config) -> Result<Arc<Server>, AnyError> {
+/// What `systemctl status` shows while serving.
+pub fn status_line(config: &Config) -> String {
+    let listen: Vec<String> = config
+        .server
+        .listen
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    format!(
+        "serving {} share(s) on {}",
+        config.shares.len(),
+        listen.join(", ")
+    )
+}
+
+/// The server for `config`, with `credentials` for logons.
+pub fn build_server(
+    config: &Config,
+    credentials: Arc<dyn CredentialStore>,
+) -> Result<Arc<Server>, AnyError> {
     let s = &config.server;
     let settings = Settings {
         encryption: encryption_policy(s.encrypt),
@@ -100,57 +235,16 @@ fn build_server(config: &Config) -> Result<Arc<Server>, AnyError> {
         dns_domain: String::new(),
         dns_name: host.to_lowercase(),
     };
-    let credentials = Arc::new(
-        ReloadingUserDb::open(s.user_db.clone())
-            .map_err(|e| format!("user database: {e} (create it with `smb3d user add NAME`)"))?,
-    );
-    let mut shares = vec![Share::ipc()];
-    for (name, share) in &config.shares {
-        let path = share.path.get_ref();
-        let vfs =
-            PosixVfs::new(path).map_err(|e| format!("share {name}: {}: {e}", path.display()))?;
-        shares.push(Share {
-            name: name.clone(),
-            comment: share.comment.clone(),
-            path: path.display().to_string(),
-            read_only: share.read_only,
-            valid_users: share.valid_users.clone(),
-            read_list: share.read_list.clone(),
-            write_list: share.write_list.clone(),
-            force_user: share.force_user.clone(),
-            force_group: share.force_group.clone(),
-            browseable: share.browseable,
-            guest_ok: share.guest_ok,
-            encryption: encryption_policy(share.encrypt.unwrap_or(s.encrypt)),
-            require_signing: share.signing == SigningPolicy::Required,
-            create_mask: share.create_mask,
-            directory_mask: share.directory_mask,
-            hide_unreadable: share.hide_unreadable,
-            access_based_share_enum: share.access_based_share_enum,
-            ..Share::disk(name.clone(), Arc::new(vfs))
-        });
-        if let Some(share) = shares.last() {
-            share
-                .check_forced_accounts()
-                .map_err(|e| format!("share {name}: {e}"))?;
-        }
-    }
-    Ok(Server::new(
+    let shares = build_shares(config)?;
+    let server = Server::new(
         settings,
         identity,
         credentials,
         smb3d_crypto::default_provider(),
-        shares,
-    ))
-}
-
-fn encryption_policy(policy: EncryptPolicy) -> EncryptionPolicy {
-    match policy {
-        EncryptPolicy::Off => EncryptionPolicy::Off,
-        EncryptPolicy::Auto => EncryptionPolicy::Auto,
-        EncryptPolicy::Desired => EncryptionPolicy::Desired,
-        EncryptPolicy::Required => EncryptionPolicy::Required,
-    }
+        Vec::new(),
+    );
+    server.replace_shares(shares);
+    Ok(server)
 }
 
 fn hostname() -> String {
@@ -161,7 +255,7 @@ fn hostname() -> String {
 
 /// The embedded default: one share, one user with a fresh random password, loopback only.
 /// Returns the configuration and the lines to print once the server listens.
-fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, Option<String>), AnyError> {
+fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, String), AnyError> {
     let state = std::env::temp_dir().join(format!("smb3d-demo-{}", std::process::id()));
     std::fs::create_dir_all(&state)?;
     let share_dir = match dir {
@@ -182,17 +276,19 @@ fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, Option<String
     db.save()?;
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
     let text = format!(
-        "[server]\nlisten = [\"{listen}\"]\nserver_name = \"SMB3D\"\nuser_db = {db:?}\n\n[share.demo]\npath = {share:?}\n",
+        "[server]\nlisten = [\"{listen}\"]\nserver_name = \"SMB3D\"\nuser_db = {db:?}\nadmin_socket = {admin:?}\n\n[share.demo]\npath = {share:?}\n",
         db = db_path.display().to_string(),
+        admin = state.join("admin.sock").display().to_string(),
         share = share_dir.display().to_string(),
     );
     let config = Config::parse(&state.join("demo.toml"), &text)?;
     debug_assert_eq!(*config.server.max_dialect.get_ref(), Dialect::Smb311);
     let banner = format!(
-        "smb3d demo: sharing {} as \"demo\"\nconnect with: smbclient //127.0.0.1/demo -p {port} -U {DEMO_USER}%{password}",
-        share_dir.display()
+        "smb3d demo: sharing {} as \"demo\"\nconnect with: smbclient //127.0.0.1/demo -p {port} -U {DEMO_USER}%{password}\nstatus with: smb3d status --socket {}",
+        share_dir.display(),
+        config.server.admin_socket.display()
     );
-    Ok((config, Some(banner)))
+    Ok((config, banner))
 }
 
 fn random_password() -> String {

@@ -27,7 +27,7 @@ pub fn notify_stopping() {
 }
 
 fn notify(state: &str) {
-    let Some(socket) = std::env::var_os(NOTIFY_SOCKET) else {
+    let Some(socket) = std::env::var_os(NOTIFY_SOCKET).filter(|s| !s.is_empty()) else {
         return;
     };
     if let Err(e) = send(&socket, state) {

@@ -15,6 +15,24 @@ use crate::share::Share;
 /// The tracing target of audit events, so that they can be filtered or routed on their own.
 pub const TARGET: &str = "audit";
 
+/// Rights that make an open worth auditing: reading, changing or deleting data, or changing
+/// who may. Opens for attributes or the security descriptor alone (every listing and stat
+/// makes some) are not logged.
+const AUDITED_RIGHTS: AccessMask = AccessMask(
+    AccessMask::FILE_READ_DATA.0
+        | AccessMask::FILE_WRITE_DATA.0
+        | AccessMask::FILE_APPEND_DATA.0
+        | AccessMask::FILE_EXECUTE.0
+        | AccessMask::DELETE.0
+        | AccessMask::WRITE_DAC.0
+        | AccessMask::WRITE_OWNER.0,
+);
+
+/// A path within the share as logged: the share's root is ".".
+fn shown(path: &VfsPath) -> &str {
+    if path.is_root() { "." } else { path.as_str() }
+}
+
 /// Who acts where, fixed for a tree connect.
 pub(crate) struct Subject {
     /// `DOMAIN\user`, or `(anonymous)`.
@@ -55,7 +73,8 @@ fn action_name(action: CreateAction) -> &'static str {
     }
 }
 
-/// A CREATE succeeded.
+/// A CREATE succeeded: logged when it created or replaced the file, or when the open may
+/// read, change or delete data.
 pub(crate) fn opened(
     who: &Subject,
     path: &VfsPath,
@@ -63,12 +82,15 @@ pub(crate) fn opened(
     access: AccessMask,
     directory: bool,
 ) {
+    if action == CreateAction::OPENED && !access.intersects(AUDITED_RIGHTS) {
+        return;
+    }
     tracing::info!(
         target: TARGET,
         user = %who.user,
         client = %who.client,
         share = %who.share,
-        path = path.as_str(),
+        path = shown(path),
         action = action_name(action),
         access = %format_args!("{:#010x}", access.0),
         directory,
@@ -83,8 +105,8 @@ pub(crate) fn renamed(who: &Subject, from: &VfsPath, to: &VfsPath) {
         user = %who.user,
         client = %who.client,
         share = %who.share,
-        path = from.as_str(),
-        to = to.as_str(),
+        path = shown(from),
+        to = shown(to),
         "rename"
     );
 }
@@ -92,8 +114,8 @@ pub(crate) fn renamed(who: &Subject, from: &VfsPath, to: &VfsPath) {
 /// A file, directory or named stream was deleted (its last open closed with delete pending).
 pub(crate) fn deleted(who: &Subject, path: &VfsPath, stream: Option<&str>, directory: bool) {
     let path = match stream {
-        Some(stream) => format!("{}:{stream}", path.as_str()),
-        None => path.as_str().to_owned(),
+        Some(stream) => format!("{}:{stream}", shown(path)),
+        None => shown(path).to_owned(),
     };
     tracing::info!(
         target: TARGET,

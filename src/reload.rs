@@ -1,0 +1,348 @@
+//! Building the served shares from the configuration, and rereading the configuration while
+//! the server runs (SIGHUP, `smb3d reload`): shares added, removed or changed apply to new tree
+//! connects; existing tree connects keep the share they connected to, as Samba 4.17's do, even
+//! when it was removed. Server settings that cannot change live are named in the log. An
+//! invalid configuration is refused and the running one kept.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use smb3d_config::{Config, EncryptPolicy, ServerConfig, ShareConfig, SigningPolicy};
+use smb3d_server::share::Share;
+use smb3d_server::{EncryptionPolicy, Server};
+use smb3d_vfs_posix::PosixVfs;
+
+/// The server setting keys that take effect at once on reload (see [`effective`]); every
+/// other one needs a restart. `audit` is applied to each share (new tree connects).
+const LIVE_SERVER_KEYS: &[&str] = &["audit"];
+
+/// The configuration in effect once `new` is applied over `running`: `new`'s shares, the
+/// live server settings of `new`, and the running value of every setting that needs a
+/// restart (shares inherit those from the server, so they keep the running ones too).
+fn effective(running: &Config, new: &Config) -> Config {
+    let mut server = running.server.clone();
+    server.audit = new.server.audit;
+    Config {
+        source: new.source.clone(),
+        server,
+        shares: new.shares.clone(),
+    }
+}
+
+/// The SMB encryption policy of a configuration policy.
+pub fn encryption_policy(policy: EncryptPolicy) -> EncryptionPolicy {
+    match policy {
+        EncryptPolicy::Off => EncryptionPolicy::Off,
+        EncryptPolicy::Auto => EncryptionPolicy::Auto,
+        EncryptPolicy::Desired => EncryptionPolicy::Desired,
+        EncryptPolicy::Required => EncryptionPolicy::Required,
+    }
+}
+
+/// A disk share as configured; fails when its directory cannot be opened or an account it
+/// forces does not exist.
+pub fn build_share(
+    name: &str,
+    share: &ShareConfig,
+    server: &ServerConfig,
+) -> Result<Share, String> {
+    let path = share.path.get_ref();
+    let vfs = PosixVfs::new(path).map_err(|e| format!("share {name}: {}: {e}", path.display()))?;
+    let built = Share {
+        name: name.to_owned(),
+        comment: share.comment.clone(),
+        path: path.display().to_string(),
+        read_only: share.read_only,
+        valid_users: share.valid_users.clone(),
+        read_list: share.read_list.clone(),
+        write_list: share.write_list.clone(),
+        force_user: share.force_user.clone(),
+        force_group: share.force_group.clone(),
+        browseable: share.browseable,
+        guest_ok: share.guest_ok,
+        encryption: encryption_policy(share.encrypt.unwrap_or(server.encrypt)),
+        require_signing: share.signing == SigningPolicy::Required,
+        create_mask: share.create_mask,
+        directory_mask: share.directory_mask,
+        hide_unreadable: share.hide_unreadable,
+        access_based_share_enum: share.access_based_share_enum,
+        audit: share.audit.unwrap_or(server.audit),
+        ..Share::disk(name.to_owned(), Arc::new(vfs))
+    };
+    built
+        .check_forced_accounts()
+        .map_err(|e| format!("share {name}: {e}"))?;
+    Ok(built)
+}
+
+/// Every share of `config`, IPC$ first.
+pub fn build_shares(config: &Config) -> Result<Vec<Arc<Share>>, String> {
+    let mut shares = vec![Arc::new(Share::ipc())];
+    for (name, share) in &config.shares {
+        shares.push(Arc::new(build_share(name, share, &config.server)?));
+    }
+    Ok(shares)
+}
+
+/// What a reload changed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+    /// Server settings that differ but apply only after a restart.
+    pub restart_needed: Vec<String>,
+}
+
+impl Outcome {
+    /// The outcome as the admin socket reports it.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "added": self.added,
+            "removed": self.removed,
+            "changed": self.changed,
+            "restart_needed": self.restart_needed,
+        })
+    }
+}
+
+/// The `[server]` settings as `key = value` lines of the rendered configuration, so that any
+/// setting, present or future, is compared.
+fn server_settings(config: &Config) -> Vec<(String, String)> {
+    let rendered = config.to_toml();
+    rendered
+        .lines()
+        .skip_while(|l| *l != "[server]")
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.split_once(" = "))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Server settings that differ between `old` and `new` and need a restart.
+fn restart_needed(old: &Config, new: &Config) -> Vec<String> {
+    let before = server_settings(old);
+    server_settings(new)
+        .into_iter()
+        .filter(|(key, value)| {
+            !LIVE_SERVER_KEYS.contains(&key.as_str())
+                && before.iter().find(|(k, _)| k == key).map(|(_, v)| v) != Some(value)
+        })
+        .map(|(key, _)| key)
+        .collect()
+}
+
+/// Whether a share must be rebuilt: its own settings changed, or a server setting it
+/// inherits.
+fn share_changed(name: &str, old: &Config, new: &Config) -> bool {
+    let (Some(before), Some(after)) = (old.share(name), new.share(name)) else {
+        return true;
+    };
+    before != after
+        || (after.encrypt.is_none() && old.server.encrypt != new.server.encrypt)
+        || (after.audit.is_none() && old.server.audit != new.server.audit)
+}
+
+/// Serves `new`'s shares on `server`, which runs `old`: unchanged shares are kept as they
+/// are, changed and added ones built afresh. Nothing changes if a share cannot be built.
+/// Returns the configuration now in effect.
+pub fn apply(
+    server: &Server,
+    old: &Config,
+    new: &Config,
+) -> Result<(Config, Outcome), Vec<String>> {
+    let restart_needed = restart_needed(old, new);
+    let new = &effective(old, new);
+    let current = server.shares();
+    let mut shares: Vec<Arc<Share>> = current
+        .iter()
+        .filter(|s| s.name == "IPC$")
+        .cloned()
+        .collect();
+    let mut outcome = Outcome {
+        restart_needed,
+        ..Outcome::default()
+    };
+    let mut errors = Vec::new();
+    for (name, share) in &new.shares {
+        let running = current
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name) && s.name != "IPC$");
+        match running {
+            Some(running) if !share_changed(name, old, new) && running.name == *name => {
+                shares.push(running.clone());
+            }
+            _ => match build_share(name, share, &new.server) {
+                Ok(built) => {
+                    if running.is_some() {
+                        outcome.changed.push(name.clone());
+                    } else {
+                        outcome.added.push(name.clone());
+                    }
+                    shares.push(Arc::new(built));
+                }
+                Err(e) => errors.push(e),
+            },
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    outcome.removed = current
+        .iter()
+        .filter(|s| s.name != "IPC$" && new.share(&s.name).is_none())
+        .map(|s| s.name.clone())
+        .collect();
+    server.replace_shares(shares);
+    Ok((new.clone(), outcome))
+}
+
+/// Rereads the configuration at `path` and applies it to the running `server`, logging what
+/// changed or why nothing did.
+pub struct Reloader {
+    /// The configuration file; None in demo mode, which has none.
+    pub path: Option<PathBuf>,
+    pub config: Config,
+    pub server: Arc<Server>,
+}
+
+impl Reloader {
+    /// Rereads and applies the configuration; the errors when it was refused.
+    pub fn reload(&mut self) -> Result<Outcome, Vec<String>> {
+        let Some(path) = &self.path else {
+            let why = "serve --demo has no configuration file to reread".to_owned();
+            tracing::warn!("reload refused: {why}");
+            return Err(vec![why]);
+        };
+        crate::systemd::notify_reloading();
+        let result = crate::config_cmd::load_effective(path)
+            .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())
+            .and_then(|new| apply(&self.server, &self.config, &new));
+        let result = result.map(|(config, outcome)| {
+            self.config = config;
+            outcome
+        });
+        crate::systemd::notify_ready(&crate::serve::status_line(&self.config));
+        match result {
+            Ok(outcome) => {
+                tracing::info!(
+                    added = ?outcome.added,
+                    removed = ?outcome.removed,
+                    changed = ?outcome.changed,
+                    "configuration reloaded from {}",
+                    path.display()
+                );
+                for key in &outcome.restart_needed {
+                    tracing::warn!(
+                        "server setting {key} changed: it takes effect when smb3d is restarted"
+                    );
+                }
+                Ok(outcome)
+            }
+            Err(errors) => {
+                for e in &errors {
+                    tracing::error!("reload refused: {e}");
+                }
+                tracing::error!(
+                    "configuration {} not reloaded; the running configuration is kept",
+                    path.display()
+                );
+                Err(errors)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn no_users() -> Arc<smb3d_auth::UserDb> {
+        Arc::new(smb3d_auth::UserDb::new("/nonexistent/users"))
+    }
+
+    fn config(text: &str) -> Config {
+        Config::parse(Path::new("t.toml"), text).unwrap()
+    }
+
+    #[test]
+    fn server_changes_that_need_a_restart_are_named() {
+        let old = config("[server]\nlisten = [\"127.0.0.1:445\"]\n");
+        let new = config(
+            "[server]\nlisten = [\"127.0.0.1:4445\"]\nsigning = \"required\"\naudit = true\n",
+        );
+        assert_eq!(restart_needed(&old, &new), ["listen", "signing"]);
+        assert!(restart_needed(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn shares_are_kept_rebuilt_added_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["a", "b", "c"] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        let share = |name: &str, extra: &str| {
+            format!(
+                "[share.{name}]\npath = {:?}\n{extra}",
+                dir.path().join(name).display().to_string()
+            )
+        };
+        let old = config(&format!("{}{}", share("a", ""), share("b", "")));
+        let server = crate::serve::build_server(&old, no_users()).unwrap();
+        let a_before = server
+            .shares()
+            .iter()
+            .find(|s| s.name == "a")
+            .cloned()
+            .unwrap();
+
+        let new = config(&format!(
+            "{}{}{}",
+            share("a", ""),
+            share("b", "read_only = true\n"),
+            share("c", "")
+        ));
+        let (running, outcome) = apply(&server, &old, &new).unwrap();
+        assert_eq!(outcome.added, ["c"]);
+        assert_eq!(outcome.changed, ["b"]);
+        assert!(outcome.removed.is_empty());
+        let shares = server.shares();
+        let names: Vec<&str> = shares.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["IPC$", "a", "b", "c"]);
+        assert!(Arc::ptr_eq(&a_before, &shares[1]), "unchanged share kept");
+        assert!(shares[2].read_only);
+
+        let audited = config(&format!(
+            "[server]\naudit = true\n{}{}",
+            share("a", "audit = false\n"),
+            share("c", "")
+        ));
+        let (_, outcome) = apply(&server, &running, &audited).unwrap();
+        assert_eq!(outcome.removed, ["b"]);
+        // a's own settings changed; c inherits the server's new audit setting.
+        assert_eq!(outcome.changed, ["a", "c"]);
+        assert!(outcome.restart_needed.is_empty());
+        assert!(server.shares()[2].audit);
+    }
+
+    #[test]
+    fn a_share_that_cannot_be_opened_refuses_the_whole_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = config(&format!(
+            "[share.a]\npath = {:?}\n",
+            dir.path().display().to_string()
+        ));
+        let server = crate::serve::build_server(&old, no_users()).unwrap();
+        let new = config(&format!(
+            "[share.a]\npath = {:?}\n[share.gone]\npath = \"/nonexistent/smb3d\"\n",
+            dir.path().display().to_string()
+        ));
+        let errors = apply(&server, &old, &new).unwrap_err();
+        assert!(errors[0].contains("share gone"), "{errors:?}");
+        assert_eq!(server.shares().len(), 2);
+    }
+}

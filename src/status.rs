@@ -1,0 +1,624 @@
+//! The status report: the server's snapshot as JSON with `smbstatus --json`'s keys where they
+//! map (built by the running server), and its rendering as smbstatus-like tables (by
+//! `smb3d status`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value, json};
+use smb3d_dtyp::AccessMask;
+use smb3d_server::admin::{self, Degree, OpenInfo, Protection, Snapshot};
+use smb3d_smb2::create::ShareAccess;
+
+/// Samba's "vnn" of a server that is not part of a cluster.
+const NONCLUSTER_VNN: &str = "4294967295";
+
+/// The report for `snapshot`, taken from the server running with the configuration `config`.
+pub fn report(snapshot: &Snapshot, config: &Path, now: SystemTime) -> Value {
+    let pid = std::process::id().to_string();
+    let server_id = |connection: u64| {
+        json!({
+            "pid": pid,
+            "task_id": "0",
+            "vnn": NONCLUSTER_VNN,
+            "unique_id": connection.to_string(),
+        })
+    };
+    let groups = GroupNames::read();
+
+    let mut sessions = Map::new();
+    for s in &snapshot.sessions {
+        let (uid, gid, username, groupname, domain) = match &s.user {
+            Some(u) => (
+                json!(u.uid),
+                json!(u.gid),
+                u.name.clone().unwrap_or_else(|| "(anonymous)".into()),
+                groups.name(u.gid),
+                u.domain.clone(),
+            ),
+            None => (
+                json!(-1),
+                json!(-1),
+                "(auth in progress)".into(),
+                "(auth in progress)".into(),
+                String::new(),
+            ),
+        };
+        let (machine, hostname) = client_names(s.connection.client);
+        sessions.insert(
+            s.id.to_string(),
+            json!({
+                "session_id": s.id.to_string(),
+                "server_id": server_id(s.connection.id),
+                "uid": uid,
+                "gid": gid,
+                "username": username,
+                "groupname": groupname,
+                "domain": domain,
+                "remote_machine": machine,
+                "hostname": hostname,
+                "session_dialect": s.connection.dialect.map_or_else(String::new, admin::dialect_name),
+                "encryption": protection(s.encryption),
+                "signing": protection(s.signing),
+                "connection_id": s.connection.id.to_string(),
+                "connected_at": timestamp(s.connection.connected_at),
+            }),
+        );
+    }
+
+    let mut tcons = Map::new();
+    for t in &snapshot.trees {
+        let connection = snapshot
+            .sessions
+            .iter()
+            .find(|s| s.id == t.session_id)
+            .map_or(0, |s| s.connection.id);
+        tcons.insert(
+            format!("{}/{}", t.session_id, t.id),
+            json!({
+                "service": t.share,
+                "server_id": server_id(connection),
+                "tcon_id": t.id.to_string(),
+                "session_id": t.session_id.to_string(),
+                "machine": client_names(t.client).0,
+                "connected_at": timestamp(t.connected_at),
+                "encryption": protection(t.encryption),
+                "signing": protection(t.signing),
+            }),
+        );
+    }
+
+    let mut files: BTreeMap<String, (Value, Map<String, Value>, u64)> = BTreeMap::new();
+    for o in &snapshot.opens {
+        let connection = snapshot
+            .sessions
+            .iter()
+            .find(|s| s.id == o.session_id)
+            .map_or(0, |s| s.connection.id);
+        let (service_path, key) = file_key(o);
+        let entry = files.entry(key).or_insert_with(|| {
+            (
+                json!({
+                    "service_path": service_path,
+                    "service": o.share,
+                    "filename": if o.path.is_empty() { "." } else { o.path.as_str() },
+                    "fileid": {"devid": o.device, "inode": o.inode, "extid": 0},
+                }),
+                Map::new(),
+                0,
+            )
+        });
+        if o.delete_pending {
+            entry.2 = 1;
+        }
+        entry.1.insert(
+            o.id.to_string(),
+            json!({
+                "server_id": server_id(connection),
+                "uid": o.uid,
+                "share_file_id": o.id.to_string(),
+                "session_id": o.session_id.to_string(),
+                "tcon_id": o.tree_id.to_string(),
+                "sharemode": share_mode(o.share_access),
+                "access_mask": access_mask(o.access),
+                // No oplock or lease is granted yet, so none is held.
+                "caching": {"READ": false, "WRITE": false, "HANDLE": false, "hex": "0x00000000", "text": ""},
+                "oplock": {},
+                "lease": {},
+                "opened_at": timestamp(o.opened_at),
+                "directory": o.is_directory,
+            }),
+        );
+    }
+    let open_files: Map<String, Value> = files
+        .into_iter()
+        .map(|(key, (mut file, opens, pending))| {
+            if let Some(f) = file.as_object_mut() {
+                f.insert("num_pending_deletes".into(), json!(pending));
+                f.insert("opens".into(), Value::Object(opens));
+            }
+            (key, file)
+        })
+        .collect();
+
+    json!({
+        "timestamp": timestamp_compact(now),
+        "version": format!("smb3d {}", env!("CARGO_PKG_VERSION")),
+        "smb_conf": config.display().to_string(),
+        "sessions": sessions,
+        "tcons": tcons,
+        "open_files": open_files,
+        // Byte-range locks are not granted yet (LOCK is refused), so there are none to list.
+        "byte_range_locks": {},
+    })
+}
+
+/// The share directory and the key smbstatus uses for a file: its full path.
+fn file_key(o: &OpenInfo) -> (String, String) {
+    match &o.share_path {
+        Some(root) => {
+            let root = root.display().to_string();
+            let full = if o.path.is_empty() {
+                root.clone()
+            } else {
+                format!("{}/{}", root.trim_end_matches('/'), o.path)
+            };
+            (root, full)
+        }
+        None => (String::new(), format!("{}:{}", o.share, o.path)),
+    }
+}
+
+/// "remote_machine" and "hostname" as smbstatus writes them ("ipv4:127.0.0.1:35200").
+fn client_names(client: Option<SocketAddr>) -> (String, String) {
+    match client {
+        Some(SocketAddr::V4(a)) => (a.ip().to_string(), format!("ipv4:{}:{}", a.ip(), a.port())),
+        Some(SocketAddr::V6(a)) => (a.ip().to_string(), format!("ipv6:{}:{}", a.ip(), a.port())),
+        None => (String::new(), String::new()),
+    }
+}
+
+fn protection(p: Protection) -> Value {
+    let cipher = match (p.degree, p.algorithm) {
+        (Degree::None, _) | (_, None) => "-",
+        (_, Some(name)) => name,
+    };
+    json!({"cipher": cipher, "degree": p.degree.as_str()})
+}
+
+fn share_mode(share: ShareAccess) -> Value {
+    let read = share.contains(ShareAccess::READ);
+    let write = share.contains(ShareAccess::WRITE);
+    let delete = share.contains(ShareAccess::DELETE);
+    let text: String = [(read, 'R'), (write, 'W'), (delete, 'D')]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, c)| *c)
+        .collect();
+    json!({
+        "hex": format!("{:#010x}", share.0),
+        "READ": read,
+        "WRITE": write,
+        "DELETE": delete,
+        "text": text,
+    })
+}
+
+/// The access rights smbstatus spells out.
+const ACCESS_BITS: [(&str, u32); 14] = [
+    ("READ_DATA", 0x0000_0001),
+    ("WRITE_DATA", 0x0000_0002),
+    ("APPEND_DATA", 0x0000_0004),
+    ("READ_EA", 0x0000_0008),
+    ("WRITE_EA", 0x0000_0010),
+    ("EXECUTE", 0x0000_0020),
+    ("READ_ATTRIBUTES", 0x0000_0080),
+    ("WRITE_ATTRIBUTES", 0x0000_0100),
+    ("DELETE_CHILD", 0x0000_0040),
+    ("DELETE", 0x0001_0000),
+    ("READ_CONTROL", 0x0002_0000),
+    ("WRITE_DAC", 0x0004_0000),
+    ("SYNCHRONIZE", 0x0010_0000),
+    ("ACCESS_SYSTEM_SECURITY", 0x0100_0000),
+];
+
+fn access_mask(access: AccessMask) -> Value {
+    let mut m = Map::new();
+    m.insert("hex".into(), json!(format!("{:#010x}", access.0)));
+    for (name, bit) in ACCESS_BITS {
+        m.insert(name.into(), json!(access.0 & bit != 0));
+    }
+    m.insert("text".into(), json!(read_write_text(access)));
+    Value::Object(m)
+}
+
+fn read_write_text(access: AccessMask) -> &'static str {
+    let reads = access.intersects(AccessMask::FILE_READ_DATA | AccessMask::FILE_EXECUTE);
+    let writes = access.intersects(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA);
+    match (reads, writes) {
+        (true, true) => "RW",
+        (true, false) => "R",
+        (false, true) => "W",
+        (false, false) => "",
+    }
+}
+
+/// Group names by gid, from /etc/group.
+struct GroupNames(BTreeMap<u32, String>);
+
+impl GroupNames {
+    fn read() -> Self {
+        let text = std::fs::read_to_string("/etc/group").unwrap_or_default();
+        Self(
+            text.lines()
+                .filter_map(|line| {
+                    let mut fields = line.split(':');
+                    let name = fields.next()?;
+                    let gid = fields.nth(1)?.parse().ok()?;
+                    Some((gid, name.to_owned()))
+                })
+                .collect(),
+        )
+    }
+
+    fn name(&self, gid: u32) -> String {
+        self.0.get(&gid).cloned().unwrap_or_else(|| gid.to_string())
+    }
+}
+
+/// Days since 1970-01-01 as a proleptic Gregorian (year, month, day).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// UTC date and time with microseconds, without the zone.
+fn utc(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX);
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_micros()
+    )
+}
+
+/// RFC 3339 as smbstatus writes per-object times: `2026-11-22T03:46:03.217845+00:00`.
+pub fn timestamp(t: SystemTime) -> String {
+    format!("{}+00:00", utc(t))
+}
+
+/// smbstatus' report timestamp: `2026-11-22T03:46:06.235784+0000`.
+fn timestamp_compact(t: SystemTime) -> String {
+    format!("{}+0000", utc(t))
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// smbstatus' way of showing signing or encryption: the algorithm when required,
+/// `partial(...)` when used, `-` when not.
+fn shown(v: &Value) -> String {
+    let cipher = text(v, "cipher");
+    match text(v, "degree") {
+        "full" => cipher.to_owned(),
+        "partial" => format!("partial({cipher})"),
+        _ => "-".to_owned(),
+    }
+}
+
+fn deny_mode(sharemode: &Value) -> &'static str {
+    let on = |k: &str| sharemode.get(k).and_then(Value::as_bool).unwrap_or(false);
+    match (on("READ"), on("WRITE")) {
+        (true, true) => "DENY_NONE",
+        (true, false) => "DENY_WRITE",
+        (false, true) => "DENY_READ",
+        (false, false) => "DENY_ALL",
+    }
+}
+
+/// The report as smbstatus-like tables.
+pub fn render(report: &Value) -> String {
+    let mut out = String::new();
+    let empty = Map::new();
+    let section = |key: &str| report.get(key).and_then(Value::as_object).unwrap_or(&empty);
+    let _ = writeln!(
+        out,
+        "{} (configuration {})\n",
+        text(report, "version"),
+        text(report, "smb_conf")
+    );
+    let _ = writeln!(
+        out,
+        "{:<16} {:<16} {:<12} {:<40} {:<17} {:<22} {:<14}",
+        "Session", "Username", "Group", "Machine", "Protocol Version", "Encryption", "Signing"
+    );
+    let _ = writeln!(out, "{}", "-".repeat(141));
+    for s in section("sessions").values() {
+        let _ = writeln!(
+            out,
+            "{:<16} {:<16} {:<12} {:<40} {:<17} {:<22} {:<14}",
+            text(s, "session_id"),
+            text(s, "username"),
+            text(s, "groupname"),
+            format!("{} ({})", text(s, "remote_machine"), text(s, "hostname")),
+            text(s, "session_dialect"),
+            s.get("encryption").map(shown).unwrap_or_default(),
+            s.get("signing").map(shown).unwrap_or_default(),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<16} {:<20} {:<16} {:<33} {:<22} {:<14}",
+        "Service", "Session/Tree", "Machine", "Connected at", "Encryption", "Signing"
+    );
+    let _ = writeln!(out, "{}", "-".repeat(125));
+    for (key, t) in section("tcons") {
+        let _ = writeln!(
+            out,
+            "{:<16} {:<20} {:<16} {:<33} {:<22} {:<14}",
+            text(t, "service"),
+            key,
+            text(t, "machine"),
+            text(t, "connected_at"),
+            t.get("encryption").map(shown).unwrap_or_default(),
+            t.get("signing").map(shown).unwrap_or_default(),
+        );
+    }
+    let _ = writeln!(out, "\nLocked files:");
+    let _ = writeln!(
+        out,
+        "{:<10} {:<10} {:<11} {:<11} {:<6} {:<8} {:<24} {:<32} Time",
+        "File ID", "User(ID)", "DenyMode", "Access", "R/W", "Oplock", "SharePath", "Name"
+    );
+    let _ = writeln!(out, "{}", "-".repeat(140));
+    for file in section("open_files").values() {
+        let opens = file.get("opens").and_then(Value::as_object);
+        for (id, o) in opens.into_iter().flatten() {
+            let access = o.get("access_mask").unwrap_or(&Value::Null);
+            let rw = match text(access, "text") {
+                "RW" => "RDWR",
+                "R" => "RDONLY",
+                "W" => "WRONLY",
+                _ => "-",
+            };
+            let oplock = o
+                .get("oplock")
+                .map(|v| text(v, "text"))
+                .filter(|t| !t.is_empty())
+                .unwrap_or("NONE");
+            let _ = writeln!(
+                out,
+                "{:<10} {:<10} {:<11} {:<11} {:<6} {:<8} {:<24} {:<32} {}",
+                id,
+                o.get("uid").map(ToString::to_string).unwrap_or_default(),
+                deny_mode(o.get("sharemode").unwrap_or(&Value::Null)),
+                text(access, "hex"),
+                rw,
+                oplock,
+                text(file, "service_path"),
+                text(file, "filename"),
+                text(o, "opened_at"),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use smb3d_server::admin::{ConnectionInfo, SessionInfo, TreeInfo, UserInfo};
+
+    use super::*;
+
+    #[test]
+    fn timestamps_are_utc_with_microseconds() {
+        let t = UNIX_EPOCH + Duration::from_micros(1_795_319_163_217_845);
+        assert_eq!(timestamp(t), "2026-11-22T03:46:03.217845+00:00");
+        assert_eq!(timestamp_compact(t), "2026-11-22T03:46:03.217845+0000");
+        assert_eq!(timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000000+00:00");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(timestamp(leap), "2000-02-29T00:00:00.000000+00:00");
+    }
+
+    fn sample() -> Snapshot {
+        let at = UNIX_EPOCH + Duration::from_secs(1_795_319_163);
+        let connection = ConnectionInfo {
+            id: 7,
+            client: Some("127.0.0.1:35200".parse().unwrap()),
+            dialect: Some(0x0311),
+            connected_at: at,
+        };
+        Snapshot {
+            sessions: vec![
+                SessionInfo {
+                    id: 2_630_074_081,
+                    connection: connection.clone(),
+                    user: Some(UserInfo {
+                        name: Some("bench".into()),
+                        domain: "SMB3D".into(),
+                        uid: 1001,
+                        gid: 1001,
+                    }),
+                    signing: Protection {
+                        algorithm: Some("AES-128-GMAC"),
+                        degree: Degree::Full,
+                    },
+                    encryption: Protection {
+                        algorithm: Some("AES-128-GCM"),
+                        degree: Degree::Partial,
+                    },
+                },
+                SessionInfo {
+                    id: 5,
+                    connection: ConnectionInfo {
+                        id: 8,
+                        client: Some("[::1]:4000".parse().unwrap()),
+                        ..connection
+                    },
+                    user: None,
+                    signing: Protection {
+                        algorithm: None,
+                        degree: Degree::None,
+                    },
+                    encryption: Protection {
+                        algorithm: Some("AES-128-GCM"),
+                        degree: Degree::None,
+                    },
+                },
+            ],
+            trees: vec![TreeInfo {
+                session_id: 2_630_074_081,
+                id: 1,
+                share: "share".into(),
+                client: Some("127.0.0.1:35200".parse().unwrap()),
+                connected_at: at,
+                signing: Protection {
+                    algorithm: Some("AES-128-GMAC"),
+                    degree: Degree::Full,
+                },
+                encryption: Protection {
+                    algorithm: Some("AES-128-GCM"),
+                    degree: Degree::Full,
+                },
+            }],
+            opens: vec![OpenInfo {
+                id: 12,
+                session_id: 2_630_074_081,
+                tree_id: 1,
+                share: "share".into(),
+                share_path: Some("/srv/share".into()),
+                path: "dir/a.txt".into(),
+                uid: 1001,
+                access: AccessMask(0x0012_019f),
+                share_access: ShareAccess::READ | ShareAccess::WRITE,
+                is_directory: false,
+                delete_pending: false,
+                device: 65024,
+                inode: 10_051_890,
+                opened_at: at,
+            }],
+        }
+    }
+
+    /// The keys and values smbstatus --json of Samba 4.17.12 printed for the same state (an
+    /// SMB 3.1.1 session of `bench` that encrypts without being required to, its tree connect
+    /// and an open of a.txt for read and write sharing read and write; captured against the
+    /// reference Samba with smbprotocol holding the open).
+    #[test]
+    fn report_uses_smbstatus_keys() {
+        let r = report(
+            &sample(),
+            Path::new("/etc/smb3d/smb3d.toml"),
+            UNIX_EPOCH + Duration::from_secs(1_795_319_166),
+        );
+        assert_eq!(r["timestamp"], "2026-11-22T03:46:06.000000+0000");
+        let s = &r["sessions"]["2630074081"];
+        assert_eq!(s["session_id"], "2630074081");
+        assert_eq!(s["uid"], 1001);
+        assert_eq!(s["username"], "bench");
+        assert_eq!(s["remote_machine"], "127.0.0.1");
+        assert_eq!(s["hostname"], "ipv4:127.0.0.1:35200");
+        assert_eq!(s["session_dialect"], "SMB3_11");
+        assert_eq!(
+            s["encryption"],
+            json!({"cipher": "AES-128-GCM", "degree": "partial"})
+        );
+        assert_eq!(
+            s["signing"],
+            json!({"cipher": "AES-128-GMAC", "degree": "full"})
+        );
+        assert_eq!(s["server_id"]["vnn"], "4294967295");
+        let pending = &r["sessions"]["5"];
+        assert_eq!(pending["uid"], -1);
+        assert_eq!(pending["username"], "(auth in progress)");
+        assert_eq!(pending["hostname"], "ipv6:::1:4000");
+        assert_eq!(
+            pending["encryption"],
+            json!({"cipher": "-", "degree": "none"})
+        );
+
+        let t = &r["tcons"]["2630074081/1"];
+        assert_eq!(t["service"], "share");
+        assert_eq!(t["tcon_id"], "1");
+        assert_eq!(t["session_id"], "2630074081");
+        assert_eq!(t["machine"], "127.0.0.1");
+        assert_eq!(t["connected_at"], "2026-11-22T03:46:03.000000+00:00");
+        assert_eq!(
+            t["encryption"],
+            json!({"cipher": "AES-128-GCM", "degree": "full"})
+        );
+
+        let f = &r["open_files"]["/srv/share/dir/a.txt"];
+        assert_eq!(f["service_path"], "/srv/share");
+        assert_eq!(f["filename"], "dir/a.txt");
+        assert_eq!(
+            f["fileid"],
+            json!({"devid": 65024, "inode": 10_051_890, "extid": 0})
+        );
+        assert_eq!(f["num_pending_deletes"], 0);
+        let o = &f["opens"]["12"];
+        assert_eq!(o["share_file_id"], "12");
+        assert_eq!(
+            o["sharemode"],
+            json!({"hex": "0x00000003", "READ": true, "WRITE": true, "DELETE": false, "text": "RW"})
+        );
+        assert_eq!(
+            o["access_mask"],
+            json!({
+                "hex": "0x0012019f", "READ_DATA": true, "WRITE_DATA": true, "APPEND_DATA": true,
+                "READ_EA": true, "WRITE_EA": true, "EXECUTE": false, "READ_ATTRIBUTES": true,
+                "WRITE_ATTRIBUTES": true, "DELETE_CHILD": false, "DELETE": false,
+                "READ_CONTROL": true, "WRITE_DAC": false, "SYNCHRONIZE": true,
+                "ACCESS_SYSTEM_SECURITY": false, "text": "RW"
+            })
+        );
+        assert_eq!(o["oplock"], json!({}));
+        assert_eq!(o["lease"], json!({}));
+        assert_eq!(r["byte_range_locks"], json!({}));
+    }
+
+    #[test]
+    fn tables_show_what_smbstatus_shows() {
+        let r = report(&sample(), Path::new("/etc/smb3d/smb3d.toml"), UNIX_EPOCH);
+        let text = render(&r);
+        let session = text.lines().find(|l| l.starts_with("2630074081")).unwrap();
+        assert!(
+            session.contains("127.0.0.1 (ipv4:127.0.0.1:35200)"),
+            "{text}"
+        );
+        assert!(session.contains("partial(AES-128-GCM)"), "{text}");
+        assert!(session.contains("AES-128-GMAC"), "{text}");
+        let open = text.lines().find(|l| l.starts_with("12 ")).unwrap();
+        for field in [
+            "1001",
+            "DENY_NONE",
+            "0x0012019f",
+            "RDWR",
+            "NONE",
+            "/srv/share",
+            "dir/a.txt",
+        ] {
+            assert!(open.contains(field), "{field} in {open}");
+        }
+        assert!(text.contains("2630074081/1"), "{text}");
+    }
+}
