@@ -11,6 +11,7 @@ use smb3d_crypto::{Cipher, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
 use smb3d_smb2::create::ShareAccess;
 
+use crate::files::SharedFile;
 use crate::handlers::close::close_open;
 use crate::handlers::logoff;
 use crate::open::Open;
@@ -130,12 +131,30 @@ pub struct OpenInfo {
     pub opened_at: SystemTime,
 }
 
+/// One byte-range lock (MS-FSA 2.1.1.5), held through an open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    /// The open holding it ([`OpenInfo::id`]).
+    pub open_id: u64,
+    pub session_id: u64,
+    pub share: String,
+    pub share_path: Option<PathBuf>,
+    pub path: String,
+    pub device: u64,
+    pub inode: u64,
+    pub offset: u64,
+    pub length: u64,
+    /// An exclusive (write) lock rather than a shared (read) one.
+    pub exclusive: bool,
+}
+
 /// The server's tables at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     pub sessions: Vec<SessionInfo>,
     pub trees: Vec<TreeInfo>,
     pub opens: Vec<OpenInfo>,
+    pub locks: Vec<LockInfo>,
 }
 
 /// Samba's name for a signing algorithm.
@@ -272,7 +291,11 @@ impl Server {
             }
         }
         // File state is read with no session lock held: handlers take them the other way round.
+        let mut shared_files: Vec<Arc<SharedFile>> = Vec::new();
         for (session_id, share, open) in opens {
+            if !shared_files.iter().any(|f| Arc::ptr_eq(f, &open.shared)) {
+                shared_files.push(open.shared.clone());
+            }
             let (path, share_access, delete_pending) = {
                 let state = open.shared.state.lock();
                 let share_access = state
@@ -305,9 +328,41 @@ impl Server {
                 opened_at: open.opened_at,
             });
         }
+        // Locks belong to opens; each file's table is read once.
+        let mut files_seen = Vec::new();
+        for open in &snapshot.opens {
+            let key = (open.device, open.inode);
+            if files_seen.contains(&key) {
+                continue;
+            }
+            files_seen.push(key);
+            let Some(file) = shared_files.iter().find(|f| (f.key.dev, f.key.ino) == key) else {
+                continue;
+            };
+            for lock in file.locks.held() {
+                let Some(holder) = snapshot.opens.iter().find(|o| o.id == lock.owner) else {
+                    continue;
+                };
+                snapshot.locks.push(LockInfo {
+                    open_id: lock.owner,
+                    session_id: holder.session_id,
+                    share: holder.share.clone(),
+                    share_path: holder.share_path.clone(),
+                    path: holder.path.clone(),
+                    device: key.0,
+                    inode: key.1,
+                    offset: lock.offset,
+                    length: lock.length,
+                    exclusive: lock.exclusive,
+                });
+            }
+        }
         snapshot.sessions.sort_by_key(|s| s.id);
         snapshot.trees.sort_by_key(|t| (t.session_id, t.id));
         snapshot.opens.sort_by_key(|o| o.id);
+        snapshot
+            .locks
+            .sort_by_key(|l| (l.device, l.inode, l.offset, l.open_id));
         snapshot
     }
 

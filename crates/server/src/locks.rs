@@ -130,6 +130,14 @@ impl LockTable {
         }
     }
 
+    /// The locks held now, for status reports.
+    pub fn held(&self) -> Vec<RangeLock> {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
+        }
+        self.locks.lock().clone()
+    }
+
     /// A future that resolves at the next change (a lock released); create it before checking
     /// the state it waits on and enable it, so that no change is missed in between.
     pub fn changed(&self) -> Notified<'_> {

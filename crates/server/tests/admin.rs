@@ -10,8 +10,11 @@ use smb3d_server::admin::Degree;
 use smb3d_server::share::Share;
 use smb3d_smb2::Command;
 use smb3d_smb2::create::{CreateDisposition, CreateOptions, ShareAccess};
+use smb3d_smb2::file_id::FileId;
+use smb3d_smb2::lock::{LockElement, LockElements, LockFlags, LockRequest};
 use smb3d_smb2::negotiate::Dialect;
 use smb3d_testkit::harness::{SHARE, SHARE_UNC, TestServer, USER};
+use smb3d_testkit::packet::body;
 use smb3d_testkit::script::{LoginFlags, LoginSpec, Op, RequestSpec, ScriptClient};
 use smb3d_testkit::seeds;
 use smb3d_vfs::MemoryVfs;
@@ -284,4 +287,61 @@ fn metrics_count_requests_bytes_and_sessions() {
         let value = l.rsplit(' ').next().unwrap();
         assert!(value.parse::<f64>().is_ok(), "{l}");
     }
+}
+
+fn lock(offset: u64, length: u64, flags: LockFlags) -> Op {
+    let mut element = Vec::new();
+    LockElement {
+        offset,
+        length,
+        flags: flags | LockFlags::FAIL_IMMEDIATELY,
+    }
+    .write(&mut smb3d_wire::Writer::new(&mut element));
+    request(
+        Command::LOCK,
+        body(|w| {
+            LockRequest {
+                lock_sequence: 0,
+                file_id: FileId::default(),
+                locks: LockElements::new(&element).unwrap(),
+            }
+            .encode(w);
+        }),
+    )
+}
+
+#[test]
+fn snapshot_lists_byte_range_locks_with_their_open() {
+    let server = server();
+    let mut client = ScriptClient::connect(&server);
+    holding(&mut client, Dialect::SMB3_1_1, "dir\\file.txt");
+    let summary = client
+        .run(&[
+            lock(2, 5, LockFlags::EXCLUSIVE_LOCK),
+            lock(100, 10, LockFlags::SHARED_LOCK),
+        ])
+        .unwrap();
+    assert_eq!(
+        summary.responses,
+        [
+            (Command::LOCK, NtStatus::SUCCESS),
+            (Command::LOCK, NtStatus::SUCCESS)
+        ]
+    );
+    let snapshot = server.server.snapshot();
+    let open = &snapshot.opens[0];
+    let locks: Vec<(u64, u64, bool)> = snapshot
+        .locks
+        .iter()
+        .map(|l| (l.offset, l.length, l.exclusive))
+        .collect();
+    assert_eq!(locks, [(2, 5, true), (100, 10, false)]);
+    for l in &snapshot.locks {
+        assert_eq!((l.open_id, l.session_id), (open.id, open.session_id));
+        assert_eq!((l.device, l.inode), (open.device, open.inode));
+        assert_eq!(l.path, "dir/file.txt");
+    }
+    // Closing the open releases its locks.
+    assert!(server.server.close_file(open.id));
+    assert!(server.server.snapshot().locks.is_empty());
 }
