@@ -7,6 +7,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,8 @@ class Smb3d:
     config: Path
     proc: subprocess.Popen
     log: Path
+    # The admin socket, in a short directory of its own: a unix socket path holds 107 bytes.
+    admin_socket: Path = None
 
     @property
     def creds(self):
@@ -76,6 +79,15 @@ class Smb3d:
 
     def alive(self):
         return self.proc.poll() is None
+
+    def ctl(self, *args, check=True):
+        """Runs an admin command (`status`, `reload`, ...) against this server."""
+        r = subprocess.run([str(BINARY), *args, "--socket", str(self.admin_socket)], capture_output=True, text=True,
+                           timeout=60)
+        if check and r.returncode != 0:
+            raise AssertionError("smb3d %s failed (%d): %s\n--- server log ---\n%s"
+                                 % (" ".join(args), r.returncode, r.stderr, self.log_tail()))
+        return r
 
 
 # As root, smb3d runs each session's file-system calls as the session's user, and root skips
@@ -109,7 +121,9 @@ def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto"):
     for opts in share_blocks.values():
         if Path(opts["path"]).is_dir():
             os.chown(opts["path"], uid, pwd.getpwuid(uid).pw_gid)
-    text = "[server]\nlisten = [\"127.0.0.1:%d\"]\nuser_db = \"%s\"\nsigning = \"%s\"\n%s\n" % (port, db, signing, extra_config)
+    admin_socket = Path(tempfile.mkdtemp(prefix="smb3d-")) / "admin.sock"
+    text = "[server]\nlisten = [\"127.0.0.1:%d\"]\nuser_db = \"%s\"\nsigning = \"%s\"\nadmin_socket = \"%s\"\n%s\n" % (
+        port, db, signing, admin_socket, extra_config)
     for name, opts in share_blocks.items():
         text += "\n[share.%s]\n" % name
         for k, v in opts.items():
@@ -119,7 +133,7 @@ def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto"):
     proc = subprocess.Popen([str(BINARY), "serve", "-c", str(config)], stdout=open(log, "wb"), stderr=subprocess.STDOUT,
                             env=dict(os.environ, SMB3D_LOG=os.environ.get("SMB3D_LOG", "info")))
     wait_for_port(port, proc)
-    return Smb3d(port, user, password, "share", share_dir, config, proc, log)
+    return Smb3d(port, user, password, "share", share_dir, config, proc, log, admin_socket)
 
 
 def stop(server):
@@ -129,6 +143,8 @@ def stop(server):
             server.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             server.proc.kill()
+    if server.admin_socket is not None:
+        shutil.rmtree(server.admin_socket.parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,0 +1,116 @@
+"""Issue 9, check 1: with two clients connected and a file open, `smb3d status --json` shows both
+sessions with dialect, signing and encryption, the tree connects and the open file (and a
+byte-range lock); `close-file` and `close-session` act on what it lists."""
+
+import json
+
+import pytest
+from smbprotocol.connection import Dialects
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
+                              ImpersonationLevel, LockFlags, Open, ShareAccess, SMB2LockElement)
+
+from smbprotocol_client import connect
+
+
+def open_rw(tree, name):
+    handle = Open(tree, name)
+    handle.create(ImpersonationLevel.Impersonation,
+                  FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
+                  FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                  CreateDisposition.FILE_OVERWRITE_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+    return handle
+
+
+def status(server):
+    return json.loads(server.ctl("status", "--json").stdout)
+
+
+@pytest.fixture
+def two_clients(smb3d):
+    """An encrypted SMB 3.1.1 client holding held.txt open with a lock, and a signed SMB 3.0.2
+    client connected."""
+    first = connect(smb3d, dialect=Dialects.SMB_3_1_1, require_signing=True, encrypt=True)
+    second = connect(smb3d, dialect=Dialects.SMB_3_0_2, require_signing=True)
+    handle = open_rw(first[2], "held.txt")
+    handle.write(b"hello status", 0)
+    lock = SMB2LockElement()
+    lock["offset"] = 2
+    lock["length"] = 5
+    lock["flags"] = LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
+    handle.lock([lock])
+    yield smb3d, first, second, handle
+    for conn, _, _ in (first, second):
+        try:
+            conn.disconnect()
+        except Exception:
+            pass
+
+
+def test_status_json_shows_sessions_trees_and_open_file(two_clients):
+    server, first, second, _ = two_clients
+    report = status(server)
+    sessions = list(report["sessions"].values())
+    assert len(sessions) == 2, report
+    by_dialect = {s["session_dialect"]: s for s in sessions}
+    assert set(by_dialect) == {"SMB3_11", "SMB3_02"}, report
+    for s in sessions:
+        assert s["username"] == server.user
+        assert s["remote_machine"] == "127.0.0.1"
+        assert s["hostname"].startswith("ipv4:127.0.0.1:")
+        assert s["session_id"] in report["sessions"]
+    # The 3.1.1 client encrypts without the server requiring it, and both clients require
+    # signing: what Samba 4.17's smbstatus reports for the same clients.
+    assert by_dialect["SMB3_11"]["encryption"] == {"cipher": "AES-128-GCM", "degree": "partial"}
+    assert by_dialect["SMB3_11"]["signing"] == {"cipher": "AES-128-GMAC", "degree": "full"}
+    assert by_dialect["SMB3_02"]["encryption"] == {"cipher": "-", "degree": "none"}
+    assert by_dialect["SMB3_02"]["signing"] == {"cipher": "AES-128-CMAC", "degree": "full"}
+
+    tcons = list(report["tcons"].values())
+    assert len(tcons) == 2
+    assert {t["service"] for t in tcons} == {server.share}
+    assert {t["session_id"] for t in tcons} == {s["session_id"] for s in sessions}
+
+    files = report["open_files"]
+    key = str(server.share_dir / "held.txt")
+    assert list(files) == [key], files
+    held = files[key]
+    assert held["service_path"] == str(server.share_dir)
+    assert held["filename"] == "held.txt"
+    (open_id, entry), = held["opens"].items()
+    assert entry["session_id"] == by_dialect["SMB3_11"]["session_id"]
+    assert entry["sharemode"]["text"] == "RW"
+    assert entry["access_mask"]["READ_DATA"] and entry["access_mask"]["WRITE_DATA"]
+    assert entry["access_mask"]["text"] == "RW"
+
+    locks = report["byte_range_locks"][key]["locks"]
+    assert locks == [{"server_id": locks[0]["server_id"], "share_file_id": open_id, "type": "W",
+                      "flavour": "Windows", "start": 2, "size": 5}]
+
+    table = server.ctl("status").stdout
+    assert "SMB3_11" in table and "partial(AES-128-GCM)" in table, table
+    assert "held.txt" in table and "RDWR" in table, table
+    assert "Byte range locks:" in table
+
+
+def test_close_file_and_close_session(two_clients):
+    server, first, second, handle = two_clients
+    report = status(server)
+    held = next(iter(report["open_files"].values()))
+    open_id = next(iter(held["opens"]))
+    server.ctl("close-file", open_id)
+    assert status(server)["open_files"] == {}
+    with pytest.raises(SMBResponseException) as closed:
+        handle.read(0, 5)
+    assert closed.value.status == 0xC0000128  # STATUS_FILE_CLOSED
+
+    second_id = next(s["session_id"] for s in report["sessions"].values() if s["session_dialect"] == "SMB3_02")
+    out = server.ctl("close-session", second_id)
+    assert out.stdout.strip() == "session %s closed" % second_id
+    remaining = status(server)["sessions"]
+    assert list(remaining) == [next(s for s in report["sessions"] if s != second_id)]
+    # The first client is unaffected.
+    open_rw(first[2], "after.txt").close()
+
+    missing = server.ctl("close-session", second_id, check=False)
+    assert missing.returncode != 0 and "no session has id" in missing.stderr
