@@ -3,9 +3,9 @@
 
 use smb3d_smb2::header::SMB2_HEADER_LEN;
 use smb3d_smb2::{
-    cancel, change_notify, close, create, echo, error, flush, ioctl, lock, logoff, negotiate,
-    oplock_break, query_directory, query_info, read, session_setup, set_info, tree_connect,
-    tree_disconnect, write,
+    cancel, change_notify, close, create, echo, error, flush, fsctl, ioctl, lock, logoff,
+    negotiate, oplock_break, query_directory, query_info, read, session_setup, set_info,
+    tree_connect, tree_disconnect, write,
 };
 use smb3d_wire::Writer;
 
@@ -62,7 +62,12 @@ pub fn check_request(kind: u8, pdu: &[u8]) {
             }
         }
         10 => stable!(lock::LockRequest, pdu),
-        11 => stable!(ioctl::IoctlRequest, pdu),
+        11 => {
+            stable!(ioctl::IoctlRequest, pdu);
+            if let Ok(req) = ioctl::IoctlRequest::decode(pdu) {
+                copy_chunk_stable(req.input);
+            }
+        }
         12 => stable!(cancel::CancelRequest, pdu),
         13 => stable!(echo::EchoRequest, pdu),
         14 => stable!(query_directory::QueryDirectoryRequest, pdu),
@@ -106,6 +111,7 @@ pub fn check_response(kind: u8, pdu: &[u8]) {
             stable!(ioctl::IoctlResponse, pdu);
             if let Ok(rsp) = ioctl::IoctlResponse::decode(pdu) {
                 let _ = ioctl::ValidateNegotiateInfoResponse::decode(rsp.output);
+                fsctl_output_stable(rsp.output);
             }
         }
         12 => stable!(error::ErrorResponse, pdu),
@@ -165,4 +171,51 @@ macro_rules! fscc_stable {
             );
         }
     }};
+}
+
+/// SRV_COPYCHUNK_COPY in an IOCTL's input (MS-SMB2 2.2.31.1): chunks that decode re-encode to
+/// chunks that decode the same.
+fn copy_chunk_stable(input: &[u8]) {
+    let Ok(copy) = fsctl::CopyChunkCopy::decode(input) else {
+        return;
+    };
+    let Ok(chunks) = copy.chunks() else {
+        return;
+    };
+    let chunks: Vec<fsctl::CopyChunk> = chunks.collect();
+    let mut once = Vec::new();
+    fsctl::CopyChunkCopy::encode(&copy.source_key, &chunks, &mut Writer::new(&mut once));
+    let again =
+        fsctl::CopyChunkCopy::decode(&once).expect("SRV_COPYCHUNK_COPY: re-encoding decodes");
+    assert_eq!(again.source_key, copy.source_key);
+    let again: Vec<fsctl::CopyChunk> = again
+        .chunks()
+        .expect("SRV_COPYCHUNK_COPY: re-encoded chunks are all there")
+        .collect();
+    assert_eq!(
+        again, chunks,
+        "SRV_COPYCHUNK_COPY: chunks changed in a round trip"
+    );
+}
+
+/// The server-side copy and network interface bodies an IOCTL's output may carry (MS-SMB2
+/// 2.2.32.1, 2.2.32.3, 2.2.32.5): what decodes re-encodes to what decodes the same.
+fn fsctl_output_stable(output: &[u8]) {
+    let encoded = |f: &dyn Fn(&mut Writer<'_>)| {
+        let mut out = Vec::new();
+        f(&mut Writer::new(&mut out));
+        out
+    };
+    if let Ok(v) = fsctl::ResumeKeyResponse::decode(output) {
+        let once = encoded(&|w| v.encode(w));
+        assert_eq!(fsctl::ResumeKeyResponse::decode(&once).ok(), Some(v));
+    }
+    if let Ok(v) = fsctl::CopyChunkResponse::decode(output) {
+        let once = encoded(&|w| v.encode(w));
+        assert_eq!(fsctl::CopyChunkResponse::decode(&once).ok(), Some(v));
+    }
+    if let Ok(list) = fsctl::NetworkInterface::decode_list(output) {
+        let once = encoded(&|w| fsctl::NetworkInterface::encode_list(&list, w));
+        assert_eq!(fsctl::NetworkInterface::decode_list(&once).ok(), Some(list));
+    }
 }
