@@ -57,7 +57,7 @@ enum Command {
         #[command(subcommand)]
         action: config_cmd::ConfigAction,
     },
-    /// Show the running server's sessions, tree connects and open files (like smbstatus).
+    /// Show the running server's sessions, tree connects, open files and byte-range locks (like smbstatus).
     Status {
         /// Print the report as JSON, with smbstatus --json's keys where they map.
         #[arg(long)]
