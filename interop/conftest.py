@@ -71,6 +71,18 @@ class Smb3d:
         for path in paths:
             os.lchown(path, uid, pwd.getpwuid(uid).pw_gid)
 
+    def add_user(self, name, uid):
+        """Adds the database user `name` acting as `uid`; returns its password. The database
+        keeps its owner (an unprivileged server must still read it)."""
+        db = self.config.parent / "users"
+        owner = os.stat(db)
+        password = "pw-" + secrets.token_hex(8)
+        r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", name, "--uid", str(uid), "--password-stdin"],
+                           input=password + "\n", text=True, capture_output=True)
+        assert r.returncode == 0, r.stderr
+        os.chown(db, owner.st_uid, owner.st_gid)
+        return password
+
     def log_tail(self, n=60):
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
@@ -98,15 +110,23 @@ SYSTEM_USER = "smb3d-interop"
 def interop_uid():
     if os.getuid() != 0:
         return os.getuid()
+    return system_account(SYSTEM_USER)
+
+
+def system_account(name):
+    """The uid of the system account `name`, made on demand (as root)."""
     try:
-        return pwd.getpwnam(SYSTEM_USER).pw_uid
+        return pwd.getpwnam(name).pw_uid
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER],
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
                        check=True, capture_output=True)
-        return pwd.getpwnam(SYSTEM_USER).pw_uid
+        return pwd.getpwnam(name).pw_uid
 
 
-def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto"):
+def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto", service_account=None):
+    """Starts smb3d serving `shares` (default: `share` on tmp/share) for the user `tester`, as
+    root, or with `service_account` as that system account (unprivileged; the shares, the
+    configuration and the user database must then be within its reach)."""
     share_dir = tmp / "share"
     share_dir.mkdir(parents=True, exist_ok=True)
     uid = interop_uid()
@@ -118,10 +138,16 @@ def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto"):
     port = free_port()
     config = tmp / "smb3d.toml"
     share_blocks = shares or {"share": {"path": str(share_dir)}}
+    owner = pwd.getpwnam(service_account) if service_account else pwd.getpwuid(uid)
     for opts in share_blocks.values():
         if Path(opts["path"]).is_dir():
-            os.chown(opts["path"], uid, pwd.getpwuid(uid).pw_gid)
+            os.chown(opts["path"], owner.pw_uid, owner.pw_gid)
     admin_socket = Path(tempfile.mkdtemp(prefix="smb3d-")) / "admin.sock"
+    prefix = []
+    if service_account:
+        os.chown(db, owner.pw_uid, owner.pw_gid)
+        os.chown(admin_socket.parent, owner.pw_uid, owner.pw_gid)
+        prefix = ["setpriv", "--reuid", service_account, "--regid", service_account, "--clear-groups"]
     text = "[server]\nlisten = [\"127.0.0.1:%d\"]\nuser_db = \"%s\"\nsigning = \"%s\"\nadmin_socket = \"%s\"\n%s\n" % (
         port, db, signing, admin_socket, extra_config)
     for name, opts in share_blocks.items():
@@ -130,7 +156,7 @@ def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto"):
             text += "%s = %s\n" % (k, '"%s"' % v if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else v)
     config.write_text(text)
     log = tmp / "smb3d.log"
-    proc = subprocess.Popen([str(BINARY), "serve", "-c", str(config)], stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+    proc = subprocess.Popen([*prefix, str(BINARY), "serve", "-c", str(config)], stdout=open(log, "wb"), stderr=subprocess.STDOUT,
                             env=dict(os.environ, SMB3D_LOG=os.environ.get("SMB3D_LOG", "info")))
     wait_for_port(port, proc)
     return Smb3d(port, user, password, "share", share_dir, config, proc, log, admin_socket)

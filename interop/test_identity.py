@@ -7,14 +7,13 @@ chmod is what clients see."""
 import grp
 import os
 import pwd
-import secrets
 import subprocess
 
 import pytest
 
 import secdesc
 import smb2raw
-from conftest import BINARY, interop_uid, start_smb3d, stop
+from conftest import interop_uid, start_smb3d, stop, system_account
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="needs root (sessions take on their users' uids)")
 
@@ -22,16 +21,6 @@ OTHER_ACCOUNT = "smb3d-interop-b"
 READ = smb2raw.GENERIC_READ_FILE
 WRITE_DATA = 0x2
 ALL = 0x001F01FF
-
-
-def system_user(name):
-    """The uid of the system account `name`, made on demand."""
-    try:
-        return pwd.getpwnam(name).pw_uid
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                       check=True, capture_output=True)
-        return pwd.getpwnam(name).pw_uid
 
 
 class Env:
@@ -50,7 +39,7 @@ class Env:
 def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("identity")
     uid_a = interop_uid()
-    uid_b = system_user(OTHER_ACCOUNT)
+    uid_b = system_account(OTHER_ACCOUNT)
     share = tmp / "share"
     forced = tmp / "forced"
     for d in (share, forced):
@@ -68,11 +57,7 @@ def env(tmp_path_factory):
     # Only the creator of the share's files, and the forced user of its own, may write there.
     share.chmod(0o755)
     os.chown(forced, uid_b, pwd.getpwuid(uid_b).pw_gid)
-    other_password = "pw-" + secrets.token_hex(8)
-    r = subprocess.run([str(BINARY), "user", "--db", str(tmp / "users"), "add", "other", "--uid", str(uid_b),
-                        "--password-stdin"], input=other_password + "\n", text=True, capture_output=True)
-    assert r.returncode == 0, r.stderr
-    yield Env(server, other_password, uid_a, uid_b)
+    yield Env(server, server.add_user("other", uid_b), uid_a, uid_b)
     stop(server)
 
 

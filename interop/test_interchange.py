@@ -16,6 +16,8 @@ import smbclient
 
 from conftest import interop_uid, start_smb3d, stop
 import samba
+import secdesc
+import smb2raw
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0 or not samba.available(),
                                 reason="needs root (Samba serves the share as a system account) and smbd")
@@ -128,3 +130,72 @@ def test_files_made_on_the_server_show_alike(servers, mode):
     assert without_create_time(allinfo(ours, name)) == without_create_time(allinfo(theirs, name))
     subprocess.run(["touch", "-d", "2001-02-03 04:05:06", str(path)], check=True)
     assert without_create_time(allinfo(ours, name)) == without_create_time(allinfo(theirs, name))
+
+
+ALL_ACCESS = 0x001F01FF
+READ_EXECUTE = 0x001200A9
+GENERIC_ALL = 0x10000000
+WRITE_APPEND = 0x6
+GUESTS = "S-1-5-32-546"
+
+
+def acl_tree(server, prefix):
+    """Through `server`: a directory `prefix` with an inheritable ACL (an ACE for its owner, one
+    for Everyone, CREATOR OWNER, a deny ACE first), a file inheriting it and a file with an
+    explicit protected ACL. Returns their paths."""
+    c = secdesc.Client(server.port, server.user, server.password)
+    try:
+        r, fid = c.open(prefix, ALL_ACCESS, smb2raw.FILE_CREATE, options=smb2raw.FILE_DIRECTORY_FILE, attrs=0x10)
+        assert fid is not None, r.name
+        owner = secdesc.decode(c.get(fid)[1])["owner"]
+        inherit = secdesc.OBJECT_INHERIT | secdesc.CONTAINER_INHERIT
+        dacl = [
+            secdesc.ace(GUESTS, WRITE_APPEND, inherit, kind=secdesc.DENIED),
+            secdesc.ace(owner, ALL_ACCESS, inherit),
+            secdesc.ace(secdesc.EVERYONE, READ_EXECUTE, inherit),
+            secdesc.ace(secdesc.CREATOR_OWNER, GENERIC_ALL, inherit | secdesc.INHERIT_ONLY),
+        ]
+        sd = secdesc.descriptor(dacl=dacl, control=secdesc.DACL_AUTO_INHERIT_REQ)
+        assert c.set(fid, sd, secdesc.DACL) == "STATUS_SUCCESS"
+        c.c.close_file(fid)
+        for name in ("inherits.txt", "explicit.txt"):
+            r, fid = c.open("%s\\%s" % (prefix, name), ALL_ACCESS, smb2raw.FILE_CREATE)
+            assert fid is not None, r.name
+            c.c.close_file(fid)
+        explicit = secdesc.descriptor(dacl=[secdesc.ace(owner, ALL_ACCESS),
+                                            secdesc.ace(secdesc.EVERYONE, READ_EXECUTE)],
+                                      control=secdesc.DACL_PROTECTED)
+        assert c.set_path("%s\\explicit.txt" % prefix, explicit, secdesc.DACL) == "STATUS_SUCCESS"
+    finally:
+        c.close()
+    return [prefix, prefix + "\\inherits.txt", prefix + "\\explicit.txt"]
+
+
+def descriptors(server, paths):
+    c = secdesc.Client(server.port, server.user, server.password)
+    try:
+        out = {}
+        for path in paths:
+            name, raw = c.get_path(path)
+            assert name == "STATUS_SUCCESS", (path, name)
+            out[path] = secdesc.decode(raw)
+        return out
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("direction", ["samba-to-smb3d", "smb3d-to-samba"])
+def test_acls_read_back_identically(servers, direction):
+    """The ACL half of check 2: descriptors set (and inherited) through one server are what the
+    other reports, SID for SID, because both keep them in security.NTACL tied to the same hash
+    of the POSIX ACLs that each maps them to."""
+    ours, theirs = servers
+    writer, reader = (theirs, ours) if direction == "samba-to-smb3d" else (ours, theirs)
+    paths = acl_tree(writer, "acl-" + direction)
+    written = descriptors(writer, paths)
+    assert descriptors(reader, paths) == written
+    # Really what was set: the directory's ACEs inherited by the file, the explicit ACL
+    # protected.
+    inherited = written[paths[1]]
+    assert (secdesc.DENIED, WRITE_APPEND, GUESTS) in [(k, m, sid) for k, _, m, sid in inherited["dacl"]], inherited
+    assert written[paths[2]]["control"] & secdesc.DACL_PROTECTED, written[paths[2]]

@@ -12,7 +12,8 @@ use rustix::fs::{
 };
 use rustix::io::{self, Errno, pread, pwrite};
 use smb3d_vfs::backend::{
-    MAX_FILE_SIZE, checked_range_end, copy_by_reading, validate_xattr_name, validate_xattr_value,
+    MAX_FILE_SIZE, POSIX_ACL_XATTRS, checked_range_end, copy_by_reading, validate_xattr_name,
+    validate_xattr_value,
 };
 use smb3d_vfs::casefold::Found;
 use smb3d_vfs::{
@@ -42,6 +43,9 @@ pub struct PosixFile {
     path_only: bool,
     /// How the share matches names, for [`VfsFile::lookup_child`].
     names: NameRules,
+    /// The service opened this directory for the user who created it and may not read it
+    /// (see `PosixVfs::create_new`): listings, which reopen it, are the service's too.
+    opened_for_creator: bool,
 }
 
 impl PosixFile {
@@ -58,6 +62,15 @@ impl PosixFile {
             file_type,
             path_only,
             names,
+            opened_for_creator: false,
+        }
+    }
+
+    /// Marks a directory the service opened for its creator, who may not read it.
+    pub(crate) fn opened_for_creator(self) -> Self {
+        Self {
+            opened_for_creator: true,
+            ..self
         }
     }
 
@@ -243,7 +256,16 @@ impl VfsFile for PosixFile {
         // A descriptor of its own, so that concurrent listings do not share a position, and
         // readable even when this handle is `O_PATH`.
         let listing = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = openat(&self.fd, ".", listing, Mode::empty()).map_err(map_errno)?;
+        let reopen = || openat(&self.fd, ".", listing, Mode::empty());
+        let fd = match reopen() {
+            Err(Errno::ACCESS) if self.opened_for_creator => {
+                let mut reopened = Err(Errno::ACCESS);
+                crate::identity::run_as_service(&mut || reopened = reopen());
+                reopened
+            }
+            result => result,
+        }
+        .map_err(map_errno)?;
         let mut dir = Dir::new(fd).map_err(map_errno)?;
         let mut entries = Vec::new();
         while let Some(entry) = dir.read() {
@@ -308,7 +330,7 @@ impl VfsFile for PosixFile {
     }
 
     fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {
-        validate_xattr_name(name)?;
+        validate_name_of_xattr(name)?;
         match self.xattr_value(name) {
             Ok(value) => Ok(Some(value)),
             Err(Errno::NODATA) => Ok(None),
@@ -318,7 +340,7 @@ impl VfsFile for PosixFile {
 
     fn get_child_xattr(&self, name: &str, xattr: &str) -> VfsResult<Option<Vec<u8>>> {
         validate_name(name)?;
-        validate_xattr_name(xattr)?;
+        validate_name_of_xattr(xattr)?;
         self.check_directory()?;
         // The entry is reached through this directory's descriptor, which is confined to the
         // share; lgetxattr does not follow the entry itself if it is a symlink.
@@ -334,7 +356,7 @@ impl VfsFile for PosixFile {
     }
 
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
-        validate_xattr_name(name)?;
+        validate_name_of_xattr(name)?;
         validate_xattr_value(value)?;
         if self.path_only {
             setxattr(self.proc_path(), name, value, XattrFlags::empty())
@@ -345,7 +367,7 @@ impl VfsFile for PosixFile {
     }
 
     fn remove_xattr(&self, name: &str) -> VfsResult<()> {
-        validate_xattr_name(name)?;
+        validate_name_of_xattr(name)?;
         if self.path_only {
             removexattr(self.proc_path(), name)
         } else {
@@ -439,5 +461,15 @@ impl VfsFile for PosixFile {
             .filter_map(|name| std::str::from_utf8(name).ok())
             .map(str::to_owned)
             .collect())
+    }
+}
+
+/// Xattr names this back end handles: those every back end stores, and the POSIX ACLs, which
+/// Linux keeps as `system.` xattrs.
+fn validate_name_of_xattr(name: &str) -> VfsResult<()> {
+    if POSIX_ACL_XATTRS.contains(&name) {
+        Ok(())
+    } else {
+        validate_xattr_name(name)
     }
 }

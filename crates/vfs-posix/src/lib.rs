@@ -255,14 +255,30 @@ impl PosixVfs {
             };
             // Reopened without following: a symlink swapped in since the mkdirat is refused.
             let flags = access | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            let fd = openat(&dir, name, flags, Mode::empty()).map_err(map_errno)?;
-            return Ok(PosixFile::new(
+            let reopen = || openat(&dir, name, flags, Mode::empty());
+            let (fd, for_creator) = match reopen() {
+                // A parent's default POSIX ACL can leave the creator without read permission
+                // on the directory it just made; its creator gets what it asked for all the
+                // same (as a new file's O_CREAT open does), so the service opens it.
+                Err(Errno::ACCESS) if self.switch_credentials => {
+                    let mut reopened = Err(Errno::ACCESS);
+                    identity::run_as_service(&mut || reopened = reopen());
+                    (reopened.map_err(map_errno)?, true)
+                }
+                result => (result.map_err(map_errno)?, false),
+            };
+            let file = PosixFile::new(
                 fd,
                 req.access,
                 FileType::Directory,
                 path_only,
                 self.names.clone(),
-            ));
+            );
+            return Ok(if for_creator {
+                file.opened_for_creator()
+            } else {
+                file
+            });
         }
         // A new file grants any access whatever its mode; metadata-only needs no more.
         let flags = data_mode(req.access) | OFlags::CREATE | OFlags::EXCL | DATA_OPEN;

@@ -239,3 +239,115 @@ fn run_as_switches_and_restores_credentials() {
     });
     assert_eq!(opened, Some(Ok(())));
 }
+
+/// POSIX ACLs are the kernel's `system.posix_acl_*` xattrs: readable and writable here, also
+/// through metadata-only handles, and the kernel derives the mode's group bits from the mask.
+#[test]
+fn posix_acls_are_xattrs() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("f"), b"").unwrap();
+    fs::set_permissions(dir.path().join("f"), fs::Permissions::from_mode(0o600)).unwrap();
+    let vfs = PosixVfs::new(dir.path()).unwrap();
+    let file = vfs
+        .open(&path("f"), &request(Access::MetadataOnly, Kind::File))
+        .unwrap()
+        .file;
+    // user::rw-, user:4242:r--, group::---, mask::r--, other::---
+    let acl: Vec<u8> = [
+        &2u32.to_le_bytes()[..],
+        &[1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff],
+        &[2, 0, 4, 0, 0x92, 0x10, 0, 0],
+        &[4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
+        &[0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff],
+        &[0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
+    ]
+    .concat();
+    match file.set_xattr("system.posix_acl_access", &acl) {
+        Ok(()) => {}
+        // A file system mounted without ACL support.
+        Err(VfsError::Unsupported) => return,
+        Err(e) => panic!("{e:?}"),
+    }
+    assert_eq!(
+        file.get_xattr("system.posix_acl_access")
+            .unwrap()
+            .as_deref(),
+        Some(&acl[..])
+    );
+    assert_eq!(file.stat().unwrap().mode & 0o777, 0o640);
+    file.remove_xattr("system.posix_acl_access").unwrap();
+    assert_eq!(file.get_xattr("system.posix_acl_access").unwrap(), None);
+    assert_eq!(
+        file.set_xattr("system.other", b"x"),
+        Err(VfsError::Unsupported)
+    );
+}
+
+/// A directory whose default POSIX ACL leaves owners no read permission: a user creating a
+/// subdirectory still gets it open for listing, as its creator, while a later open as that
+/// user meets the permissions the ACL gave it.
+#[test]
+fn new_directory_opens_for_its_creator_whatever_its_acl() {
+    use smb3d_vfs::Credentials;
+
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let vfs = PosixVfs::new(dir.path())
+        .unwrap()
+        .with_credential_switching(true);
+    // user::-w-, group::---, other::--- as the default ACL of the share root.
+    let default_acl: Vec<u8> = [
+        &2u32.to_le_bytes()[..],
+        &[1, 0, 2, 0, 0xff, 0xff, 0xff, 0xff],
+        &[4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
+        &[0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
+    ]
+    .concat();
+    let root = vfs
+        .open(
+            &VfsPath::root(),
+            &request(Access::MetadataOnly, Kind::Directory),
+        )
+        .unwrap()
+        .file;
+    if root
+        .set_xattr("system.posix_acl_default", &default_acl)
+        .is_err()
+    {
+        return;
+    }
+    let nobody = Credentials {
+        uid: NOBODY,
+        gid: NOBODY,
+        groups: vec![],
+    };
+    let create = OpenRequest {
+        access: Access::Read,
+        disposition: Disposition::Create,
+        kind: Kind::Directory,
+        create_mode: 0o755,
+    };
+    let mut listed = None;
+    let mut reopened = None;
+    vfs.run_as(&nobody, &mut || {
+        let made = vfs.open(&path("sub"), &create).unwrap();
+        listed = Some(made.file.read_dir().map(|entries| entries.len()));
+        reopened = Some(
+            vfs.open(&path("sub"), &request(Access::Read, Kind::Directory))
+                .err(),
+        );
+    });
+    assert_eq!(listed, Some(Ok(0)));
+    assert_eq!(reopened, Some(Some(VfsError::PermissionDenied)));
+    assert_eq!(
+        fs::metadata(dir.path().join("sub"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o200
+    );
+}

@@ -11,6 +11,9 @@ pub const MAX_XATTR_VALUE_LEN: usize = 65_536;
 /// Namespaces a back end stores; others (`system.`, which has kernel-defined formats) are
 /// `Unsupported`.
 pub const XATTR_NAMESPACES: [&str; 3] = ["user.", "trusted.", "security."];
+/// The `system.` xattrs holding POSIX ACLs (in the kernel's format), which a back end with
+/// POSIX ACLs accepts besides [`XATTR_NAMESPACES`]; others answer `Unsupported` for them.
+pub const POSIX_ACL_XATTRS: [&str; 2] = ["system.posix_acl_access", "system.posix_acl_default"];
 
 /// The largest file size and offset: beyond `i64::MAX`, Linux reports `EFBIG`.
 pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;

@@ -46,6 +46,7 @@ pub(crate) async fn handle(
         InfoType::FILE => open.io(|| {
             set_file_info(
                 &cx.conn.server.files,
+                &cx.conn.server.ids,
                 &open,
                 FileInformationClass(req.file_info_class),
                 req.buffer,
@@ -86,6 +87,7 @@ fn require(open: &Open, access: AccessMask) -> Result<(), NtStatus> {
 
 fn set_file_info(
     files: &FileTable,
+    ids: &IdMap,
     open: &Open,
     class: FileInformationClass,
     buf: &[u8],
@@ -133,6 +135,7 @@ fn set_file_info(
             let info = FileRenameInformation::decode(buf).map_err(buffer_error)?;
             rename(
                 files,
+                ids,
                 open,
                 info.root_directory,
                 &info.file_name,
@@ -143,6 +146,7 @@ fn set_file_info(
             let info = FileRenameInformationEx::decode(buf).map_err(buffer_error)?;
             rename(
                 files,
+                ids,
                 open,
                 info.root_directory,
                 &info.file_name,
@@ -253,6 +257,7 @@ fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<()
 /// MS-SMB2 3.3.5.21.1 and MS-FSA 2.1.5.14.11.
 fn rename(
     files: &FileTable,
+    ids: &IdMap,
     open: &Open,
     root_directory: u64,
     target: &str,
@@ -315,6 +320,14 @@ fn rename(
     {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    security::may_place(
+        open.vfs.as_ref(),
+        &to,
+        open.is_directory,
+        replace,
+        &open.identity,
+        ids,
+    )?;
     match open.vfs.rename(&from, &to, replace) {
         Ok(()) => {}
         // Replacing a directory is refused as Windows does.

@@ -119,6 +119,44 @@ pub(crate) fn grant(
     })
 }
 
+/// Whether `who` may put a file (a directory with `is_directory`) at `to` by renaming it there:
+/// the target's directory must let it add the entry, as the I/O manager checks by opening that
+/// directory before a rename; and a file it replaces (with `replace`) must grant it DELETE,
+/// from its own ACL or the directory's FILE_DELETE_CHILD (MS-FSA 2.1.5.1.2.1).
+pub(crate) fn may_place(
+    vfs: &dyn Vfs,
+    to: &VfsPath,
+    is_directory: bool,
+    replace: bool,
+    who: &Identity,
+    ids: &IdMap,
+) -> Result<(), NtStatus> {
+    let parent = Parent::of(vfs, to, ids);
+    let add = if is_directory {
+        AccessMask::FILE_ADD_SUBDIRECTORY
+    } else {
+        AccessMask::FILE_ADD_FILE
+    };
+    if parent.descriptor().is_some() && !parent.allows(who, add) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if replace {
+        let request = OpenRequest {
+            access: Access::MetadataOnly,
+            disposition: Disposition::Open,
+            kind: Kind::Any,
+            create_mode: 0,
+        };
+        if let Ok(target) = vfs.open(to, &request)
+            && let Ok(stat) = target.file.stat()
+        {
+            let sd = descriptor(vfs, target.file.as_ref(), &stat, ids);
+            grant(&sd, who, AccessMask::DELETE, AccessMask::empty(), &parent)?;
+        }
+    }
+    Ok(())
+}
+
 /// Whether a listing shows an entry with descriptor `sd` to `who` on a share that hides what
 /// users cannot read: only with all of FILE_GENERIC_READ from the entry's own ACL, as Windows'
 /// access-based enumeration and Samba's `hide unreadable` decide (the parent's rights do not
@@ -281,6 +319,72 @@ mod tests {
                 &parent
             ),
             Ok(read)
+        );
+    }
+
+    /// A rename needs the target directory to allow adding the entry, and DELETE on a file
+    /// it replaces (here from the directory's FILE_DELETE_CHILD).
+    #[test]
+    fn rename_target_rights() {
+        let ids = IdMap::new("T");
+        let vfs = MemoryVfs::new();
+        let alice = user(1000, &ids);
+        let owner = alice.token.user;
+        let dir_sd = |mask| {
+            SecurityDescriptor::new(
+                owner,
+                owner,
+                Acl::new(vec![Ace::allow(owner, mask, AceFlags::empty())]),
+            )
+        };
+        let add = AccessMask::FILE_ADD_FILE | AccessMask::FILE_LIST_DIRECTORY;
+        dir_with(&vfs, "open", &dir_sd(add | AccessMask::FILE_DELETE_CHILD));
+        dir_with(&vfs, "addonly", &dir_sd(add));
+        dir_with(&vfs, "closed", &dir_sd(AccessMask::FILE_LIST_DIRECTORY));
+        for dir in ["open", "addonly"] {
+            let target = VfsPath::parse(&format!("{dir}/t")).unwrap();
+            let created = vfs
+                .open(
+                    &target,
+                    &OpenRequest {
+                        access: Access::ReadWrite,
+                        disposition: Disposition::Create,
+                        kind: Kind::File,
+                        create_mode: 0o644,
+                    },
+                )
+                .unwrap();
+            store(&vfs, created.file.as_ref(), &dir_sd(AccessMask::empty())).unwrap();
+        }
+        let place = |path: &str, dir: bool, replace: bool| {
+            may_place(
+                &vfs,
+                &VfsPath::parse(path).unwrap(),
+                dir,
+                replace,
+                &alice,
+                &ids,
+            )
+        };
+        assert_eq!(place("open/new", false, false), Ok(()));
+        assert_eq!(
+            place("open/new", true, false),
+            Err(NtStatus::ACCESS_DENIED),
+            "adding a subdirectory is another right"
+        );
+        assert_eq!(
+            place("closed/new", false, false),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+        assert_eq!(place("open/t", false, true), Ok(()));
+        assert_eq!(
+            place("addonly/t", false, true),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+        assert_eq!(
+            place("addonly/t", false, false),
+            Ok(()),
+            "without replacing, the collision is the rename's to report"
         );
     }
 

@@ -33,19 +33,22 @@ pub(crate) fn parts_of(sd: &SecurityDescriptor) -> SecurityInformation {
 
 /// Gives the file the mode and POSIX ACLs `sd` maps to and stores `sd`. The POSIX side is
 /// changed with the service's credentials: whoever may change the DACL may change it, owner
-/// or not.
+/// or not. A server not running as root owns every file and needs its own permissions on all
+/// of them, and users' access is decided by the descriptor alone: the mode stays.
 pub(crate) fn apply(
     vfs: &dyn Vfs,
     file: &dyn VfsFile,
     ids: &IdMap,
     sd: &SecurityDescriptor,
 ) -> Result<(), NtStatus> {
-    let stat = file.stat().status()?;
-    as_service(vfs, || {
-        PosixView::of(sd, &stat, ids)
-            .apply(file, &stat)
-            .map_err(|e| vfs_status(&e))
-    })?;
+    if vfs.runs_as_users() {
+        let stat = file.stat().status()?;
+        as_service(vfs, || {
+            PosixView::of(sd, &stat, ids)
+                .apply(file, &stat)
+                .map_err(|e| vfs_status(&e))
+        })?;
+    }
     store(vfs, file, sd)
 }
 
@@ -69,6 +72,7 @@ pub(crate) fn change(
         .owner
         .filter(|_| info.contains(SecurityInformation::OWNER))
     {
+        Some(sid) if current.owner == Some(sid) => None,
         Some(sid) => new_owner(vfs, who, &stat, ids.unix_id(&sid))?,
         None => None,
     };
@@ -87,11 +91,12 @@ pub(crate) fn change(
     }
 }
 
-/// The uid a new owner makes the file's owner. A user SID with a Unix id other than the
-/// file's own must be the caller's (taking ownership, as WRITE_OWNER allows on Windows) unless
-/// the caller is root: giving files away is STATUS_INVALID_OWNER. SIDs without a Unix id
-/// (groups, well-known SIDs) are kept in the descriptor only, as Samba keeps them. A server
-/// not running as root owns every file itself and records owners in descriptors only.
+/// The uid a new owner (not the current one) makes the file's owner. A user SID with a Unix
+/// id other than the file's own must be the caller's (taking ownership, as WRITE_OWNER allows
+/// on Windows) unless the caller is root: giving files away is STATUS_INVALID_OWNER. SIDs
+/// without a Unix id (groups, well-known SIDs) are kept in the descriptor only, as Samba keeps
+/// them. A server not running as root owns every file itself and records owners in
+/// descriptors only.
 fn new_owner(
     vfs: &dyn Vfs,
     who: &Identity,
@@ -101,7 +106,7 @@ fn new_owner(
     let Some(UnixId::User(uid)) = id else {
         return Ok(None);
     };
-    if uid == stat.uid {
+    if uid == stat.uid && vfs.runs_as_users() {
         return Ok(None);
     }
     if who.unix.uid != 0 && uid != who.unix.uid {

@@ -12,7 +12,7 @@ mod access;
 mod change;
 mod posix;
 
-pub(crate) use access::{Parent, grant, maximal, readable};
+pub(crate) use access::{Parent, grant, maximal, may_place, readable};
 pub(crate) use change::{apply, change, parts_of};
 
 use smb3d_dtyp::samba::{NtAclXattr, PosixAcl, PosixAclState, XATTR_NTACL_NAME};
@@ -82,6 +82,28 @@ pub(crate) fn posix_descriptor(stat: &FileStat, ids: &IdMap) -> SecurityDescript
         Ace::allow(Sid::EVERYONE, rights(stat.mode, dir), AceFlags::empty()),
     ];
     SecurityDescriptor::new(owner, group, Acl::new(aces))
+}
+
+/// The descriptor a file `who` just created starts from, before anything is inherited or
+/// set: its POSIX state's. A server not running as root creates every file as itself, so the
+/// creator is made its owner and primary group there, in the descriptor only.
+pub(crate) fn initial_descriptor(
+    vfs: &dyn Vfs,
+    file: &dyn VfsFile,
+    stat: &FileStat,
+    ids: &IdMap,
+    who: &Identity,
+) -> SecurityDescriptor {
+    if vfs.runs_as_users() {
+        descriptor(vfs, file, stat, ids)
+    } else {
+        let as_created = FileStat {
+            uid: who.unix.uid,
+            gid: who.unix.gid,
+            ..*stat
+        };
+        posix_descriptor(&as_created, ids)
+    }
 }
 
 /// The xattr names a share's NT ACL is read from, in order of preference: `security.NTACL`
@@ -252,6 +274,48 @@ mod tests {
         let read_only = owner(0o444);
         assert!(read_only.contains(AccessMask::FILE_GENERIC_READ | AccessMask::WRITE_DAC));
         assert!(!read_only.intersects(AccessMask::FILE_WRITE_DATA | AccessMask::DELETE));
+    }
+
+    /// Without per-user credentials a new file is the service's on disk; its descriptor makes
+    /// the creator the owner. With them, the file system already has.
+    #[test]
+    fn creator_owns_new_files_in_the_descriptor() {
+        let ids = IdMap::new("T");
+        let vfs = smb3d_vfs::MemoryVfs::new();
+        let opened = vfs
+            .open(
+                &smb3d_vfs::VfsPath::parse("f").unwrap(),
+                &smb3d_vfs::OpenRequest {
+                    access: smb3d_vfs::Access::ReadWrite,
+                    disposition: smb3d_vfs::Disposition::Create,
+                    kind: smb3d_vfs::Kind::File,
+                    create_mode: 0o640,
+                },
+            )
+            .unwrap();
+        let stat = opened.file.stat().unwrap();
+        let creator = Identity {
+            token: smb3d_dtyp::Token {
+                user: ids.user_sid(4242),
+                groups: vec![ids.group_sid(77)],
+                privileges: smb3d_dtyp::Privileges::empty(),
+            },
+            unix: smb3d_vfs::Credentials {
+                uid: 4242,
+                gid: 77,
+                groups: Vec::new(),
+            },
+        };
+        assert!(!vfs.runs_as_users());
+        let sd = initial_descriptor(&vfs, opened.file.as_ref(), &stat, &ids, &creator);
+        assert_eq!(sd.owner, Some(ids.user_sid(4242)));
+        assert_eq!(sd.group, Some(ids.group_sid(77)));
+        let aces = sd.dacl.unwrap().aces;
+        assert_eq!(
+            aces[0].mask_and_sid().unwrap(),
+            (AccessMask::FILE_ALL_ACCESS, &ids.user_sid(4242))
+        );
+        assert_ne!(stat.uid, 4242, "the file itself is not the creator's");
     }
 
     #[test]

@@ -330,15 +330,16 @@ fn admit_new(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let inherited = parent_sd.and_then(|sd| security::inherited(sd, meta.is_directory(), who));
+    let initial = || security::initial_descriptor(vfs, file, &meta.stat, ids, who);
     let applied = match (sd_buffer, &inherited) {
         (Some(update), _) => {
-            let current = inherited
-                .clone()
-                .unwrap_or_else(|| security::descriptor(vfs, file, &meta.stat, ids));
+            let current = inherited.clone().unwrap_or_else(initial);
             let info = security::parts_of(update);
             security::change(vfs, file, who, ids, info, update, &current)
         }
         (None, Some(sd)) => security::apply(vfs, file, ids, sd),
+        // Where the file system cannot make the creator the owner, the descriptor does.
+        (None, None) if !vfs.runs_as_users() => security::store(vfs, file, &initial()),
         (None, None) => Ok(()),
     };
     match applied {
