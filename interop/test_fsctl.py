@@ -291,3 +291,43 @@ def test_other_reparse_tags_are_kept(server):
         handle.close()
     finally:
         conn.disconnect()
+
+
+def test_object_ids_are_stable_per_file(server):
+    make_file(server, server.share_dir / "oid-a", 10, seed=5)
+    make_file(server, server.share_dir / "oid-b", 10, seed=6)
+    conn, tree = connect(server)
+    try:
+        ids = []
+        for name in ("oid-a", "oid-a", "oid-b"):
+            handle = open_file(tree, name)
+            # FILE_OBJECTID_BUFFER (MS-FSCC 2.1.3): ObjectId, then the extended info.
+            ids.append(ioctl(handle, CtlCode.FSCTL_CREATE_OR_GET_OBJECT_ID, max_output=64))
+            handle.close()
+    finally:
+        conn.disconnect()
+    assert all(len(i) == 64 for i in ids)
+    assert ids[0] == ids[1] and ids[0][:16] != ids[2][:16]
+
+
+def test_file_level_trim_frees_the_ranges(server):
+    path = server.share_dir / "trim-file"
+    data = make_file(server, path, 256 << 10, seed=7)
+    # FILE_LEVEL_TRIM (MS-FSCC 2.3.21): Key, NumRanges, then (Offset, Length) pairs.
+    ranges = [(0, 64 << 10), (128 << 10, 64 << 10)]
+    trim = (0).to_bytes(4, "little") + len(ranges).to_bytes(4, "little") + b"".join(
+        o.to_bytes(8, "little") + n.to_bytes(8, "little") for o, n in ranges)
+    conn, tree = connect(server)
+    try:
+        handle = Open(tree, "trim-file")
+        handle.create(ImpersonationLevel.Impersonation, 0x0012019F, FileAttributes.FILE_ATTRIBUTE_NORMAL,
+                      ShareAccess.FILE_SHARE_READ, CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        out = ioctl(handle, CtlCode.FSCTL_FILE_LEVEL_TRIM, trim, max_output=4)
+        handle.close()
+    finally:
+        conn.disconnect()
+    assert int.from_bytes(out, "little") == 2
+    after = path.read_bytes()
+    assert len(after) == len(data)
+    assert after[:64 << 10] == bytes(64 << 10) and after[128 << 10:192 << 10] == bytes(64 << 10)
+    assert after[64 << 10:128 << 10] == data[64 << 10:128 << 10] and after[192 << 10:] == data[192 << 10:]
