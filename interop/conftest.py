@@ -182,12 +182,12 @@ def smb3d(tmp_path):
 
 @pytest.fixture(scope="module")
 def shared_smb3d(tmp_path_factory):
-    """One server for a whole module (smbtorture suites), with the extra shares Samba's
-    selftest gives them: `hideunread` (access-based enumeration, for smb2.acls.ACCESSBASED)
-    on the same directory."""
+    """One server for a whole module (smbtorture suites), with the options and extra shares
+    Samba's selftest gives them: `hide_files` naming smb2.dosmode's "hidefile", and
+    `hideunread` (access-based enumeration, for smb2.acls.ACCESSBASED) on the same directory."""
     tmp = tmp_path_factory.mktemp("smb3d")
     share_dir = str(tmp / "share")
-    server = start_smb3d(tmp, shares={"share": {"path": share_dir},
+    server = start_smb3d(tmp, shares={"share": {"path": share_dir, "hide_files": ["hidefile"]},
                                       "hideunread": {"path": share_dir, "hide_unreadable": True}})
     yield server
     stop(server)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use smb3d_config::{Config, EncryptPolicy, ServerConfig, ShareConfig, SigningPolicy};
-use smb3d_server::share::Share;
+use smb3d_server::share::{Presentation, Share};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs_posix::PosixVfs;
 
@@ -68,6 +68,13 @@ pub fn build_share(
         hide_unreadable: share.hide_unreadable,
         access_based_share_enum: share.access_based_share_enum,
         audit: share.audit.unwrap_or(server.audit),
+        strict_allocate: share.strict_allocate,
+        sync_metadata: share.sync_metadata,
+        presentation: Presentation::new(
+            share.hide_dot_files,
+            &share.hide_files,
+            share.allocation_roundup_size,
+        ),
         ..Share::disk(name.to_owned(), Arc::new(vfs))
     };
     built

@@ -10,9 +10,8 @@ use crate::model::{
     check_admin_socket, check_mdns_model, check_server_name, server_problems, share_problems,
 };
 use crate::{
-    CipherName, Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK,
-    DEFAULT_METRICS_PORT, DEFAULT_PORT, Dialect, EncryptPolicy, LogFormat, ShareConfig,
-    SigningPolicy,
+    CipherName, Config, ConfigError, DEFAULT_METRICS_PORT, DEFAULT_PORT, Dialect, EncryptPolicy,
+    LogFormat, ShareConfig, SigningPolicy,
 };
 
 /// Every override variable starts with this.
@@ -125,25 +124,7 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
             path.display()
         ));
     }
-    let mut share = ShareConfig {
-        path: Spanned::new(0..0, path),
-        comment: String::new(),
-        read_only: false,
-        valid_users: Vec::new(),
-        read_list: Vec::new(),
-        write_list: Vec::new(),
-        force_user: None,
-        force_group: None,
-        browseable: true,
-        guest_ok: false,
-        encrypt: None,
-        signing: SigningPolicy::Auto,
-        create_mask: DEFAULT_CREATE_MASK,
-        directory_mask: DEFAULT_DIRECTORY_MASK,
-        hide_unreadable: false,
-        access_based_share_enum: false,
-        audit: None,
-    };
+    let mut share = ShareConfig::new(path);
     for option in parts.map(str::trim).filter(|o| !o.is_empty()) {
         let (key, arg) = match option.split_once('=') {
             Some((k, v)) => (k.trim(), Some(v.trim())),

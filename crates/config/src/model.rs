@@ -338,7 +338,62 @@ pub struct ShareConfig {
     /// Log opens, renames and deletes on this share; the server's `audit` when absent.
     #[serde(default)]
     pub audit: Option<bool>,
+    /// Space a write or an end-of-file change adds is allocated (`fallocate`) rather than
+    /// left as a hole, as NTFS allocates it (Samba's `strict allocate`): a full disk fails that
+    /// request instead of a later write, and extending writes run faster on extent file
+    /// systems. Sparse files (FSCTL_SET_SPARSE) keep their holes.
+    #[serde(default = "yes")]
+    pub strict_allocate: bool,
+    /// AllocationSize is reported rounded up to a multiple of this many bytes (Samba's
+    /// `allocation roundup size`); 0 reports what the file system allocated.
+    #[serde(default)]
+    pub allocation_roundup_size: u64,
+    /// Creates, renames, deletes and new directories are made durable (the parent directory
+    /// is fsync'ed) before the reply.
+    #[serde(default)]
+    pub sync_metadata: bool,
+    /// Names starting with a dot carry FILE_ATTRIBUTE_HIDDEN (Samba's `hide dot files`).
+    #[serde(default = "yes")]
+    pub hide_dot_files: bool,
+    /// Names matching one of these patterns (`*` and `?`, case-insensitive) carry
+    /// FILE_ATTRIBUTE_HIDDEN (Samba's `hide files`).
+    #[serde(default)]
+    pub hide_files: Vec<String>,
 }
+
+impl ShareConfig {
+    /// A share of `path` with every option at its default.
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path: Spanned::new(0..0, path),
+            comment: String::new(),
+            read_only: false,
+            valid_users: Vec::new(),
+            read_list: Vec::new(),
+            write_list: Vec::new(),
+            force_user: None,
+            force_group: None,
+            browseable: true,
+            guest_ok: false,
+            encrypt: None,
+            signing: SigningPolicy::Auto,
+            create_mask: DEFAULT_CREATE_MASK,
+            directory_mask: DEFAULT_DIRECTORY_MASK,
+            hide_unreadable: false,
+            access_based_share_enum: false,
+            audit: None,
+            strict_allocate: true,
+            allocation_roundup_size: 0,
+            sync_metadata: false,
+            hide_dot_files: true,
+            hide_files: Vec::new(),
+        }
+    }
+}
+
+/// Largest `allocation_roundup_size`: Samba's old default was 1 MiB; beyond 1 GiB clients
+/// would see absurd allocations.
+pub const MAX_ALLOCATION_ROUNDUP: u64 = 1 << 30;
 
 fn yes() -> bool {
     true
@@ -618,6 +673,20 @@ pub(crate) fn share_problems(
             ));
         }
     }
+    if share.allocation_roundup_size > MAX_ALLOCATION_ROUNDUP {
+        problems.push(Problem::at(
+            span.clone(),
+            format!("share {name:?}: allocation_roundup_size is above {MAX_ALLOCATION_ROUNDUP}"),
+        ));
+    }
+    for pattern in &share.hide_files {
+        if pattern.is_empty() || pattern.contains(['/', '\\', '\0']) {
+            problems.push(Problem::at(
+                span.clone(),
+                format!("share {name:?}: hide_files pattern {pattern:?} must be a non-empty name"),
+            ));
+        }
+    }
     for (option, list) in [
         ("valid_users", &share.valid_users),
         ("read_list", &share.read_list),
@@ -799,6 +868,28 @@ access_based_share_enum = true
             let e = parse(&format!("[share.s]\npath = \"/s\"\n{bad}\n")).unwrap_err();
             assert!(e.message.contains("share \"s\""), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn allocation_and_hiding() {
+        let c = parse("[share.s]\npath = \"/s\"\n").unwrap();
+        let share = c.share("s").unwrap();
+        assert!(share.strict_allocate && share.hide_dot_files && !share.sync_metadata);
+        assert_eq!(share.allocation_roundup_size, 0);
+        let c = parse(
+            "[share.s]\npath = \"/s\"\nstrict_allocate = false\nsync_metadata = true\n\
+             allocation_roundup_size = 1048576\nhide_files = [\"*.tmp\"]\n",
+        )
+        .unwrap();
+        let share = c.share("s").unwrap();
+        assert!(!share.strict_allocate && share.sync_metadata);
+        assert_eq!(share.allocation_roundup_size, 1 << 20);
+        assert_eq!(share.hide_files, ["*.tmp"]);
+        let e = parse("[share.s]\npath = \"/s\"\nhide_files = [\"a/b\"]\n").unwrap_err();
+        assert!(e.message.contains("hide_files"), "{e}");
+        let e =
+            parse("[share.s]\npath = \"/s\"\nallocation_roundup_size = 4294967296\n").unwrap_err();
+        assert!(e.message.contains("allocation_roundup_size"), "{e}");
     }
 
     #[test]

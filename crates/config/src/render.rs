@@ -128,6 +128,19 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     if let Some(audit) = share.audit {
         let _ = writeln!(out, "audit = {audit}");
     }
+    let _ = writeln!(out, "strict_allocate = {}", share.strict_allocate);
+    let _ = writeln!(
+        out,
+        "allocation_roundup_size = {}",
+        share.allocation_roundup_size
+    );
+    let _ = writeln!(out, "sync_metadata = {}", share.sync_metadata);
+    let _ = writeln!(out, "hide_dot_files = {}", share.hide_dot_files);
+    let _ = writeln!(
+        out,
+        "hide_files = {}",
+        string_list(share.hide_files.iter().map(String::as_str))
+    );
 }
 
 #[cfg(test)]
@@ -173,6 +186,11 @@ directory_mask = 0o2750
 hide_unreadable = true
 access_based_share_enum = true
 audit = false
+strict_allocate = false
+allocation_roundup_size = 1048576
+sync_metadata = true
+hide_dot_files = false
+hide_files = ["*.tmp", "Thumbs.db"]
 
 [share.plain]
 path = "/srv/p"

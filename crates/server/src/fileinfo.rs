@@ -11,6 +11,7 @@ use smb3d_vfs::{FileStat, FileType, Timespec, Vfs, VfsError, VfsFile};
 use smb3d_wire::FileTime;
 
 use crate::blocking::as_service;
+use crate::share::{Presentation, round_allocation};
 use crate::status_map::vfs_status;
 
 /// Attributes clients set and the server keeps (MS-FSCC 2.6); DIRECTORY follows the object,
@@ -46,8 +47,10 @@ pub(crate) struct Meta {
     /// The attributes as stored (or defaulted), before DIRECTORY and NORMAL are applied.
     pub stored: FileAttributes,
     pub creation: FileTime,
-    /// Dot files are shown hidden, as Samba's default "hide dot files" does.
-    pub dot_file: bool,
+    /// The share shows the name hidden (dot files, `hide_files`), whatever is stored.
+    pub hidden_by_name: bool,
+    /// The share's rounding of AllocationSize.
+    allocation_roundup: u64,
     /// LastWriteTime (and ChangeTime) as kept while the file is open, instead of the mtime.
     pub write_time: Option<FileTime>,
 }
@@ -56,7 +59,12 @@ impl Meta {
     /// Combines a stat with the file's DOSATTRIB. Without one (a file made on the server
     /// itself) no attribute is set, as Samba shows such files, so both servers show them alike;
     /// the create time is the birth time, or failing that the oldest time we have.
-    pub fn new(stat: FileStat, dos: Option<DosAttrib>, name: &str) -> Meta {
+    pub fn new(
+        stat: FileStat,
+        dos: Option<DosAttrib>,
+        name: &str,
+        presentation: &Presentation,
+    ) -> Meta {
         let stored = dos.map_or(FileAttributes::empty(), |d| {
             FileAttributes(d.attributes) & KEPT_ATTRIBUTES
         });
@@ -64,10 +72,11 @@ impl Meta {
             .and_then(|d| d.create_time)
             .unwrap_or_else(|| birth_time(&stat));
         Meta {
+            allocation_roundup: presentation.allocation_roundup,
             stat,
             stored,
             creation,
-            dot_file: name.starts_with('.') && name != "." && name != "..",
+            hidden_by_name: presentation.hides(name),
             write_time: None,
         }
     }
@@ -88,7 +97,7 @@ impl Meta {
     /// bit is set.
     pub fn attributes(&self) -> FileAttributes {
         let mut attrs = self.stored;
-        if self.dot_file {
+        if self.hidden_by_name {
             attrs |= FileAttributes::HIDDEN;
         }
         if self.is_directory() {
@@ -126,12 +135,13 @@ impl Meta {
         }
     }
 
-    /// AllocationSize: what the file system allocated (0 for empty files and directories).
+    /// AllocationSize: what the file system allocated, rounded as the share says (0 for
+    /// empty files and directories).
     pub fn allocation_size(&self) -> u64 {
         if self.is_directory() {
             0
         } else {
-            self.stat.allocated
+            round_allocation(self.stat.allocated, self.allocation_roundup)
         }
     }
 
@@ -190,14 +200,18 @@ fn decode(value: Option<Vec<u8>>) -> Option<DosAttrib> {
 }
 
 /// Reads an open file's metadata (one statx and one getxattr).
-pub(crate) fn load(file: &dyn VfsFile, name: &str) -> Result<Meta, VfsError> {
+pub(crate) fn load(
+    file: &dyn VfsFile,
+    name: &str,
+    presentation: &Presentation,
+) -> Result<Meta, VfsError> {
     let stat = file.stat()?;
     let dos = match file.get_xattr(XATTR_DOSATTRIB_NAME) {
         Ok(value) => decode(value),
         Err(VfsError::Unsupported | VfsError::PermissionDenied) => None,
         Err(e) => return Err(e),
     };
-    Ok(Meta::new(stat, dos, name))
+    Ok(Meta::new(stat, dos, name, presentation))
 }
 
 /// Reads a directory entry's DOSATTRIB without opening it.
@@ -255,7 +269,12 @@ mod tests {
 
     #[test]
     fn defaults_without_dosattrib() {
-        let file = Meta::new(stat(FileType::File), None, "a.txt");
+        let file = Meta::new(
+            stat(FileType::File),
+            None,
+            "a.txt",
+            &Presentation::default(),
+        );
         assert_eq!(file.attributes(), FileAttributes::NORMAL);
         assert_eq!(file.creation, FileTime::from_unix(50, 0));
         let executable = FileStat {
@@ -263,14 +282,38 @@ mod tests {
             ..stat(FileType::File)
         };
         assert_eq!(
-            Meta::new(executable, None, "run.sh").attributes(),
+            Meta::new(executable, None, "run.sh", &Presentation::default()).attributes(),
             FileAttributes::NORMAL
         );
-        let dir = Meta::new(stat(FileType::Directory), None, "d");
+        let dir = Meta::new(
+            stat(FileType::Directory),
+            None,
+            "d",
+            &Presentation::default(),
+        );
         assert_eq!(dir.attributes(), FileAttributes::DIRECTORY);
         assert_eq!(dir.end_of_file(), 0);
-        let dot = Meta::new(stat(FileType::File), None, ".profile");
+        let dot = Meta::new(
+            stat(FileType::File),
+            None,
+            ".profile",
+            &Presentation::default(),
+        );
         assert_eq!(dot.attributes(), FileAttributes::HIDDEN);
+    }
+
+    #[test]
+    fn the_share_presentation_applies() {
+        let shown = Presentation::new(false, &["*.tmp".into()], 65536);
+        let allocated = FileStat {
+            allocated: 4096,
+            ..stat(FileType::File)
+        };
+        let tmp = Meta::new(allocated, None, "A.TMP", &shown);
+        assert_eq!(tmp.attributes(), FileAttributes::HIDDEN);
+        assert_eq!(tmp.allocation_size(), 65536);
+        let dot = Meta::new(stat(FileType::File), None, ".profile", &shown);
+        assert_eq!(dot.attributes(), FileAttributes::NORMAL);
     }
 
     #[test]
@@ -279,7 +322,12 @@ mod tests {
             attributes: 0x10 | 0x1,
             create_time: Some(FileTime(123)),
         };
-        let dir = Meta::new(stat(FileType::Directory), Some(dos), "d");
+        let dir = Meta::new(
+            stat(FileType::Directory),
+            Some(dos),
+            "d",
+            &Presentation::default(),
+        );
         assert_eq!(
             dir.attributes(),
             FileAttributes::DIRECTORY | FileAttributes::READONLY
@@ -290,7 +338,13 @@ mod tests {
             create_time: None,
         };
         assert_eq!(
-            Meta::new(stat(FileType::File), Some(none), "f").attributes(),
+            Meta::new(
+                stat(FileType::File),
+                Some(none),
+                "f",
+                &Presentation::default()
+            )
+            .attributes(),
             FileAttributes::NORMAL
         );
     }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus};
@@ -60,6 +60,9 @@ pub(crate) struct SharedFile {
     pub state: Mutex<FileState>,
     /// Byte-range locks held through any open of the file.
     pub locks: LockTable,
+    /// A size the file has at least, as far as the server changed it (see
+    /// [`crate::allocation`]).
+    pub size_floor: AtomicU64,
 }
 
 impl SharedFile {
@@ -161,6 +164,7 @@ impl FileTable {
                         path: path.clone(),
                     }),
                     locks: LockTable::default(),
+                    size_floor: AtomicU64::new(0),
                 })
             })
             .clone();

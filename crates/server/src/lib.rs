@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+mod allocation;
 pub mod audit;
 mod blocking;
 pub mod connection;

@@ -18,6 +18,7 @@ use crate::blocking::as_user;
 use crate::fileinfo::{self, Meta};
 use crate::files::SharedFile;
 use crate::identity::Identity;
+use crate::share::Share;
 use crate::status_map::VfsResultExt;
 use crate::streams::{self, Stream};
 use crate::write_time::OpenWrites;
@@ -40,6 +41,8 @@ pub(crate) struct Open {
     pub tree_id: u32,
     /// The share's file system, for operations by path (delete-on-close, rename).
     pub vfs: Arc<dyn Vfs>,
+    /// The share it was opened on, with the options it had then.
+    pub share: Arc<Share>,
     /// Who opened it: work on the open runs with this user's credentials.
     pub identity: Arc<Identity>,
     pub file: Box<dyn VfsFile>,
@@ -85,7 +88,12 @@ impl Open {
     /// kept while the file is open.
     pub fn meta(&self) -> Result<Meta, Status> {
         let path = self.path();
-        let meta = fileinfo::load(self.file.as_ref(), path.name().unwrap_or("")).status()?;
+        let meta = fileinfo::load(
+            self.file.as_ref(),
+            path.name().unwrap_or(""),
+            &self.share.presentation,
+        )
+        .status()?;
         let disk = fileinfo::filetime(meta.stat.mtime);
         let shown = self
             .shared

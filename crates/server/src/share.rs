@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use smb3d_vfs::Vfs;
+use smb3d_fscc::Expression;
+use smb3d_vfs::{Vfs, VfsPath, VfsResult};
 
 use crate::identity::{Accounts, Identity};
 use crate::server::EncryptionPolicy;
@@ -58,6 +59,58 @@ pub struct Share {
     pub access_based_share_enum: bool,
     /// Log opens, renames and deletes at the `audit` target.
     pub audit: bool,
+    /// Writes and end-of-file changes allocate the space they add (see [`crate::allocation`]).
+    pub strict_allocate: bool,
+    /// Creates, renames and deletes are durable before the reply (the parent directory is
+    /// synced).
+    pub sync_metadata: bool,
+    /// How files look to clients beyond what is stored.
+    pub presentation: Presentation,
+}
+
+/// How a share presents its files: names shown hidden and the rounding of allocation sizes.
+#[derive(Debug, Clone)]
+pub struct Presentation {
+    /// Names starting with a dot are hidden (Samba's `hide dot files`).
+    pub hide_dot_files: bool,
+    /// Names matching one of these are hidden (Samba's `hide files`, case-insensitive).
+    hide_patterns: Vec<Expression>,
+    /// AllocationSize is rounded up to a multiple of this; 0 for none.
+    pub allocation_roundup: u64,
+}
+
+impl Default for Presentation {
+    /// Samba's defaults: dot files hidden, nothing else, sizes as allocated.
+    fn default() -> Self {
+        Self::new(true, &[], 0)
+    }
+}
+
+/// `allocated` rounded up to a multiple of `unit` (0: unchanged).
+pub(crate) fn round_allocation(allocated: u64, unit: u64) -> u64 {
+    match unit {
+        0 => allocated,
+        unit => allocated.div_ceil(unit).saturating_mul(unit),
+    }
+}
+
+impl Presentation {
+    pub fn new(hide_dot_files: bool, hide_files: &[String], allocation_roundup: u64) -> Self {
+        Self {
+            hide_dot_files,
+            hide_patterns: hide_files
+                .iter()
+                .map(|p| Expression::new(p, true))
+                .collect(),
+            allocation_roundup,
+        }
+    }
+
+    /// Whether `name` is shown with FILE_ATTRIBUTE_HIDDEN whatever is stored.
+    pub fn hides(&self, name: &str) -> bool {
+        (self.hide_dot_files && name.starts_with('.') && name != "." && name != "..")
+            || self.hide_patterns.iter().any(|p| p.matches(name))
+    }
 }
 
 impl Share {
@@ -83,6 +136,9 @@ impl Share {
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
+            strict_allocate: true,
+            sync_metadata: false,
+            presentation: Presentation::default(),
         }
     }
 
@@ -109,7 +165,22 @@ impl Share {
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
+            strict_allocate: false,
+            sync_metadata: false,
+            presentation: Presentation::default(),
         }
+    }
+
+    /// With `sync_metadata`, makes a create, rename or delete at `path` durable before the
+    /// reply: the directory holding it is synced.
+    pub(crate) fn sync_parent(&self, vfs: &dyn Vfs, path: &VfsPath) -> VfsResult<()> {
+        if !self.sync_metadata {
+            return Ok(());
+        }
+        let parent = path
+            .parent_and_name()
+            .map_or_else(VfsPath::root, |(parent, _)| parent);
+        vfs.sync_dir(&parent)
     }
 
     /// Whether this is the `IPC$` share of named pipes.
@@ -250,5 +321,18 @@ mod tests {
         assert!(share.read_only_for(&alice, &who));
         share.write_list = vec!["@root".into()];
         assert!(share.read_only_for(&SessionUser::Anonymous, &who));
+    }
+
+    #[test]
+    fn presentation_hides_and_rounds() {
+        let p = Presentation::new(true, &["hide*".into(), "?.TMP".into()], 1 << 20);
+        assert!(p.hides(".profile") && p.hides("HideFile") && p.hides("a.tmp"));
+        assert!(!p.hides(".") && !p.hides("..") && !p.hides("file") && !p.hides("ab.tmp"));
+        assert!(!Presentation::new(false, &[], 0).hides(".profile"));
+        assert_eq!(round_allocation(0, 1 << 20), 0);
+        assert_eq!(round_allocation(4096, 1 << 20), 1 << 20);
+        assert_eq!(round_allocation((1 << 20) + 1, 1 << 20), 2 << 20);
+        assert_eq!(round_allocation(u64::MAX, 1 << 20), u64::MAX);
+        assert_eq!(round_allocation(4096, 0), 4096);
     }
 }

@@ -226,6 +226,10 @@ impl VfsFile for StreamFile {
         Ok(())
     }
 
+    fn preallocate(&self, _offset: u64, _len: u64) -> VfsResult<()> {
+        Ok(())
+    }
+
     fn sync(&self) -> VfsResult<()> {
         // xattr writes complete synchronously in the file system's journal.
         Ok(())

@@ -208,6 +208,12 @@ impl VfsFile for PosixFile {
         fallocate(&self.fd, FallocateFlags::empty(), offset, len).map_err(map_errno)
     }
 
+    fn preallocate(&self, offset: u64, len: u64) -> VfsResult<()> {
+        self.check_data(self.access.can_write())?;
+        checked_range_end(offset, len)?;
+        fallocate(&self.fd, FallocateFlags::KEEP_SIZE, offset, len).map_err(map_errno)
+    }
+
     fn sync(&self) -> VfsResult<()> {
         if self.access == Access::MetadataOnly {
             return Err(VfsError::PermissionDenied);

@@ -37,8 +37,8 @@ use std::path::Path;
 use rustix::fd::AsFd;
 
 use rustix::fs::{
-    AtFlags, CWD, Mode, OFlags, RenameFlags, ResolveFlags, fstat, fstatfs, fstatvfs, mkdirat,
-    openat, openat2, readlinkat, renameat_with, symlinkat, unlinkat,
+    AtFlags, CWD, Mode, OFlags, RenameFlags, ResolveFlags, fstat, fstatfs, fstatvfs, fsync,
+    mkdirat, openat, openat2, readlinkat, renameat_with, symlinkat, unlinkat,
 };
 use rustix::io::Errno;
 use smb3d_vfs::backend::{
@@ -468,6 +468,22 @@ impl Vfs for PosixVfs {
 
     fn can_clone(&self) -> bool {
         self.can_clone
+    }
+
+    fn sync_dir(&self, path: &VfsPath) -> VfsResult<()> {
+        retry_caseless(
+            self.names.case,
+            path,
+            &mut (),
+            |(), path| {
+                let dir = self
+                    .root
+                    .open(path, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+                    .map_err(|errno| self.classify(path, errno))?;
+                fsync(&dir).map_err(map_errno)
+            },
+            |(), path| self.real_path(path),
+        )
     }
 
     fn fs_stat(&self) -> VfsResult<FsStat> {

@@ -48,7 +48,7 @@ macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::conformance_tests!(@each $make;
             missing_objects, dispositions, kinds, directories_open_for_any_access,
-            read_write_and_size, allocate, access_is_enforced, times, xattrs, directory_listing,
+            read_write_and_size, allocate, preallocate, sync_dir, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
             create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
@@ -396,6 +396,48 @@ pub fn allocate(vfs: &dyn Vfs) {
     assert_eq!(file.read_at(&mut buf, 1000).unwrap(), 16);
     assert_eq!(buf, [0; 16]);
     assert_eq!(error(file.allocate(0, 0)), VfsError::Io(errno::EINVAL));
+}
+
+/// `preallocate` reserves storage and keeps the size, like `fallocate` with KEEP_SIZE.
+pub fn preallocate(vfs: &dyn Vfs) {
+    let file = open(vfs, "f", Access::ReadWrite, Disposition::Create, Kind::File)
+        .unwrap()
+        .file;
+    file.write_at(b"abc", 0).unwrap();
+    match file.preallocate(0, 65536) {
+        Err(VfsError::Unsupported) => return,
+        result => result.unwrap(),
+    }
+    let stat = file.stat().unwrap();
+    assert_eq!(stat.size, 3);
+    assert!(stat.allocated >= 65536, "{stat:?}");
+    let mut buf = [0; 8];
+    assert_eq!(file.read_at(&mut buf, 0).unwrap(), 3);
+    assert_eq!(&buf[..3], b"abc");
+    assert_eq!(error(file.preallocate(0, 0)), VfsError::Io(errno::EINVAL));
+    let read_only = open(vfs, "f", Access::Read, Disposition::Open, Kind::File)
+        .unwrap()
+        .file;
+    assert_eq!(
+        error(read_only.preallocate(0, 10)),
+        VfsError::PermissionDenied
+    );
+}
+
+/// `sync_dir` syncs directories that exist, the root included.
+pub fn sync_dir(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    open(
+        vfs,
+        "d/f",
+        Access::ReadWrite,
+        Disposition::Create,
+        Kind::File,
+    )
+    .unwrap();
+    vfs.sync_dir(&path("d")).unwrap();
+    vfs.sync_dir(&VfsPath::root()).unwrap();
+    assert_eq!(error(vfs.sync_dir(&path("missing"))), VfsError::NotFound);
 }
 
 /// Handles refuse data operations their access does not include.

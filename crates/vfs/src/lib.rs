@@ -121,6 +121,10 @@ pub trait Vfs: Send + Sync {
     /// `None` when the object there is not a symlink.
     fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>>;
 
+    /// Makes the entries of the directory at `path` durable (`fsync` of the directory): a
+    /// create, rename or delete in it survives a crash once this returns.
+    fn sync_dir(&self, path: &VfsPath) -> VfsResult<()>;
+
     /// Capacity and identity of the file system holding the share.
     fn fs_stat(&self) -> VfsResult<FsStat>;
 
@@ -149,6 +153,10 @@ pub trait VfsFile: Send + Sync {
     /// Allocates storage for `offset..offset + len`, extending the size if that range ends
     /// beyond it (`fallocate` mode 0).
     fn allocate(&self, offset: u64, len: u64) -> VfsResult<()>;
+
+    /// Allocates storage for `offset..offset + len` without changing the size (`fallocate`
+    /// with FALLOC_FL_KEEP_SIZE), as an AllocationSize beyond EndOfFile asks.
+    fn preallocate(&self, offset: u64, len: u64) -> VfsResult<()>;
 
     /// Flushes data and metadata to stable storage.
     fn sync(&self) -> VfsResult<()>;

@@ -287,6 +287,14 @@ impl Vfs for MemoryVfs {
         true
     }
 
+    fn sync_dir(&self, path: &VfsPath) -> VfsResult<()> {
+        // Memory has no crash to survive; only the directory must exist.
+        match self.stat(path)?.file_type {
+            FileType::Directory => Ok(()),
+            _ => Err(VfsError::NotADirectory),
+        }
+    }
+
     fn fs_stat(&self) -> VfsResult<FsStat> {
         let state = self.lock();
         let free = state.space.capacity.saturating_sub(state.space.used) / CHUNK_U64;
@@ -779,7 +787,14 @@ impl FileData {
         ranges
     }
 
-    fn allocate(&mut self, offset: u64, len: u64, space: &mut Space) -> VfsResult<()> {
+    /// `fallocate`: mode 0 extends the size over the range, `keep_size` leaves it.
+    fn allocate(
+        &mut self,
+        offset: u64,
+        len: u64,
+        keep_size: bool,
+        space: &mut Space,
+    ) -> VfsResult<()> {
         if len == 0 {
             return Err(VfsError::Io(errno::EINVAL));
         }
@@ -791,7 +806,9 @@ impl FileData {
                 .entry(index)
                 .or_insert_with(|| Box::new([0; CHUNK]));
         }
-        self.size = self.size.max(end);
+        if !keep_size {
+            self.size = self.size.max(end);
+        }
         Ok(())
     }
 }
@@ -890,7 +907,11 @@ impl VfsFile for MemoryFile {
     }
 
     fn allocate(&self, offset: u64, len: u64) -> VfsResult<()> {
-        self.change_data(|file, space| file.allocate(offset, len, space))
+        self.change_data(|file, space| file.allocate(offset, len, false, space))
+    }
+
+    fn preallocate(&self, offset: u64, len: u64) -> VfsResult<()> {
+        self.change_data(|file, space| file.allocate(offset, len, true, space))
     }
 
     fn sync(&self) -> VfsResult<()> {

@@ -11,7 +11,8 @@ use super::parse::{Param, Section, SmbConf, Warning, parse_bool};
 use crate::model::{check_server_name, check_share_name};
 use crate::{
     Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT, Dialect,
-    EncryptPolicy, MAX_IO_SIZE, MIN_IO_SIZE, ServerConfig, ShareConfig, SigningPolicy,
+    EncryptPolicy, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE, MIN_IO_SIZE, ServerConfig, ShareConfig,
+    SigningPolicy,
 };
 
 /// The result of a conversion.
@@ -105,6 +106,10 @@ struct ShareParams {
     printable: Option<bool>,
     create_mask: Option<u32>,
     directory_mask: Option<u32>,
+    strict_allocate: Option<bool>,
+    allocation_roundup_size: Option<u64>,
+    hide_dot_files: Option<bool>,
+    hide_files: Option<Vec<String>>,
 }
 
 /// Parameters smb3d has no use for, with why, so that the warning helps.
@@ -521,6 +526,25 @@ impl Converter {
             "directorymask" | "directorymode" => {
                 out.directory_mask = self.mode_param(section, p).or(out.directory_mask);
             }
+            "strictallocate" => {
+                out.strict_allocate = self.bool_param(section, p).or(out.strict_allocate);
+            }
+            "allocationroundupsize" => {
+                match p
+                    .value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|v| *v <= MAX_ALLOCATION_ROUNDUP)
+                {
+                    Some(size) => out.allocation_roundup_size = Some(size),
+                    None => self.warn_value(section, p, "not a size in bytes up to 1 GiB"),
+                }
+            }
+            "hidedotfiles" => {
+                out.hide_dot_files = self.bool_param(section, p).or(out.hide_dot_files)
+            }
+            "hidefiles" => out.hide_files = Some(self.hide_files(section, p)),
             _ => return false,
         }
         true
@@ -580,6 +604,23 @@ impl Converter {
             );
         }
         Some(name.to_owned())
+    }
+
+    /// The patterns of `hide files = /a/b*/`; substitutions are warned about and left out.
+    fn hide_files(&mut self, section: &Section, p: &Param) -> Vec<String> {
+        let mut patterns = Vec::new();
+        for pattern in p.value.split('/').filter(|s| !s.is_empty()) {
+            if pattern.contains('%') {
+                self.warn(
+                    section,
+                    Some(p),
+                    format!("hide files: substitution {pattern} is not supported; left out"),
+                );
+            } else {
+                patterns.push(pattern.to_owned());
+            }
+        }
+        patterns
     }
 
     /// acl_xattr and streams_xattr store what smb3d stores natively, in the same format.
@@ -665,26 +706,28 @@ impl Converter {
         for p in unmapped {
             self.unmapped(section, p);
         }
-        Some(ShareConfig {
-            path: Spanned::new(0..0, PathBuf::from(path)),
-            comment: params.comment.unwrap_or_default(),
-            // Samba's defaults: read only, browseable, no guests.
-            read_only: params.read_only.unwrap_or(true),
-            valid_users,
-            read_list: params.read_list.unwrap_or_default(),
-            write_list: params.write_list.unwrap_or_default(),
-            force_user: params.force_user,
-            force_group: params.force_group,
-            browseable: params.browseable.unwrap_or(true),
-            guest_ok: params.guest_ok.unwrap_or(false),
-            encrypt: params.encrypt,
-            signing: SigningPolicy::Auto,
-            create_mask: params.create_mask.unwrap_or(DEFAULT_CREATE_MASK),
-            directory_mask: params.directory_mask.unwrap_or(DEFAULT_DIRECTORY_MASK),
-            hide_unreadable: params.hide_unreadable.unwrap_or(false),
-            access_based_share_enum: params.access_based_share_enum.unwrap_or(false),
-            audit: None,
-        })
+        let mut share = ShareConfig::new(PathBuf::from(path));
+        share.comment = params.comment.unwrap_or_default();
+        // Samba's defaults: read only, browseable, no guests.
+        share.read_only = params.read_only.unwrap_or(true);
+        share.valid_users = valid_users;
+        share.read_list = params.read_list.unwrap_or_default();
+        share.write_list = params.write_list.unwrap_or_default();
+        share.force_user = params.force_user;
+        share.force_group = params.force_group;
+        share.hide_unreadable = params.hide_unreadable.unwrap_or(false);
+        share.access_based_share_enum = params.access_based_share_enum.unwrap_or(false);
+        share.browseable = params.browseable.unwrap_or(true);
+        share.guest_ok = params.guest_ok.unwrap_or(false);
+        share.encrypt = params.encrypt;
+        share.create_mask = params.create_mask.unwrap_or(DEFAULT_CREATE_MASK);
+        share.directory_mask = params.directory_mask.unwrap_or(DEFAULT_DIRECTORY_MASK);
+        // smb3d allocates strictly unless told not to, whatever Samba's default.
+        share.strict_allocate = params.strict_allocate.unwrap_or(true);
+        share.allocation_roundup_size = params.allocation_roundup_size.unwrap_or(0);
+        share.hide_dot_files = params.hide_dot_files.unwrap_or(true);
+        share.hide_files = params.hide_files.unwrap_or_default();
+        Some(share)
     }
 }
 
@@ -771,6 +814,29 @@ mod tests {
         assert!(messages(&i)[0].contains("above the maximum"));
         let i = convert_text("[global]\nserver max protocol = SMB4\n");
         assert!(messages(&i)[0].contains("unknown protocol"));
+    }
+
+    #[test]
+    fn allocation_and_hiding_map() {
+        let i = convert_text(
+            "[global]\nhide dot files = no\n\
+             [s]\npath = /srv/s\nstrict allocate = no\nallocation roundup size = 1048576\n\
+             hide files = /hidefile/*.tmp/Temp%m/\n\
+             [t]\npath = /srv/t\nallocation roundup size = lots\n",
+        );
+        let s = i.config.share("s").unwrap();
+        assert!(!s.strict_allocate && !s.hide_dot_files);
+        assert_eq!(s.allocation_roundup_size, 1 << 20);
+        assert_eq!(s.hide_files, ["hidefile", "*.tmp"]);
+        let t = i.config.share("t").unwrap();
+        assert!(t.strict_allocate && !t.hide_dot_files && t.hide_files.is_empty());
+        assert_eq!(t.allocation_roundup_size, 0);
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("Temp%m") && warnings[1].contains("lots"),
+            "{warnings:?}"
+        );
     }
 
     #[test]

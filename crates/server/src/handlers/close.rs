@@ -65,7 +65,10 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     let path = open.path();
     let deleted = match server.files.release(&open.shared, open.file_id.volatile) {
         None => return,
-        Some(Deletion::File(path)) => open.io(|| open.vfs.unlink(&path).status()),
+        Some(Deletion::File(path)) => open.io(|| {
+            open.vfs.unlink(&path).status()?;
+            open.share.sync_parent(open.vfs.as_ref(), &path).status()
+        }),
         Some(Deletion::Stream) => match &open.stream {
             Some(stream) => open.io(|| stream.remove().status()),
             None => Ok(()),

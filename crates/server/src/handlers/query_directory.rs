@@ -256,21 +256,22 @@ fn listing<'a>(meta: &Meta, name: &'a str) -> DirEntry<'a> {
 /// root is its own parent), symlinks are followed within the share. A regular entry costs a
 /// statx and a getxattr, never an open.
 fn entry_meta(open: &Open, entry: &vfs::DirEntry) -> Option<Meta> {
+    let shown = &open.share.presentation;
     match entry.name.as_str() {
-        "." => fileinfo::load(open.file.as_ref(), ".").ok(),
+        "." => fileinfo::load(open.file.as_ref(), ".", shown).ok(),
         ".." => {
             let path = open.path();
             let parent = path.parent_and_name().map(|(p, _)| p).unwrap_or(path);
-            Some(Meta::new(open.vfs.stat(&parent).ok()?, None, ".."))
+            Some(Meta::new(open.vfs.stat(&parent).ok()?, None, "..", shown))
         }
         name => {
             let stat = open.file.stat_child(name).ok()?;
             if stat.file_type == FileType::Symlink {
                 let target = open.vfs.stat(&open.path().join(name).ok()?).ok()?;
-                Some(Meta::new(target, None, name))
+                Some(Meta::new(target, None, name, shown))
             } else {
                 let dos = fileinfo::load_child_dos(open.file.as_ref(), name);
-                Some(Meta::new(stat, dos, name))
+                Some(Meta::new(stat, dos, name, shown))
             }
         }
     }

@@ -16,6 +16,7 @@ use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Timespec, VfsError, VfsPath};
 use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
 
+use crate::allocation;
 use crate::audit;
 use crate::connection::Ctx;
 use crate::eas;
@@ -105,7 +106,7 @@ fn set_file_info(
             if open.is_directory {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            open.file.set_len(len).status()?;
+            allocation::set_end_of_file(open, len).status()?;
             open.shared.with_write_time(|wt| wt.touch(FileTime::now()));
             Ok(())
         }
@@ -114,14 +115,7 @@ fn set_file_info(
             require(open, AccessMask::FILE_WRITE_DATA)?;
             let allocation =
                 u64::try_from(info.allocation_size).map_err(|_| NtStatus::INVALID_PARAMETER)?;
-            // Shrinking the allocation below the end of file truncates the file (MS-FSA
-            // 2.1.5.14.1); growing it does not change the end of file.
-            let size = open.file.stat().status()?.size;
-            if allocation < size {
-                open.file.set_len(allocation).status()
-            } else {
-                Ok(())
-            }
+            allocation::set_allocation(open, allocation).status()
         }
         FileInformationClass::FILE_DISPOSITION_INFORMATION => {
             let info = FileDispositionInformation::decode(buf).map_err(buffer_error)?;
@@ -207,7 +201,12 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
     let creation = settable(info.creation_time);
     if creation.is_some() || !attributes.is_empty() {
         let path = open.path();
-        let mut meta = fileinfo::load(open.file.as_ref(), path.name().unwrap_or("")).status()?;
+        let mut meta = fileinfo::load(
+            open.file.as_ref(),
+            path.name().unwrap_or(""),
+            &open.share.presentation,
+        )
+        .status()?;
         if let Some(creation) = creation {
             meta.creation = creation;
         }
@@ -241,7 +240,11 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
 /// a read-only file cannot be deleted and a directory must be empty.
 fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<(), NtStatus> {
     require(open, AccessMask::DELETE)?;
-    if delete && fileinfo::load(open.file.as_ref(), "").status()?.readonly() {
+    if delete
+        && fileinfo::load(open.file.as_ref(), "", &open.share.presentation)
+            .status()?
+            .readonly()
+    {
         return Err(NtStatus::CANNOT_DELETE);
     }
     if delete && open.is_directory {
@@ -339,6 +342,10 @@ fn rename(
     files.renamed(&from, &to);
     if let Some(who) = &open.audit {
         audit::renamed(who, &from, &to);
+    }
+    open.share.sync_parent(open.vfs.as_ref(), &to).status()?;
+    if from.parent_and_name().map(|(p, _)| p) != to.parent_and_name().map(|(p, _)| p) {
+        open.share.sync_parent(open.vfs.as_ref(), &from).status()?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::write::{WriteRequest, WriteResponse};
 use smb3d_wire::Writer;
 
+use crate::allocation;
 use crate::blocking::blocking;
 use crate::connection::Ctx;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
@@ -47,7 +48,13 @@ pub(crate) async fn handle(
         0
     } else {
         open.writing();
-        blocking(|| open.file.write_at(req.data, req.offset)).status()?
+        let written = blocking(|| {
+            allocation::before_write(&open, req.offset)?;
+            open.file.write_at(req.data, req.offset)
+        })
+        .status()?;
+        allocation::wrote(&open, req.offset + written as u64);
+        written
     };
     cx.conn.server.metrics.file_written(written);
     // FilePositionInformation follows synchronous writes.

@@ -21,6 +21,7 @@ use smb3d_smb2::file_id::FileId;
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Opened, Vfs, VfsError, VfsFile, VfsPath};
 use smb3d_wire::{FileTime, Writer};
 
+use crate::allocation;
 use crate::audit;
 use crate::blocking::as_user;
 use crate::connection::Ctx;
@@ -71,6 +72,11 @@ pub(crate) async fn handle(
         eas::check(data)?;
     }
     let sd_buffer = security_context(&req)?;
+    // SMB2_CREATE_ALLOCATION_SIZE (MS-SMB2 2.2.13.2.6): space for a new or overwritten file.
+    let allocation_request = req.contexts.iter().flatten().find_map(|c| match c {
+        CreateContext::AllocationSize(size) => Some(size),
+        _ => None,
+    });
     let wants_maximal_access = req
         .contexts
         .iter()
@@ -101,7 +107,7 @@ pub(crate) async fn handle(
     let leaf = vfs_path.name().unwrap_or("");
     let (opened, meta, granted, maximal, named_stream) = as_user(vfs.as_ref(), &identity, || {
         let opened = open_widest(vfs.as_ref(), &vfs_path, open_request, intent.desired)?;
-        let meta = fileinfo::load(opened.file.as_ref(), leaf).status()?;
+        let meta = fileinfo::load(opened.file.as_ref(), leaf, &tree.share.presentation).status()?;
         let parent = security::Parent::of(vfs.as_ref(), &vfs_path, &server.ids);
         let (granted, sd) = if opened.created {
             admit_new(
@@ -191,13 +197,22 @@ pub(crate) async fn handle(
             req.file_attributes,
             ea_buffer,
         )?;
+        if opened.created {
+            tree.share.sync_parent(vfs.as_ref(), &vfs_path).status()?;
+        }
+        let meta = match allocation_request {
+            Some(size) if (opened.created || overwritten) && stream_name.is_none() => {
+                allocation::reserve(&tree.share, file.as_ref(), meta, size)?
+            }
+            _ => meta,
+        };
         let Some(name) = stream_name else {
             return Ok((file, None, meta));
         };
         // From here on the open is the stream's: its size, the file's other metadata.
         let stream = Stream::new(file, name);
         let file: Box<dyn VfsFile> = Box::new(StreamFile(stream.clone()));
-        let meta = fileinfo::load(file.as_ref(), leaf).status()?;
+        let meta = fileinfo::load(file.as_ref(), leaf, &tree.share.presentation).status()?;
         Ok((file, Some(stream), meta))
     });
     let (file, stream, meta) = match prepared {
@@ -234,6 +249,7 @@ pub(crate) async fn handle(
         writes: Default::default(),
         opened_at: SystemTime::now(),
         audit: tree.audit.clone(),
+        share: tree.share.clone(),
     });
     if let Some(who) = &open.audit {
         audit::opened(who, &vfs_path, action, granted, open.is_directory);

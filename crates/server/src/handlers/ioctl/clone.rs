@@ -80,9 +80,13 @@ fn clone(
 ) -> Result<(), NtStatus> {
     let sparse = |open: &Open| {
         let path = open.path();
-        fileinfo::load(open.file.as_ref(), path.name().unwrap_or(""))
-            .map(|meta| meta.stored.contains(FileAttributes::SPARSE_FILE))
-            .status()
+        fileinfo::load(
+            open.file.as_ref(),
+            path.name().unwrap_or(""),
+            &open.share.presentation,
+        )
+        .map(|meta| meta.stored.contains(FileAttributes::SPARSE_FILE))
+        .status()
     };
     let source_size = source.file.stat().status()?.size;
     let target_size = target.file.stat().status()?.size;

@@ -33,7 +33,12 @@ pub(super) fn set_sparse(
     let sparse = decode_set_sparse(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     open.io(|| {
         let path = open.path();
-        let mut meta = fileinfo::load(open.file.as_ref(), path.name().unwrap_or("")).status()?;
+        let mut meta = fileinfo::load(
+            open.file.as_ref(),
+            path.name().unwrap_or(""),
+            &open.share.presentation,
+        )
+        .status()?;
         if meta.stored.contains(FileAttributes::SPARSE_FILE) == sparse {
             return Ok(());
         }
@@ -107,7 +112,12 @@ pub(super) fn allocated_ranges(
     }
     let ranges = open.io(|| {
         let path = open.path();
-        let meta = fileinfo::load(open.file.as_ref(), path.name().unwrap_or("")).status()?;
+        let meta = fileinfo::load(
+            open.file.as_ref(),
+            path.name().unwrap_or(""),
+            &open.share.presentation,
+        )
+        .status()?;
         let size = meta.stat.size;
         if len == 0 || offset >= size {
             return Ok(Vec::new());
