@@ -1,5 +1,6 @@
-//! srvsvc (MS-SRVS): NetrShareEnum, NetrShareGetInfo and NetrServerGetInfo, the calls
-//! `smbclient -L`, `net view`, Explorer and `rpcclient` use to browse a server.
+//! srvsvc (MS-SRVS): NetrShareEnum, NetrShareEnumSticky, NetrShareGetInfo and
+//! NetrServerGetInfo, the calls `smbclient -L`, `net view`, Explorer and `rpcclient` use to
+//! browse a server.
 
 use crate::ndr::{NdrReader, NdrWriter};
 use crate::service::{CallContext, CallFault, werror};
@@ -9,6 +10,8 @@ use crate::{ShareEntry, ShareKind};
 const NETR_SHARE_ENUM: u16 = 15;
 /// MS-SRVS 3.1.4.10.
 const NETR_SHARE_GET_INFO: u16 = 16;
+/// MS-SRVS 3.1.4.9.
+const NETR_SHARE_ENUM_STICKY: u16 = 36;
 /// MS-SRVS 3.1.4.17.
 const NETR_SERVER_GET_INFO: u16 = 21;
 
@@ -39,7 +42,8 @@ pub fn call(
     out: &mut NdrWriter<'_>,
 ) -> Result<(), CallFault> {
     match opnum {
-        NETR_SHARE_ENUM => share_enum(cx, stub, out),
+        NETR_SHARE_ENUM => share_enum(cx, stub, out, false),
+        NETR_SHARE_ENUM_STICKY => share_enum(cx, stub, out, true),
         NETR_SHARE_GET_INFO => share_get_info(cx, stub, out),
         NETR_SERVER_GET_INFO => server_get_info(cx, stub, out),
         _ => Err(CallFault::OpRange),
@@ -167,7 +171,14 @@ const fn share_type(share: &ShareEntry) -> u32 {
 
 /// MS-SRVS 3.1.4.8 NetrShareEnum: the browseable shares from the resume point on, as many
 /// whole entries as fit PreferedMaximumLength (at least one, so that every call progresses).
-fn share_enum(cx: &CallContext<'_>, stub: &[u8], out: &mut NdrWriter<'_>) -> Result<(), CallFault> {
+/// With `sticky`, 3.1.4.9 NetrShareEnumSticky: the same call over the persistent shares, which
+/// are the configured ones (`IPC$` is the server's own), and without level 501.
+fn share_enum(
+    cx: &CallContext<'_>,
+    stub: &[u8],
+    out: &mut NdrWriter<'_>,
+    sticky: bool,
+) -> Result<(), CallFault> {
     let mut r = NdrReader::new(stub);
     skip_server_name(&mut r)?;
     let level = r.u32("InfoStruct.Level")?;
@@ -196,10 +207,11 @@ fn share_enum(cx: &CallContext<'_>, stub: &[u8], out: &mut NdrWriter<'_>) -> Res
 
     out.u32(level).u32(level).pointer(true);
     let status = match ShareLevel::from_u32(level) {
+        None | Some(ShareLevel::L501) if sticky => werror::INVALID_LEVEL,
         None => werror::INVALID_LEVEL,
         Some(l) if l.shows_path() && cx.caller.is_anonymous() => werror::ACCESS_DENIED,
         Some(l) => {
-            write_enum(cx, l, preferred_max, resume, out);
+            write_enum(cx, l, preferred_max, resume, sticky, out);
             return Ok(());
         }
     };
@@ -216,10 +228,14 @@ fn write_enum(
     level: ShareLevel,
     preferred_max: u32,
     resume: Option<u32>,
+    sticky: bool,
     out: &mut NdrWriter<'_>,
 ) {
     let shares = cx.directory.shares();
-    let listed: Vec<&ShareEntry> = shares.iter().filter(|s| s.browseable).collect();
+    let listed: Vec<&ShareEntry> = shares
+        .iter()
+        .filter(|s| s.browseable && !(sticky && s.kind == ShareKind::Ipc))
+        .collect();
     let start = resume.map_or(0, |h| usize::try_from(h).unwrap_or(usize::MAX));
     let remaining = listed.get(start..).unwrap_or_default();
 

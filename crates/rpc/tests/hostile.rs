@@ -661,6 +661,28 @@ fn share_levels_and_errors() {
 }
 
 #[test]
+fn sticky_enumeration_has_the_configured_shares_only() {
+    let mut p = bound("srvsvc", bench(), 4280);
+    // Level 0: level, switch, container pointer, count, array pointer, count, one name
+    // pointer per entry, then the names.
+    let stub = response_stub(&call(&mut p, 2, 36, &share_enum(0, u32::MAX, None)));
+    assert_eq!(last_u32(&stub), 0);
+    assert_eq!(u32::from_le_bytes(stub[12..16].try_into().unwrap()), 1);
+    let text = String::from_utf16_lossy(
+        &stub
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect::<Vec<_>>(),
+    );
+    assert!(text.contains("share") && !text.contains("IPC$") && !text.contains("hidden"));
+    // MS-SRVS 3.1.4.9 leaves out SHARE_INFO_501_CONTAINER.
+    let stub = response_stub(&call(&mut p, 3, 36, &share_enum(501, u32::MAX, None)));
+    assert_eq!(last_u32(&stub), 124);
+    let stub = response_stub(&call(&mut p, 4, 15, &share_enum(501, u32::MAX, None)));
+    assert_eq!(last_u32(&stub), 0);
+}
+
+#[test]
 fn anonymous_callers_get_less() {
     let mut p = bound("srvsvc", anonymous(), 4280);
     let stub = response_stub(&call(&mut p, 2, 15, &share_enum(1, u32::MAX, None)));

@@ -132,11 +132,14 @@ def changed(pipe, opnum, obj):
     nothing changes, a reason, or ("fault", (status, flags)) / ("stub", (bytes, reason))."""
     module = pipe.module
     if module is srvsvc:
-        if opnum == 36:
-            return ("fault", (NCA_S_OP_RNG_ERROR, 0x23))
-        if opnum == 15:
+        if opnum in (15, 36):
             reasons = [r for r in (preferred_length(obj), share_entries(
                 getattr(obj.out_info_ctr.ctr, "array", None) or [])) if r]
+            if opnum == 36 and status(obj) == 0 and obj.out_resume_handle:
+                # Samba's sticky enumeration leaves the handle at the count; smb3d ends both
+                # enumerations at 0.
+                obj.out_resume_handle = 0
+                reasons.append("resume-handle-at-end")
             return ",".join(reasons) or None
         if opnum == 16:
             level = obj.in_level
