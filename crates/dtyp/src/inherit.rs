@@ -22,7 +22,8 @@ fn is_inheritable(ace: &Ace, container: bool) -> bool {
 /// become `owner` and `group` in the ACE that takes effect; a directory also keeps the CREATOR
 /// ACE as INHERIT_ONLY for its own children. INHERITED is set when the parent's ACL is
 /// auto-inherited (SE_*_AUTO_INHERITED), which is when Windows sets it. Exact duplicates are
-/// dropped. Generic rights are left unmapped, as Samba stores them.
+/// dropped. Generic rights become file rights in the ACEs that take effect (MS-DTYP 2.5.3.4.7
+/// PostProcessACL); INHERIT_ONLY ACEs keep them for the objects further down.
 fn inherit_acl(parent: &Acl, container: bool, owner: &Sid, group: &Sid, auto: bool) -> Option<Acl> {
     let inherited = if auto {
         AceFlags::INHERITED
@@ -30,7 +31,12 @@ fn inherit_acl(parent: &Acl, container: bool, owner: &Sid, group: &Sid, auto: bo
         AceFlags::empty()
     };
     let mut aces: Vec<Ace> = Vec::new();
-    let mut push = |ace: Ace| {
+    let mut push = |mut ace: Ace| {
+        if !ace.flags.contains(AceFlags::INHERIT_ONLY)
+            && let Some((mask, sid)) = ace.mask_and_sid()
+        {
+            ace = Ace::new(ace.ace_type, ace.flags, mask.map_generic(), *sid);
+        }
         if !aces.contains(&ace) {
             aces.push(ace);
         }

@@ -277,3 +277,60 @@ fn sacl_inherits_too() {
             | AceFlags::FAILED_ACCESS
     );
 }
+
+/// MS-DTYP 2.5.3.4.7: generic rights in an inherited ACE that takes effect become file rights;
+/// the INHERIT_ONLY copy a directory keeps for its own children stays generic.
+#[test]
+fn generic_rights_mapped_where_they_take_effect() {
+    let (owner, group) = owner_and_group();
+    let inherit_all = AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT;
+    let parent = SecurityDescriptor {
+        control: SdControl::SELF_RELATIVE | SdControl::DACL_PRESENT,
+        owner: Some(owner),
+        group: Some(group),
+        sacl: None,
+        dacl: Some(Acl::new(vec![
+            Ace::allow(
+                Sid::CREATOR_OWNER,
+                AccessMask::GENERIC_ALL,
+                inherit_all | AceFlags::INHERIT_ONLY,
+            ),
+            Ace::allow(
+                Sid::EVERYONE,
+                AccessMask::GENERIC_READ | AccessMask::GENERIC_EXECUTE,
+                inherit_all,
+            ),
+        ])),
+    };
+    let masks = |sd: SecurityDescriptor| -> Vec<(AceFlags, AccessMask, Sid)> {
+        sd.dacl
+            .unwrap()
+            .aces
+            .iter()
+            .map(|a| {
+                let (mask, sid) = a.mask_and_sid().unwrap();
+                (a.flags, mask, *sid)
+            })
+            .collect()
+    };
+    let read_execute = AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_EXECUTE;
+    assert_eq!(
+        masks(inherit(&parent, false, &owner, &group).unwrap()),
+        [
+            (AceFlags::empty(), AccessMask::FILE_ALL_ACCESS, owner),
+            (AceFlags::empty(), read_execute, Sid::EVERYONE),
+        ]
+    );
+    assert_eq!(
+        masks(inherit(&parent, true, &owner, &group).unwrap()),
+        [
+            (AceFlags::empty(), AccessMask::FILE_ALL_ACCESS, owner),
+            (
+                inherit_all | AceFlags::INHERIT_ONLY,
+                AccessMask::GENERIC_ALL,
+                Sid::CREATOR_OWNER
+            ),
+            (inherit_all, read_execute, Sid::EVERYONE),
+        ]
+    );
+}
