@@ -114,7 +114,8 @@ fn parse_metrics_listen(value: &str) -> Result<SocketAddr, String> {
 }
 
 /// `<path>[;read_only][;guest_ok][;hidden][;audit][;users=a,b][;comment=text][;encrypt=P]
-/// [;signing=P]`.
+/// [;signing=P][;read_list=a,b][;write_list=a,b][;force_user=U][;force_group=G]
+/// [;hide_unreadable][;access_based_share_enum]`.
 fn parse_share(value: &str) -> Result<ShareConfig, String> {
     let mut parts = value.split(';');
     let path = PathBuf::from(parts.next().unwrap_or_default().trim());
@@ -135,14 +136,13 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
             ("guest_ok", None) => share.guest_ok = true,
             ("hidden", None) => share.browseable = false,
             ("audit", None) => share.audit = Some(true),
-            ("users", Some(users)) => {
-                share.valid_users = users
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|u| !u.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-            }
+            ("users", Some(users)) => share.valid_users = user_list(users),
+            ("read_list", Some(users)) => share.read_list = user_list(users),
+            ("write_list", Some(users)) => share.write_list = user_list(users),
+            ("force_user", Some(user)) => share.force_user = Some(user.to_owned()),
+            ("force_group", Some(group)) => share.force_group = Some(group.to_owned()),
+            ("hide_unreadable", None) => share.hide_unreadable = true,
+            ("access_based_share_enum", None) => share.access_based_share_enum = true,
             ("comment", Some(text)) => share.comment = text.to_owned(),
             ("encrypt", Some(p)) => {
                 share.encrypt = Some(EncryptPolicy::parse(p).ok_or_else(|| {
@@ -156,12 +156,24 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
             _ => {
                 return Err(format!(
                     "unknown share option {option:?}; expected read_only, guest_ok, hidden, \
-                     audit, users=a,b, comment=text, encrypt=policy or signing=policy"
+                     audit, users=a,b, comment=text, encrypt=policy, signing=policy, \
+                     read_list=a,b, write_list=a,b, force_user=name, force_group=name, \
+                     hide_unreadable or access_based_share_enum"
                 ));
             }
         }
     }
     Ok(share)
+}
+
+/// A comma-separated list of user names and `@group`s.
+fn user_list(users: &str) -> Vec<String> {
+    users
+        .split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 impl Config {
@@ -374,6 +386,25 @@ mod tests {
     }
 
     #[test]
+    fn share_access_options() {
+        let c = base()
+            .with_env(vars(&[(
+                "SMB3D_SHARE_TEAM",
+                "/srv/team;read_list=guest, @visitors;write_list=@staff;force_user=files;\
+                 force_group=staff;hide_unreadable;access_based_share_enum",
+            )]))
+            .unwrap();
+        let team = c.share("team").unwrap();
+        assert_eq!(team.read_list, ["guest", "@visitors"]);
+        assert_eq!(team.write_list, ["@staff"]);
+        assert_eq!(team.force_user.as_deref(), Some("files"));
+        assert_eq!(team.force_group.as_deref(), Some("staff"));
+        assert!(team.hide_unreadable && team.access_based_share_enum);
+        let bad = base().with_env(vars(&[("SMB3D_SHARE_X", "/x;force_user=a:b")]));
+        assert!(bad.is_err());
+    }
+
+    #[test]
     fn shares_are_added_replaced_and_removed() {
         let c = base()
             .with_env(vars(&[
@@ -395,6 +426,7 @@ mod tests {
         assert_eq!(data.encrypt, Some(EncryptPolicy::Required));
         assert_eq!(data.signing, SigningPolicy::Required);
         assert_eq!(data.audit, Some(true));
+        assert!(data.read_list.is_empty() && data.force_user.is_none() && !data.hide_unreadable);
         let media = c.share("MEDIA").unwrap();
         assert!(!media.read_only && media.browseable && !media.guest_ok);
         assert_eq!(media.audit, None);
