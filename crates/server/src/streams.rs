@@ -319,9 +319,9 @@ impl VfsFile for StreamFile {
         Ok(())
     }
 
-    fn allocated_ranges(&self, offset: u64, len: u64) -> VfsResult<Vec<(u64, u64)>> {
+    fn allocated_ranges(&self, offset: u64, len: u64, limit: usize) -> VfsResult<Vec<(u64, u64)>> {
         let end = offset.saturating_add(len).min(self.stat()?.size);
-        Ok(if offset < end {
+        Ok(if offset < end && limit > 0 {
             vec![(offset, end - offset)]
         } else {
             Vec::new()

@@ -91,10 +91,15 @@ pub(crate) fn punch_hole(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<()
 
 /// The data (non-hole) parts of `offset..end`, from `SEEK_DATA` and `SEEK_HOLE`. Moves the
 /// descriptor's position, which nothing else uses (reads and writes give their offsets).
-pub(crate) fn data_ranges(fd: BorrowedFd<'_>, offset: u64, end: u64) -> Result<Vec<(u64, u64)>> {
+pub(crate) fn data_ranges(
+    fd: BorrowedFd<'_>,
+    offset: u64,
+    end: u64,
+    limit: usize,
+) -> Result<Vec<(u64, u64)>> {
     let mut ranges = Vec::new();
     let mut at = offset;
-    while at < end {
+    while at < end && ranges.len() < limit {
         let data = match seek(fd, SeekFrom::Data(at)) {
             Ok(data) => data,
             // No data at or after `at`.

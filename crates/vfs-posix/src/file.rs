@@ -448,11 +448,11 @@ impl VfsFile for PosixFile {
         })
     }
 
-    fn allocated_ranges(&self, offset: u64, len: u64) -> VfsResult<Vec<(u64, u64)>> {
+    fn allocated_ranges(&self, offset: u64, len: u64, limit: usize) -> VfsResult<Vec<(u64, u64)>> {
         self.check_data(true)?;
         let size = statx_fd(&self.fd).map_err(map_errno)?.size;
         let end = offset.saturating_add(len).min(size);
-        copy::data_ranges(self.fd.as_fd(), offset, end).map_err(map_errno)
+        copy::data_ranges(self.fd.as_fd(), offset, end, limit).map_err(map_errno)
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -1798,11 +1798,11 @@ pub fn punch_hole_and_allocated_ranges(vfs: &dyn Vfs) {
     )
     .unwrap()
     .file;
-    assert_eq!(file.allocated_ranges(0, MIB).unwrap(), []);
+    assert_eq!(file.allocated_ranges(0, MIB, usize::MAX).unwrap(), []);
     file.write_at(&[1; 4096], 0).unwrap();
     file.write_at(&[2; 4096], 2 * MIB).unwrap();
     let size = 2 * MIB + 4096;
-    let ranges = file.allocated_ranges(0, u64::MAX).unwrap();
+    let ranges = file.allocated_ranges(0, u64::MAX, usize::MAX).unwrap();
     // The first range holds the first write, the last ends with the file; the hole between
     // (at least the middle MiB, whatever the file system's block size) is in none.
     assert_eq!(ranges.first().map(|r| r.0), Some(0));
@@ -1815,15 +1815,21 @@ pub fn punch_hole_and_allocated_ranges(vfs: &dyn Vfs) {
             .all(|&(o, l)| o + l <= MIB || o >= 2 * MIB - 65536),
         "{ranges:?}"
     );
+    // At most as many ranges as asked for.
+    assert_eq!(file.allocated_ranges(0, u64::MAX, 1).unwrap(), ranges[..1]);
+    assert_eq!(file.allocated_ranges(0, u64::MAX, 0).unwrap(), []);
     // Cut to the range asked for.
-    assert_eq!(file.allocated_ranges(100, 50).unwrap(), [(100, 50)]);
-    assert_eq!(file.allocated_ranges(MIB, 4096).unwrap(), []);
-    assert_eq!(file.allocated_ranges(size, 100).unwrap(), []);
+    assert_eq!(
+        file.allocated_ranges(100, 50, usize::MAX).unwrap(),
+        [(100, 50)]
+    );
+    assert_eq!(file.allocated_ranges(MIB, 4096, usize::MAX).unwrap(), []);
+    assert_eq!(file.allocated_ranges(size, 100, usize::MAX).unwrap(), []);
 
     file.punch_hole(0, 4096).unwrap();
     assert_eq!(file.stat().unwrap().size, size);
     assert_eq!(read_range(&*file, 0, 4096), vec![0; 4096]);
-    assert_eq!(file.allocated_ranges(0, MIB).unwrap(), []);
+    assert_eq!(file.allocated_ranges(0, MIB, usize::MAX).unwrap(), []);
     // A partial block is zeroed.
     file.punch_hole(2 * MIB + 100, 100).unwrap();
     let mut expected = vec![2; 4096];

@@ -242,9 +242,10 @@ pub trait VfsFile: Send + Sync {
     fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()>;
 
     /// The parts of `offset..offset + len` that hold data rather than holes, in order, as
-    /// (offset, length), cut to that range and to the end of the file. A file system without
-    /// holes reports everything up to the end as data.
-    fn allocated_ranges(&self, offset: u64, len: u64) -> VfsResult<Vec<(u64, u64)>>;
+    /// (offset, length), cut to that range and to the end of the file; at most `limit` of them
+    /// (a caller that must know whether more exist asks for one more than it can use). A file
+    /// system without holes reports everything up to the end as data.
+    fn allocated_ranges(&self, offset: u64, len: u64, limit: usize) -> VfsResult<Vec<(u64, u64)>>;
 
     /// This handle as `Any`, so that a back end can recognise its own handles (the `src` of
     /// [`copy_range`](Self::copy_range) and [`clone_range`](Self::clone_range)).

@@ -766,8 +766,9 @@ impl FileData {
         }
     }
 
-    /// The allocated parts of `offset..end` (cut to the size), merged where chunks touch.
-    fn allocated_ranges(&self, offset: u64, end: u64) -> Vec<(u64, u64)> {
+    /// The allocated parts of `offset..end` (cut to the size), merged where chunks touch; at
+    /// most `limit`.
+    fn allocated_ranges(&self, offset: u64, end: u64, limit: usize) -> Vec<(u64, u64)> {
         let end = end.min(self.size);
         let mut ranges: Vec<(u64, u64)> = Vec::new();
         if offset >= end {
@@ -779,8 +780,10 @@ impl FileData {
         {
             let from = (index * CHUNK_U64).max(offset);
             let to = ((index + 1) * CHUNK_U64).min(end);
+            let full = ranges.len() == limit;
             match ranges.last_mut() {
                 Some((start, len)) if *start + *len == from => *len = to - *start,
+                _ if full => break,
                 _ => ranges.push((from, to - from)),
             }
         }
@@ -1076,13 +1079,15 @@ impl VfsFile for MemoryFile {
         })
     }
 
-    fn allocated_ranges(&self, offset: u64, len: u64) -> VfsResult<Vec<(u64, u64)>> {
+    fn allocated_ranges(&self, offset: u64, len: u64, limit: usize) -> VfsResult<Vec<(u64, u64)>> {
         if self.is_directory {
             return Err(VfsError::IsADirectory);
         }
         let state = self.lock();
         match &state.node(self.ino)?.body {
-            Body::File(data) => Ok(data.allocated_ranges(offset, offset.saturating_add(len))),
+            Body::File(data) => {
+                Ok(data.allocated_ranges(offset, offset.saturating_add(len), limit))
+            }
             _ => Err(VfsError::IsADirectory),
         }
     }
