@@ -37,7 +37,7 @@ use std::path::Path;
 use rustix::fd::AsFd;
 
 use rustix::fs::{
-    AtFlags, CWD, Mode, OFlags, RenameFlags, ResolveFlags, fstat, fstatfs, fstatvfs, fsync,
+    AtFlags, CWD, Mode, OFlags, RenameFlags, ResolveFlags, fstat, fstatfs, fstatvfs, fsync, linkat,
     mkdirat, openat, openat2, readlinkat, renameat_with, symlinkat, unlinkat,
 };
 use rustix::io::Errno;
@@ -468,6 +468,19 @@ impl Vfs for PosixVfs {
 
     fn can_clone(&self) -> bool {
         self.can_clone
+    }
+
+    fn link(&self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()> {
+        let (existing_real, new_real) = (self.spelled(existing), self.spelled(new));
+        let (Some((from_parent, from_name)), Some((to_parent, to_name))) = (
+            existing_real.as_ref().unwrap_or(existing).parent_and_name(),
+            new_real.as_ref().unwrap_or(new).parent_and_name(),
+        ) else {
+            return Err(VfsError::Busy);
+        };
+        let from_dir = self.parent_dir(&from_parent)?;
+        let to_dir = self.parent_dir(&to_parent)?;
+        linkat(&from_dir, from_name, &to_dir, to_name, AtFlags::empty()).map_err(map_errno)
     }
 
     fn sync_dir(&self, path: &VfsPath) -> VfsResult<()> {

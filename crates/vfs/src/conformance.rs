@@ -48,7 +48,7 @@ macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::conformance_tests!(@each $make;
             missing_objects, dispositions, kinds, directories_open_for_any_access,
-            read_write_and_size, allocate, preallocate, sync_dir, access_is_enforced, times, xattrs, directory_listing,
+            read_write_and_size, allocate, preallocate, sync_dir, hard_links, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
             create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
@@ -422,6 +422,43 @@ pub fn preallocate(vfs: &dyn Vfs) {
         error(read_only.preallocate(0, 10)),
         VfsError::PermissionDenied
     );
+}
+
+/// `link` adds a name to a file: both names reach the same data, the link count follows, and
+/// the file lives until its last name and handle are gone.
+pub fn hard_links(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    let file = open(vfs, "f", Access::ReadWrite, Disposition::Create, Kind::File)
+        .unwrap()
+        .file;
+    file.write_at(b"shared", 0).unwrap();
+    vfs.link(&path("f"), &path("d/g")).unwrap();
+    let (f, g) = (
+        vfs.stat(&path("f")).unwrap(),
+        vfs.stat(&path("d/g")).unwrap(),
+    );
+    assert_eq!((f.ino, f.nlink), (g.ino, 2));
+    assert_eq!(
+        error(vfs.link(&path("f"), &path("d/g"))),
+        VfsError::AlreadyExists
+    );
+    assert_eq!(
+        error(vfs.link(&path("d"), &path("e"))),
+        VfsError::PermissionDenied
+    );
+    assert_eq!(
+        error(vfs.link(&path("missing"), &path("h"))),
+        VfsError::NotFound
+    );
+    vfs.unlink(&path("f")).unwrap();
+    drop(file);
+    let g = open(vfs, "d/g", Access::Read, Disposition::Open, Kind::File)
+        .unwrap()
+        .file;
+    let mut buf = [0; 6];
+    assert_eq!(g.read_at(&mut buf, 0).unwrap(), 6);
+    assert_eq!(&buf, b"shared");
+    assert_eq!(g.stat().unwrap().nlink, 1);
 }
 
 /// `sync_dir` syncs directories that exist, the root included.

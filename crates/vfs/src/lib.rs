@@ -121,6 +121,11 @@ pub trait Vfs: Send + Sync {
     /// `None` when the object there is not a symlink.
     fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>>;
 
+    /// Adds `new` as another name (a hard link) of the file at `existing`, neither last
+    /// component followed. An existing `new` is `AlreadyExists`; a directory cannot be linked
+    /// (`PermissionDenied`).
+    fn link(&self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()>;
+
     /// Makes the entries of the directory at `path` durable (`fsync` of the directory): a
     /// create, rename or delete in it survives a crash once this returns.
     fn sync_dir(&self, path: &VfsPath) -> VfsResult<()>;

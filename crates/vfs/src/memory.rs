@@ -64,8 +64,9 @@ struct Node {
     ctime: Timespec,
     btime: Timespec,
     xattrs: BTreeMap<String, Vec<u8>>,
-    /// Whether a directory entry names this node; it is freed once unlinked and closed.
-    linked: bool,
+    /// How many directory entries name this node (hard links); it is freed once none does and
+    /// no handle is open.
+    links: u64,
     opens: u64,
 }
 
@@ -287,6 +288,20 @@ impl Vfs for MemoryVfs {
         true
     }
 
+    fn link(&self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()> {
+        let mut state = self.lock();
+        let (existing, new) = match self.case {
+            CaseSensitivity::Sensitive => (existing.clone(), new.clone()),
+            CaseSensitivity::Insensitive => (
+                state
+                    .real_path(existing)
+                    .unwrap_or_else(|| existing.clone()),
+                state.real_path(new).unwrap_or_else(|| new.clone()),
+            ),
+        };
+        state.link(&existing, &new)
+    }
+
     fn sync_dir(&self, path: &VfsPath) -> VfsResult<()> {
         // Memory has no crash to survive; only the directory must exist.
         match self.stat(path)?.file_type {
@@ -343,7 +358,7 @@ impl Node {
             ctime: now,
             btime: now,
             xattrs: BTreeMap::new(),
-            linked: true,
+            links: 1,
             opens: 0,
         }
     }
@@ -550,6 +565,34 @@ impl State {
         }
     }
 
+    /// Adds the directory entry `new` for the file or symlink at `existing`.
+    fn link(&mut self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()> {
+        let (Some((from_parent, from_name)), Some((to_parent, to_name))) =
+            (existing.parent_and_name(), new.parent_and_name())
+        else {
+            return Err(VfsError::Busy);
+        };
+        let from_dir = self.parent_directory(&from_parent)?;
+        let source = *self
+            .entries(from_dir)?
+            .get(from_name)
+            .ok_or(VfsError::NotFound)?;
+        if matches!(self.node(source)?.body, Body::Directory(_)) {
+            // Linux refuses hard links to directories with EPERM.
+            return Err(VfsError::PermissionDenied);
+        }
+        let to_dir = self.parent_directory(&to_parent)?;
+        if self.entries(to_dir)?.contains_key(to_name) {
+            return Err(VfsError::AlreadyExists);
+        }
+        self.entries_mut(to_dir)?.insert(to_name.to_owned(), source);
+        self.touch_directory(to_dir)?;
+        let node = self.node_mut(source)?;
+        node.links += 1;
+        node.ctime = Timespec::now();
+        Ok(())
+    }
+
     /// Creates a node at `path`, which must not exist (not even as a dangling symlink).
     fn insert(&mut self, path: &VfsPath, body: Body, mode: u32) -> VfsResult<u64> {
         let Some((parent, name)) = path.parent_and_name() else {
@@ -579,9 +622,9 @@ impl State {
     /// Drops the directory entry's reference to a node, freeing it unless a handle is open.
     fn unlink_node(&mut self, ino: u64) -> VfsResult<()> {
         let node = self.node_mut(ino)?;
-        node.linked = false;
+        node.links = node.links.saturating_sub(1);
         node.ctime = Timespec::now();
-        if node.opens == 0 {
+        if node.opens == 0 && node.links == 0 {
             self.free(ino);
         }
         Ok(())
@@ -600,7 +643,7 @@ impl State {
     fn stat(&self, ino: u64) -> VfsResult<FileStat> {
         let node = self.node(ino)?;
         let (size, allocated, nlink) = match &node.body {
-            Body::File(data) => (data.size, data.allocated(), u64::from(node.linked)),
+            Body::File(data) => (data.size, data.allocated(), node.links),
             Body::Directory(entries) => {
                 let subdirectories = entries
                     .values()
@@ -614,10 +657,14 @@ impl State {
                         )
                     })
                     .count() as u64;
-                let nlink = if node.linked { 2 + subdirectories } else { 0 };
+                let nlink = if node.links > 0 {
+                    2 + subdirectories
+                } else {
+                    0
+                };
                 (DIRECTORY_SIZE, DIRECTORY_SIZE, nlink)
             }
-            Body::Symlink(target) => (target.len() as u64, 0, u64::from(node.linked)),
+            Body::Symlink(target) => (target.len() as u64, 0, node.links),
         };
         Ok(FileStat {
             file_type: node.file_type(),
@@ -1102,7 +1149,7 @@ impl Drop for MemoryFile {
         let mut state = self.lock();
         if let Some(node) = state.nodes.get_mut(&self.ino) {
             node.opens = node.opens.saturating_sub(1);
-            if node.opens == 0 && !node.linked {
+            if node.opens == 0 && node.links == 0 {
                 state.free(self.ino);
             }
         }

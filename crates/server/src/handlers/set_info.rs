@@ -7,13 +7,13 @@ use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
 use smb3d_fscc::{
     DispositionFlags, FileAllocationInformation, FileAttributes, FileBasicInformation,
     FileDispositionInformation, FileDispositionInformationEx, FileEndOfFileInformation,
-    FileInformationClass, FileMode, FileModeInformation, FilePositionInformation,
-    FileRenameInformation, FileRenameInformationEx, RenameFlags,
+    FileInformationClass, FileLinkInformation, FileMode, FileModeInformation,
+    FilePositionInformation, FileRenameInformation, FileRenameInformationEx, RenameFlags,
 };
 use smb3d_smb2::create::ShareAccess;
 use smb3d_smb2::query_info::InfoType;
 use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
-use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Timespec, VfsError, VfsPath};
+use smb3d_vfs::{Access, Disposition, FileType, Kind, OpenRequest, Timespec, VfsError, VfsPath};
 use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
 
 use crate::allocation;
@@ -145,6 +145,17 @@ fn set_file_info(
                 info.root_directory,
                 &info.file_name,
                 info.flags.contains(RenameFlags::REPLACE_IF_EXISTS),
+            )
+        }
+        FileInformationClass::FILE_LINK_INFORMATION => {
+            let info = FileLinkInformation::decode(buf).map_err(buffer_error)?;
+            link(
+                files,
+                ids,
+                open,
+                info.root_directory,
+                &info.file_name,
+                info.replace_if_exists,
             )
         }
         FileInformationClass::FILE_FULL_EA_INFORMATION => {
@@ -348,6 +359,65 @@ fn rename(
         open.share.sync_parent(open.vfs.as_ref(), &from).status()?;
     }
     Ok(())
+}
+
+/// MS-SMB2 3.3.5.21.1 and MS-FSA 2.1.5.15.6: adds `target` as another name of the open's file.
+fn link(
+    files: &FileTable,
+    ids: &IdMap,
+    open: &Open,
+    root_directory: u64,
+    target: &str,
+    replace: bool,
+) -> Result<(), NtStatus> {
+    if root_directory != 0 || open.stream.is_some() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.is_directory {
+        return Err(NtStatus::FILE_IS_A_DIRECTORY);
+    }
+    if open.shared.delete_pending() {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let target = parse_path(target.strip_prefix('\\').unwrap_or(target))?;
+    if target.is_root() || target.stream.is_some() || target.default_stream {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    let to = VfsPath::from_components(target.components.iter())
+        .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+    let from = open.path();
+    if let Ok(existing) = open.vfs.stat(&to) {
+        if !replace {
+            return Err(NtStatus::OBJECT_NAME_COLLISION);
+        }
+        if existing.dev == open.shared.key.dev && existing.ino == open.shared.key.ino {
+            // Already a name of this file.
+            return Ok(());
+        }
+        // Only a closed, writable file gives way to the new link.
+        let in_use = files
+            .get(FileKey {
+                dev: existing.dev,
+                ino: existing.ino,
+            })
+            .is_some();
+        if existing.file_type == FileType::Directory || in_use {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+    }
+    security::may_place(open.vfs.as_ref(), &to, false, replace, &open.identity, ids)?;
+    if replace {
+        match open.vfs.unlink(&to) {
+            Ok(()) | Err(VfsError::NotFound) => {}
+            Err(e) => return Err(crate::status_map::vfs_status(&e)),
+        }
+    }
+    match open.vfs.link(&from, &to) {
+        Ok(()) => {}
+        Err(VfsError::AlreadyExists) => return Err(NtStatus::OBJECT_NAME_COLLISION),
+        Err(e) => return Err(crate::status_map::vfs_status(&e)),
+    }
+    open.share.sync_parent(open.vfs.as_ref(), &to).status()
 }
 
 /// MS-FSA 2.1.5.14.11.1: renames the open's named stream to `target` (what followed the
