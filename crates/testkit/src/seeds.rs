@@ -622,6 +622,110 @@ pub fn pipe_session() -> Vec<Op> {
     ]
 }
 
+/// Little-endian fields of the given widths, for FSCTL inputs.
+fn fields(values: &[(u64, usize)]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&(v, n)| v.to_le_bytes().into_iter().take(n))
+        .collect()
+}
+
+/// A REPARSE_DATA_BUFFER (MS-FSCC 2.1.2.2) with a Microsoft tag.
+fn reparse_buffer(tag: u32, data: &[u8]) -> Vec<u8> {
+    let mut out = fields(&[
+        (u64::from(tag), 4),
+        (u64::try_from(data.len()).unwrap_or(0), 2),
+        (0, 2),
+    ]);
+    out.extend_from_slice(data);
+    out
+}
+
+/// The file-system FSCTLs on a file of the share (MS-FSCC 2.3): sparse flag, zeroing,
+/// allocated ranges, an opaque reparse point set, read and deleted, a symlink placeholder
+/// turned into a link, resume keys and a copy with a key of no open, trim, object ids,
+/// compression and network interfaces.
+pub fn fsctl_session() -> Vec<Op> {
+    let fsctl = |code, input: &[u8], max_output| {
+        request(Command::IOCTL, fsctl_body(code, input, max_output))
+    };
+    let range = |offset: u64, len: u64| fields(&[(offset, 8), (len, 8)]);
+    let name: Vec<u8> = utf16("file.txt");
+    let n = u64::try_from(name.len()).unwrap_or(0);
+    let mut link = fields(&[(0, 2), (n, 2), (n, 2), (n, 2), (1, 4)]);
+    link.extend_from_slice(&name);
+    link.extend_from_slice(&name);
+    let mut copy = vec![0u8; 24];
+    copy.extend(fields(&[(1, 4), (0, 4), (0, 8), (0, 8), (100, 4), (0, 4)]));
+    let mut ops = connected(&[Dialect::SMB3_1_1]);
+    ops.extend([
+        request(
+            Command::CREATE,
+            create_body(
+                "dir\\sparse",
+                ALL_ACCESS,
+                CreateDisposition::OVERWRITE_IF,
+                CreateOptions::NON_DIRECTORY_FILE,
+            ),
+        ),
+        request(Command::WRITE, write_body(0, &[7; 3 * 4096])),
+        fsctl(CtlCode::FSCTL_SET_SPARSE, &[], 0),
+        fsctl(CtlCode::FSCTL_SET_ZERO_DATA, &range(4096, 8192), 0),
+        fsctl(
+            CtlCode::FSCTL_QUERY_ALLOCATED_RANGES,
+            &range(0, 3 * 4096),
+            64,
+        ),
+        fsctl(
+            CtlCode::FSCTL_SET_REPARSE_POINT,
+            &reparse_buffer(0x8000_0013, b"data"),
+            0,
+        ),
+        fsctl(CtlCode::FSCTL_GET_REPARSE_POINT, &[], 1024),
+        fsctl(
+            CtlCode::FSCTL_DELETE_REPARSE_POINT,
+            &reparse_buffer(0x8000_0013, &[]),
+            0,
+        ),
+        fsctl(CtlCode::FSCTL_SRV_REQUEST_RESUME_KEY, &[], 32),
+        fsctl(CtlCode::FSCTL_SRV_COPYCHUNK_WRITE, &copy, 12),
+        fsctl(
+            CtlCode::FSCTL_FILE_LEVEL_TRIM,
+            &fields(&[(0, 4), (1, 4), (0, 8), (4096, 8)]),
+            4,
+        ),
+        fsctl(CtlCode::FSCTL_CREATE_OR_GET_OBJECT_ID, &[], 64),
+        fsctl(CtlCode::FSCTL_GET_COMPRESSION, &[], 2),
+        fsctl(CtlCode::FSCTL_SET_COMPRESSION, &[2, 0], 0),
+        request(Command::CLOSE, close_body()),
+        request(
+            Command::CREATE,
+            create_body(
+                "dir\\link",
+                ALL_ACCESS,
+                CreateDisposition::CREATE,
+                CreateOptions::NON_DIRECTORY_FILE,
+            ),
+        ),
+        fsctl(
+            CtlCode::FSCTL_SET_REPARSE_POINT,
+            &reparse_buffer(0xA000_000C, &link),
+            0,
+        ),
+        fsctl(CtlCode::FSCTL_GET_REPARSE_POINT, &[], 1024),
+        request(Command::CLOSE, close_body()),
+        Op::Request(
+            RequestSpec::new(
+                Command::IOCTL,
+                fsctl_body(CtlCode::FSCTL_QUERY_NETWORK_INTERFACE_INFO, &[], 65536),
+            )
+            .with(SpecFlags::RAW_FILE_ID),
+        ),
+        request(Command::LOGOFF, RESERVED_ONLY.to_vec()),
+    ]);
+    ops
+}
+
 /// Every seed, named.
 pub fn all() -> Vec<(&'static str, Vec<Op>)> {
     let mut seeds = vec![
@@ -648,6 +752,7 @@ pub fn all() -> Vec<(&'static str, Vec<Op>)> {
         ("names", hostile_names()),
         ("validate-negotiate", validate_negotiate()),
         ("pipes", pipe_session()),
+        ("fsctls", fsctl_session()),
     ];
     let mut reconnecting = file_session(&[Dialect::SMB3_1_1]);
     reconnecting.truncate(5);

@@ -190,3 +190,34 @@ fn pipe_seed_reaches_every_answer() {
     assert_eq!(s.responses, expected);
     assert_eq!(s.disconnects, 0);
 }
+
+#[test]
+fn fsctl_seed_reaches_the_file_system_controls() {
+    let summary = run("fsctls");
+    let ioctls: Vec<NtStatus> = summary
+        .responses
+        .iter()
+        .filter(|(c, _)| *c == Command::IOCTL)
+        .map(|&(_, s)| s)
+        .collect();
+    assert_eq!(
+        ioctls,
+        [
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::OBJECT_NAME_NOT_FOUND,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::NOT_SUPPORTED,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+        ]
+    );
+}
