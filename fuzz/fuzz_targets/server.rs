@@ -8,12 +8,11 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use smb3d_crypto::fuzzing::NullProvider;
-use smb3d_server::Settings;
-use smb3d_testkit::script;
+use smb3d_testkit::{harness, script};
 
 fuzz_target!(|data: &[u8]| {
     let ops = script::decode(data);
-    if let Err(violation) = script::run(&ops, Settings::default(), Arc::new(NullProvider)) {
+    if let Err(violation) = script::run(&ops, harness::settings(), Arc::new(NullProvider)) {
         panic!("{violation}");
     }
 });

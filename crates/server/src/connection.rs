@@ -16,10 +16,13 @@ use smb3d_smb2::header::{Header, HeaderFlags};
 use smb3d_smb2::transform::TransformHeader;
 use smb3d_wire::Guid;
 
+use crate::conn_limits::{Inflight, Watchdog};
 use crate::credits::{CreditWindow, OutOfWindow};
 use crate::encryption::SessionCipher;
 use crate::handlers;
 use crate::identity::Identity;
+use crate::limits::{ClientKey, Limit};
+use crate::panic_guard;
 use crate::pending::{self, PendingRequest, Reply};
 use crate::response::ResponseFrame;
 use crate::server::Server;
@@ -99,6 +102,8 @@ pub struct Connection {
     sink: Arc<dyn FrameSink>,
     pub(crate) negotiated: OnceLock<Negotiated>,
     state: Mutex<ConnState>,
+    /// Timeouts and in-flight bytes (`conn_limits`).
+    pub(crate) watchdog: Arc<Watchdog>,
 }
 
 /// What the previous request of a compound chain left for related requests (MS-SMB2
@@ -162,6 +167,7 @@ impl Ctx<'_> {
 pub(crate) type Seal = (u64, Arc<SessionCipher>);
 
 impl Connection {
+    /// A connection whose peer address is unknown (limits per address do not apply to it).
     pub fn new(server: Arc<Server>, sink: Arc<dyn FrameSink>) -> Arc<Self> {
         Self::create(server, sink, None)
     }
@@ -192,6 +198,7 @@ impl Connection {
                 pending: HashMap::new(),
                 last_async_id: 0,
             }),
+            watchdog: Arc::new(Watchdog::new(peer.map(|p| ClientKey::of(p.ip())))),
         });
         server.connections.lock().insert(id, Arc::downgrade(&conn));
         conn
@@ -200,10 +207,11 @@ impl Connection {
     /// Handles one received frame (without its 4-byte prefix). An error means the connection
     /// must be closed.
     pub fn on_frame(self: &Arc<Self>, frame: Vec<u8>) -> Result<(), Disconnect> {
+        let inflight = self.watchdog.admit(frame.len());
         match frame.get(..4) {
             Some([0xFF, b'S', b'M', b'B']) => self.on_smb1_negotiate(&frame),
-            Some([0xFE, b'S', b'M', b'B']) => self.on_smb2(frame, 0, None),
-            Some([0xFD, b'S', b'M', b'B']) => self.on_transform(frame),
+            Some([0xFE, b'S', b'M', b'B']) => self.on_smb2(frame, 0, None, inflight),
+            Some([0xFD, b'S', b'M', b'B']) => self.on_transform(frame, inflight),
             Some([0xFC, b'S', b'M', b'B']) => {
                 Err(Disconnect("compressed message without compression"))
             }
@@ -255,7 +263,11 @@ impl Connection {
     /// MS-SMB2 3.3.5.2.1.1: an encrypted message is decrypted with its session's key; any
     /// failure (unknown session, no cipher, wrong tag, malformed header) ends the connection
     /// before anything is processed.
-    fn on_transform(self: &Arc<Self>, mut frame: Vec<u8>) -> Result<(), Disconnect> {
+    fn on_transform(
+        self: &Arc<Self>,
+        mut frame: Vec<u8>,
+        inflight: Inflight,
+    ) -> Result<(), Disconnect> {
         let unreadable = Disconnect("undecryptable message");
         let (header, ciphertext) = TransformHeader::decode(&frame).map_err(|_| unreadable)?;
         let session = self.session(header.session_id).ok_or(unreadable)?;
@@ -267,7 +279,12 @@ impl Connection {
         if frame.get(message.start..message.start + 4) != Some(&[0xFE, b'S', b'M', b'B']) {
             return Err(unreadable);
         }
-        self.on_smb2(frame, message.start, Some((header.session_id, cipher)))
+        self.on_smb2(
+            frame,
+            message.start,
+            Some((header.session_id, cipher)),
+            inflight,
+        )
     }
 
     /// Handles the SMB2 message at `frame[base..]`; `sealed_by` names the session whose key
@@ -277,12 +294,23 @@ impl Connection {
         frame: Vec<u8>,
         base: usize,
         sealed_by: Option<Seal>,
+        inflight: Inflight,
     ) -> Result<(), Disconnect> {
         let mut requests: Vec<(Header, Range<usize>)> = Vec::new();
         let message = frame.get(base..).unwrap_or_default();
         let mut offset = base;
         for item in smb3d_smb2::compound::split(message) {
             let (hdr, pdu) = item.map_err(|_| Disconnect("malformed compound"))?;
+            // MS-SMB2 3.3.5.2.6: an unknown command disconnects without a response.
+            if hdr.command.0 > Command::OPLOCK_BREAK.0 {
+                return Err(Disconnect("unknown command"));
+            }
+            if requests.len() == self.server.settings.limits.max_compound {
+                self.server
+                    .limit_counters
+                    .hit(Limit::Compound, &"a compound too long");
+                return Err(Disconnect("compound too long"));
+            }
             requests.push((hdr, offset..offset + pdu.len()));
             offset += pdu.len();
         }
@@ -365,7 +393,13 @@ impl Connection {
             return Ok(());
         }
         let conn = self.clone();
-        tokio::spawn(async move { conn.run_chain(frame, requests, sealed_by, waiting).await });
+        tokio::spawn(async move {
+            let _inflight = inflight;
+            let chain = conn.clone().run_chain(frame, requests, sealed_by, waiting);
+            if let Err(why) = panic_guard::contain_async(chain).await {
+                conn.panicked(&why);
+            }
+        });
         Ok(())
     }
 
@@ -692,6 +726,33 @@ impl Connection {
 
     pub(crate) fn session(&self, id: u64) -> Option<Arc<Session>> {
         self.state.lock().sessions.get(&id).cloned()
+    }
+
+    /// The connection's sessions (Connection.SessionTable), established or not.
+    pub(crate) fn session_list(&self) -> Vec<Arc<Session>> {
+        self.state.lock().sessions.values().cloned().collect()
+    }
+
+    /// Requests registered as possibly waiting.
+    pub(crate) fn pending_count(&self) -> usize {
+        self.state.lock().pending.len()
+    }
+
+    /// Requests that went async.
+    pub(crate) fn async_count(&self) -> usize {
+        self.state
+            .lock()
+            .pending
+            .values()
+            .filter(|p| p.async_id() != 0)
+            .count()
+    }
+
+    /// A panic in this connection's work was caught: it is logged and the connection closes.
+    pub fn panicked(&self, why: &str) {
+        tracing::error!("closing connection after a panic: {why}");
+        self.server.limit_counters.hit(Limit::Panic, &why);
+        self.sink.disconnect();
     }
 
     pub(crate) fn add_session(&self, session: Arc<Session>) {

@@ -10,8 +10,7 @@ use crate::status_map::VfsResultExt;
 const XATTR_PREFIX: &str = "user.";
 /// Longest EA name (EaNameLength is one byte).
 const MAX_NAME_LEN: usize = 255;
-/// Most EA data a file may carry, as NTFS limits it.
-pub(crate) const MAX_TOTAL_EA_SIZE: usize = 65536;
+use crate::limits::MAX_EA_SIZE_LIMIT;
 
 /// `user.` xattrs that hold Samba's (and our) own metadata and are not EAs.
 fn is_private(xattr: &str) -> bool {
@@ -87,16 +86,17 @@ fn xattr_name(name: &[u8]) -> String {
 }
 
 /// Checks a FILE_FULL_EA_INFORMATION list (SET_INFO, or the ExtA create context) whole,
-/// before anything changes: a malformed list or name is refused, and so is a name of one of
-/// the xattrs that hold the server's own metadata (STATUS_ACCESS_DENIED, as Samba answers),
-/// which no client may overwrite.
-pub(crate) fn check(buf: &[u8]) -> Result<Vec<FullEa<'_>>, NtStatus> {
-    if buf.len() > MAX_TOTAL_EA_SIZE {
+/// before anything changes: a list longer than `max_size` is STATUS_EA_TOO_LARGE, a malformed
+/// one STATUS_EA_LIST_INCONSISTENT (MS-FSA 2.1.5.14.4, as Windows' IoCheckEaBufferValidity
+/// answers), a bad name STATUS_INVALID_EA_NAME, and a name of one of the xattrs that hold the
+/// server's own metadata STATUS_ACCESS_DENIED (as Samba answers): no client may overwrite them.
+pub(crate) fn check(buf: &[u8], max_size: usize) -> Result<Vec<FullEa<'_>>, NtStatus> {
+    if buf.len() > max_size.min(MAX_EA_SIZE_LIMIT) {
         return Err(NtStatus::EA_TOO_LARGE);
     }
     let mut list = Vec::new();
     for ea in full_ea_list(buf) {
-        let ea = ea.map_err(|_| NtStatus::INVALID_PARAMETER)?;
+        let ea = ea.map_err(|_| NtStatus::EA_LIST_INCONSISTENT)?;
         if !valid_name(ea.name) {
             return Err(NtStatus::INVALID_EA_NAME);
         }
@@ -108,10 +108,10 @@ pub(crate) fn check(buf: &[u8]) -> Result<Vec<FullEa<'_>>, NtStatus> {
     Ok(list)
 }
 
-/// Applies an EA list: an empty value removes the EA (MS-FSA 2.1.5.14.4); nothing changes if
-/// [`check`] refuses the list.
+/// Applies an EA list that [`check`] accepted: an empty value removes the EA (MS-FSA
+/// 2.1.5.14.4); nothing changes if the list is malformed.
 pub(crate) fn write(file: &dyn VfsFile, buf: &[u8]) -> Result<(), NtStatus> {
-    for ea in check(buf)? {
+    for ea in check(buf, MAX_EA_SIZE_LIMIT)? {
         let name = xattr_name(ea.name);
         let result = if ea.value.is_empty() {
             file.remove_xattr(&name)

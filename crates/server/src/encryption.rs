@@ -55,9 +55,12 @@ impl SessionCipher {
             return None;
         }
         let mut nonce = [0u8; 16];
-        nonce[..8].copy_from_slice(&n.to_le_bytes());
-        let fixed_len = self.cipher.nonce_len() - 8;
-        nonce[8..8 + fixed_len].copy_from_slice(&self.fixed[..fixed_len]);
+        let (counter, fixed) = nonce.split_at_mut(8);
+        counter.copy_from_slice(&n.to_le_bytes());
+        let fixed_len = self.cipher.nonce_len().saturating_sub(8);
+        for (byte, source) in fixed.iter_mut().zip(self.fixed.iter()).take(fixed_len) {
+            *byte = *source;
+        }
         Some(nonce)
     }
 
@@ -82,7 +85,7 @@ impl SessionCipher {
         let aad = head.get(AAD_RANGE)?;
         let tag = self
             .sealer
-            .encrypt(&nonce[..self.cipher.nonce_len()], aad, message)
+            .encrypt(nonce.get(..self.cipher.nonce_len())?, aad, message)
             .ok()?;
         head.get_mut(4..20)?.copy_from_slice(&tag);
         Some(())

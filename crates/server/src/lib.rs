@@ -1,11 +1,22 @@
 //! The smb3d protocol core. No sockets: the transport hands it frames ([`Connection::on_frame`])
 //! and takes frames back through a [`connection::FrameSink`].
 #![forbid(unsafe_code)]
+// Network-reachable code must not panic (issue 8); tests may.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 pub mod admin;
 mod allocation;
 pub mod audit;
 mod blocking;
+mod conn_limits;
 pub mod connection;
 pub mod credits;
 mod eas;
@@ -14,10 +25,13 @@ mod fileinfo;
 mod files;
 mod handlers;
 mod identity;
+pub mod limits;
 mod locks;
 pub mod metrics;
 pub mod names;
 mod open;
+pub mod panic_guard;
+mod path_status;
 mod pending;
 mod pipes;
 mod response;
@@ -28,8 +42,10 @@ pub mod share;
 mod shortname;
 mod status_map;
 mod streams;
+mod throttle;
 mod write_time;
 
 pub use connection::Connection;
+pub use limits::{ClientKey, Limit, Limits};
 pub use server::{EncryptionPolicy, Server, Settings};
 pub use status_map::vfs_status;

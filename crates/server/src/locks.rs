@@ -96,6 +96,18 @@ impl LockTable {
         Ok(())
     }
 
+    /// The number of locks `owner` holds.
+    pub fn held_by(&self, owner: u64) -> usize {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        self.locks
+            .lock()
+            .iter()
+            .filter(|l| l.owner == owner)
+            .count()
+    }
+
     /// Drops every lock of `owner` (its open closed) and wakes the requests that wait.
     pub fn release_owner(&self, owner: u64) {
         let mut locks = self.locks.lock();

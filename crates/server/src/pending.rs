@@ -94,7 +94,8 @@ impl Reply<'_> {
 ///
 /// A request that was cancelled already ends with that status instead. Inside a compound only
 /// the last request may wait; any other fails with STATUS_INTERNAL_ERROR as Windows answers
-/// (MS-SMB2 3.3.5.2.7, smbtorture smb2.compound.interim2).
+/// (MS-SMB2 3.3.5.2.7, smbtorture smb2.compound.interim2). One beyond the connection's limit
+/// of waiting requests fails with STATUS_INSUFFICIENT_RESOURCES (security.md L7).
 pub(crate) fn go_async(
     cx: &mut Ctx<'_>,
     reply: &mut Reply<'_>,
@@ -109,6 +110,7 @@ pub(crate) fn go_async(
     if !cx.last_in_chain {
         return Err(NtStatus::INTERNAL_ERROR);
     }
+    cx.conn.admit_async()?;
     let async_id = cx.conn.allocate_async_id();
     pending.async_id.store(async_id, Ordering::Relaxed);
     let credits = cx.conn.grant_credits(cx.hdr.credits);

@@ -53,10 +53,15 @@ impl ResponseFrame {
             let pad = (8 - (self.buf.len() - MESSAGES_START) % 8) % 8;
             self.buf.resize(self.buf.len() + pad, 0);
             let next = (self.buf.len() - prev.start) as u32;
-            self.buf[prev.start + NEXT_COMMAND_OFFSET..prev.start + NEXT_COMMAND_OFFSET + 4]
-                .copy_from_slice(&next.to_le_bytes());
-            let end = self.buf.len();
-            Self::sign(&mut self.buf[prev.start..end], prev.signer.as_deref());
+            put(
+                &mut self.buf,
+                prev.start + NEXT_COMMAND_OFFSET,
+                &next.to_le_bytes(),
+            );
+            Self::sign(
+                self.buf.get_mut(prev.start..).unwrap_or_default(),
+                prev.signer.as_deref(),
+            );
         }
         let start = self.buf.len();
         self.buf.resize(start + SMB2_HEADER_LEN, 0);
@@ -123,7 +128,7 @@ impl ResponseFrame {
             session_id,
             signature: [0; 16],
         };
-        self.buf[start..start + SMB2_HEADER_LEN].copy_from_slice(&header.to_bytes());
+        put(&mut self.buf, start, &header.to_bytes());
         self.current = Some(Element { start, signer });
     }
 
@@ -157,20 +162,23 @@ impl ResponseFrame {
 
     /// The bytes of the response that starts at `start`, as built so far.
     pub fn message(&self, start: usize) -> &[u8] {
-        &self.buf[start..]
+        self.buf.get(start..).unwrap_or_default()
     }
 
     /// Seals the last response and prefixes the frame.
     pub fn finish(mut self) -> OutFrame {
         if let Some(last) = self.current.take() {
-            Self::sign(&mut self.buf[last.start..], last.signer.as_deref());
+            Self::sign(
+                self.buf.get_mut(last.start..).unwrap_or_default(),
+                last.signer.as_deref(),
+            );
         }
         let start = MESSAGES_START - PREFIX_LEN;
         // Responses are bounded by the negotiated sizes, far below the 24-bit frame limit;
         // the chain is split before it could exceed it.
         let prefix = smb3d_smb2::framing::encode_frame_prefix(self.buf.len() - MESSAGES_START)
             .unwrap_or([0; 4]);
-        self.buf[start..MESSAGES_START].copy_from_slice(&prefix);
+        put(&mut self.buf, start, &prefix);
         OutFrame {
             buf: self.buf,
             start,
@@ -181,11 +189,14 @@ impl ResponseFrame {
     /// 3.3.4.1.4) and prefixes the frame. None if the session can encrypt no more.
     pub fn finish_sealed(mut self, cipher: &SessionCipher, session_id: u64) -> Option<OutFrame> {
         if let Some(last) = self.current.take() {
-            Self::sign(&mut self.buf[last.start..], last.signer.as_deref());
+            Self::sign(
+                self.buf.get_mut(last.start..).unwrap_or_default(),
+                last.signer.as_deref(),
+            );
         }
         cipher.seal(&mut self.buf, PREFIX_LEN, session_id)?;
         let prefix = smb3d_smb2::framing::encode_frame_prefix(self.buf.len() - PREFIX_LEN).ok()?;
-        self.buf[..PREFIX_LEN].copy_from_slice(&prefix);
+        put(&mut self.buf, 0, &prefix);
         Some(OutFrame {
             buf: self.buf,
             start: 0,
@@ -196,5 +207,16 @@ impl ResponseFrame {
         if let Some(signer) = signer {
             signer.sign(message);
         }
+    }
+}
+
+/// Writes `bytes` at `at`, a place the frame has already reserved.
+fn put(buf: &mut [u8], at: usize, bytes: &[u8]) {
+    let place = at
+        .checked_add(bytes.len())
+        .and_then(|end| buf.get_mut(at..end));
+    debug_assert!(place.is_some(), "writing past the frame");
+    if let Some(place) = place {
+        place.copy_from_slice(bytes);
     }
 }

@@ -13,9 +13,11 @@ use smb3d_wire::Guid;
 use crate::connection::Connection;
 use crate::files::FileTable;
 use crate::identity::IdMap;
+use crate::limits::{Limit, LimitCounters, Limits};
 use crate::metrics::Metrics;
 use crate::session::Session;
 use crate::share::Share;
+use crate::throttle::LogonThrottle;
 
 /// How a server or share uses SMB3 encryption (MS-SMB2 3.3.1.5 EncryptData and
 /// RejectUnencryptedAccess, 3.3.1.6 Share.EncryptData).
@@ -54,6 +56,8 @@ pub struct Settings {
     pub encryption: EncryptionPolicy,
     /// Ciphers offered to 3.1.1 clients, in preference order.
     pub ciphers: Vec<Cipher>,
+    /// Resource limits and timeouts (docs/limits.md).
+    pub limits: Limits,
 }
 
 impl Default for Settings {
@@ -71,6 +75,7 @@ impl Default for Settings {
                 Cipher::Aes128Ccm,
                 Cipher::Aes256Ccm,
             ],
+            limits: Limits::default(),
         }
     }
 }
@@ -93,6 +98,10 @@ pub struct Server {
     pub(crate) files: FileTable,
     /// Users and groups as SIDs.
     pub(crate) ids: IdMap,
+    /// How often each limit was hit.
+    pub(crate) limit_counters: LimitCounters,
+    /// Failed logons by client address.
+    pub(crate) logon_throttle: LogonThrottle,
     next_session_id: AtomicU64,
     next_file_id: AtomicU64,
     next_connection_id: AtomicU64,
@@ -125,10 +134,27 @@ impl Server {
             metrics: Metrics::default(),
             files: FileTable::default(),
             ids,
+            limit_counters: LimitCounters::default(),
+            logon_throttle: LogonThrottle::default(),
             next_session_id: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16 | 1),
             next_file_id: AtomicU64::new(1),
             next_connection_id: AtomicU64::new(1),
         })
+    }
+
+    /// The limits this server applies.
+    pub fn limits(&self) -> &Limits {
+        &self.settings.limits
+    }
+
+    /// Counts a hit of `limit` (one the transport enforces) and logs it.
+    pub fn limit_reached(&self, limit: Limit, detail: &dyn std::fmt::Display) {
+        self.limit_counters.hit(limit, detail);
+    }
+
+    /// How often each limit was hit since the server started.
+    pub fn limit_hits(&self) -> Vec<(Limit, u64)> {
+        self.limit_counters.snapshot()
     }
 
     /// A share by name, case-insensitively.

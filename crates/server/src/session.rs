@@ -33,6 +33,8 @@ pub(crate) struct AuthExchange {
     pub acceptor: Acceptor,
     /// Session.PreauthIntegrityHashValue for 3.1.1.
     pub preauth: Option<PreauthHash>,
+    /// When the last leg arrived; a stalled exchange is dropped (`conn_limits`).
+    pub last_leg: tokio::time::Instant,
 }
 
 /// The established part of a session.

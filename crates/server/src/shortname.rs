@@ -51,10 +51,10 @@ pub(crate) fn short_name(name: &str) -> String {
     let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });
-    const DIGITS: &[u8; 36] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
     let tag: String = [hash % 36, (hash / 36) % 36]
-        .iter()
-        .map(|&d| DIGITS[d as usize] as char)
+        .into_iter()
+        .filter_map(|d| char::from_digit(d, 36))
+        .map(|c| c.to_ascii_uppercase())
         .collect();
     let ext = clean(ext, 3);
     if ext.is_empty() {

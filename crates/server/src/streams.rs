@@ -191,7 +191,9 @@ impl VfsFile for StreamFile {
             return Ok(0);
         };
         let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
+        if let (Some(to), Some(from)) = (buf.get_mut(..n), available.get(..n)) {
+            to.copy_from_slice(from);
+        }
         Ok(n)
     }
 
@@ -206,7 +208,9 @@ impl VfsFile for StreamFile {
         if data.len() < end {
             data.resize(end, 0);
         }
-        data[start..end].copy_from_slice(bytes);
+        data.get_mut(start..end)
+            .ok_or(VfsError::NoSpace)?
+            .copy_from_slice(bytes);
         self.0.store(data)?;
         Ok(bytes.len())
     }

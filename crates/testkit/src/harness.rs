@@ -3,8 +3,10 @@
 //! the frames it sends back. Everything runs on one current-thread tokio runtime, drained after
 //! every frame, so a frame's responses are all there when [`TestConnection::send`] returns.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use smb3d_auth::{CredentialStore, ServerIdentity};
@@ -14,6 +16,7 @@ use smb3d_server::share::Share;
 use smb3d_server::{Server, Settings};
 use smb3d_vfs::{Access, Disposition, Kind, MemoryVfs, OpenRequest, Vfs, VfsPath};
 use tokio::runtime::Runtime;
+use tokio::time::Instant;
 
 /// The one user the test server knows.
 pub const USER: &str = "tester";
@@ -33,6 +36,16 @@ const SHARE_CAPACITY: u64 = 4 * 1024 * 1024;
 /// Polls of the runtime after a frame before giving up on tasks that never finish (a server
 /// waiting on a timer): a bound, not a time limit.
 const MAX_SETTLE_POLLS: usize = 10_000;
+
+/// The default settings without the waits that cost only wall-clock time (the delay before a
+/// failed logon is answered), for in-memory runs that should never wait on a timer: the fuzz
+/// target, the seeds and their mutations.
+pub fn settings() -> Settings {
+    let mut settings = Settings::default();
+    settings.limits.logon_failure_delay = Duration::ZERO;
+    settings.limits.logon_throttle_delay = Duration::ZERO;
+    settings
+}
 
 /// Objects a server holds (`Server::counts`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,6 +92,34 @@ pub struct TestServer {
 impl TestServer {
     /// A server with `settings`, using `crypto` for signing and encryption.
     pub fn new(settings: Settings, crypto: Arc<dyn CryptoProvider>) -> std::io::Result<Self> {
+        Self::with_share(settings, crypto, |vfs| Arc::new(vfs))
+    }
+
+    /// A server whose share is `share(vfs)`: the populated in-memory file system, or a layer
+    /// over it (one that injects failures, for instance).
+    pub fn with_share(
+        settings: Settings,
+        crypto: Arc<dyn CryptoProvider>,
+        share: impl FnOnce(MemoryVfs) -> Arc<dyn Vfs>,
+    ) -> std::io::Result<Self> {
+        Self::build(settings, crypto, share, Arc::new(OneUser))
+    }
+
+    /// A server whose users come from `credentials` instead of [`USER`] alone.
+    pub fn with_credentials(
+        settings: Settings,
+        crypto: Arc<dyn CryptoProvider>,
+        credentials: Arc<dyn CredentialStore>,
+    ) -> std::io::Result<Self> {
+        Self::build(settings, crypto, |vfs| Arc::new(vfs), credentials)
+    }
+
+    fn build(
+        settings: Settings,
+        crypto: Arc<dyn CryptoProvider>,
+        share: impl FnOnce(MemoryVfs) -> Arc<dyn Vfs>,
+        credentials: Arc<dyn CredentialStore>,
+    ) -> std::io::Result<Self> {
         let vfs = MemoryVfs::with_capacity(SHARE_CAPACITY);
         populate(&vfs).map_err(|e| std::io::Error::other(format!("populating the share: {e}")))?;
         let identity = ServerIdentity {
@@ -87,8 +128,8 @@ impl TestServer {
             dns_domain: String::new(),
             dns_name: "testkit".into(),
         };
-        let shares = vec![Share::ipc(), Share::disk(SHARE, Arc::new(vfs.clone()))];
-        let server = Server::new(settings, identity, Arc::new(OneUser), crypto, shares);
+        let shares = vec![Share::ipc(), Share::disk(SHARE, share(vfs.clone()))];
+        let server = Server::new(settings, identity, credentials, crypto, shares);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()?;
@@ -99,10 +140,22 @@ impl TestServer {
         })
     }
 
-    /// A new client connection.
+    /// A new client connection from an unknown address.
     pub fn connect(&self) -> TestConnection<'_> {
         let sink = Arc::new(Collector::default());
-        let conn = Connection::new(self.server.clone(), sink.clone());
+        self.attach(Connection::new(self.server.clone(), sink.clone()), sink)
+    }
+
+    /// A new client connection from `peer` (limits per address apply to it).
+    pub fn connect_from(&self, peer: SocketAddr) -> TestConnection<'_> {
+        let sink = Arc::new(Collector::default());
+        self.attach(
+            Connection::accepted(self.server.clone(), sink.clone(), peer),
+            sink,
+        )
+    }
+
+    fn attach(&self, conn: Arc<Connection>, sink: Arc<Collector>) -> TestConnection<'_> {
         TestConnection {
             owner: self,
             conn,
@@ -193,6 +246,52 @@ impl TestConnection<'_> {
             settle().await;
             result.is_err()
         });
+        self.collect(refused)
+    }
+
+    /// Lets `time` pass (real time: tasks waiting on timers run), then returns what the server
+    /// sent meanwhile.
+    pub fn wait(&mut self, time: Duration) -> Exchange {
+        self.owner.runtime.block_on(async {
+            tokio::time::sleep(time).await;
+            settle().await;
+        });
+        self.collect(false)
+    }
+
+    /// Applies the connection's timeouts as they stand `later` from now (the transport does
+    /// this when [`TestConnection::next_timer`] passes); a timeout that closes the connection
+    /// shows as `disconnected`.
+    pub fn check_timers(&mut self, later: Duration) -> Exchange {
+        if self.closed {
+            return Exchange {
+                disconnected: true,
+                ..Exchange::default()
+            };
+        }
+        let conn = self.conn.clone();
+        let expired = self.owner.runtime.block_on(async move {
+            let result = conn.check_timers(Instant::now() + later);
+            settle().await;
+            result.is_err()
+        });
+        self.collect(expired)
+    }
+
+    /// How long from now until the connection's next timeout, if it has one.
+    pub fn next_timer(&self) -> Option<Duration> {
+        self.conn
+            .next_timer()
+            .map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// The largest frame the server reads on this connection now.
+    pub fn max_frame(&self) -> usize {
+        self.conn.max_frame()
+    }
+
+    /// The frames the server sent since the last call; `refused` when the connection ended.
+    fn collect(&mut self, refused: bool) -> Exchange {
         let mut exchange = Exchange::default();
         for out in self.sink.frames.lock().drain(..) {
             let bytes = out.bytes();

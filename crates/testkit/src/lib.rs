@@ -1,7 +1,8 @@
 //! Test and fuzzing support for smb3d, with no sockets: an in-memory server that takes frames
 //! and returns the frames it answers ([`harness`]), a builder for request PDUs and compounds
 //! ([`packet`]), a minimal NTLM client that answers a live CHALLENGE ([`ntlm`]), and the
-//! interpreter of the stateful `server` fuzz target ([`script`]).
+//! interpreter of the stateful `server` fuzz target ([`script`]), and a client for scenario
+//! tests that look at every answer ([`client`]).
 //!
 //! Fuzz input flows through [`script`], so the crate follows the parser crates' rules: no
 //! `unsafe`, no panics, no unchecked indexing outside tests.
@@ -16,6 +17,7 @@
     )
 )]
 
+pub mod client;
 pub mod harness;
 pub mod ntlm;
 pub mod packet;

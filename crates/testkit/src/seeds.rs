@@ -48,6 +48,11 @@ fn request(command: Command, body: Vec<u8>) -> Op {
 /// A NEGOTIATE offering `dialects`; with 3.1.1, the contexts Windows sends (SHA-512 preauth,
 /// the four ciphers, AES-GMAC and AES-CMAC signing).
 pub fn negotiate(dialects: &[Dialect]) -> Op {
+    request(Command::NEGOTIATE, negotiate_body(dialects))
+}
+
+/// The body of [`negotiate`].
+pub fn negotiate_body(dialects: &[Dialect]) -> Vec<u8> {
     let salt = [0x5a; 32];
     let contexts = if dialects.contains(&Dialect::SMB3_1_1) {
         vec![
@@ -70,22 +75,19 @@ pub fn negotiate(dialects: &[Dialect]) -> Op {
     } else {
         Vec::new()
     };
-    request(
-        Command::NEGOTIATE,
-        body(|w| {
-            NegotiateRequest {
-                security_mode: SecurityMode::SIGNING_ENABLED,
-                capabilities: Capabilities::DFS
-                    .union(Capabilities::LEASING)
-                    .union(Capabilities::LARGE_MTU)
-                    .union(Capabilities::ENCRYPTION),
-                client_guid: Guid([0x11; 16]),
-                dialects: dialects.to_vec(),
-                contexts,
-            }
-            .encode(w);
-        }),
-    )
+    body(|w| {
+        NegotiateRequest {
+            security_mode: SecurityMode::SIGNING_ENABLED,
+            capabilities: Capabilities::DFS
+                .union(Capabilities::LEASING)
+                .union(Capabilities::LARGE_MTU)
+                .union(Capabilities::ENCRYPTION),
+            client_guid: Guid([0x11; 16]),
+            dialects: dialects.to_vec(),
+            contexts,
+        }
+        .encode(w);
+    })
 }
 
 /// A logon as the test user, bare NTLMSSP with a MIC.
@@ -108,9 +110,12 @@ pub fn tree_connect_body(path: &str) -> Vec<u8> {
     })
 }
 
-/// TREE_CONNECT to `path`.
+/// TREE_CONNECT to `path`, signed: an authenticated 3.1.1 session must sign it (MS-SMB2
+/// 3.3.5.7), and the no-security provider accepts any signature.
 pub fn tree_connect(path: &str) -> Op {
-    request(Command::TREE_CONNECT, tree_connect_body(path))
+    Op::Request(
+        RequestSpec::new(Command::TREE_CONNECT, tree_connect_body(path)).with(SpecFlags::SIGNED),
+    )
 }
 
 /// A CREATE body for `name`.

@@ -5,8 +5,7 @@
 use std::sync::Arc;
 
 use smb3d_crypto::fuzzing::NullProvider;
-use smb3d_server::Settings;
-use smb3d_testkit::{script, seeds};
+use smb3d_testkit::{harness, script, seeds};
 
 /// xorshift64*: reproducible without a dependency.
 struct Rng(u64);
@@ -55,7 +54,7 @@ fn mutated_seeds_break_no_invariant() {
         let seed = &seeds[round % seeds.len()];
         let input = mutate(&mut rng, seed.clone());
         let ops = script::decode(&input);
-        if let Err(v) = script::run(&ops, Settings::default(), Arc::new(NullProvider)) {
+        if let Err(v) = script::run(&ops, harness::settings(), Arc::new(NullProvider)) {
             panic!("round {round}: {v}\ninput: {input:02x?}");
         }
     }

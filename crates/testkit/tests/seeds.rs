@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::NtStatus;
-use smb3d_server::Settings;
 use smb3d_smb2::Command;
 use smb3d_testkit::script::{self, Summary};
-use smb3d_testkit::seeds;
+use smb3d_testkit::{harness, seeds};
 
 fn run(name: &str) -> Summary {
     let (_, ops) = seeds::all()
@@ -17,14 +16,14 @@ fn run(name: &str) -> Summary {
         .unwrap_or_else(|| panic!("no seed {name}"));
     let decoded = script::decode(&script::encode(&ops));
     assert_eq!(decoded, ops, "{name}: the wire form round-trips");
-    script::run(&ops, Settings::default(), Arc::new(NullProvider))
+    script::run(&ops, harness::settings(), Arc::new(NullProvider))
         .unwrap_or_else(|v| panic!("{name}: {v}"))
 }
 
 #[test]
 fn every_seed_runs_clean() {
     for (name, ops) in seeds::all() {
-        let summary = script::run(&ops, Settings::default(), Arc::new(NullProvider))
+        let summary = script::run(&ops, harness::settings(), Arc::new(NullProvider))
             .unwrap_or_else(|v| panic!("{name}: {v}"));
         assert!(!summary.responses.is_empty(), "{name}: no response");
     }

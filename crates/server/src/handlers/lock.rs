@@ -7,6 +7,7 @@ use smb3d_smb2::lock::{LockElement, LockFlags, LockRequest, LockResponse};
 
 use crate::connection::Ctx;
 use crate::handlers::lookup_open;
+use crate::limits::Limit;
 use crate::locks::{RangeLock, check_range};
 use crate::open::Open;
 use crate::pending::{Reply, go_async};
@@ -35,6 +36,7 @@ pub(crate) async fn handle(
                 .unlock(open.file_id.volatile, element.offset, element.length)?;
         }
     } else {
+        admit_locks(cx, &open, req.locks.len())?;
         let several = req.locks.len() > 1;
         let mut granted: Vec<LockElement> = Vec::new();
         let result = elements.try_for_each(|element| {
@@ -71,6 +73,21 @@ pub(crate) async fn handle(
     }
     LockResponse.encode(&mut reply.writer());
     Ok(NtStatus::SUCCESS)
+}
+
+/// An open may hold a bounded number of locks (security.md L15): a request that would take it
+/// beyond is refused whole with STATUS_INSUFFICIENT_RESOURCES.
+fn admit_locks(cx: &Ctx<'_>, open: &Open, requested: usize) -> Result<(), NtStatus> {
+    let held = open.shared.locks.held_by(open.file_id.volatile);
+    let server = &cx.conn.server;
+    if held.saturating_add(requested) > server.limits().max_locks_per_open {
+        server.limit_reached(
+            Limit::Locks,
+            &format_args!("an open holds {held} locks and asks for {requested} more"),
+        );
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    Ok(())
 }
 
 /// The lock an element asks for: flags must be SHARED or EXCLUSIVE, with FAIL_IMMEDIATELY

@@ -78,6 +78,7 @@ pub(crate) fn create(
     }
     let tree = tree(cx)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    crate::conn_limits::admit_open(cx.conn, &session)?;
     let identity = cx.identity()?;
     let user = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let caller = match user.clone() {

@@ -58,6 +58,7 @@ pub(crate) async fn handle(
         return Err(NtStatus::OBJECT_NAME_INVALID);
     }
 
+    let max_buffer = cx.conn.server.limits().max_directory_buffer;
     let pending = QueryDirectoryResponse::begin(w);
     let files = &cx.conn.server.files;
     let ids = &cx.conn.server.ids;
@@ -91,7 +92,8 @@ pub(crate) async fn handle(
             &open,
             &mut cursor,
             class,
-            req.output_buffer_length as usize,
+            // Fewer entries than fit are allowed; the client asks again (MS-SMB2 3.3.5.18).
+            (req.output_buffer_length as usize).min(max_buffer),
             single,
             hide_unreadable.then_some(&readable as &Visible<'_>),
             w,

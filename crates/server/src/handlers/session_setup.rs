@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use smb3d_auth::{Acceptor, Principal, Step};
+use smb3d_auth::{Acceptor, AuthError, Principal, Step};
 use smb3d_crypto::SessionKeys;
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::negotiate::SecurityMode;
@@ -16,6 +16,7 @@ use crate::connection::Ctx;
 use crate::encryption::SessionCipher;
 use crate::handlers::logoff;
 use crate::identity::process_uid;
+use crate::limits::Limit;
 use crate::server::EncryptionPolicy;
 use crate::session::{AuthExchange, Established, Session, SessionUser};
 
@@ -24,6 +25,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
+    let arrived = tokio::time::Instant::now();
     let req = SessionSetupRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let negotiated = cx.negotiated;
     // Multichannel is not offered, so a binding request is refused (3.3.5.5 step 4).
@@ -37,6 +39,7 @@ pub(crate) async fn handle(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let session = if cx.hdr.session_id == 0 {
+        cx.conn.admit_new_session()?;
         let session = Arc::new(Session::new(server.allocate_session_id()));
         cx.conn.add_session(session.clone());
         session
@@ -50,12 +53,15 @@ pub(crate) async fn handle(
         let exchange = st.exchange.get_or_insert_with(|| AuthExchange {
             acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone()),
             preauth: negotiated.preauth.clone(),
+            last_leg: arrived,
         });
+        exchange.last_leg = arrived;
         if let Some(preauth) = exchange.preauth.as_mut() {
             preauth.update(pdu);
         }
         exchange.acceptor.step(req.security_buffer, FileTime::now())
     };
+    cx.conn.watchdog.exchange_moved();
     match step {
         Ok(Step::Continue { token }) => {
             cx.preauth_session = Some(session.clone());
@@ -82,6 +88,7 @@ pub(crate) async fn handle(
                 }
             };
             server.metrics.logon();
+            cx.conn.watchdog.logged_on();
             SessionSetupResponse {
                 session_flags: flags,
                 security_buffer: &token,
@@ -96,9 +103,30 @@ pub(crate) async fn handle(
             if let Some(session) = cx.conn.remove_session(session.id) {
                 logoff::tear_down(&server, &session);
             }
+            if e == AuthError::LogonFailure {
+                answer_failure_late(cx, arrived).await;
+            }
             Err(e.status())
         }
     }
+}
+
+/// A failed logon is answered once its delay has passed (`throttle`): the same for every
+/// reason of failure, longer for an address that keeps failing.
+async fn answer_failure_late(cx: &Ctx<'_>, arrived: tokio::time::Instant) {
+    let server = &cx.conn.server;
+    let client = cx.conn.client();
+    let wait = server
+        .logon_throttle
+        .failed(client, arrived, server.limits());
+    if wait.throttled {
+        let who = client.map_or_else(|| "a client".to_owned(), |c| c.to_string());
+        server.limit_counters.hit(
+            Limit::LogonThrottled,
+            &format_args!("failed logons from {who} answered after {:?}", wait.delay),
+        );
+    }
+    tokio::time::sleep_until(arrived + wait.delay).await;
 }
 
 /// MS-SMB2 3.3.5.5.3 after the security package succeeded: keys, signing, and the previous

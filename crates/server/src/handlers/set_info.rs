@@ -22,10 +22,11 @@ use crate::connection::Ctx;
 use crate::eas;
 use crate::fileinfo::{self, SETTABLE_ATTRIBUTES};
 use crate::files::{FileKey, FileTable};
-use crate::handlers::lookup_open;
+use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
 use crate::names::parse_path;
 use crate::open::Open;
+use crate::path_status;
 use crate::security;
 use crate::status_map::VfsResultExt;
 use crate::streams;
@@ -40,6 +41,12 @@ pub(crate) async fn handle(
 ) -> Result<NtStatus, NtStatus> {
     let req = SetInfoRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let open = lookup_open(cx, req.file_id)?;
+    let buffer_len = u32::try_from(req.buffer.len()).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if buffer_len > cx.conn.server.settings.max_io_size {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    check_credit_charge(cx, buffer_len)?;
+    let limits = cx.conn.server.limits();
     if cx.tree.as_ref().is_some_and(|t| t.read_only) {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -51,6 +58,7 @@ pub(crate) async fn handle(
                 &open,
                 FileInformationClass(req.file_info_class),
                 req.buffer,
+                limits.max_ea_size,
             )
         })?,
         // Changing volume information needs privileges no SMB user has here.
@@ -58,7 +66,8 @@ pub(crate) async fn handle(
         InfoType::SECURITY => {
             let info = SecurityInformation(req.additional_information);
             let ids = &cx.conn.server.ids;
-            open.io(|| set_security(&open, ids, info, req.buffer))?
+            let max = limits.max_security_descriptor_size;
+            open.io(|| set_security(&open, ids, info, req.buffer, max))?
         }
         // Quotas are not kept (docs/conformance.md).
         InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
@@ -72,6 +81,17 @@ pub(crate) async fn handle(
 /// STATUS_INVALID_PARAMETER.
 fn buffer_error(e: DecodeError) -> NtStatus {
     if e.kind == DecodeErrorKind::Truncated {
+        NtStatus::INFO_LENGTH_MISMATCH
+    } else {
+        NtStatus::INVALID_PARAMETER
+    }
+}
+
+/// MS-FSA 2.1.5.14.11: a buffer shorter than the fixed part of the rename information is
+/// STATUS_INFO_LENGTH_MISMATCH; a FileNameLength running past the buffer is
+/// STATUS_INVALID_PARAMETER.
+fn rename_error(buf: &[u8]) -> NtStatus {
+    if buf.len() < FileRenameInformation::FIXED_SIZE {
         NtStatus::INFO_LENGTH_MISMATCH
     } else {
         NtStatus::INVALID_PARAMETER
@@ -92,6 +112,7 @@ fn set_file_info(
     open: &Open,
     class: FileInformationClass,
     buf: &[u8],
+    max_ea_size: usize,
 ) -> Result<(), NtStatus> {
     match class {
         FileInformationClass::FILE_BASIC_INFORMATION => {
@@ -126,7 +147,7 @@ fn set_file_info(
             set_delete_pending(files, open, info.flags.contains(DispositionFlags::DELETE))
         }
         FileInformationClass::FILE_RENAME_INFORMATION => {
-            let info = FileRenameInformation::decode(buf).map_err(buffer_error)?;
+            let info = FileRenameInformation::decode(buf).map_err(|_| rename_error(buf))?;
             rename(
                 files,
                 ids,
@@ -137,7 +158,7 @@ fn set_file_info(
             )
         }
         FileInformationClass::FILE_RENAME_INFORMATION_EX => {
-            let info = FileRenameInformationEx::decode(buf).map_err(buffer_error)?;
+            let info = FileRenameInformationEx::decode(buf).map_err(|_| rename_error(buf))?;
             rename(
                 files,
                 ids,
@@ -160,6 +181,7 @@ fn set_file_info(
         }
         FileInformationClass::FILE_FULL_EA_INFORMATION => {
             require(open, AccessMask::FILE_WRITE_EA)?;
+            eas::check(buf, max_ea_size)?;
             eas::write(open.file.as_ref(), buf)
         }
         FileInformationClass::FILE_POSITION_INFORMATION => {
@@ -348,6 +370,9 @@ fn rename(
         Err(VfsError::IsADirectory | VfsError::NotEmpty) if replace => {
             return Err(NtStatus::ACCESS_DENIED);
         }
+        Err(VfsError::OutsideShare) => {
+            return Err(path_status::outside_share(open.vfs.as_ref(), &to));
+        }
         Err(e) => return Err(crate::status_map::vfs_status(&e)),
     }
     files.renamed(&from, &to);
@@ -492,6 +517,7 @@ fn set_security(
     ids: &IdMap,
     info: SecurityInformation,
     buf: &[u8],
+    max_size: usize,
 ) -> Result<(), NtStatus> {
     if info.contains(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
@@ -502,7 +528,7 @@ fn set_security(
     if info.contains(SecurityInformation::DACL) {
         require(open, AccessMask::WRITE_DAC)?;
     }
-    if buf.len() > security::MAX_DESCRIPTOR_LEN {
+    if buf.len() > max_size.min(security::MAX_DESCRIPTOR_LEN) {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let update = SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;

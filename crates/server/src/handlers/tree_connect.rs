@@ -1,6 +1,7 @@
 //! TREE_CONNECT: MS-SMB2 3.3.5.7.
 
 use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_smb2::header::HeaderFlags;
 use smb3d_smb2::tree_connect::{
     ShareFlags, ShareType, TreeCapabilities, TreeConnectRequest, TreeConnectResponse,
 };
@@ -9,10 +10,11 @@ use smb3d_wire::Writer;
 use std::sync::Arc;
 
 use crate::audit;
+use crate::conn_limits::admit_tree;
 use crate::connection::Ctx;
 use crate::identity::{Accounts, IdMap, Identity};
 use crate::server::EncryptionPolicy;
-use crate::session::TreeAccess;
+use crate::session::{SessionUser, TreeAccess};
 use crate::share::{Share, ShareKind};
 
 pub(crate) async fn handle(
@@ -23,6 +25,15 @@ pub(crate) async fn handle(
     let req = TreeConnectRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let user = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    // 3.1.1 clients prove the negotiation untampered only through signed messages, so an
+    // authenticated session's TREE_CONNECT must be signed or encrypted.
+    let signed = cx.hdr.flags.contains(HeaderFlags::SIGNED);
+    if cx.negotiated.dialect == 0x0311 && user != SessionUser::Anonymous && !signed && !cx.encrypted
+    {
+        cx.disconnect = Some("unsigned 3.1.1 TREE_CONNECT");
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    admit_tree(cx.conn, &session)?;
     let share_name = share_name(&req.path).ok_or(NtStatus::BAD_NETWORK_NAME)?;
     let share = cx
         .conn

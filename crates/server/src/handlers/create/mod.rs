@@ -24,6 +24,7 @@ use smb3d_wire::{FileTime, Writer};
 use crate::allocation;
 use crate::audit;
 use crate::blocking::as_user;
+use crate::conn_limits::admit_open;
 use crate::connection::Ctx;
 use crate::eas;
 use crate::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
@@ -31,6 +32,7 @@ use crate::files::{FileKey, OpenEntry};
 use crate::identity::{IdMap, Identity};
 use crate::names::parse_path;
 use crate::open::{DirCursor, Open};
+use crate::path_status;
 use crate::security;
 use crate::share::ShareKind;
 use crate::status_map::VfsResultExt;
@@ -51,6 +53,7 @@ pub(crate) async fn handle(
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
     request::check(&req)?;
+    admit_open(cx.conn, &session)?;
     let ShareKind::Disk(vfs) = &tree.share.kind else {
         // Named pipes arrive with the RPC services; until then none exists.
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
@@ -59,8 +62,15 @@ pub(crate) async fn handle(
     let name =
         smb3d_wire::decode_utf16le(req.name, "Name").map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
     let path = parse_path(&name)?;
-    let vfs_path = VfsPath::from_components(path.components.iter())
-        .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+    let vfs_path = match VfsPath::from_components(path.components.iter()) {
+        Ok(vfs_path) => vfs_path,
+        Err(_) => {
+            let identity = cx.identity()?;
+            return Err(as_user(vfs.as_ref(), &identity, || {
+                Ok(path_status::unrepresentable(vfs.as_ref(), &path.components))
+            })?);
+        }
+    };
     let mut intent = request::intent(&req, &tree)?;
 
     // EAs given with the create (MS-SMB2 3.3.5.9.2) are checked before anything is created.
@@ -69,7 +79,7 @@ pub(crate) async fn handle(
         _ => None,
     });
     if let Some(data) = ea_buffer {
-        eas::check(data)?;
+        eas::check(data, cx.conn.server.limits().max_ea_size)?;
     }
     let sd_buffer = security_context(&req)?;
     // SMB2_CREATE_ALLOCATION_SIZE (MS-SMB2 2.2.13.2.6): space for a new or overwritten file.
@@ -294,6 +304,7 @@ fn open_widest(
                     Access::MetadataOnly => return Err(NtStatus::ACCESS_DENIED),
                 };
             }
+            Err(VfsError::OutsideShare) => return Err(path_status::outside_share(vfs, path)),
             result => return result.status(),
         }
     }

@@ -1,0 +1,292 @@
+//! The limits one connection lives under (docs/limits.md): the frame size it may send before
+//! and after logon, the request bytes it may have in flight, the timeouts that close it
+//! (negotiate, logon, idle) or drop its stalled SESSION_SETUP exchanges, and the counts of
+//! sessions, tree connects and opens it may hold. The transport asks [`Connection`] for the
+//! frame size and the next deadline, and calls [`Connection::check_timers`] when it passes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use smb3d_dtyp::NtStatus;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::connection::{Connection, Disconnect};
+use crate::handlers::logoff;
+use crate::limits::{ClientKey, Limit, Limits, enabled};
+use crate::session::{Session, SessionState};
+
+/// A connection's clocks and in-flight request bytes.
+pub(crate) struct Watchdog {
+    accepted: Instant,
+    peer: Option<ClientKey>,
+    last_frame: Mutex<Instant>,
+    /// A session has been established on the connection (once set, stays set).
+    logged_on: AtomicBool,
+    inflight: AtomicUsize,
+    /// Fires when in-flight bytes go down.
+    room: Notify,
+    /// Fires when a deadline appeared that [`Connection::next_timer`] did not report before.
+    timers_changed: Notify,
+}
+
+impl Watchdog {
+    pub fn new(peer: Option<ClientKey>) -> Self {
+        let now = Instant::now();
+        Self {
+            accepted: now,
+            peer,
+            last_frame: Mutex::new(now),
+            logged_on: AtomicBool::new(false),
+            inflight: AtomicUsize::new(0),
+            room: Notify::new(),
+            timers_changed: Notify::new(),
+        }
+    }
+
+    /// A frame of `len` bytes arrived; its bytes count as in flight until the guard drops.
+    pub fn admit(self: &Arc<Self>, len: usize) -> Inflight {
+        *self.last_frame.lock() = Instant::now();
+        self.inflight.fetch_add(len, Ordering::AcqRel);
+        Inflight {
+            watchdog: self.clone(),
+            len,
+        }
+    }
+
+    /// A session was established.
+    pub fn logged_on(&self) {
+        self.logged_on.store(true, Ordering::Release);
+    }
+
+    /// A SESSION_SETUP exchange started or went on: its deadline is new.
+    pub fn exchange_moved(&self) {
+        self.timers_changed.notify_one();
+    }
+
+    pub fn peer(&self) -> Option<ClientKey> {
+        self.peer
+    }
+}
+
+/// The bytes of a frame being processed; dropping it gives them back.
+pub(crate) struct Inflight {
+    watchdog: Arc<Watchdog>,
+    len: usize,
+}
+
+impl Drop for Inflight {
+    fn drop(&mut self) {
+        self.watchdog.inflight.fetch_sub(self.len, Ordering::AcqRel);
+        self.watchdog.room.notify_waiters();
+    }
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn deadline(from: Instant, timeout: Duration) -> Option<Instant> {
+    enabled(timeout).and_then(|t| from.checked_add(t))
+}
+
+/// The deadline of a session's SESSION_SETUP exchange, if one is under way.
+fn exchange_deadline(st: &SessionState, limits: &Limits) -> Option<Instant> {
+    st.exchange
+        .as_ref()
+        .and_then(|e| deadline(e.last_leg, limits.session_setup_timeout))
+}
+
+impl Connection {
+    fn limits(&self) -> &Limits {
+        &self.server.settings.limits
+    }
+
+    /// The client address the limits count this connection under, if the transport gave one.
+    pub fn client(&self) -> Option<ClientKey> {
+        self.watchdog.peer()
+    }
+
+    /// The largest frame the transport may read next (security.md L1, L2).
+    pub fn max_frame(&self) -> usize {
+        let limits = self.limits();
+        if self.watchdog.logged_on.load(Ordering::Acquire) {
+            limits.max_frame
+        } else {
+            limits.max_frame_before_logon
+        }
+    }
+
+    /// Waits until a frame of `len` bytes fits the connection's in-flight budget (security.md
+    /// L6); the transport stops reading meanwhile. A connection with nothing in flight takes
+    /// any frame, so one larger than the budget still goes through.
+    pub async fn wait_for_room(&self, len: usize) {
+        let max = self.limits().max_inflight_bytes;
+        loop {
+            let room = self.watchdog.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            let inflight = self.watchdog.inflight.load(Ordering::Acquire);
+            if inflight == 0 || inflight.saturating_add(len) <= max {
+                return;
+            }
+            room.await;
+        }
+    }
+
+    /// Resolves when a deadline earlier than the last [`Connection::next_timer`] may exist.
+    pub async fn timers_changed(&self) {
+        self.watchdog.timers_changed.notified().await;
+    }
+
+    /// When [`Connection::check_timers`] next has something to do, if ever.
+    pub fn next_timer(&self) -> Option<Instant> {
+        let limits = self.limits();
+        let w = &self.watchdog;
+        let mut next = None;
+        if self.negotiated.get().is_none() {
+            next = earliest(next, deadline(w.accepted, limits.negotiate_timeout));
+        }
+        if !w.logged_on.load(Ordering::Acquire) {
+            next = earliest(next, deadline(w.accepted, limits.logon_timeout));
+        }
+        let sessions = self.session_list();
+        for session in &sessions {
+            next = earliest(next, exchange_deadline(&session.state.lock(), limits));
+        }
+        if self.is_idle(&sessions) {
+            next = earliest(next, deadline(*w.last_frame.lock(), limits.idle_timeout));
+        }
+        next
+    }
+
+    /// Applies the timeouts as of `now`: stalled SESSION_SETUP exchanges are dropped (the
+    /// session with them if it was never established); `Err` when the connection must close
+    /// because NEGOTIATE or the first logon did not come in time or it sat idle.
+    pub fn check_timers(&self, now: Instant) -> Result<(), Disconnect> {
+        let limits = self.limits();
+        let w = &self.watchdog;
+        let counters = &self.server.limit_counters;
+        let client = self.client_name();
+        let passed =
+            |from: Instant, timeout: Duration| deadline(from, timeout).is_some_and(|d| now >= d);
+        if self.negotiated.get().is_none() && passed(w.accepted, limits.negotiate_timeout) {
+            counters.hit(Limit::NegotiateTimeout, &client);
+            return Err(Disconnect("no NEGOTIATE in time"));
+        }
+        if !w.logged_on.load(Ordering::Acquire) && passed(w.accepted, limits.logon_timeout) {
+            counters.hit(Limit::LogonTimeout, &client);
+            return Err(Disconnect("no session established in time"));
+        }
+        let sessions = self.session_list();
+        for session in &sessions {
+            let expired = {
+                let mut st = session.state.lock();
+                let expired = exchange_deadline(&st, limits).is_some_and(|d| now >= d);
+                if expired {
+                    st.exchange = None;
+                }
+                expired && st.established.is_none()
+            };
+            if expired {
+                counters.hit(Limit::SessionSetupTimeout, &client);
+                if let Some(session) = self.remove_session(session.id) {
+                    logoff::tear_down(&self.server, &session);
+                }
+            }
+        }
+        if self.is_idle(&sessions) && passed(*w.last_frame.lock(), limits.idle_timeout) {
+            counters.hit(Limit::IdleTimeout, &client);
+            return Err(Disconnect("idle"));
+        }
+        Ok(())
+    }
+
+    /// No open, no named pipe and no request waiting: nothing is lost by closing.
+    fn is_idle(&self, sessions: &[Arc<Session>]) -> bool {
+        self.pending_count() == 0
+            && sessions.iter().all(|s| {
+                let st = s.state.lock();
+                st.opens.is_empty() && st.trees.values().all(|t| t.pipes.len() == 0)
+            })
+    }
+
+    fn client_name(&self) -> String {
+        self.client()
+            .map_or_else(|| "a client".to_owned(), |c| format!("client {c}"))
+    }
+
+    /// MS-SMB2 3.3.5.5 for a new session: refused with STATUS_INSUFFICIENT_RESOURCES when
+    /// the connection holds as many sessions as allowed, or as many still authenticating
+    /// (security.md L9).
+    pub(crate) fn admit_new_session(&self) -> Result<(), NtStatus> {
+        let limits = self.limits();
+        let sessions = self.session_list();
+        let in_progress = sessions
+            .iter()
+            .filter(|s| s.state.lock().established.is_none())
+            .count();
+        if sessions.len() >= limits.max_sessions_per_connection
+            || in_progress >= limits.max_session_setups_in_progress
+        {
+            self.server.limit_counters.hit(
+                Limit::Sessions,
+                &format_args!(
+                    "{} has {} sessions, {in_progress} being set up",
+                    self.client_name(),
+                    sessions.len()
+                ),
+            );
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
+        }
+        Ok(())
+    }
+
+    /// A pending request may go async unless the connection has as many waiting as allowed
+    /// (security.md L7): STATUS_INSUFFICIENT_RESOURCES.
+    pub(crate) fn admit_async(&self) -> Result<(), NtStatus> {
+        if self.async_count() >= self.limits().max_async_requests {
+            self.server
+                .limit_counters
+                .hit(Limit::AsyncRequests, &self.client_name());
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
+        }
+        Ok(())
+    }
+}
+
+/// A new tree connect in `session` (security.md L11): STATUS_INSUFFICIENT_RESOURCES when it
+/// has as many as allowed.
+pub(crate) fn admit_tree(conn: &Connection, session: &Session) -> Result<(), NtStatus> {
+    let trees = session.state.lock().trees.len();
+    if trees >= conn.limits().max_trees_per_session {
+        conn.server.limit_counters.hit(
+            Limit::Trees,
+            &format_args!("session {:#x} has {trees} tree connects", session.id),
+        );
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    Ok(())
+}
+
+/// A new open (file or named pipe) in `session` (security.md L12):
+/// STATUS_TOO_MANY_OPENED_FILES when it has as many as allowed.
+pub(crate) fn admit_open(conn: &Connection, session: &Session) -> Result<(), NtStatus> {
+    let opens = {
+        let st = session.state.lock();
+        st.opens.len() + st.trees.values().map(|t| t.pipes.len()).sum::<usize>()
+    };
+    if opens >= conn.limits().max_opens_per_session {
+        conn.server.limit_counters.hit(
+            Limit::Opens,
+            &format_args!("session {:#x} has {opens} opens", session.id),
+        );
+        return Err(NtStatus::TOO_MANY_OPENED_FILES);
+    }
+    Ok(())
+}
