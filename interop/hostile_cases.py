@@ -252,8 +252,7 @@ def header_structure_size_wrong(env):
     return c.outcome()
 
 
-@case("header", DROP, "MS-SMB2 3.3.5.2.6: unknown Command code, MUST disconnect without a response",
-      bug="answered with STATUS_INVALID_PARAMETER instead of disconnecting")
+@case("header", DROP, "MS-SMB2 3.3.5.2.6: unknown Command code, MUST disconnect without a response")
 def unknown_command(env):
     c = session(env)
     return c.call(0x13, s.RESERVED4)
@@ -515,8 +514,7 @@ def tree_connect_path_in_header(env):
 
 
 @case("tree", DROP, "MS-SMB2 3.3.5.7: 3.1.1 TREE_CONNECT neither signed nor encrypted MUST disconnect "
-                    "(Samba 4.17 answers STATUS_ACCESS_DENIED)",
-      bug="an unsigned 3.1.1 TREE_CONNECT is accepted")
+                    "(Samba 4.17 answers STATUS_ACCESS_DENIED)")
 def tree_connect_311_unsigned(env):
     c = negotiated(env)
     assert c.login().status == 0
@@ -641,8 +639,7 @@ def failed_create_then_related_read(env):
                         c.pdu(s.READ, s.read_body(s.ANY_FILE, 0, 16), flags=s.FLAGS_RELATED)])
 
 
-@case("compound", DROP, "security.md L8: more than 32 elements in a chain",
-      bug="compound length is not limited")
+@case("compound", DROP, "security.md L8: more than 32 elements in a chain")
 def compound_too_long(env):
     c = session(env)
     return compound(c, [c.pdu(s.ECHO, s.RESERVED4) for _ in range(40)])
@@ -827,8 +824,7 @@ def lock_count_past_message(env):
 
 # --- EA, security descriptor, rename target, path lengths ----------------------------------------------
 
-@case("sizes", "STATUS_EA_LIST_INCONSISTENT", "MS-FSCC 2.4.15 / MS-FSA 2.1.5.14.2; CVE-2023-4130: NextEntryOffset past the buffer",
-      bug="a malformed EA list is STATUS_INVALID_PARAMETER")
+@case("sizes", "STATUS_EA_LIST_INCONSISTENT", "MS-FSCC 2.4.15 / MS-FSA 2.1.5.14.2; CVE-2023-4130: NextEntryOffset past the buffer")
 def ea_next_entry_past_buffer(env):
     c, fid, path = scratch(env, "ea-next.txt")
     eas = bytearray(s.full_ea([(b"A", b"1"), (b"B", b"2")]))
@@ -836,8 +832,7 @@ def ea_next_entry_past_buffer(env):
     return c.call(s.SET_INFO, s.set_info_body(fid, 1, 15, bytes(eas)))
 
 
-@case("sizes", "STATUS_EA_LIST_INCONSISTENT", "MS-FSCC 2.4.15 / MS-FSA 2.1.5.14.2: EaValueLength past the entry",
-      bug="a malformed EA list is STATUS_INVALID_PARAMETER")
+@case("sizes", "STATUS_EA_LIST_INCONSISTENT", "MS-FSCC 2.4.15 / MS-FSA 2.1.5.14.2: EaValueLength past the entry")
 def ea_value_past_entry(env):
     c, fid, path = scratch(env, "ea-value.txt")
     eas = bytearray(s.full_ea([(b"A", b"1")]))
@@ -845,9 +840,7 @@ def ea_value_past_entry(env):
     return c.call(s.SET_INFO, s.set_info_body(fid, 1, 15, bytes(eas)))
 
 
-@case("sizes", "STATUS_INVALID_PARAMETER", "MS-SMB2 3.3.5.21: SET_INFO BufferLength above MaxTransactSize; Samba 4.17",
-      bug="BufferLength is not checked against MaxTransactSize: the EA list is parsed and refused with "
-          "STATUS_EA_TOO_LARGE")
+@case("sizes", "STATUS_INVALID_PARAMETER", "MS-SMB2 3.3.5.21: SET_INFO BufferLength above MaxTransactSize; Samba 4.17")
 def ea_list_beyond_max_transact(env):
     c, fid, path = scratch(env, "ea-huge.txt")
     c.request(s.ECHO, s.RESERVED4, credits=512)
@@ -872,9 +865,7 @@ def security_descriptor_acl_size_past_buffer(env):
     return c.call(s.SET_INFO, s.set_info_body(fid, 3, 0, sd, additional=4))
 
 
-@case("sizes", "STATUS_INVALID_PARAMETER", "MS-FSA 2.1.5.15.11, MS-FSCC 2.4.42: FileNameLength past the buffer; Samba 4.17",
-      bug="a FileNameLength past the buffer is STATUS_INFO_LENGTH_MISMATCH (which MS-FSA keeps for a buffer "
-          "shorter than the fixed part)")
+@case("sizes", "STATUS_INVALID_PARAMETER", "MS-FSA 2.1.5.15.11, MS-FSCC 2.4.42: FileNameLength past the buffer; Samba 4.17")
 def rename_name_past_buffer(env):
     c, fid, path = scratch(env, "rename-past.txt")
     return c.call(s.SET_INFO, s.set_info_body(fid, 1, 10, s.rename_info("x.txt", length=0x2000)))
@@ -893,9 +884,7 @@ def create_component_too_long(env):
 
 
 @case("sizes", "STATUS_OBJECT_PATH_NOT_FOUND",
-      "Samba 4.17; within the 32767-character limit (MS-FSCC 2.1.5): a 32000-character path under missing directories",
-      bug="paths over 4095 bytes (VfsPath MAX_PATH_LEN, Linux PATH_MAX) are refused as STATUS_OBJECT_NAME_INVALID "
-          "before any lookup")
+      "Samba 4.17; within the 32767-character limit (MS-FSCC 2.1.5): a 32000-character path under missing directories")
 def create_path_too_long(env):
     c = session(env)
     name = "\\".join(["d" * 250] * 127)
@@ -975,10 +964,6 @@ def name_stream_on_directory_component(env):
 
 # --- symlinks out of the share ------------------------------------------------------------------------------
 
-SYMLINK_PARENT_BUG = ("a symlink leaving the share used as a directory component is STATUS_OBJECT_NAME_NOT_FOUND, "
-                      "the answer for a last component")
-
-
 @case("symlink", "STATUS_OBJECT_NAME_NOT_FOUND", "CVE-2021-44141; Samba test_symlink_traversal_smb2.sh: link to an outside file")
 def symlink_to_outside_file(env):
     out = open_status(env, "escape-file")
@@ -990,22 +975,20 @@ def symlink_to_missing_outside_file(env):
     return open_status(env, "escape-missing")
 
 
-@case("symlink", "STATUS_OBJECT_PATH_NOT_FOUND", "CVE-2021-44141; Samba test_symlink_traversal_smb2.sh: link as an intermediate component",
-      bug=SYMLINK_PARENT_BUG)
+@case("symlink", "STATUS_OBJECT_PATH_NOT_FOUND", "CVE-2021-44141; Samba test_symlink_traversal_smb2.sh: link as an intermediate component")
 def symlink_dir_as_intermediate(env):
     out = open_status(env, "escape-dir\\canary.txt")
     return with_side_effect(out, canary_intact(env), "the canary changed")
 
 
-@case("symlink", "STATUS_OBJECT_PATH_NOT_FOUND", "CVE-2021-43566, CVE-2026-68083: create through a link to outside; Samba 4.17",
-      bug=SYMLINK_PARENT_BUG)
+@case("symlink", "STATUS_OBJECT_PATH_NOT_FOUND", "CVE-2021-43566, CVE-2026-68083: create through a link to outside; Samba 4.17")
 def symlink_create_through_link(env):
     out = open_status(env, "escape-dir\\planted.txt", access=s.ALL_ACCESS, disposition=s.FILE_CREATE)
     return with_side_effect(out, canary_intact(env), "a file was planted outside")
 
 
 @case("symlink", "STATUS_OBJECT_PATH_NOT_FOUND", "CVE-2017-2619, CVE-2026-68083: rename target through a link to outside; "
-                                                  "Samba 4.17", bug=SYMLINK_PARENT_BUG)
+                                                  "Samba 4.17")
 def symlink_rename_target_outside(env):
     c, fid, path = scratch(env, "rename-out.txt")
     out = c.call(s.SET_INFO, s.set_info_body(fid, 1, 10, s.rename_info("escape-dir\\stolen.txt")))

@@ -110,7 +110,8 @@ def create_file(tree, name):
     handle.close()
 
 
-def session_on(server, encrypt=False, require_signing=False):
+def session_on(server, encrypt=False, require_signing=True):
+    # Unsigned, unencrypted 3.1.1 TREE_CONNECTs are disconnected (MS-SMB2 3.3.5.7).
     conn = Connection(uuid.uuid4(), "127.0.0.1", server.port, require_signing=require_signing)
     conn.connect(Dialects.SMB_3_1_1)
     session = Session(conn, server.user, server.password, require_encryption=encrypt)

@@ -331,13 +331,7 @@ pub fn run(
     crypto: Arc<dyn CryptoProvider>,
 ) -> Result<Summary, Violation> {
     let server = TestServer::new(settings, crypto).map_err(|e| Violation::Setup(e.to_string()))?;
-    let mut summary = Summary::default();
-    {
-        let mut client = Client::new(&server);
-        for op in ops {
-            client.step(op, &mut summary)?;
-        }
-    }
+    let summary = run_on(&server, ops, &mut |_| {})?;
     let counts = server.counts();
     if !counts.is_empty() {
         return Err(Violation::Leak(counts));
@@ -355,7 +349,7 @@ impl<'s> ScriptClient<'s> {
     /// A new connection to `server`.
     pub fn connect(server: &'s TestServer) -> Self {
         Self {
-            client: Client::new(server),
+            client: Client::new(server, Box::new(|_| {})),
         }
     }
 
@@ -367,6 +361,21 @@ impl<'s> ScriptClient<'s> {
         }
         Ok(summary)
     }
+}
+
+/// Runs `ops` against `server`, handing every frame it answers to `observe` (without the
+/// Direct-TCP prefix); the connections it opened are closed when it returns.
+pub fn run_on(
+    server: &TestServer,
+    ops: &[Op],
+    observe: &mut dyn FnMut(&[u8]),
+) -> Result<Summary, Violation> {
+    let mut summary = Summary::default();
+    let mut client = Client::new(server, Box::new(|frame| observe(frame)));
+    for op in ops {
+        client.step(op, &mut summary)?;
+    }
+    Ok(summary)
 }
 
 /// Ids learned from responses, most recent last.
@@ -444,16 +453,19 @@ struct Client<'s> {
     next_message_id: u64,
     last_message_id: u64,
     ids: Learned,
+    /// Sees every frame the server answers.
+    observe: Box<dyn FnMut(&[u8]) + 's>,
 }
 
 impl<'s> Client<'s> {
-    fn new(server: &'s TestServer) -> Self {
+    fn new(server: &'s TestServer, observe: Box<dyn FnMut(&[u8]) + 's>) -> Self {
         Self {
             server,
             conn: server.connect(),
             next_message_id: 0,
             last_message_id: 0,
             ids: Learned::default(),
+            observe,
         }
     }
 
@@ -585,6 +597,7 @@ impl<'s> Client<'s> {
         }
         let mut all = Vec::new();
         for frame in frames {
+            (self.observe)(&frame);
             let responses = packet::responses(&frame)
                 .map_err(|_| Violation::MalformedResponse(frame.clone()))?;
             for r in responses {
