@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::{AccessMask, NtStatus};
-use smb3d_server::Settings;
 use smb3d_server::admin::Degree;
 use smb3d_server::share::Share;
 use smb3d_smb2::Command;
@@ -13,14 +12,14 @@ use smb3d_smb2::create::{CreateDisposition, CreateOptions, ShareAccess};
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::lock::{LockElement, LockElements, LockFlags, LockRequest};
 use smb3d_smb2::negotiate::Dialect;
-use smb3d_testkit::harness::{SHARE, SHARE_UNC, TestServer, USER};
+use smb3d_testkit::harness::{self, SHARE, SHARE_UNC, TestServer, USER};
 use smb3d_testkit::packet::body;
 use smb3d_testkit::script::{LoginFlags, LoginSpec, Op, RequestSpec, ScriptClient};
 use smb3d_testkit::seeds;
 use smb3d_vfs::MemoryVfs;
 
 fn server() -> TestServer {
-    TestServer::new(Settings::default(), Arc::new(NullProvider)).unwrap()
+    TestServer::new(harness::settings(), Arc::new(NullProvider)).unwrap()
 }
 
 fn request(command: Command, body: Vec<u8>) -> Op {
@@ -73,8 +72,9 @@ fn snapshot_shows_sessions_trees_and_opens_of_every_connection() {
     for session in &snapshot.sessions {
         let user = session.user.as_ref().unwrap();
         assert_eq!(user.name.as_deref(), Some(USER));
-        // Signing keys exist but the client neither requires signing nor signs.
-        assert_eq!(session.signing.degree, Degree::None);
+        // The client does not require signing; it signs only its TREE_CONNECT (which MS-SMB2
+        // 3.3.5.7 requires of 3.1.1).
+        assert_eq!(session.signing.degree, Degree::Partial);
         let expected = if session.connection.dialect == Some(0x0311) {
             "AES-128-GMAC"
         } else {
@@ -263,7 +263,7 @@ fn metrics_count_requests_bytes_and_sessions() {
     for line in [
         "smb3d_connections 1",
         "smb3d_logons_total 1",
-        "smb3d_sessions{dialect=\"SMB3_11\",signing=\"none\",encryption=\"none\"} 1",
+        "smb3d_sessions{dialect=\"SMB3_11\",signing=\"AES-128-GMAC\",encryption=\"none\"} 1",
         "smb3d_tree_connects 1",
         "smb3d_opens 1",
         "smb3d_open_files 1",

@@ -454,11 +454,14 @@ struct Client<'s> {
     last_message_id: u64,
     ids: Learned,
     /// Sees every frame the server answers.
-    observe: Box<dyn FnMut(&[u8]) + 's>,
+    observe: Observer<'s>,
 }
 
+/// What a script run hands each response frame to.
+type Observer<'a> = Box<dyn FnMut(&[u8]) + 'a>;
+
 impl<'s> Client<'s> {
-    fn new(server: &'s TestServer, observe: Box<dyn FnMut(&[u8]) + 's>) -> Self {
+    fn new(server: &'s TestServer, observe: Observer<'s>) -> Self {
         Self {
             server,
             conn: server.connect(),
