@@ -168,8 +168,7 @@ def length_prefix_beyond_maximum_after_logon(env):
     return DROP if c.dropped() else SILENT
 
 
-@case("framing", DROP, "security.md L1 (64 KiB before authentication; ksmbd 16 KiB)",
-      bug="no frame limit before authentication: a 1 MiB NEGOTIATE is read and answered")
+@case("framing", DROP, "security.md L1 (64 KiB before authentication; ksmbd 16 KiB)")
 def large_frame_before_logon(env):
     c = fresh(env)
     body = s.negotiate_body([0x0311]) + b"\0" * (1 << 20)
@@ -844,7 +843,8 @@ def ea_value_past_entry(env):
 def ea_list_beyond_max_transact(env):
     c, fid, path = scratch(env, "ea-huge.txt")
     c.request(s.ECHO, s.RESERVED4, credits=512)
-    eas = s.full_ea([(b"E%05d" % i, b"v" * 60000) for i in range(145)])
+    # Just over MaxTransactSize (8 MiB), and within the 8 MiB + 64 KiB frame limit after logon.
+    eas = s.full_ea([(b"E%05d" % i, b"v" * 60000) for i in range(140)])
     charge = (len(eas) + 65535) // 65536
     return c.call(s.SET_INFO, s.set_info_body(fid, 1, 15, eas), credit_charge=charge)
 

@@ -534,6 +534,8 @@ class Target:
     share: str = "share"
     host: str = "127.0.0.1"
     domain: str = "WORKGROUP"
+    # The local address to connect from (another loopback address looks like another client).
+    source: str = ""
 
     def unc(self, share=None):
         return "\\\\%s\\%s" % (self.host, share or self.share)
@@ -561,7 +563,9 @@ class Smb2:
     sent: list = field(default_factory=list)
 
     def __post_init__(self):
-        self.sock = socket.create_connection((self.target.host, self.target.port), timeout=self.timeout)
+        source = (self.target.source, 0) if self.target.source else None
+        self.sock = socket.create_connection((self.target.host, self.target.port), timeout=self.timeout,
+                                             source_address=source)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def close(self):

@@ -26,6 +26,7 @@ fn effective(running: &Config, new: &Config) -> Config {
     Config {
         source: new.source.clone(),
         server,
+        limits: running.limits.clone(),
         shares: new.shares.clone(),
     }
 }
@@ -114,18 +115,27 @@ impl Outcome {
     }
 }
 
-/// The `[server]` settings as `key = value` lines of the rendered configuration, so that any
-/// setting, present or future, is compared.
+/// The `[server]` and `[limits]` settings (the latter as `limits.<key>`) as `key = value`
+/// lines of the rendered configuration, so that any setting, present or future, is compared.
 fn server_settings(config: &Config) -> Vec<(String, String)> {
     let rendered = config.to_toml();
-    rendered
-        .lines()
-        .skip_while(|l| *l != "[server]")
-        .skip(1)
-        .take_while(|l| !l.starts_with('['))
-        .filter_map(|l| l.split_once(" = "))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+    let mut section = "";
+    let mut settings = Vec::new();
+    for line in rendered.lines() {
+        if line.starts_with('[') {
+            section = line;
+            continue;
+        }
+        let Some((key, value)) = line.split_once(" = ") else {
+            continue;
+        };
+        match section {
+            "[server]" => settings.push((key.to_owned(), value.to_owned())),
+            "[limits]" => settings.push((format!("limits.{key}"), value.to_owned())),
+            _ => {}
+        }
+    }
+    settings
 }
 
 /// Server settings that differ between `old` and `new` and need a restart.

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use smb3d_auth::{CredentialStore, ServerIdentity, UserDb};
-use smb3d_config::{Config, DEFAULT_CONFIG_PATH, Dialect, SigningPolicy};
+use smb3d_config::{Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, SigningPolicy};
 use smb3d_crypto::Cipher;
-use smb3d_server::{Server, Settings};
+use smb3d_server::{Limits, Server, Settings};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
@@ -210,6 +210,41 @@ pub fn status_line(config: &Config) -> String {
 }
 
 /// The server for `config`, with `credentials` for logons.
+/// The server's limits from the `[limits]` section (docs/limits.md).
+fn limits(l: &LimitsConfig) -> Limits {
+    // Values were range-checked when the configuration was read; sizes beyond the address
+    // space cannot pass those checks.
+    let size = |b: &Bytes| usize::try_from(b.0).unwrap_or(usize::MAX);
+    let count = |n: &u32| usize::try_from(*n).unwrap_or(usize::MAX);
+    Limits {
+        max_frame_before_logon: size(l.max_frame_before_logon.get_ref()),
+        max_frame: size(l.max_frame.get_ref()),
+        max_inflight_bytes: size(l.max_inflight_bytes.get_ref()),
+        max_async_requests: count(l.max_async_requests.get_ref()),
+        max_compound: count(l.max_compound.get_ref()),
+        max_sessions_per_connection: count(l.max_sessions_per_connection.get_ref()),
+        max_session_setups_in_progress: count(l.max_session_setups_in_progress.get_ref()),
+        max_trees_per_session: count(l.max_trees_per_session.get_ref()),
+        max_opens_per_session: count(l.max_opens_per_session.get_ref()),
+        max_locks_per_open: count(l.max_locks_per_open.get_ref()),
+        max_connections: count(l.max_connections.get_ref()),
+        max_connections_per_address: count(l.max_connections_per_address.get_ref()),
+        negotiate_timeout: l.negotiate_timeout.0,
+        logon_timeout: l.logon_timeout.0,
+        session_setup_timeout: l.session_setup_timeout.0,
+        frame_timeout: l.frame_timeout.0,
+        idle_timeout: l.idle_timeout.0,
+        max_ea_size: size(l.max_ea_size.get_ref()),
+        max_security_descriptor_size: size(l.max_security_descriptor_size.get_ref()),
+        max_directory_buffer: size(l.max_directory_buffer.get_ref()),
+        logon_failure_delay: l.logon_failure_delay.0,
+        logon_throttle_after: l.logon_throttle_after,
+        logon_throttle_delay: l.logon_throttle_delay.get_ref().0,
+        logon_throttle_max_delay: l.logon_throttle_max_delay.0,
+        logon_throttle_window: l.logon_throttle_window.0,
+    }
+}
+
 pub fn build_server(
     config: &Config,
     credentials: Arc<dyn CredentialStore>,
@@ -226,7 +261,8 @@ pub fn build_server(
         max_dialect: s.max_dialect.get_ref().revision(),
         require_signing: s.signing == SigningPolicy::Required,
         max_io_size: *s.max_io_size.get_ref(),
-        ..Settings::default()
+        max_credits: *config.limits.max_credits.get_ref(),
+        limits: limits(&config.limits),
     };
     let host = hostname();
     let identity = ServerIdentity {

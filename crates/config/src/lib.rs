@@ -14,12 +14,14 @@
 
 mod env;
 mod error;
+mod limits;
 mod model;
 mod render;
 pub mod smbconf;
 
 pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;
+pub use limits::{Bytes, Interval, LimitsConfig};
 pub use model::{
     CipherName, Config, DEFAULT_ADMIN_SOCKET, DEFAULT_CONFIG_PATH, DEFAULT_CREATE_MASK,
     DEFAULT_DIRECTORY_MASK, DEFAULT_MDNS_MODEL, DEFAULT_METRICS_PORT, DEFAULT_PORT, Dialect,

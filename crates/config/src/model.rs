@@ -6,6 +6,7 @@ use toml::Spanned;
 use toml::de::{DeValue, ValueDeserializer};
 
 use crate::ConfigError;
+use crate::limits::{LimitsConfig, limits_problems};
 
 /// Where `smb3d` looks for its configuration when none is named.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/smb3d/smb3d.toml";
@@ -418,6 +419,8 @@ pub struct Config {
     /// The file it came from (for messages).
     pub source: PathBuf,
     pub server: ServerConfig,
+    /// Resource limits and timeouts (`[limits]`).
+    pub limits: LimitsConfig,
     /// Shares in the order the file lists them, with their names as written.
     pub shares: Vec<(String, ShareConfig)>,
 }
@@ -435,7 +438,7 @@ pub(crate) struct Problem {
 }
 
 impl Problem {
-    fn at(span: std::ops::Range<usize>, message: impl Into<String>) -> Self {
+    pub(crate) fn at(span: std::ops::Range<usize>, message: impl Into<String>) -> Self {
         Self {
             span: (span != (0..0)).then_some(span),
             message: message.into(),
@@ -491,11 +494,16 @@ impl Config {
         }
         let mut problems = Vec::new();
         let mut server = None;
+        let mut limits = None;
         let mut raw_shares = Vec::new();
         for (key, value) in root.into_inner() {
             match key.get_ref().as_ref() {
                 "server" => match ServerConfig::deserialize(ValueDeserializer::from(value)) {
                     Ok(s) => server = Some(s),
+                    Err(e) => problems.push(de_problem(&e)),
+                },
+                "limits" => match LimitsConfig::deserialize(ValueDeserializer::from(value)) {
+                    Ok(l) => limits = Some(l),
                     Err(e) => problems.push(de_problem(&e)),
                 },
                 "share" => {
@@ -516,7 +524,7 @@ impl Config {
                 }
                 other => problems.push(Problem::at(
                     key.span(),
-                    format!("unknown section `{other}`, expected `server` or `share`"),
+                    format!("unknown section `{other}`, expected `server`, `limits` or `share`"),
                 )),
             }
         }
@@ -526,7 +534,13 @@ impl Config {
             .into_iter()
             .map(|(span, name, share)| (Spanned::new(span, name), share))
             .collect();
-        let config = Self::checked(path, server, shares, &mut problems);
+        let config = Self::checked(
+            path,
+            server,
+            limits.unwrap_or_default(),
+            shares,
+            &mut problems,
+        );
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -538,10 +552,12 @@ impl Config {
     fn checked(
         path: &Path,
         server: ServerConfig,
+        limits: LimitsConfig,
         raw_shares: Vec<(Spanned<String>, ShareConfig)>,
         problems: &mut Vec<Problem>,
     ) -> Self {
         problems.extend(server_problems(&server));
+        problems.extend(limits_problems(&limits, &server));
         let mut shares: Vec<(String, ShareConfig)> = Vec::new();
         for (name, share) in raw_shares {
             let span = name.span();
@@ -559,6 +575,7 @@ impl Config {
         Self {
             source: path.to_path_buf(),
             server,
+            limits,
             shares,
         }
     }

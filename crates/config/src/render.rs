@@ -73,6 +73,8 @@ impl Config {
         let _ = writeln!(out, "metrics_listen = \"{}\"", s.metrics_listen);
         let _ = writeln!(out, "log_format = \"{}\"", s.log_format.as_str());
         let _ = writeln!(out, "audit = {}", s.audit);
+        out.push('\n');
+        crate::limits::render_limits(&mut out, &self.limits);
         for (name, share) in &self.shares {
             out.push('\n');
             render_share(&mut out, name, share);

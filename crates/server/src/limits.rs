@@ -108,7 +108,7 @@ impl Default for Limits {
 }
 
 /// `Some(d)` unless `d` is zero (a timeout that is off).
-pub(crate) fn enabled(d: Duration) -> Option<Duration> {
+pub fn enabled(d: Duration) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
 }
 

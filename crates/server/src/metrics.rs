@@ -275,6 +275,19 @@ impl Server {
 
         family(
             &mut out,
+            "smb3d_limit_hits_total",
+            "counter",
+            "Times a client ran into a limit or timeout (docs/limits.md), by limit.",
+        );
+        for (limit, hits) in self.limit_hits() {
+            let _ = writeln!(
+                out,
+                "smb3d_limit_hits_total{{limit=\"{}\"}} {hits}",
+                limit.name()
+            );
+        }
+        family(
+            &mut out,
             "smb3d_requests_total",
             "counter",
             "Requests answered, by command.",

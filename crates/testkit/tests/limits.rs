@@ -57,6 +57,13 @@ fn compound_longer_than_the_limit_disconnects() {
     let reply = client.send(packet::chain(&five));
     assert!(reply.disconnected && reply.responses.is_empty());
     assert_eq!(server.server.limit_hits()[1], (Limit::Compound, 1));
+    let metrics = server.server.render_metrics();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "smb3d_limit_hits_total{limit=\"compound\"} 1"),
+        "{metrics}"
+    );
     drop(client);
     assert!(server.counts().is_empty());
 }

@@ -3,7 +3,24 @@
 //! allocation) and one task writes the frames the core produces. On shutdown the listeners
 //! close, every connection ends as if its client had left (opens closed, delete-on-close
 //! done), and `serve` returns once they have, or after a grace period.
+//!
+//! The transport enforces the server's limits that need a socket or a clock (docs/limits.md):
+//! connections in total and per client address, the frame length before and after logon,
+//! the request bytes in flight (it stops reading), the time a frame may take to arrive, and
+//! the connection's own timeouts, which it asks the core for.
 #![forbid(unsafe_code)]
+// Network-reachable code must not panic (issue 8); tests may.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
+mod slots;
 
 use std::future::Future;
 use std::io;
@@ -11,18 +28,20 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use smb3d_server::Server;
 use smb3d_server::connection::{Connection, FrameSink, OutFrame};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use smb3d_server::limits::{Limit, enabled};
+use smb3d_server::panic_guard;
+use smb3d_server::{ClientKey, Server};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::Instant;
+
+use crate::slots::{Slot, Slots};
 
 /// Transport settings.
 #[derive(Debug, Clone)]
 pub struct TransportConfig {
-    /// Largest frame accepted from a client; a larger length prefix ends the connection before
-    /// anything is allocated for it.
-    pub max_frame: usize,
     /// Socket send and receive buffer sizes, if set.
     pub socket_buffer: Option<usize>,
     /// How long a shutdown waits for connections to wind down.
@@ -32,7 +51,6 @@ pub struct TransportConfig {
 impl Default for TransportConfig {
     fn default() -> Self {
         Self {
-            max_frame: 8 * 1024 * 1024 + 1024 * 1024,
             socket_buffer: Some(4 * 1024 * 1024),
             shutdown_grace: Duration::from_secs(5),
         }
@@ -44,15 +62,20 @@ enum Outgoing {
     Close,
 }
 
-struct ChannelSink(mpsc::UnboundedSender<Outgoing>);
+struct ChannelSink {
+    frames: mpsc::UnboundedSender<Outgoing>,
+    /// Tells the reader to stop: the core ended the connection.
+    closing: Arc<Notify>,
+}
 
 impl FrameSink for ChannelSink {
     fn send(&self, frame: OutFrame) {
         // A closed channel means the connection is already going away.
-        let _ = self.0.send(Outgoing::Frame(frame));
+        let _ = self.frames.send(Outgoing::Frame(frame));
     }
     fn disconnect(&self) {
-        let _ = self.0.send(Outgoing::Close);
+        let _ = self.frames.send(Outgoing::Close);
+        self.closing.notify_one();
     }
 }
 
@@ -94,6 +117,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let config = Arc::new(config);
+    let slots = Arc::new(Slots::new(server.limits()));
     let (stop, stopped) = watch::channel(false);
     // Every connection task holds a clone; recv() returns None once all are gone.
     let (alive, mut all_gone) = mpsc::channel::<()>(1);
@@ -102,6 +126,7 @@ pub async fn serve(
         let tasks = ConnectionTasks {
             server: server.clone(),
             config: config.clone(),
+            slots: slots.clone(),
             stopped: stopped.clone(),
             alive: alive.clone(),
         };
@@ -132,6 +157,8 @@ pub async fn serve(
 struct ConnectionTasks {
     server: Arc<Server>,
     config: Arc<TransportConfig>,
+    /// Connections counted in total and per client address.
+    slots: Arc<Slots>,
     stopped: watch::Receiver<bool>,
     alive: mpsc::Sender<()>,
 }
@@ -148,6 +175,18 @@ async fn accept_loop(listener: TcpListener, tasks: ConnectionTasks) -> io::Resul
                 continue;
             }
         };
+        // Over a limit the socket closes at once, so a flood cannot hold descriptors.
+        let client = ClientKey::of(peer.ip());
+        let slot = match tasks.slots.take(client) {
+            Ok(slot) => slot,
+            Err(refusal) => {
+                tasks
+                    .server
+                    .limit_reached(Limit::Connections, &format_args!("{refusal} ({client})"));
+                drop(stream);
+                continue;
+            }
+        };
         let tasks = tasks.clone();
         tasks.server.metrics().connection_accepted();
         tokio::spawn(async move {
@@ -156,9 +195,13 @@ async fn accept_loop(listener: TcpListener, tasks: ConnectionTasks) -> io::Resul
                 config,
                 mut stopped,
                 alive,
+                ..
             } = tasks;
+            let work = run_connection(stream, peer, server, &config, slot);
             let result = tokio::select! {
-                result = run_connection(stream, peer, server, &config) => result,
+                result = panic_guard::contain_async(work) => result.unwrap_or_else(|why| {
+                    Err(io::Error::other(format!("panic: {why}")))
+                }),
                 _ = stopped.wait_for(|stop| *stop) => Ok(()),
             };
             drop(alive);
@@ -189,11 +232,17 @@ async fn run_connection(
     peer: SocketAddr,
     server: Arc<Server>,
     config: &TransportConfig,
+    _slot: Slot,
 ) -> io::Result<()> {
     tune_socket(&stream, config)?;
     let (mut reader, mut writer) = stream.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let conn = Connection::accepted(server.clone(), Arc::new(ChannelSink(tx)), peer);
+    let closing = Arc::new(Notify::new());
+    let sink = ChannelSink {
+        frames: tx,
+        closing: closing.clone(),
+    };
+    let conn = Connection::accepted(server.clone(), Arc::new(sink), peer);
     // Ends the connection's state however this task ends: the peer leaving, a protocol
     // error, or shutdown dropping the task.
     let _ended = Ended(conn.clone());
@@ -216,7 +265,10 @@ async fn run_connection(
     });
     let _writer = AbortOnDrop(writer_task);
 
-    read_frames(&mut reader, &conn, &server, config.max_frame).await
+    tokio::select! {
+        result = read_frames(&mut reader, &conn, &server) => result,
+        () = closing.notified() => Ok(()),
+    }
 }
 
 /// Runs [`Connection::on_disconnect`] when dropped.
@@ -224,7 +276,9 @@ struct Ended(Arc<Connection>);
 
 impl Drop for Ended {
     fn drop(&mut self) {
-        self.0.on_disconnect();
+        if let Err(why) = panic_guard::contain(|| self.0.on_disconnect()) {
+            tracing::error!("panic while ending a connection: {why}");
+        }
     }
 }
 
@@ -237,26 +291,92 @@ impl Drop for AbortOnDrop {
     }
 }
 
-async fn read_frames(
-    reader: &mut tokio::net::tcp::OwnedReadHalf,
+/// Reads frames and hands them to the core until the peer leaves, breaks the protocol or
+/// runs into a limit.
+async fn read_frames<R: AsyncRead + Unpin>(
+    reader: &mut R,
     conn: &Arc<Connection>,
     server: &Server,
-    max_frame: usize,
 ) -> io::Result<()> {
+    let frame_timeout = enabled(server.limits().frame_timeout);
     let mut prefix = [0u8; 4];
     loop {
-        match reader.read_exact(&mut prefix).await {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(e),
+        let started = next_frame_start(reader, conn, &mut prefix).await?;
+        if started == 0 {
+            return Ok(());
         }
-        let len = smb3d_smb2::framing::frame_len(prefix, max_frame)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{e:?}")))?;
+        let rest = prefix.get_mut(started..).unwrap_or_default();
+        within(frame_timeout, server, conn, reader.read_exact(rest)).await?;
+        let max = conn.max_frame();
+        let len = smb3d_smb2::framing::frame_len(prefix, max).map_err(|e| {
+            server.limit_reached(Limit::FrameSize, &format_args!("{e:?}"));
+            io::Error::new(io::ErrorKind::InvalidData, format!("{e:?}"))
+        })?;
+        conn.wait_for_room(len).await;
         let mut frame = vec![0u8; len];
-        reader.read_exact(&mut frame).await?;
+        within(frame_timeout, server, conn, reader.read_exact(&mut frame)).await?;
         server.metrics().received(prefix.len() + len);
-        if let Err(why) = conn.on_frame(frame) {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, why.0));
+        match panic_guard::contain(|| conn.on_frame(frame)) {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => return Err(io::Error::new(io::ErrorKind::InvalidData, why.0)),
+            Err(why) => {
+                conn.panicked(&why);
+                return Err(io::Error::other(format!("panic: {why}")));
+            }
+        }
+    }
+}
+
+/// Waits for the first bytes of the next frame (0 at the end of the stream) while the
+/// connection's timers run; a timeout that closes the connection is an error.
+async fn next_frame_start<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    conn: &Connection,
+    prefix: &mut [u8; 4],
+) -> io::Result<usize> {
+    loop {
+        let timer = conn.next_timer();
+        tokio::select! {
+            // `read` is cancel-safe: no byte is lost when a timer fires first.
+            read = reader.read(prefix) => return read,
+            () = sleep_until(timer) => {
+                conn.check_timers(Instant::now())
+                    .map_err(|why| io::Error::new(io::ErrorKind::TimedOut, why.0))?;
+            }
+            () = conn.timers_changed() => {}
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs `read` within `timeout` (security.md L20: a frame that arrives too slowly closes the
+/// connection).
+async fn within<T>(
+    timeout: Option<std::time::Duration>,
+    server: &Server,
+    conn: &Connection,
+    read: impl Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    let Some(timeout) = timeout else {
+        return read.await;
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Ok(result) => result,
+        Err(_) => {
+            let who = conn
+                .client()
+                .map_or_else(|| "a client".to_owned(), |c| c.to_string());
+            server.limit_reached(
+                Limit::FrameTimeout,
+                &format_args!("a frame from {who} stalled"),
+            );
+            Err(io::Error::new(io::ErrorKind::TimedOut, "frame too slow"))
         }
     }
 }

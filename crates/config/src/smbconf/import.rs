@@ -66,6 +66,7 @@ pub(crate) fn convert(path: &Path, mut conf: SmbConf) -> Result<Imported, Config
     let config = Config {
         source: path.to_path_buf(),
         server: cx.server,
+        limits: crate::LimitsConfig::default(),
         shares,
     };
     // The output must be what `smb3d config check` accepts; anything else is a bug here.
