@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 use super::parse::{Param, Section, SmbConf, Warning, parse_bool};
+use crate::limits::{Interval, LimitsConfig};
 use crate::model::{check_server_name, check_share_name};
 use crate::{
     Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT, Dialect,
@@ -46,6 +47,7 @@ pub(crate) fn convert(path: &Path, mut conf: SmbConf) -> Result<Imported, Config
     let mut cx = Converter {
         warnings: std::mem::take(&mut conf.warnings),
         server: ServerConfig::default(),
+        limits: LimitsConfig::default(),
     };
     let empty = Section {
         name: "global".into(),
@@ -66,7 +68,7 @@ pub(crate) fn convert(path: &Path, mut conf: SmbConf) -> Result<Imported, Config
     let config = Config {
         source: path.to_path_buf(),
         server: cx.server,
-        limits: crate::LimitsConfig::default(),
+        limits: cx.limits,
         shares,
     };
     // The output must be what `smb3d config check` accepts; anything else is a bug here.
@@ -85,6 +87,7 @@ pub(crate) fn convert(path: &Path, mut conf: SmbConf) -> Result<Imported, Config
 struct Converter {
     warnings: Vec<Warning>,
     server: ServerConfig,
+    limits: LimitsConfig,
 }
 
 /// What a share section (or the global defaults for shares) says, before it is a share.
@@ -312,6 +315,20 @@ impl Converter {
                 "smbports" => ports = Some((self.ports(section, p), p.clone())),
                 "interfaces" => interfaces = Some(p.clone()),
                 "bindinterfacesonly" => bind_only = self.bool_param(section, p).unwrap_or(false),
+                // Minutes without activity before an idle connection closes; 0 is never.
+                "deadtime" => match p.value.parse::<u64>() {
+                    Ok(minutes) => {
+                        self.limits.idle_timeout =
+                            Interval(std::time::Duration::from_secs(minutes.saturating_mul(60)));
+                    }
+                    Err(_) => self.warn_value(section, p, "not a number of minutes"),
+                },
+                "smb2maxcredits" => match p.value.parse::<u32>() {
+                    Ok(n) if (1..=65535).contains(&n) => {
+                        self.limits.max_credits = Spanned::new(0..0, n);
+                    }
+                    _ => self.warn_value(section, p, "not a number of credits from 1 to 65535"),
+                },
                 "smb2maxread" | "smb2maxwrite" | "smb2maxtrans" => match p.value.parse::<u32>() {
                     Ok(n) => io_limit = Some(io_limit.map_or(n, |m| m.min(n))),
                     Err(_) => self.warn_value(section, p, "not a number of bytes"),
@@ -752,8 +769,14 @@ mod tests {
              server max protocol = SMB3_02\nserver signing = mandatory\nserver smb encrypt = desired\n\
              smb ports = 4445 139\ninterfaces = 127.0.0.1/8 lo eth0 ::1\nbind interfaces only = yes\n\
              smb2 max read = 1048576\nsmb2 max write = 4194304\nsecurity = USER\n\
-             server role = standalone server\n",
+             server role = standalone server\ndeadtime = 30\nsmb2 max credits = 512\n",
         );
+        let l = &i.config.limits;
+        assert_eq!(
+            l.idle_timeout,
+            Interval(std::time::Duration::from_secs(1800))
+        );
+        assert_eq!(*l.max_credits.get_ref(), 512);
         let s = &i.config.server;
         assert_eq!(s.server_name, "NAS1");
         assert_eq!(s.workgroup, "HOME");
