@@ -196,9 +196,16 @@ class Smb3d(Server):
         if not self.user_db.exists():
             subprocess.run([str(self.binary), "user", "--db", str(self.user_db), "add", USER, "--uid", str(self.uid),
                             "--password-stdin"], input=self.password + "\n", text=True, check=True, capture_output=True)
+        # Every benchmark client connects from 127.0.0.1 (the idle-connection workload holds a
+        # thousand), which the default of 32 connections per address would refuse; Samba has no
+        # such limit.
         self.config.write_text(f"""[server]
 listen = ["127.0.0.1:{self.port}"]
 user_db = "{self.user_db}"
+
+[limits]
+max_connections = 4096
+max_connections_per_address = 4096
 
 [share.{SHARE}]
 path = "{self.share_dir}"
