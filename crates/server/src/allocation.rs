@@ -11,13 +11,12 @@
 
 use std::sync::atomic::Ordering;
 
-use smb3d_fscc::FileAttributes;
 use smb3d_vfs::{VfsError, VfsResult};
 
 use smb3d_dtyp::NtStatus;
 use smb3d_vfs::VfsFile;
 
-use crate::fileinfo::{self, Meta};
+use crate::fileinfo::Meta;
 use crate::open::Open;
 use crate::share::Share;
 use crate::status_map::{VfsResultExt, vfs_status};
@@ -25,10 +24,7 @@ use crate::status_map::{VfsResultExt, vfs_status};
 /// Whether the open's data is allocated strictly: the share asks for it, the open is on the
 /// file's default stream, and the file is not sparse.
 fn strict(open: &Open) -> bool {
-    open.share.strict_allocate
-        && open.stream.is_none()
-        && !fileinfo::load(open.file.as_ref(), "", &open.share.presentation)
-            .is_ok_and(|meta| meta.stored.contains(FileAttributes::SPARSE_FILE))
+    open.share.strict_allocate && open.stream.is_none() && open.is_sparse() == Ok(false)
 }
 
 /// Allocates `from..to` of a file `from` bytes long (mode 0: the size grows to `to`); false

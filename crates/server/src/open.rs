@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use parking_lot::Mutex;
 use smb3d_dtyp::AccessMask;
+use smb3d_fscc::FileAttributes;
 use smb3d_smb2::create::FileId;
 use std::sync::Arc;
 
@@ -84,16 +85,29 @@ impl Open {
         self.shared.path()
     }
 
-    /// The file's metadata as clients see it through this open: the last-write time is the one
-    /// kept while the file is open.
-    pub fn meta(&self) -> Result<Meta, Status> {
+    /// The file's metadata as stored (and as its share presents it), to change and store back.
+    pub fn stored_meta(&self) -> Result<Meta, Status> {
         let path = self.path();
-        let meta = fileinfo::load(
+        fileinfo::load(
             self.file.as_ref(),
             path.name().unwrap_or(""),
             &self.share.presentation,
         )
-        .status()?;
+        .status()
+    }
+
+    /// Whether the file is marked sparse (FSCTL_SET_SPARSE): it keeps its holes.
+    pub fn is_sparse(&self) -> Result<bool, Status> {
+        Ok(self
+            .stored_meta()?
+            .stored
+            .contains(FileAttributes::SPARSE_FILE))
+    }
+
+    /// The file's metadata as clients see it through this open: the last-write time is the one
+    /// kept while the file is open.
+    pub fn meta(&self) -> Result<Meta, Status> {
+        let meta = self.stored_meta()?;
         let disk = fileinfo::filetime(meta.stat.mtime);
         let shown = self
             .shared

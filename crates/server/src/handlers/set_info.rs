@@ -233,13 +233,7 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
     }
     let creation = settable(info.creation_time);
     if creation.is_some() || !attributes.is_empty() {
-        let path = open.path();
-        let mut meta = fileinfo::load(
-            open.file.as_ref(),
-            path.name().unwrap_or(""),
-            &open.share.presentation,
-        )
-        .status()?;
+        let mut meta = open.stored_meta()?;
         if let Some(creation) = creation {
             meta.creation = creation;
         }
@@ -273,11 +267,7 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
 /// a read-only file cannot be deleted and a directory must be empty.
 fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<(), NtStatus> {
     require(open, AccessMask::DELETE)?;
-    if delete
-        && fileinfo::load(open.file.as_ref(), "", &open.share.presentation)
-            .status()?
-            .readonly()
-    {
+    if delete && open.stored_meta()?.readonly() {
         return Err(NtStatus::CANNOT_DELETE);
     }
     if delete && open.is_directory {

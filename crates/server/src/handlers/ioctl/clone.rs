@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use smb3d_dtyp::{AccessMask, NtStatus};
-use smb3d_fscc::{DuplicateExtents, FileAttributes};
+use smb3d_fscc::DuplicateExtents;
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::ioctl::{CtlCode, IoctlRequest};
 use smb3d_vfs::VfsError;
@@ -13,7 +13,6 @@ use smb3d_wire::Writer;
 
 use super::respond;
 use crate::connection::Ctx;
-use crate::fileinfo;
 use crate::open::Open;
 use crate::status_map::{VfsResultExt, vfs_status};
 
@@ -78,16 +77,6 @@ fn clone(
     offset: u64,
     len: u64,
 ) -> Result<(), NtStatus> {
-    let sparse = |open: &Open| {
-        let path = open.path();
-        fileinfo::load(
-            open.file.as_ref(),
-            path.name().unwrap_or(""),
-            &open.share.presentation,
-        )
-        .map(|meta| meta.stored.contains(FileAttributes::SPARSE_FILE))
-        .status()
-    };
     let source_size = source.file.stat().status()?.size;
     let target_size = target.file.stat().status()?.size;
     if source_offset.saturating_add(len) > source_size {
@@ -106,7 +95,7 @@ fn clone(
     let overlaps = same_file
         && offset < source_offset.saturating_add(len)
         && source_offset < offset.saturating_add(len);
-    if overlaps || (sparse(source)? && !sparse(target)?) {
+    if overlaps || (source.is_sparse()? && !target.is_sparse()?) {
         return Err(NtStatus::NOT_SUPPORTED);
     }
     target

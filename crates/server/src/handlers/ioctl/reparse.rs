@@ -207,13 +207,7 @@ pub(super) fn delete(
 
 /// Sets or clears FILE_ATTRIBUTE_REPARSE_POINT in the stored DOS attributes.
 fn set_attribute(open: &Open, on: bool) -> Result<(), NtStatus> {
-    let path = open.path();
-    let mut meta = fileinfo::load(
-        open.file.as_ref(),
-        path.name().unwrap_or(""),
-        &open.share.presentation,
-    )
-    .status()?;
+    let mut meta = open.stored_meta()?;
     meta.stored = if on {
         meta.stored | FileAttributes::REPARSE_POINT
     } else {

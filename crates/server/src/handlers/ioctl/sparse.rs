@@ -32,13 +32,7 @@ pub(super) fn set_sparse(
     }
     let sparse = decode_set_sparse(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     open.io(|| {
-        let path = open.path();
-        let mut meta = fileinfo::load(
-            open.file.as_ref(),
-            path.name().unwrap_or(""),
-            &open.share.presentation,
-        )
-        .status()?;
+        let mut meta = open.stored_meta()?;
         if meta.stored.contains(FileAttributes::SPARSE_FILE) == sparse {
             return Ok(());
         }
@@ -111,13 +105,7 @@ pub(super) fn allocated_ranges(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let ranges = open.io(|| {
-        let path = open.path();
-        let meta = fileinfo::load(
-            open.file.as_ref(),
-            path.name().unwrap_or(""),
-            &open.share.presentation,
-        )
-        .status()?;
+        let meta = open.stored_meta()?;
         let size = meta.stat.size;
         if len == 0 || offset >= size {
             return Ok(Vec::new());
