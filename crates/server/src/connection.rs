@@ -19,6 +19,7 @@ use smb3d_wire::Guid;
 use crate::conn_limits::{Inflight, Watchdog};
 use crate::credits::{CreditWindow, OutOfWindow};
 use crate::encryption::SessionCipher;
+pub use crate::file_tail::FileTail;
 use crate::handlers;
 use crate::identity::Identity;
 use crate::limits::{ClientKey, Limit};
@@ -36,15 +37,28 @@ pub trait FrameSink: Send + Sync + 'static {
     fn disconnect(&self);
 }
 
-/// A frame ready to send: `buf[start..]`.
+/// A frame ready to send: `buf[start..]`, then the file data of `tail` if there is one (the
+/// Direct-TCP prefix counts both).
 pub struct OutFrame {
     pub buf: Vec<u8>,
     pub start: usize,
+    pub tail: Option<FileTail>,
 }
 
 impl OutFrame {
+    /// The bytes held in memory: the whole frame unless it has a tail.
     pub fn bytes(&self) -> &[u8] {
         self.buf.get(self.start..).unwrap_or_default()
+    }
+
+    /// The whole frame in one buffer, the tail read from its file (for test harnesses and
+    /// senders without `sendfile`).
+    pub fn into_vec(mut self) -> std::io::Result<Vec<u8>> {
+        if let Some(tail) = self.tail.take() {
+            tail.read_into(&mut self.buf)?;
+        }
+        self.buf.drain(..self.start.min(self.buf.len()));
+        Ok(self.buf)
     }
 }
 
@@ -160,6 +174,23 @@ impl Ctx<'_> {
             .as_ref()
             .and_then(|s| s.identity())
             .ok_or(NtStatus::USER_SESSION_DELETED)
+    }
+}
+
+impl Ctx<'_> {
+    /// Whether the response will go out neither signed nor encrypted (as `run_chain` decides
+    /// with `response_signer` and `seal`), so that its data may follow from the file.
+    pub fn response_in_clear(&self) -> bool {
+        let signing_required = self
+            .session
+            .as_ref()
+            .and_then(|s| s.signing())
+            .is_none_or(|(_, required)| required);
+        self.seal.is_none()
+            && self.sign_with.is_none()
+            && !self.hdr.flags.contains(HeaderFlags::SIGNED)
+            && !signing_required
+            && !self.tree.as_ref().is_some_and(|t| t.share.require_signing)
     }
 }
 

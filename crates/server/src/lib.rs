@@ -21,6 +21,7 @@ pub mod connection;
 pub mod credits;
 mod eas;
 mod encryption;
+mod file_tail;
 mod fileinfo;
 mod files;
 mod handlers;

@@ -10,6 +10,7 @@ use smb3d_wire::Writer;
 
 use crate::connection::OutFrame;
 use crate::encryption::{SessionCipher, TRANSFORM_HEADER_LEN};
+use crate::file_tail::FileTail;
 
 /// Room before the first message: the 4-byte Direct-TCP prefix and the 52-byte transform header,
 /// so that an encrypted frame is built in place without moving the messages.
@@ -28,13 +29,19 @@ pub(crate) struct ResponseFrame {
     /// The last response added, not yet signed: its NextCommand and padding are known only
     /// when the next one starts or the frame ends.
     current: Option<Element>,
+    /// File data that follows the last response on the wire (`file_tail`).
+    tail: Option<FileTail>,
 }
 
 impl ResponseFrame {
     pub fn new() -> Self {
         let mut buf = Vec::with_capacity(512);
         buf.resize(MESSAGES_START, 0);
-        Self { buf, current: None }
+        Self {
+            buf,
+            current: None,
+            tail: None,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -43,12 +50,32 @@ impl ResponseFrame {
 
     /// Bytes of messages so far.
     pub fn len(&self) -> usize {
-        self.buf.len() - MESSAGES_START
+        self.buf.len() - MESSAGES_START + self.tail.as_ref().map_or(0, FileTail::len)
+    }
+
+    /// Ends the last response with data sent from its file. Only the last response of a
+    /// frame that is neither signed nor encrypted may have one; anything else reads it in.
+    pub fn set_tail(&mut self, tail: FileTail) {
+        self.tail = Some(tail);
+    }
+
+    /// Reads a tail into the buffer, for a response that must be signed or encrypted or be
+    /// followed by another after all. The response already promised the data, so a failed
+    /// read leaves zeros rather than a frame of the wrong length.
+    fn take_in_tail(&mut self) {
+        if let Some(tail) = self.tail.take() {
+            let start = self.buf.len();
+            if let Err(e) = tail.read_into(&mut self.buf) {
+                tracing::warn!("reading a READ response's data failed: {e}");
+                self.buf.resize(start + tail.len(), 0);
+            }
+        }
     }
 
     /// Starts a response: seals the previous one (padding, NextCommand, signature) and
     /// reserves the header. Returns the new response's start.
     pub fn begin(&mut self) -> usize {
+        self.take_in_tail();
         if let Some(prev) = self.current.take() {
             let pad = (8 - (self.buf.len() - MESSAGES_START) % 8) % 8;
             self.buf.resize(self.buf.len() + pad, 0);
@@ -76,6 +103,7 @@ impl ResponseFrame {
 
     /// Replaces whatever body was written with the error response body (MS-SMB2 2.2.2).
     pub fn error_body(&mut self, start: usize, error_data: &[u8]) {
+        self.tail = None;
         self.buf.truncate(start + SMB2_HEADER_LEN);
         let mut w = Writer::with_base(&mut self.buf, start);
         smb3d_smb2::error::ErrorResponse {
@@ -105,6 +133,7 @@ impl ResponseFrame {
         }
         if signer.is_some() {
             flags |= HeaderFlags::SIGNED;
+            self.take_in_tail();
         }
         if async_id != 0 {
             flags |= HeaderFlags::ASYNC_COMMAND;
@@ -176,18 +205,19 @@ impl ResponseFrame {
         let start = MESSAGES_START - PREFIX_LEN;
         // Responses are bounded by the negotiated sizes, far below the 24-bit frame limit;
         // the chain is split before it could exceed it.
-        let prefix = smb3d_smb2::framing::encode_frame_prefix(self.buf.len() - MESSAGES_START)
-            .unwrap_or([0; 4]);
+        let prefix = smb3d_smb2::framing::encode_frame_prefix(self.len()).unwrap_or([0; 4]);
         put(&mut self.buf, start, &prefix);
         OutFrame {
             buf: self.buf,
             start,
+            tail: self.tail,
         }
     }
 
     /// Seals the last response, encrypts all of them under one transform header (MS-SMB2
     /// 3.3.4.1.4) and prefixes the frame. None if the session can encrypt no more.
     pub fn finish_sealed(mut self, cipher: &SessionCipher, session_id: u64) -> Option<OutFrame> {
+        self.take_in_tail();
         if let Some(last) = self.current.take() {
             Self::sign(
                 self.buf.get_mut(last.start..).unwrap_or_default(),
@@ -200,6 +230,7 @@ impl ResponseFrame {
         Some(OutFrame {
             buf: self.buf,
             start: 0,
+            tail: None,
         })
     }
 

@@ -294,8 +294,10 @@ impl TestConnection<'_> {
     fn collect(&mut self, refused: bool) -> Exchange {
         let mut exchange = Exchange::default();
         for out in self.sink.frames.lock().drain(..) {
-            let bytes = out.bytes();
-            let (prefix, message) = bytes.split_at_checked(4).unwrap_or((&[], bytes));
+            // A READ response's data may still be in its file (sent with sendfile by the
+            // real transport).
+            let bytes = out.into_vec().unwrap_or_default();
+            let (prefix, message) = bytes.split_at_checked(4).unwrap_or((&[], &bytes));
             let declared = prefix
                 .try_into()
                 .ok()

@@ -32,7 +32,8 @@ use smb3d_server::connection::{Connection, FrameSink, OutFrame};
 use smb3d_server::limits::{Limit, enabled};
 use smb3d_server::panic_guard;
 use smb3d_server::{ClientKey, Server};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
@@ -251,13 +252,10 @@ async fn run_connection(
     let writer_task = tokio::spawn(async move {
         while let Some(out) = rx.recv().await {
             match out {
-                Outgoing::Frame(frame) => {
-                    let bytes = frame.bytes();
-                    if writer.write_all(bytes).await.is_err() {
-                        break;
-                    }
-                    writer_server.metrics().sent(bytes.len());
-                }
+                Outgoing::Frame(frame) => match send_frame(&mut writer, &frame).await {
+                    Ok(sent) => writer_server.metrics().sent(sent),
+                    Err(_) => break,
+                },
                 Outgoing::Close => break,
             }
         }
@@ -378,5 +376,81 @@ async fn within<T>(
             );
             Err(io::Error::new(io::ErrorKind::TimedOut, "frame too slow"))
         }
+    }
+}
+
+/// Writes one frame; returns the bytes sent.
+async fn send_frame(writer: &mut OwnedWriteHalf, frame: &OutFrame) -> io::Result<usize> {
+    let head = frame.bytes();
+    let Some(tail) = &frame.tail else {
+        writer.write_all(head).await?;
+        return Ok(head.len());
+    };
+    let Some(fd) = tail.fd() else {
+        let mut data = Vec::with_capacity(tail.len());
+        tail.read_into(&mut data)?;
+        writer.write_all(head).await?;
+        writer.write_all(&data).await?;
+        return Ok(head.len() + data.len());
+    };
+    let stream = writer.as_ref();
+    // MSG_MORE: the header waits for the data instead of leaving in a segment of its own.
+    let mut written = 0;
+    while written < head.len() {
+        let rest = head.get(written..).unwrap_or_default();
+        stream.writable().await?;
+        match stream.try_io(Interest::WRITABLE, || {
+            rustix::net::send(stream, rest, rustix::net::SendFlags::MORE).map_err(io::Error::from)
+        }) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut offset = tail.offset();
+    let end = offset + tail.len() as u64;
+    while offset < end {
+        stream.writable().await?;
+        let left = usize::try_from(end - offset).unwrap_or(usize::MAX);
+        // sendfile reads the file in the calling thread: a disk read must not hold up the
+        // connections this worker serves.
+        let sent = stream.try_io(Interest::WRITABLE, || {
+            blocking(|| rustix::fs::sendfile(stream, fd, Some(&mut offset), left))
+                .map_err(io::Error::from)
+        });
+        match sent {
+            Ok(0) => {
+                // The file shrank after the response promised the data: zeros make up the
+                // rest, as for a read that raced with a truncation.
+                let missing = usize::try_from(end - offset).unwrap_or(usize::MAX);
+                write_zeros(writer, missing).await?;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(head.len() + tail.len())
+}
+
+async fn write_zeros(writer: &mut OwnedWriteHalf, mut count: usize) -> io::Result<()> {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    while count > 0 {
+        let n = count.min(ZEROS.len());
+        writer.write_all(ZEROS.get(..n).unwrap_or_default()).await?;
+        count -= n;
+    }
+    Ok(())
+}
+
+/// Runs a call that may block on the disk: on the multi-threaded runtime the worker hands its
+/// other tasks to another thread first; elsewhere it runs inline.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }

@@ -2,7 +2,8 @@
 
 use std::any::Any;
 
-use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use rustix::buffer::spare_capacity;
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{
     AtFlags, CWD, Dir, FallocateFlags, Gid, Mode, OFlags, Timestamps, UTIME_OMIT, Uid, XattrFlags,
     chmodat, chownat, fallocate, fchmod, fchown, fgetxattr, fgetxattr_query, flistxattr,
@@ -179,6 +180,41 @@ impl VfsFile for PosixFile {
             }
         }
         Ok(done)
+    }
+
+    fn read_append(&self, buf: &mut Vec<u8>, len: usize, offset: u64) -> VfsResult<usize> {
+        self.check_data(self.access.can_read())?;
+        let start = buf.len();
+        let end = start
+            .checked_add(len)
+            .ok_or(VfsError::Io(smb3d_vfs::errno::EINVAL))?;
+        // pread fills the whole spare capacity, so it should be what is asked for; if the
+        // allocator gave more, the surplus read is cut off below.
+        buf.try_reserve_exact(len)
+            .map_err(|_| VfsError::Io(Errno::NOMEM.raw_os_error()))?;
+        while buf.len() < end {
+            let done = buf.len() - start;
+            let Some(position) = offset.checked_add(done as u64) else {
+                break;
+            };
+            match pread(&self.fd, spare_capacity(buf), position) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(Errno::INTR) => {}
+                Err(Errno::INVAL) if position > i64::MAX as u64 => break,
+                Err(error) => {
+                    buf.truncate(start);
+                    return Err(map_errno(error));
+                }
+            }
+        }
+        buf.truncate(end);
+        Ok(buf.len() - start)
+    }
+
+    fn data_fd(&self) -> Option<BorrowedFd<'_>> {
+        (self.file_type == FileType::File && !self.path_only && self.access.can_read())
+            .then(|| self.fd.as_fd())
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {

@@ -48,7 +48,7 @@ macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::conformance_tests!(@each $make;
             missing_objects, dispositions, kinds, directories_open_for_any_access,
-            read_write_and_size, allocate, preallocate, sync_dir, hard_links, access_is_enforced, times, xattrs, directory_listing,
+            read_write_and_size, read_append, allocate, preallocate, sync_dir, hard_links, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
             create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
@@ -372,6 +372,50 @@ pub fn read_write_and_size(vfs: &dyn Vfs) {
     assert_eq!(back, big);
     assert_eq!(vfs.stat(&path("f")).unwrap().size, 24_000);
     file.sync().unwrap();
+}
+
+/// `read_append` appends what `read_at` would read and nothing more; `data_fd`, where a back
+/// end has one, reads the same bytes and is offered only to handles that may read.
+pub fn read_append(vfs: &dyn Vfs) {
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 253) as u8).collect();
+    write_file(vfs, "f", &data);
+    let file = open_file(vfs, "f", Access::Read);
+    let mut buf = b"head".to_vec();
+    assert_eq!(file.read_append(&mut buf, 3000, 100).unwrap(), 3000);
+    assert_eq!(&buf[..4], b"head");
+    assert_eq!(&buf[4..], &data[100..3100]);
+    // A spare capacity larger than asked for is not filled.
+    let mut roomy = Vec::with_capacity(20_000);
+    assert_eq!(file.read_append(&mut roomy, 10, 0).unwrap(), 10);
+    assert_eq!(roomy, &data[..10]);
+    // The end of the file shortens the read; beyond it nothing is appended.
+    let mut tail = Vec::new();
+    assert_eq!(file.read_append(&mut tail, 500, 9_800).unwrap(), 200);
+    assert_eq!(tail, &data[9_800..]);
+    assert_eq!(file.read_append(&mut tail, 500, 20_000).unwrap(), 0);
+    assert_eq!(tail.len(), 200);
+    assert_eq!(file.read_append(&mut tail, 0, 0).unwrap(), 0);
+
+    if let Some(fd) = file.data_fd() {
+        let mut first = [0u8; 16];
+        let read = std::fs::File::from(fd.try_clone_to_owned().unwrap());
+        assert_eq!(
+            std::os::unix::fs::FileExt::read_at(&read, &mut first, 50).unwrap(),
+            16
+        );
+        assert_eq!(&first, &data[50..66]);
+    }
+    let write_only = open_file(vfs, "f", Access::Write);
+    assert!(write_only.data_fd().is_none(), "a handle that may not read");
+    assert_eq!(
+        error(write_only.read_append(&mut Vec::new(), 10, 0)),
+        VfsError::PermissionDenied
+    );
+    mkdir(vfs, "d");
+    let dir = open(vfs, "d", Access::Read, Disposition::Open, Kind::Directory)
+        .unwrap()
+        .file;
+    assert!(dir.data_fd().is_none(), "a directory");
 }
 
 /// `allocate` reserves storage and extends the size like `fallocate` mode 0.

@@ -149,6 +149,25 @@ pub trait VfsFile: Send + Sync {
     /// number of bytes read.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> VfsResult<usize>;
 
+    /// Reads up to `len` bytes at `offset` onto the end of `buf`, as [`read_at`](Self::read_at)
+    /// would, and returns how many were appended. Back ends that can read into uninitialized
+    /// memory do so, sparing the zeroing of large READ responses.
+    fn read_append(&self, buf: &mut Vec<u8>, len: usize, offset: u64) -> VfsResult<usize> {
+        let start = buf.len();
+        buf.resize(start + len, 0);
+        let read = buf
+            .get_mut(start..)
+            .map_or(Ok(0), |tail| self.read_at(tail, offset));
+        buf.truncate(start + *read.as_ref().unwrap_or(&0));
+        read
+    }
+
+    /// A descriptor from which the file's data can be sent to a socket by the kernel
+    /// (`sendfile`), when the back end has one and the handle may read; `None` otherwise.
+    fn data_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
+
     /// Writes all of `data` at `offset`, extending the file as needed; returns `data.len()`.
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize>;
 

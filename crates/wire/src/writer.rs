@@ -88,6 +88,17 @@ impl<'b> Writer<'b> {
         self.buf.get_mut(start..).unwrap_or_default()
     }
 
+    /// Lets `fill` append to the buffer directly, for a payload produced in place without
+    /// zeroing it first (file data read straight into a response); `fill` must only append.
+    pub fn append_in_place<R>(&mut self, fill: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let result = fill(self.buf);
+        // A fill that cut into what was written before the base would break the offsets.
+        if self.buf.len() < self.base {
+            self.buf.resize(self.base, 0);
+        }
+        result
+    }
+
     /// Writes `s` as UTF-16LE without terminator; returns the byte count.
     pub fn utf16(&mut self, s: &str) -> usize {
         let start = self.buf.len();

@@ -45,8 +45,12 @@ pub(crate) async fn dispatch(
     if cx.hdr.command == Command::IOCTL {
         return ioctl::handle(cx, pdu, reply).await;
     }
-    if ipc && cx.hdr.command == Command::READ {
-        return pipe::read(cx, pdu, reply).await;
+    if cx.hdr.command == Command::READ {
+        return if ipc {
+            pipe::read(cx, pdu, reply).await
+        } else {
+            read::handle(cx, pdu, reply).await
+        };
     }
     let w = &mut reply.writer();
     match cx.hdr.command {
@@ -64,7 +68,6 @@ pub(crate) async fn dispatch(
         Command::CREATE => create::handle(cx, pdu, w).await,
         Command::CLOSE => close::handle(cx, pdu, w).await,
         Command::FLUSH => flush::handle(cx, pdu, w).await,
-        Command::READ => read::handle(cx, pdu, w).await,
         Command::WRITE => write::handle(cx, pdu, w).await,
         Command::ECHO => echo::handle(cx, pdu, w).await,
         Command::QUERY_DIRECTORY => query_directory::handle(cx, pdu, w).await,

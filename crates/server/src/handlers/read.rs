@@ -1,20 +1,27 @@
-//! READ: MS-SMB2 3.3.5.12. File data is read straight into the response buffer.
+//! READ: MS-SMB2 3.3.5.12. File data is read straight into the response buffer, or, for a
+//! large response that goes out neither signed nor encrypted, not read at all: the transport
+//! sends it from the file (`file_tail`).
 
 use std::sync::atomic::Ordering;
 
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::read::{ReadRequest, ReadResponse};
-use smb3d_wire::Writer;
 
 use crate::blocking::blocking;
 use crate::connection::Ctx;
+use crate::file_tail::FileTail;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
+use crate::pending::Reply;
 use crate::status_map::VfsResultExt;
+
+/// Reads at least this long are sent from the file when they may be; below it a copy costs
+/// less than the extra system calls.
+const SEND_FROM_FILE_MIN: usize = 64 * 1024;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
     pdu: &[u8],
-    w: &mut Writer<'_>,
+    reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let req = ReadRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     if req.length > cx.conn.server.settings.max_io_size {
@@ -40,21 +47,43 @@ pub(crate) async fn handle(
         false,
     )?;
     let len = req.length as usize;
-    let pending = ReadResponse::begin(w);
-    let start = w.offset();
-    let read = {
-        let buf = w.zeroed_tail(len);
-        blocking(|| open.file.read_at(buf, req.offset)).status()?
+    let from_file = len >= SEND_FROM_FILE_MIN
+        && cx.last_in_chain
+        && cx.response_in_clear()
+        && open.file.data_fd().is_some();
+    let read = if from_file {
+        let size = blocking(|| open.file.stat()).status()?.size;
+        let available = size.saturating_sub(req.offset).min(u64::from(req.length));
+        // At most `req.length`, a u32.
+        let available = available as usize;
+        check_minimum(available, len, req.minimum_count)?;
+        ReadResponse::encode_fixed(&mut reply.writer(), available as u32, 0);
+        reply
+            .frame
+            .set_tail(FileTail::new(open.clone(), req.offset, available));
+        available
+    } else {
+        let mut w = reply.writer();
+        let pending = ReadResponse::begin(&mut w);
+        let read =
+            blocking(|| w.append_in_place(|buf| open.file.read_append(buf, len, req.offset)))
+                .status()?;
+        check_minimum(read, len, req.minimum_count)?;
+        ReadResponse::finish(&mut w, pending, 0);
+        read
     };
-    w.truncate(start + read);
-    // Nothing at or beyond the end, or less than the client's minimum: STATUS_END_OF_FILE.
-    if (read == 0 && len > 0) || read < req.minimum_count as usize {
-        return Err(NtStatus::END_OF_FILE);
-    }
-    ReadResponse::finish(w, pending, 0);
     cx.conn.server.metrics.file_read(read);
     // FilePositionInformation follows synchronous reads.
     open.position
         .store(req.offset + read as u64, Ordering::Relaxed);
     Ok(NtStatus::SUCCESS)
+}
+
+/// Nothing at or beyond the end, or less than the client's minimum: STATUS_END_OF_FILE.
+fn check_minimum(read: usize, asked: usize, minimum: u32) -> Result<(), NtStatus> {
+    if (read == 0 && asked > 0) || read < minimum as usize {
+        Err(NtStatus::END_OF_FILE)
+    } else {
+        Ok(())
+    }
 }
