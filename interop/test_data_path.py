@@ -5,6 +5,7 @@ return the file's bytes with the right lengths and statuses."""
 import os
 
 import pytest
+from smbprotocol.connection import Dialects
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
                               ImpersonationLevel, Open, ShareAccess)
@@ -15,6 +16,12 @@ SIZE = 3 * 1024 * 1024 + 123
 STATUS_END_OF_FILE = 0xC0000011
 # Around the size from which plain reads are sent from the file (crates/server/src/handlers/read.rs).
 THRESHOLD = 64 * 1024
+
+
+def connect_plain(server):
+    """A session that signs nothing: smbprotocol signs all or nothing, and a 3.1.1 TREE_CONNECT
+    must be signed, so 3.0.2."""
+    return connect(server, dialect=Dialects.SMB_3_0_2, require_signing=False)
 
 
 @pytest.fixture
@@ -42,7 +49,10 @@ def end_of_file(handle, offset, length, min_length=0):
 
 @pytest.mark.parametrize("protection", ["plain", "signed", "encrypted"])
 def test_reads_return_the_files_bytes(smb3d, data, protection):
-    conn, _session, tree = connect(smb3d, require_signing=protection == "signed", encrypt=protection == "encrypted")
+    if protection == "plain":
+        conn, _session, tree = connect_plain(smb3d)
+    else:
+        conn, _session, tree = connect(smb3d, encrypt=protection == "encrypted")
     try:
         handle = open_for_reading(tree)
         cases = [(0, THRESHOLD - 1), (0, THRESHOLD), (1, THRESHOLD + 1), (12345, 1 << 20),
@@ -62,7 +72,7 @@ def test_reads_return_the_files_bytes(smb3d, data, protection):
 
 def test_pipelined_reads_arrive_whole_and_in_order(smb3d, data):
     """Several large reads in flight at once: each response's header and data stay together."""
-    conn, session, tree = connect(smb3d)
+    conn, session, tree = connect_plain(smb3d)
     try:
         handle = open_for_reading(tree)
         step = 1 << 20
@@ -80,7 +90,7 @@ def test_pipelined_reads_arrive_whole_and_in_order(smb3d, data):
 def test_compounded_read_before_close(smb3d, data):
     """CREATE + READ + CLOSE related: the READ is not the frame's last response, so its data is
     copied into the frame."""
-    conn, session, tree = connect(smb3d)
+    conn, session, tree = connect_plain(smb3d)
     try:
         handle = Open(tree, "data.bin")
         create, create_response = handle.create(
@@ -103,7 +113,7 @@ def test_file_truncated_while_open(smb3d):
     content = os.urandom(2 * 1024 * 1024)
     path.write_bytes(content)
     smb3d.own(path)
-    conn, _session, tree = connect(smb3d)
+    conn, _session, tree = connect_plain(smb3d)
     try:
         handle = open_for_reading(tree, "shrinks.bin")
         assert handle.read(0, 1 << 20) == content[:1 << 20]
