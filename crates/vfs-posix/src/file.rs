@@ -188,10 +188,20 @@ impl VfsFile for PosixFile {
         let end = start
             .checked_add(len)
             .ok_or(VfsError::Io(smb3d_vfs::errno::EINVAL))?;
-        // pread fills the whole spare capacity, so it should be what is asked for; if the
-        // allocator gave more, the surplus read is cut off below.
         buf.try_reserve_exact(len)
             .map_err(|_| VfsError::Io(Errno::NOMEM.raw_os_error()))?;
+        // pread fills the whole spare capacity, so it must be exactly what is asked for (a
+        // read may not reach past what the client asked for: near the largest offset the
+        // kernel refuses it). A buffer with more room gets the zeroing read, cheap for the
+        // small reads that leave such room.
+        if buf.capacity() != end {
+            buf.resize(end, 0);
+            let read = buf
+                .get_mut(start..)
+                .map_or(Ok(0), |tail| self.read_at(tail, offset));
+            buf.truncate(start + *read.as_ref().unwrap_or(&0));
+            return read;
+        }
         while buf.len() < end {
             let done = buf.len() - start;
             let Some(position) = offset.checked_add(done as u64) else {
@@ -208,7 +218,6 @@ impl VfsFile for PosixFile {
                 }
             }
         }
-        buf.truncate(end);
         Ok(buf.len() - start)
     }
 

@@ -395,6 +395,14 @@ pub fn read_append(vfs: &dyn Vfs) {
     assert_eq!(file.read_append(&mut tail, 500, 20_000).unwrap(), 0);
     assert_eq!(tail.len(), 200);
     assert_eq!(file.read_append(&mut tail, 0, 0).unwrap(), 0);
+    // Just below the largest offset, into an exact and a roomy buffer: the end of the file.
+    let last = i64::MAX as u64 - 1;
+    assert_eq!(file.read_append(&mut Vec::new(), 1, last).unwrap(), 0);
+    assert_eq!(
+        file.read_append(&mut Vec::with_capacity(4096), 1, last)
+            .unwrap(),
+        0
+    );
 
     if let Some(fd) = file.data_fd() {
         let mut first = [0u8; 16];
