@@ -1,0 +1,283 @@
+//! The sending side of a connection. A response is written to the socket by the task that
+//! produced it when nothing else is waiting to go out and the socket takes it whole: one
+//! `send`, no hand-over to another task. Otherwise it joins a queue that the connection's
+//! writer task drains, several frames to a `writev`, in order. READ responses with data in a
+//! file (`FileTail`) always go through the writer task: their header goes with `MSG_MORE`,
+//! their data with `sendfile`.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::net::Shutdown;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use smb3d_server::Server;
+use smb3d_server::connection::{FileTail, FrameSink, OutFrame};
+use tokio::io::Interest;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::Notify;
+
+/// Frames gathered into one `writev` at most (Linux takes up to 1024 slices).
+const MAX_BATCH: usize = 64;
+
+/// Where a connection's frames go: straight to the socket, or to the writer task's queue.
+pub(crate) struct SocketSink {
+    socket: Arc<OwnedWriteHalf>,
+    outbox: Mutex<Outbox>,
+    /// Wakes the writer task: frames queued, or the connection closing.
+    wake: Notify,
+    /// Tells the reader to stop: the core ended the connection.
+    closing: Arc<Notify>,
+    server: Arc<Server>,
+}
+
+#[derive(Default)]
+struct Outbox {
+    /// Frames waiting for the writer task, the first maybe partly sent already.
+    queue: VecDeque<Pending>,
+    /// The writer task is sending (it owns the socket's send side until the queue is empty).
+    writing: bool,
+    /// No more frames go out; the writer task shuts the socket once the queue is drained.
+    closed: bool,
+}
+
+struct Pending {
+    frame: OutFrame,
+    /// Bytes of `frame.bytes()` already sent.
+    sent: usize,
+}
+
+impl SocketSink {
+    pub(crate) fn new(
+        socket: Arc<OwnedWriteHalf>,
+        closing: Arc<Notify>,
+        server: Arc<Server>,
+    ) -> Self {
+        Self {
+            socket,
+            outbox: Mutex::default(),
+            wake: Notify::new(),
+            closing,
+            server,
+        }
+    }
+
+    /// Sends queued frames until the connection closes, then shuts the socket down.
+    pub(crate) async fn run_writer(&self) {
+        loop {
+            let (batch, closed) = {
+                let mut outbox = self.outbox.lock();
+                if outbox.queue.is_empty() {
+                    outbox.writing = false;
+                    (Vec::new(), outbox.closed)
+                } else {
+                    outbox.writing = true;
+                    (take_batch(&mut outbox.queue), false)
+                }
+            };
+            if batch.is_empty() {
+                if closed {
+                    break;
+                }
+                self.wake.notified().await;
+                continue;
+            }
+            match self.send_batch(batch).await {
+                Ok(sent) => self.server.metrics().sent(sent),
+                Err(_) => {
+                    self.outbox.lock().closed = true;
+                    self.closing.notify_one();
+                    break;
+                }
+            }
+        }
+        let _ = socket2::SockRef::from(self.socket.as_ref().as_ref()).shutdown(Shutdown::Write);
+    }
+
+    /// Ends the connection: nothing more is sent, and the socket closes both ways.
+    pub(crate) fn shut_down(&self) {
+        self.outbox.lock().closed = true;
+        self.wake.notify_one();
+        let _ = socket2::SockRef::from(self.socket.as_ref().as_ref()).shutdown(Shutdown::Both);
+    }
+
+    /// Writes a batch: either frames held in memory, written together, or one frame with a
+    /// tail. Returns the bytes sent.
+    async fn send_batch(&self, mut batch: Vec<Pending>) -> io::Result<usize> {
+        if let [only] = batch.as_slice()
+            && let Some(tail) = &only.frame.tail
+        {
+            let head = only.frame.bytes().get(only.sent..).unwrap_or_default();
+            return send_with_tail(&self.socket, head, tail).await;
+        }
+        let total: usize = batch
+            .iter()
+            .map(|p| p.frame.bytes().len().saturating_sub(p.sent))
+            .sum();
+        let mut slices: Vec<IoSlice<'_>> = batch
+            .iter_mut()
+            .map(|p| IoSlice::new(p.frame.bytes().get(p.sent..).unwrap_or_default()))
+            .collect();
+        let mut slices = slices.as_mut_slice();
+        while !slices.is_empty() {
+            self.socket.writable().await?;
+            match self.socket.try_write_vectored(slices) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut slices, n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// Takes the frames the next `send_batch` sends: consecutive frames without tails, or a
+/// frame with one on its own.
+fn take_batch(queue: &mut VecDeque<Pending>) -> Vec<Pending> {
+    let mut batch = Vec::new();
+    while batch.len() < MAX_BATCH {
+        let has_tail = match queue.front() {
+            Some(next) => next.frame.tail.is_some(),
+            None => break,
+        };
+        if has_tail && !batch.is_empty() {
+            break;
+        }
+        batch.extend(queue.pop_front());
+        if has_tail {
+            break;
+        }
+    }
+    batch
+}
+
+impl FrameSink for SocketSink {
+    fn send(&self, frame: OutFrame) {
+        let mut outbox = self.outbox.lock();
+        if outbox.closed {
+            return;
+        }
+        let mut sent = 0;
+        if !outbox.writing && frame.tail.is_none() {
+            let bytes = frame.bytes();
+            match self.socket.try_write(bytes) {
+                Ok(n) if n == bytes.len() => {
+                    drop(outbox);
+                    self.server.metrics().sent(n);
+                    return;
+                }
+                Ok(n) => sent = n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    // The peer is gone: the reader sees it too and ends the connection.
+                    outbox.closed = true;
+                    drop(outbox);
+                    self.wake.notify_one();
+                    self.closing.notify_one();
+                    return;
+                }
+            }
+        }
+        outbox.queue.push_back(Pending { frame, sent });
+        if !outbox.writing {
+            outbox.writing = true;
+            drop(outbox);
+            self.wake.notify_one();
+        }
+    }
+
+    fn disconnect(&self) {
+        self.outbox.lock().closed = true;
+        self.wake.notify_one();
+        self.closing.notify_one();
+    }
+}
+
+/// Writes a frame's header with MSG_MORE, so that it waits for the data instead of leaving in
+/// a segment of its own, then the data from the file.
+async fn send_with_tail(
+    socket: &OwnedWriteHalf,
+    head: &[u8],
+    tail: &FileTail,
+) -> io::Result<usize> {
+    let stream = socket.as_ref();
+    let Some(fd) = tail.fd() else {
+        let mut data = Vec::with_capacity(tail.len());
+        tail.read_into(&mut data)?;
+        write_all(socket, head).await?;
+        write_all(socket, &data).await?;
+        return Ok(head.len() + data.len());
+    };
+    let mut written = 0;
+    while written < head.len() {
+        let rest = head.get(written..).unwrap_or_default();
+        stream.writable().await?;
+        match stream.try_io(Interest::WRITABLE, || {
+            rustix::net::send(stream, rest, rustix::net::SendFlags::MORE).map_err(io::Error::from)
+        }) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut offset = tail.offset();
+    let end = offset + tail.len() as u64;
+    while offset < end {
+        stream.writable().await?;
+        let left = usize::try_from(end - offset).unwrap_or(usize::MAX);
+        // sendfile reads the file in the calling thread: a disk read must not hold up the
+        // connections this worker serves.
+        let sent = stream.try_io(Interest::WRITABLE, || {
+            blocking(|| rustix::fs::sendfile(stream, fd, Some(&mut offset), left))
+                .map_err(io::Error::from)
+        });
+        match sent {
+            Ok(0) => {
+                // The file shrank after the response promised the data: zeros make up the
+                // rest, as for a read that raced with a truncation.
+                let missing = usize::try_from(end - offset).unwrap_or(usize::MAX);
+                write_zeros(socket, missing).await?;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(head.len() + tail.len())
+}
+
+async fn write_all(socket: &OwnedWriteHalf, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        socket.writable().await?;
+        match socket.try_write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = bytes.get(n..).unwrap_or_default(),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn write_zeros(socket: &OwnedWriteHalf, mut count: usize) -> io::Result<()> {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    while count > 0 {
+        let n = count.min(ZEROS.len());
+        write_all(socket, ZEROS.get(..n).unwrap_or_default()).await?;
+        count -= n;
+    }
+    Ok(())
+}
+
+/// Runs a call that may block on the disk: on the multi-threaded runtime the worker hands its
+/// other tasks to another thread first; elsewhere it runs inline.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}

@@ -1,0 +1,289 @@
+//! How frames cross the socket, over real TCP on loopback: several requests in one segment,
+//! a request trickling in byte by byte, a large WRITE in small pieces, and responses that
+//! pile up while the client does not read (the writer task's queue and batched writes).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use smb3d_auth::{CredentialStore, ServerIdentity};
+use smb3d_crypto::fuzzing::NullProvider;
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_server::share::Share;
+use smb3d_server::{Limits, Server, Settings};
+use smb3d_smb2::Command;
+use smb3d_smb2::create::{CreateDisposition, CreateOptions, CreateResponse};
+use smb3d_smb2::negotiate::Dialect;
+use smb3d_smb2::read::ReadResponse;
+use smb3d_smb2::session_setup::SessionSetupResponse;
+use smb3d_smb2::tree_connect::TreeConnectResponse;
+use smb3d_testkit::ntlm::{Logon, NtlmClient};
+use smb3d_testkit::packet::{self, Response};
+use smb3d_testkit::seeds;
+use smb3d_transport::TransportConfig;
+use smb3d_vfs::MemoryVfs;
+
+struct Users;
+
+impl CredentialStore for Users {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        user.eq_ignore_ascii_case("tester")
+            .then(|| *smb3d_auth::ntlm::crypto::nt_hash("pw"))
+    }
+}
+
+struct Running {
+    addr: SocketAddr,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn start() -> Running {
+    let settings = Settings {
+        limits: Limits {
+            logon_failure_delay: Duration::ZERO,
+            ..Limits::default()
+        },
+        ..Settings::default()
+    };
+    let identity = ServerIdentity {
+        netbios_domain: "WORKGROUP".into(),
+        netbios_name: "TRANSPORT".into(),
+        dns_domain: String::new(),
+        dns_name: "transport".into(),
+    };
+    let shares = vec![
+        Share::ipc(),
+        Share::disk("share", Arc::new(MemoryVfs::new())),
+    ];
+    let server = Server::new(
+        settings,
+        identity,
+        Arc::new(Users),
+        Arc::new(NullProvider),
+        shares,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listeners = runtime
+        .block_on(smb3d_transport::bind(&["127.0.0.1:0".parse().unwrap()]))
+        .unwrap();
+    let addr = listeners[0].local_addr().unwrap();
+    runtime.spawn(smb3d_transport::serve(
+        listeners,
+        server,
+        TransportConfig::default(),
+        std::future::pending(),
+    ));
+    Running {
+        addr,
+        _runtime: runtime,
+    }
+}
+
+/// A client connection: message ids, session and tree.
+struct Client {
+    stream: TcpStream,
+    next_id: u64,
+    session_id: u64,
+    tree_id: u32,
+}
+
+impl Client {
+    fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        Self {
+            stream,
+            next_id: 0,
+            session_id: 0,
+            tree_id: 0,
+        }
+    }
+
+    /// A framed request (Direct-TCP prefix included) with the next message id, charged for
+    /// `payload` bytes.
+    fn frame(&mut self, command: Command, body: &[u8], payload: usize) -> (u64, Vec<u8>) {
+        let mut header =
+            packet::request_header(command, self.next_id, self.session_id, self.tree_id);
+        let charge = payload.saturating_sub(1) / 65536 + 1;
+        header.credit_charge = if command == Command::NEGOTIATE {
+            0
+        } else {
+            u16::try_from(charge).unwrap()
+        };
+        header.credits = 512;
+        let id = self.next_id;
+        self.next_id += charge as u64;
+        let message = packet::pdu(&header, body);
+        let mut frame = u32::try_from(message.len()).unwrap().to_be_bytes().to_vec();
+        frame.extend_from_slice(&message);
+        (id, frame)
+    }
+
+    fn receive(&mut self) -> Response {
+        let mut prefix = [0u8; 4];
+        self.stream.read_exact(&mut prefix).unwrap();
+        let mut message = vec![0u8; u32::from_be_bytes(prefix) as usize];
+        self.stream.read_exact(&mut message).unwrap();
+        packet::responses(&message).unwrap().remove(0)
+    }
+
+    fn call(&mut self, command: Command, body: &[u8]) -> Response {
+        let (_, frame) = self.frame(command, body, 0);
+        self.stream.write_all(&frame).unwrap();
+        self.receive()
+    }
+
+    /// NEGOTIATE 2.1 (so that nothing needs signing), log on and connect to the share.
+    fn log_on(&mut self) {
+        self.call(
+            Command::NEGOTIATE,
+            &seeds::negotiate_body(&[Dialect::SMB2_1]),
+        );
+        let (ntlm, token) = NtlmClient::start(false);
+        let setup = |token: &[u8]| {
+            packet::body(|w| {
+                smb3d_smb2::session_setup::SessionSetupRequest {
+                    flags: Default::default(),
+                    security_mode: Default::default(),
+                    capabilities: Default::default(),
+                    channel: 0,
+                    previous_session_id: 0,
+                    security_buffer: token,
+                }
+                .encode(w)
+            })
+        };
+        let challenge = self.call(Command::SESSION_SETUP, &setup(&token));
+        self.session_id = challenge.header.session_id;
+        let server_token = SessionSetupResponse::decode(&challenge.pdu)
+            .unwrap()
+            .security_buffer
+            .to_vec();
+        let logon = Logon {
+            user: "tester",
+            password: "pw",
+            domain: "WORKGROUP",
+            anonymous: false,
+            mic: true,
+            spnego: false,
+        };
+        let finished = ntlm.authenticate(&server_token, &logon).unwrap();
+        let done = self.call(Command::SESSION_SETUP, &setup(&finished.token));
+        assert_eq!(done.status(), NtStatus::SUCCESS);
+        let tree = self.call(
+            Command::TREE_CONNECT,
+            &seeds::tree_connect_body("\\\\transport\\share"),
+        );
+        assert_eq!(tree.status(), NtStatus::SUCCESS);
+        TreeConnectResponse::decode(&tree.pdu).unwrap();
+        self.tree_id = tree.header.tree_id;
+    }
+}
+
+fn echo_body() -> Vec<u8> {
+    vec![4, 0, 0, 0]
+}
+
+#[test]
+fn requests_together_in_one_segment_and_byte_by_byte() {
+    let running = start();
+    let mut client = Client::connect(running.addr);
+    client.call(
+        Command::NEGOTIATE,
+        &seeds::negotiate_body(&[Dialect::SMB2_1]),
+    );
+    // Twenty ECHOs in one write: the reader cuts them out of one receive.
+    let mut together = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        let (id, frame) = client.frame(Command::ECHO, &echo_body(), 0);
+        ids.push(id);
+        together.extend_from_slice(&frame);
+    }
+    client.stream.write_all(&together).unwrap();
+    let mut answered: Vec<u64> = (0..20)
+        .map(|_| client.receive().header.message_id)
+        .collect();
+    answered.sort_unstable();
+    assert_eq!(answered, ids);
+
+    // One ECHO a byte at a time, the prefix split too.
+    client.stream.set_nodelay(true).unwrap();
+    let (id, frame) = client.frame(Command::ECHO, &echo_body(), 0);
+    for byte in &frame {
+        client.stream.write_all(&[*byte]).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let response = client.receive();
+    assert_eq!(
+        (response.header.message_id, response.status()),
+        (id, NtStatus::SUCCESS)
+    );
+}
+
+#[test]
+fn large_write_in_pieces_and_reads_piling_up() {
+    let running = start();
+    let mut client = Client::connect(running.addr);
+    client.log_on();
+    let created = client.call(
+        Command::CREATE,
+        &seeds::create_body(
+            "data.bin",
+            AccessMask::GENERIC_READ | AccessMask::GENERIC_WRITE,
+            CreateDisposition::OVERWRITE_IF,
+            CreateOptions::NON_DIRECTORY_FILE,
+        ),
+    );
+    assert_eq!(created.status(), NtStatus::SUCCESS);
+    let file_id = CreateResponse::decode(&created.pdu).unwrap().file_id;
+
+    // A 2 MiB WRITE arriving in 1000-byte pieces, its frame straddling the read buffer.
+    let data: Vec<u8> = (0..2 * 1024 * 1024u32)
+        .map(|i| (i % 251) as u8 ^ (i >> 16) as u8)
+        .collect();
+    let mut body = seeds::write_body(0, &data);
+    assert!(packet::patch_file_id(Command::WRITE, &mut body, file_id));
+    let (_, frame) = client.frame(Command::WRITE, &body, data.len());
+    for piece in frame.chunks(1000) {
+        client.stream.write_all(piece).unwrap();
+    }
+    assert_eq!(client.receive().status(), NtStatus::SUCCESS);
+
+    // 256 READs of 64 KiB sent before reading anything: more than the socket buffers hold, so
+    // responses wait in the writer's queue and leave in batches.
+    let mut expected = BTreeMap::new();
+    let mut requests = Vec::new();
+    for i in 0..256u64 {
+        let offset = (i * 65536 + i * 7) % (data.len() as u64 - 65536);
+        let mut body = seeds::read_body(offset, 65536);
+        assert!(packet::patch_file_id(Command::READ, &mut body, file_id));
+        let (id, frame) = client.frame(Command::READ, &body, 65536);
+        expected.insert(id, offset as usize);
+        requests.extend_from_slice(&frame);
+    }
+    client.stream.write_all(&requests).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..expected.len() {
+        let response = client.receive();
+        assert_eq!(response.status(), NtStatus::SUCCESS);
+        let offset = expected.remove(&response.header.message_id).unwrap();
+        let read = ReadResponse::decode(&response.pdu).unwrap();
+        assert_eq!(read.data, &data[offset..offset + 65536]);
+    }
+    assert!(expected.is_empty());
+    let mut close = seeds::close_body();
+    assert!(packet::patch_file_id(Command::CLOSE, &mut close, file_id));
+    assert_eq!(
+        client.call(Command::CLOSE, &close).status(),
+        NtStatus::SUCCESS
+    );
+}
