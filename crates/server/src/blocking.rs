@@ -1,5 +1,9 @@
-//! File-system calls block; they run here so that a slow disk stalls only the request that
-//! waits for it, not the async workers that serve everyone else.
+//! File-system calls block. Those that may wait on the disk by design (data transfers, flushes,
+//! copies, listings, deletions, anything on a share that syncs metadata) run in [`blocking`],
+//! so that a slow disk stalls only the request that waits for it, not the async workers that
+//! serve everyone else. Metadata calls the kernel answers from its caches (opens, stats,
+//! xattrs, closes) run inline: handing the worker's tasks to another thread costs a thread
+//! wake-up and two context switches, more than such a call (docs/design.md).
 
 use smb3d_dtyp::NtStatus;
 use smb3d_vfs::Vfs;
@@ -18,16 +22,47 @@ pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Runs blocking file-system work on `vfs` as the session's user ([`Vfs::run_as`]): the file
-/// system's permission checks, new files' ownership and quotas then apply to that user. A
-/// failure to take on the user's credentials is STATUS_ACCESS_DENIED, never work done as
-/// someone else.
+/// Whether a call is expected to wait on the disk, and so runs in [`blocking`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Answered from the kernel's caches: runs inline.
+    Brief,
+    /// May wait on the disk: the worker hands its other tasks off first.
+    Long,
+}
+
+impl Wait {
+    /// Data transfers from this size on count as long.
+    const LONG_TRANSFER: usize = 64 * 1024;
+
+    /// The wait of moving `len` bytes of file data.
+    pub fn transfer(len: usize) -> Self {
+        if len >= Self::LONG_TRANSFER {
+            Self::Long
+        } else {
+            Self::Brief
+        }
+    }
+
+    /// Runs `f` as this wait asks.
+    pub fn run<T>(self, f: impl FnOnce() -> T) -> T {
+        match self {
+            Self::Brief => f(),
+            Self::Long => blocking(f),
+        }
+    }
+}
+
+/// Runs file-system work on `vfs` as the session's user ([`Vfs::run_as`]): the file system's
+/// permission checks, new files' ownership and quotas then apply to that user. A failure to
+/// take on the user's credentials is STATUS_ACCESS_DENIED, never work done as someone else.
 pub(crate) fn as_user<T>(
     vfs: &dyn Vfs,
     who: &Identity,
+    wait: Wait,
     work: impl FnOnce() -> Result<T, NtStatus>,
 ) -> Result<T, NtStatus> {
-    blocking(|| {
+    wait.run(|| {
         let mut work = Some(work);
         let mut result = None;
         vfs.run_as(&who.unix, &mut || result = work.take().map(|w| w()));

@@ -15,7 +15,7 @@ use smb3d_wire::FileTime;
 use smb3d_dtyp::NtStatus as Status;
 
 use crate::audit;
-use crate::blocking::as_user;
+use crate::blocking::{Wait, as_user};
 use crate::fileinfo::{self, Meta};
 use crate::files::SharedFile;
 use crate::identity::Identity;
@@ -75,9 +75,21 @@ impl Open {
         self.granted.intersects(access)
     }
 
-    /// Runs blocking work on this open as the user who opened it.
+    /// Runs metadata work on this open as the user who opened it: inline, unless the share
+    /// syncs metadata to disk.
     pub fn io<T>(&self, work: impl FnOnce() -> Result<T, Status>) -> Result<T, Status> {
-        as_user(self.vfs.as_ref(), &self.identity, work)
+        as_user(
+            self.vfs.as_ref(),
+            &self.identity,
+            self.share.metadata_wait(),
+            work,
+        )
+    }
+
+    /// Runs work on this open that may wait on the disk (copies, listings, deletions) as
+    /// the user who opened it, with the worker's other tasks handed off first.
+    pub fn io_long<T>(&self, work: impl FnOnce() -> Result<T, Status>) -> Result<T, Status> {
+        as_user(self.vfs.as_ref(), &self.identity, Wait::Long, work)
     }
 
     /// The file's current path in the share.

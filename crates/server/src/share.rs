@@ -5,6 +5,7 @@ use std::sync::Arc;
 use smb3d_fscc::Expression;
 use smb3d_vfs::{Vfs, VfsPath, VfsResult};
 
+use crate::blocking::Wait;
 use crate::identity::{Accounts, Identity};
 use crate::server::EncryptionPolicy;
 use crate::session::SessionUser;
@@ -168,6 +169,16 @@ impl Share {
             strict_allocate: false,
             sync_metadata: false,
             presentation: Presentation::default(),
+        }
+    }
+
+    /// How long metadata work may wait: with `sync_metadata` a create, rename or delete waits
+    /// for the disk.
+    pub(crate) fn metadata_wait(&self) -> Wait {
+        if self.sync_metadata {
+            Wait::Long
+        } else {
+            Wait::Brief
         }
     }
 

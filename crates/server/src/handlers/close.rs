@@ -65,12 +65,12 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     let path = open.path();
     let deleted = match server.files.release(&open.shared, open.file_id.volatile) {
         None => return,
-        Some(Deletion::File(path)) => open.io(|| {
+        Some(Deletion::File(path)) => open.io_long(|| {
             open.vfs.unlink(&path).status()?;
             open.share.sync_parent(open.vfs.as_ref(), &path).status()
         }),
         Some(Deletion::Stream) => match &open.stream {
-            Some(stream) => open.io(|| stream.remove().status()),
+            Some(stream) => open.io_long(|| stream.remove().status()),
             None => Ok(()),
         },
     };

@@ -78,7 +78,7 @@ pub(crate) async fn handle(
                 &open.identity,
             )
     };
-    let status = open.io(|| {
+    let status = open.io_long(|| {
         let mut cursor = open.dir.lock();
         let restart = req
             .flags

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::read::{ReadRequest, ReadResponse};
 
-use crate::blocking::blocking;
+use crate::blocking::Wait;
 use crate::connection::Ctx;
 use crate::file_tail::FileTail;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
@@ -52,7 +52,7 @@ pub(crate) async fn handle(
         && cx.response_in_clear()
         && open.file.data_fd().is_some();
     let read = if from_file {
-        let size = blocking(|| open.file.stat()).status()?.size;
+        let size = open.file.stat().status()?.size;
         let available = size.saturating_sub(req.offset).min(u64::from(req.length));
         // At most `req.length`, a u32.
         let available = available as usize;
@@ -65,9 +65,9 @@ pub(crate) async fn handle(
     } else {
         let mut w = reply.writer();
         let pending = ReadResponse::begin(&mut w);
-        let read =
-            blocking(|| w.append_in_place(|buf| open.file.read_append(buf, len, req.offset)))
-                .status()?;
+        let read = Wait::transfer(len)
+            .run(|| w.append_in_place(|buf| open.file.read_append(buf, len, req.offset)))
+            .status()?;
         check_minimum(read, len, req.minimum_count)?;
         ReadResponse::finish(&mut w, pending, 0);
         read

@@ -7,7 +7,7 @@ use smb3d_smb2::write::{WriteRequest, WriteResponse};
 use smb3d_wire::Writer;
 
 use crate::allocation;
-use crate::blocking::blocking;
+use crate::blocking::Wait;
 use crate::connection::Ctx;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
 use crate::status_map::VfsResultExt;
@@ -48,11 +48,12 @@ pub(crate) async fn handle(
         0
     } else {
         open.writing();
-        let written = blocking(|| {
-            allocation::before_write(&open, req.offset)?;
-            open.file.write_at(req.data, req.offset)
-        })
-        .status()?;
+        let written = Wait::transfer(req.data.len())
+            .run(|| {
+                allocation::before_write(&open, req.offset)?;
+                open.file.write_at(req.data, req.offset)
+            })
+            .status()?;
         allocation::wrote(&open, req.offset + written as u64);
         written
     };

@@ -66,9 +66,12 @@ pub(crate) async fn handle(
         Ok(vfs_path) => vfs_path,
         Err(_) => {
             let identity = cx.identity()?;
-            return Err(as_user(vfs.as_ref(), &identity, || {
-                Ok(path_status::unrepresentable(vfs.as_ref(), &path.components))
-            })?);
+            return Err(as_user(
+                vfs.as_ref(),
+                &identity,
+                tree.share.metadata_wait(),
+                || Ok(path_status::unrepresentable(vfs.as_ref(), &path.components)),
+            )?);
         }
     };
     let mut intent = request::intent(&req, &tree)?;
@@ -115,66 +118,73 @@ pub(crate) async fn handle(
     let server = &cx.conn.server;
     let vfs = vfs.clone();
     let leaf = vfs_path.name().unwrap_or("");
-    let (opened, meta, granted, maximal, named_stream) = as_user(vfs.as_ref(), &identity, || {
-        let opened = open_widest(vfs.as_ref(), &vfs_path, open_request, intent.desired)?;
-        let meta = fileinfo::load(opened.file.as_ref(), leaf, &tree.share.presentation).status()?;
-        let parent = security::Parent::of(vfs.as_ref(), &vfs_path, &server.ids);
-        let (granted, sd) = if opened.created {
-            admit_new(
-                vfs.as_ref(),
-                &vfs_path,
-                opened.file.as_ref(),
-                &meta,
-                &identity,
-                &intent,
-                &server.ids,
-                &parent,
-                sd_buffer.as_ref(),
-            )?
-        } else {
-            check_existing(&meta, &intent, req.file_attributes, path.stream.is_some())?;
-            let sd =
-                security::descriptor(vfs.as_ref(), opened.file.as_ref(), &meta.stat, &server.ids);
-            // Overwriting needs the right to write whatever the open asks for.
-            let required = if intent.truncates {
-                AccessMask::FILE_WRITE_DATA
+    let (opened, meta, granted, maximal, named_stream) =
+        as_user(vfs.as_ref(), &identity, tree.share.metadata_wait(), || {
+            let opened = open_widest(vfs.as_ref(), &vfs_path, open_request, intent.desired)?;
+            let meta =
+                fileinfo::load(opened.file.as_ref(), leaf, &tree.share.presentation).status()?;
+            let parent = security::Parent::of(vfs.as_ref(), &vfs_path, &server.ids);
+            let (granted, sd) = if opened.created {
+                admit_new(
+                    vfs.as_ref(),
+                    &vfs_path,
+                    opened.file.as_ref(),
+                    &meta,
+                    &identity,
+                    &intent,
+                    &server.ids,
+                    &parent,
+                    sd_buffer.as_ref(),
+                )?
             } else {
-                AccessMask::empty()
+                check_existing(&meta, &intent, req.file_attributes, path.stream.is_some())?;
+                let sd = security::descriptor(
+                    vfs.as_ref(),
+                    opened.file.as_ref(),
+                    &meta.stat,
+                    &server.ids,
+                );
+                // Overwriting needs the right to write whatever the open asks for.
+                let required = if intent.truncates {
+                    AccessMask::FILE_WRITE_DATA
+                } else {
+                    AccessMask::empty()
+                };
+                let granted = security::grant(&sd, &identity, intent.desired, required, &parent)?;
+                (granted, sd)
             };
-            let granted = security::grant(&sd, &identity, intent.desired, required, &parent)?;
-            (granted, sd)
-        };
-        let maximal = wants_maximal_access.then(|| security::maximal(&sd, &identity, &parent));
-        let named_stream = match &path.stream {
-            None => None,
-            Some(name) => match stream::resolve(opened.file.as_ref(), name, intent.disposition) {
-                Ok(resolved) => Some(resolved),
-                Err(status) => {
-                    if opened.created {
-                        let _ = vfs.unlink(&vfs_path);
+            let maximal = wants_maximal_access.then(|| security::maximal(&sd, &identity, &parent));
+            let named_stream = match &path.stream {
+                None => None,
+                Some(name) => match stream::resolve(opened.file.as_ref(), name, intent.disposition)
+                {
+                    Ok(resolved) => Some(resolved),
+                    Err(status) => {
+                        if opened.created {
+                            let _ = vfs.unlink(&vfs_path);
+                        }
+                        return Err(status);
                     }
-                    return Err(status);
-                }
-            },
-        };
-        Ok((
-            opened,
-            meta,
-            granted & tree.maximal_access,
-            maximal.map(|m| m & tree.maximal_access),
-            named_stream,
-        ))
-    })
-    .map_err(|status| {
-        if tree.read_only
-            && status == NtStatus::OBJECT_NAME_NOT_FOUND
-            && req.create_disposition != CreateDisposition::OPEN
-        {
-            NtStatus::ACCESS_DENIED
-        } else {
-            status
-        }
-    })?;
+                },
+            };
+            Ok((
+                opened,
+                meta,
+                granted & tree.maximal_access,
+                maximal.map(|m| m & tree.maximal_access),
+                named_stream,
+            ))
+        })
+        .map_err(|status| {
+            if tree.read_only
+                && status == NtStatus::OBJECT_NAME_NOT_FOUND
+                && req.create_disposition != CreateDisposition::OPEN
+            {
+                NtStatus::ACCESS_DENIED
+            } else {
+                status
+            }
+        })?;
     let (stream_name, stream_created) = match named_stream {
         Some((name, created)) => (Some(name), created),
         None => (None, false),
@@ -197,7 +207,7 @@ pub(crate) async fn handle(
     };
     let shared = server.files.register(key, &vfs_path, entry)?;
     let file = opened.file;
-    let prepared = as_user(vfs.as_ref(), &identity, || {
+    let prepared = as_user(vfs.as_ref(), &identity, tree.share.metadata_wait(), || {
         let meta = prepare(
             vfs.as_ref(),
             file.as_ref(),

@@ -52,7 +52,7 @@ pub(super) fn duplicate_extents(
     }
     if len > 0 {
         target.writing();
-        target.io(|| clone(&source, target, source_offset, offset, len))?;
+        target.io_long(|| clone(&source, target, source_offset, offset, len))?;
     }
     respond(w, req, target.file_id, |_| {});
     Ok(NtStatus::SUCCESS)

@@ -120,7 +120,7 @@ pub(super) fn copy_chunks(
         total_bytes_written: 0,
     };
     target.writing();
-    let status = target.io(|| {
+    let status = target.io_long(|| {
         for chunk in &chunks {
             if let Err(status) = copy_one(&source, target, chunk) {
                 return Ok(status);

@@ -77,7 +77,7 @@ pub(super) fn zero_data(
             .locks
             .check_io(open.file_id.volatile, offset, len, true)?;
         open.writing();
-        open.io(|| open.file.punch_hole(offset, len).status())?;
+        open.io_long(|| open.file.punch_hole(offset, len).status())?;
     }
     respond(w, req, open.file_id, |_| {});
     Ok(NtStatus::SUCCESS)
