@@ -576,7 +576,12 @@ class Smb2:
 
     # transport
     def send_raw(self, data):
-        self.sock.sendall(data)
+        # A server that drops the connection part-way through a large frame may do so before
+        # the frame is all sent; the next receive reports the drop.
+        try:
+            self.sock.sendall(data)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
 
     def send(self, message):
         self.send_raw(struct.pack(">I", len(message)) + message)

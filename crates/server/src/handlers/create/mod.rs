@@ -207,7 +207,8 @@ pub(crate) async fn handle(
     };
     let shared = server.files.register(key, &vfs_path, entry)?;
     let file = opened.file;
-    let prepared = as_user(vfs.as_ref(), &identity, tree.share.metadata_wait(), || {
+    let touches_files = opened.created || overwritten || stream_name.is_some();
+    let prepare_open = || {
         let meta = prepare(
             vfs.as_ref(),
             file.as_ref(),
@@ -234,7 +235,19 @@ pub(crate) async fn handle(
         let file: Box<dyn VfsFile> = Box::new(StreamFile(stream.clone()));
         let meta = fileinfo::load(file.as_ref(), leaf, &tree.share.presentation).status()?;
         Ok((file, Some(stream), meta))
-    });
+    };
+    // An existing file opened as it is needs no file-system call here, so no change of
+    // credentials either.
+    let prepared = if touches_files {
+        as_user(
+            vfs.as_ref(),
+            &identity,
+            tree.share.metadata_wait(),
+            prepare_open,
+        )
+    } else {
+        prepare_open()
+    };
     let (file, stream, meta) = match prepared {
         Ok(prepared) => prepared,
         Err(status) => {
