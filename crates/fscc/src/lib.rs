@@ -41,6 +41,7 @@ mod fs_info;
 mod fsctl;
 mod list;
 mod name;
+mod notify;
 mod stream;
 mod wildcard;
 
@@ -58,5 +59,6 @@ pub use file_info::*;
 pub use fs_info::*;
 pub use fsctl::*;
 pub use list::EntryIter;
+pub use notify::{NotifyAction, NotifyEntry, NotifyListEncoder, notify_entry_len, notify_list};
 pub use stream::{FileStreamEntry, StreamListEncoder, file_stream_list};
 pub use wildcard::{Expression, has_wildcards, is_name_in_expression};

@@ -2,7 +2,7 @@
 //! pipeline of MS-SMB2 3.3.5.2 (frame → compound split → credits → signature → session and
 //! tree → handler → response → sign → send).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -15,6 +15,7 @@ use smb3d_smb2::Command;
 use smb3d_smb2::header::{Header, HeaderFlags};
 use smb3d_smb2::transform::TransformHeader;
 use smb3d_wire::Guid;
+use tokio::sync::Notify;
 
 use crate::conn_limits::{Inflight, Watchdog};
 use crate::credits::{CreditWindow, OutOfWindow};
@@ -104,6 +105,10 @@ struct ConnState {
     pending: HashMap<u64, Arc<PendingRequest>>,
     /// The last AsyncId given out.
     last_async_id: u64,
+    /// Frames by arrival number whose requests are still running synchronously.
+    unsettled: BTreeSet<u64>,
+    /// The arrival number of the next frame.
+    next_frame: u64,
 }
 
 pub struct Connection {
@@ -118,6 +123,8 @@ pub struct Connection {
     state: Mutex<ConnState>,
     /// Timeouts and in-flight bytes (`conn_limits`).
     pub(crate) watchdog: Arc<Watchdog>,
+    /// Fires when a frame settles (see [`Connection::wait_for_earlier`]).
+    settled: Notify,
 }
 
 /// What the previous request of a compound chain left for related requests (MS-SMB2
@@ -128,6 +135,8 @@ pub(crate) struct ChainState {
     pub tree_id: u32,
     pub file_id: Option<smb3d_smb2::create::FileId>,
     pub status: NtStatus,
+    /// The frame's arrival number on its connection.
+    pub frame: u64,
 }
 
 /// Everything a handler may use and set for the response.
@@ -161,6 +170,9 @@ pub(crate) struct Ctx<'a> {
     pub seal: Option<&'a Seal>,
     /// Request.AsyncId once the request went async, else 0.
     pub async_id: u64,
+    /// The request's failure does not fail the related requests after it (a request refused
+    /// for waiting inside a compound, as Windows answers).
+    pub isolated_failure: bool,
 }
 
 impl Ctx<'_> {
@@ -228,8 +240,11 @@ impl Connection {
                 sessions: HashMap::new(),
                 pending: HashMap::new(),
                 last_async_id: 0,
+                unsettled: BTreeSet::new(),
+                next_frame: 0,
             }),
             watchdog: Arc::new(Watchdog::new(peer.map(|p| ClientKey::of(p.ip())))),
+            settled: Notify::new(),
         });
         server.connections.lock().insert(id, Arc::downgrade(&conn));
         conn
@@ -408,7 +423,7 @@ impl Connection {
         // CANCEL gets no response (MS-SMB2 3.3.5.16); it acts here, in arrival order, so it
         // finds a request of an earlier frame even before that request's handler has run.
         let mut waiting = Vec::new();
-        {
+        let arrival = {
             let mut st = self.state.lock();
             for (hdr, _) in &requests {
                 if hdr.command == Command::CANCEL {
@@ -419,14 +434,19 @@ impl Connection {
                     waiting.push(request);
                 }
             }
-        }
+            let arrival = st.next_frame;
+            st.next_frame += 1;
+            st.unsettled.insert(arrival);
+            arrival
+        };
         if requests.iter().all(|(h, _)| h.command == Command::CANCEL) {
+            self.settle(arrival);
             return Ok(());
         }
         let conn = self.clone();
         tokio::spawn(async move {
             let _inflight = inflight;
-            let chain = conn.clone().run_chain(frame, requests, sealed_by, waiting);
+            let chain = conn.clone().run_chain(frame, requests, sealed_by, waiting, arrival);
             if let Err(why) = panic_guard::contain_async(chain).await {
                 conn.panicked(&why);
             }
@@ -482,6 +502,38 @@ impl Connection {
         }
     }
 
+    /// The frame `arrival` no longer runs synchronously (it ended, or its request went async).
+    pub(crate) fn settle(&self, arrival: u64) {
+        if self.state.lock().unsettled.remove(&arrival) {
+            self.settled.notify_waiters();
+        }
+    }
+
+    /// Waits until every frame that arrived before `arrival` has settled. Frames run
+    /// concurrently; requests that end an open (CLOSE, TREE_DISCONNECT, LOGOFF) wait so that
+    /// they never overtake an earlier request on the same open, which would then fail with
+    /// STATUS_FILE_CLOSED instead of being served (or, for CHANGE_NOTIFY, ended with
+    /// STATUS_NOTIFY_CLEANUP); CHANGE_NOTIFY waits so that changes go to the oldest request
+    /// (MS-FSA 2.1.5.11).
+    async fn wait_for_earlier(&self, arrival: u64) {
+        loop {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            if self
+                .state
+                .lock()
+                .unsettled
+                .range(..arrival)
+                .next()
+                .is_none()
+            {
+                return;
+            }
+            settled.await;
+        }
+    }
+
     /// A nonzero AsyncId unique among the connection's requests (MS-SMB2 3.3.4.2).
     pub(crate) fn allocate_async_id(&self) -> u64 {
         let mut st = self.state.lock();
@@ -512,10 +564,12 @@ impl Connection {
         requests: Vec<(Header, Range<usize>)>,
         sealed_by: Option<Seal>,
         waiting: Vec<Arc<PendingRequest>>,
+        arrival: u64,
     ) {
         let _unregister = Unregister {
             conn: &self,
             requests: &waiting,
+            arrival,
         };
         let Some(negotiated) = self.negotiated.get() else {
             return;
@@ -524,13 +578,25 @@ impl Connection {
         let encrypted = sealed_by.is_some();
         let seal = sealed_by.or_else(|| requests.first().and_then(|(h, _)| self.required_seal(h)));
         let mut out = ResponseFrame::new();
-        let mut chain = ChainState::default();
+        let mut chain = ChainState {
+            frame: arrival,
+            ..ChainState::default()
+        };
         for (index, (hdr, range)) in requests.into_iter().enumerate() {
             let Some(pdu) = frame.get_mut(range) else {
                 continue;
             };
             if hdr.command == Command::CANCEL {
                 continue;
+            }
+            if matches!(
+                hdr.command,
+                Command::CLOSE
+                    | Command::TREE_DISCONNECT
+                    | Command::LOGOFF
+                    | Command::CHANGE_NOTIFY
+            ) {
+                self.wait_for_earlier(arrival).await;
             }
             let start = out.begin();
             let pending = waiting
@@ -555,6 +621,7 @@ impl Connection {
                 last_in_chain: index + 1 == count,
                 seal: seal.as_ref(),
                 async_id: 0,
+                isolated_failure: false,
             };
             let mut reply = Reply {
                 frame: &mut out,
@@ -604,7 +671,9 @@ impl Connection {
             let preauth_session = cx.preauth_session.take();
             cx.chain.session_id = session_id;
             cx.chain.tree_id = tree_id;
-            cx.chain.status = status;
+            if !cx.isolated_failure {
+                cx.chain.status = status;
+            }
             // The credits of a request that went async were granted with its interim response
             // (MS-SMB2 3.3.4.3).
             let credits = if cx.async_id == 0 {
@@ -817,14 +886,17 @@ impl Drop for Connection {
     }
 }
 
-/// Removes a chain's requests from the pending table when the chain ends, however it ends.
+/// Removes a chain's requests from the pending table and settles its frame when the chain
+/// ends, however it ends.
 struct Unregister<'a> {
     conn: &'a Connection,
     requests: &'a [Arc<PendingRequest>],
+    arrival: u64,
 }
 
 impl Drop for Unregister<'_> {
     fn drop(&mut self) {
+        self.conn.settle(self.arrival);
         if self.requests.is_empty() {
             return;
         }

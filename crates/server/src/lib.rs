@@ -30,6 +30,7 @@ pub mod limits;
 mod locks;
 pub mod metrics;
 pub mod names;
+mod notify;
 mod open;
 pub mod panic_guard;
 mod path_status;

@@ -108,6 +108,7 @@ pub(crate) fn go_async(
         return Ok(pending);
     }
     if !cx.last_in_chain {
+        cx.isolated_failure = true;
         return Err(NtStatus::INTERNAL_ERROR);
     }
     cx.conn.admit_async()?;
@@ -125,6 +126,7 @@ pub(crate) fn go_async(
             .split_interim(reply.start, cx.hdr, credits, session_id, async_id);
     reply.start = start;
     cx.conn.send(interim, cx.seal);
+    cx.conn.settle(cx.chain.frame);
     cx.async_id = async_id;
     Ok(pending)
 }

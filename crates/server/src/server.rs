@@ -15,6 +15,7 @@ use crate::files::FileTable;
 use crate::identity::IdMap;
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::metrics::Metrics;
+use crate::notify::NotifyHub;
 use crate::session::Session;
 use crate::share::Share;
 use crate::throttle::LogonThrottle;
@@ -96,6 +97,8 @@ pub struct Server {
     pub(crate) metrics: Metrics,
     /// Open files by identity, across all sessions (share modes, delete-pending).
     pub(crate) files: FileTable,
+    /// Directory watches of CHANGE_NOTIFY.
+    pub(crate) notify: NotifyHub,
     /// Users and groups as SIDs.
     pub(crate) ids: IdMap,
     /// How often each limit was hit.
@@ -133,6 +136,7 @@ impl Server {
             connections: Mutex::new(HashMap::new()),
             metrics: Metrics::default(),
             files: FileTable::default(),
+            notify: NotifyHub::default(),
             ids,
             limit_counters: LimitCounters::default(),
             logon_throttle: LogonThrottle::default(),

@@ -1,7 +1,8 @@
 //! Scenario tests of requests that wait, over the in-memory server: blocking byte-range locks
 //! go async with an interim STATUS_PENDING, complete when the range frees, end with
 //! STATUS_CANCELLED on CANCEL and with STATUS_RANGE_NOT_LOCKED when their open closes; locks
-//! stop conflicting READ and WRITE; nothing is left after the connection ends.
+//! stop conflicting READ and WRITE; change notifications wait for changes and end with their
+//! open; nothing is left after the connection ends (`script::run` checks).
 
 use std::sync::Arc;
 
@@ -9,12 +10,13 @@ use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_server::Settings;
 use smb3d_smb2::Command;
+use smb3d_smb2::change_notify::{ChangeNotifyFlags, ChangeNotifyRequest, CompletionFilter};
 use smb3d_smb2::create::{CreateDisposition, CreateOptions};
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::lock::{LockElement, LockElements, LockFlags, LockRequest};
 use smb3d_smb2::negotiate::Dialect;
 use smb3d_testkit::packet::body;
-use smb3d_testkit::script::{self, Op, RequestSpec, Summary};
+use smb3d_testkit::script::{self, Op, RequestSpec, SpecFlags, Summary};
 use smb3d_testkit::seeds::{close_body, connected, create_body, read_body, write_body};
 
 fn request(command: Command, body: Vec<u8>) -> Op {
@@ -209,4 +211,96 @@ fn lock_requests_are_checked_in_order() {
             (Command::LOCK, NtStatus::RANGE_NOT_LOCKED),
         ]
     );
+}
+
+fn notify(filter: CompletionFilter) -> Op {
+    request(
+        Command::CHANGE_NOTIFY,
+        body(|w| {
+            ChangeNotifyRequest {
+                flags: ChangeNotifyFlags::empty(),
+                output_buffer_length: 4096,
+                file_id: FileId::default(),
+                completion_filter: filter,
+            }
+            .encode(w)
+        }),
+    )
+}
+
+fn open_dir(name: &str, disposition: CreateDisposition) -> Op {
+    request(
+        Command::CREATE,
+        create_body(
+            name,
+            AccessMask(0x001F_01FF),
+            disposition,
+            CreateOptions::DIRECTORY_FILE,
+        ),
+    )
+}
+
+/// The statuses of the CHANGE_NOTIFY responses, in order.
+fn notify_statuses(summary: &Summary) -> Vec<NtStatus> {
+    summary
+        .responses
+        .iter()
+        .filter(|(c, _)| *c == Command::CHANGE_NOTIFY)
+        .map(|(_, s)| *s)
+        .collect()
+}
+
+#[test]
+fn change_notify_waits_for_a_change_and_ends_on_cancel_and_close() {
+    let mut ops = connected(&[Dialect::SMB3_1_1]);
+    ops.extend([
+        open_dir("dir", CreateDisposition::OPEN),
+        // Cancelled while waiting; the watch stays and keeps what happens next.
+        notify(CompletionFilter::DIR_NAME),
+        request(Command::CANCEL, Vec::from([4u8, 0, 0, 0])),
+        open_dir("dir\\sub", CreateDisposition::CREATE),
+        select(0),
+        // Answered at once with the kept change.
+        notify(CompletionFilter::DIR_NAME),
+        // Waits, then ends with the open.
+        notify(CompletionFilter::DIR_NAME),
+        request(Command::CLOSE, close_body()),
+        // A file is not watched.
+        open_file(),
+        notify(CompletionFilter::FILE_NAME),
+    ]);
+    let summary = run(ops);
+    assert_eq!(
+        notify_statuses(&summary),
+        [
+            NtStatus::PENDING,
+            NtStatus::CANCELLED,
+            NtStatus::SUCCESS,
+            NtStatus::PENDING,
+            NtStatus::NOTIFY_CLEANUP,
+            NtStatus::INVALID_PARAMETER,
+        ]
+    );
+}
+
+#[test]
+fn a_change_notify_inside_a_compound_cannot_wait() {
+    let mut ops = connected(&[Dialect::SMB3_1_1]);
+    let related = |op: Op| match op {
+        Op::Request(spec) => spec.with(SpecFlags::RELATED),
+        _ => unreachable!(),
+    };
+    ops.push(Op::Compound(vec![
+        match open_dir("dir", CreateDisposition::OPEN) {
+            Op::Request(spec) => spec,
+            _ => unreachable!(),
+        },
+        related(notify(CompletionFilter::FILE_NAME)),
+        related(request(Command::CLOSE, close_body())),
+    ]));
+    let summary = run(ops);
+    // Windows answers the waiting request in the middle with STATUS_INTERNAL_ERROR and goes on
+    // with the next (smbtorture smb2.compound.interim2).
+    assert_eq!(notify_statuses(&summary), [NtStatus::INTERNAL_ERROR]);
+    assert!(summary.saw(Command::CLOSE, NtStatus::SUCCESS));
 }

@@ -10,9 +10,11 @@ use crate::audit;
 use crate::connection::Ctx;
 use crate::files::Deletion;
 use crate::handlers::lookup_open;
+use crate::notify::ShareKey;
 use crate::open::Open;
 use crate::server::Server;
 use crate::status_map::VfsResultExt;
+use smb3d_fscc::NotifyAction;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -55,8 +57,10 @@ pub(crate) async fn handle(
 /// deletes it (MS-FSA 2.1.5.4).
 pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     open.finish_writes();
-    // Its locks go (MS-FSA 2.1.5.4), and lock requests waiting on this open learn it closed.
+    // Its locks go (MS-FSA 2.1.5.4), lock requests waiting on this open learn it closed, and
+    // so do its change notifications.
     open.shared.locks.release_owner(open.file_id.volatile);
+    server.notify.closed(open.file_id.volatile);
     if open.delete_on_close {
         server
             .files
@@ -64,11 +68,25 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     }
     let path = open.path();
     let deleted = match server.files.release(&open.shared, open.file_id.volatile) {
-        None => return,
-        Some(Deletion::File(path)) => open.io_long(|| {
-            open.vfs.unlink(&path).status()?;
-            open.share.sync_parent(open.vfs.as_ref(), &path).status()
-        }),
+        None => {
+            if open.is_directory && open.shared.delete_pending() {
+                server.notify.delete_pending(&open.shared);
+            }
+            return;
+        }
+        Some(Deletion::File(path)) => open
+            .io_long(|| {
+                open.vfs.unlink(&path).status()?;
+                open.share.sync_parent(open.vfs.as_ref(), &path).status()
+            })
+            .inspect(|()| {
+                server.notify.report_name(
+                    ShareKey::of(&open.vfs),
+                    &path,
+                    NotifyAction::REMOVED,
+                    open.is_directory,
+                );
+            }),
         Some(Deletion::Stream) => match &open.stream {
             Some(stream) => open.io_long(|| stream.remove().status()),
             None => Ok(()),

@@ -1,5 +1,6 @@
 //! One module per SMB2 command (MS-SMB2 3.3.5.x), and the dispatch between them.
 
+pub(crate) mod change_notify;
 pub(crate) mod close;
 pub(crate) mod create;
 pub(crate) mod echo;
@@ -36,8 +37,10 @@ pub(crate) async fn dispatch(
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
     // Commands that may wait take the reply itself, to go async (`pending::go_async`).
-    if cx.hdr.command == Command::LOCK {
-        return lock::handle(cx, pdu, reply).await;
+    match cx.hdr.command {
+        Command::LOCK => return lock::handle(cx, pdu, reply).await,
+        Command::CHANGE_NOTIFY => return change_notify::handle(cx, pdu, reply).await,
+        _ => {}
     }
     // Opens on IPC$ are named pipes (MS-SMB2 3.3.5.9 and on), whose reads may wait for data;
     // IOCTL tells pipes apart itself.
@@ -73,9 +76,8 @@ pub(crate) async fn dispatch(
         Command::QUERY_DIRECTORY => query_directory::handle(cx, pdu, w).await,
         Command::QUERY_INFO => query_info::handle(cx, pdu, w).await,
         Command::SET_INFO => set_info::handle(cx, pdu, w).await,
-        // Change notification and oplock breaks are not offered yet (docs/conformance.md
-        // lists them as known gaps).
-        Command::CHANGE_NOTIFY | Command::OPLOCK_BREAK => Err(NtStatus::NOT_SUPPORTED),
+        // Oplock breaks are not offered yet (docs/conformance.md lists them as known gaps).
+        Command::OPLOCK_BREAK => Err(NtStatus::NOT_SUPPORTED),
         _ => Err(NtStatus::INVALID_PARAMETER),
     }
 }
@@ -84,9 +86,9 @@ pub(crate) async fn dispatch(
 pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
 
 /// Finds the open a request names (MS-SMB2 3.3.5.x "lookup in Session.OpenTable"): the
-/// FileId 0xFFFF.. of a related compound stands for the one the previous request used; an open
-/// of another tree connect does not count.
-pub(crate) fn lookup_open(cx: &Ctx<'_>, file_id: FileId) -> Result<Arc<Open>, NtStatus> {
+/// FileId 0xFFFF.. of a related compound stands for the one the previous request used
+/// (3.3.5.2.7.2), which this one becomes; an open of another tree connect does not count.
+pub(crate) fn lookup_open(cx: &mut Ctx<'_>, file_id: FileId) -> Result<Arc<Open>, NtStatus> {
     let file_id = if file_id.is_any() && cx.hdr.is_related() {
         cx.chain.file_id.ok_or(NtStatus::FILE_CLOSED)?
     } else {
@@ -104,6 +106,7 @@ pub(crate) fn lookup_open(cx: &Ctx<'_>, file_id: FileId) -> Result<Arc<Open>, Nt
     if open.file_id.persistent != file_id.persistent || !same_tree {
         return Err(NtStatus::FILE_CLOSED);
     }
+    cx.chain.file_id = Some(open.file_id);
     Ok(open)
 }
 

@@ -198,6 +198,9 @@ fn complete(
         && previous.user() == Some(user.clone())
     {
         server.sessions.lock().remove(&previous.id);
+        // On this same connection its id must stop working at once (smbtorture
+        // smb2.notify.session-reconnect).
+        cx.conn.remove_session(previous.id);
         logoff::tear_down(server, &previous);
     }
 

@@ -50,6 +50,7 @@ pub(crate) async fn handle(
     if cx.tree.as_ref().is_some_and(|t| t.read_only) {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    let before = open.path();
     match req.info_type {
         InfoType::FILE => open.io(|| {
             set_file_info(
@@ -73,6 +74,7 @@ pub(crate) async fn handle(
         InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
+    crate::notify::set_info_done(&cx.conn.server.notify, &open, &before, &req);
     SetInfoResponse.encode(w);
     Ok(NtStatus::SUCCESS)
 }

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
-use smb3d_fscc::FileAttributes;
+use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
     CreateResponseFlags, OplockLevel,
@@ -31,6 +31,7 @@ use crate::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::files::{FileKey, OpenEntry};
 use crate::identity::{IdMap, Identity};
 use crate::names::parse_path;
+use crate::notify::ShareKey;
 use crate::open::{DirCursor, Open};
 use crate::path_status;
 use crate::security;
@@ -265,6 +266,14 @@ pub(crate) async fn handle(
         CreateAction::OPENED
     };
 
+    if opened.created {
+        server.notify.report_name(
+            ShareKey::of(&vfs),
+            &vfs_path,
+            NotifyAction::ADDED,
+            meta.is_directory(),
+        );
+    }
     let open = Arc::new(Open {
         file_id,
         tree_id: tree.id,

@@ -1,0 +1,80 @@
+//! CHANGE_NOTIFY: MS-SMB2 3.3.5.19, with the watch semantics of MS-FSA 2.1.5.11.
+
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_fscc::NotifyListEncoder;
+use smb3d_smb2::change_notify::{ChangeNotifyFlags, ChangeNotifyRequest, ChangeNotifyResponse};
+
+use crate::connection::Ctx;
+use crate::handlers::lookup_open;
+use crate::notify::{Kept, ShareKey};
+use crate::pending::{Reply, go_async};
+
+pub(crate) async fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    reply: &mut Reply<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let req = ChangeNotifyRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = lookup_open(cx, req.file_id)?;
+    if req.output_buffer_length > cx.conn.server.settings.max_io_size {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if !open.is_directory || open.stream.is_some() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if !open.may(AccessMask::FILE_LIST_DIRECTORY) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let watch = cx.conn.server.notify.watch(
+        open.file_id.volatile,
+        ShareKey::of(&open.vfs),
+        &open.shared,
+        req.completion_filter,
+        req.flags.contains(ChangeNotifyFlags::WATCH_TREE),
+    );
+    let limit = req.output_buffer_length as usize;
+    let ticket = watch.enqueue(cx.hdr.message_id);
+    let mut pending = None;
+    let kept = loop {
+        let woken = watch.woken();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let kept = watch.take(&ticket, limit);
+        if kept.closed || kept.delete_pending || kept.overflow || !kept.changes.is_empty() {
+            break kept;
+        }
+        let pending = match &pending {
+            Some(pending) => pending,
+            None => pending.insert(go_async(cx, reply)?),
+        };
+        tokio::select! {
+            () = &mut woken => {}
+            status = pending.cancelled() => return Err(status),
+        }
+    };
+    respond(reply, kept, limit)
+}
+
+/// Writes the response for what the watch held.
+fn respond(reply: &mut Reply<'_>, kept: Kept, limit: usize) -> Result<NtStatus, NtStatus> {
+    if kept.delete_pending && !kept.closed {
+        return Err(NtStatus::DELETE_PENDING);
+    }
+    let mut w = reply.writer();
+    let status = if kept.closed {
+        NtStatus::NOTIFY_CLEANUP
+    } else if kept.overflow {
+        NtStatus::NOTIFY_ENUM_DIR
+    } else {
+        NtStatus::SUCCESS
+    };
+    let pending = ChangeNotifyResponse::begin(&mut w);
+    if status == NtStatus::SUCCESS {
+        let mut list = NotifyListEncoder::new(&w, limit);
+        for (action, name) in &kept.changes {
+            list.push(&mut w, *action, name);
+        }
+    }
+    ChangeNotifyResponse::finish(&mut w, pending);
+    Ok(status)
+}
