@@ -107,6 +107,8 @@ struct ConnState {
     last_async_id: u64,
     /// Frames by arrival number whose requests are still running synchronously.
     unsettled: BTreeSet<u64>,
+    /// The unsettled frames that carry a CHANGE_NOTIFY (see [`Connection::wait_for_notifies`]).
+    unsettled_notifies: BTreeSet<u64>,
     /// The arrival number of the next frame.
     next_frame: u64,
 }
@@ -241,6 +243,7 @@ impl Connection {
                 pending: HashMap::new(),
                 last_async_id: 0,
                 unsettled: BTreeSet::new(),
+                unsettled_notifies: BTreeSet::new(),
                 next_frame: 0,
             }),
             watchdog: Arc::new(Watchdog::new(peer.map(|p| ClientKey::of(p.ip())))),
@@ -437,6 +440,12 @@ impl Connection {
             let arrival = st.next_frame;
             st.next_frame += 1;
             st.unsettled.insert(arrival);
+            if requests
+                .iter()
+                .any(|(h, _)| h.command == Command::CHANGE_NOTIFY)
+            {
+                st.unsettled_notifies.insert(arrival);
+            }
             arrival
         };
         if requests.iter().all(|(h, _)| h.command == Command::CANCEL) {
@@ -504,7 +513,10 @@ impl Connection {
 
     /// The frame `arrival` no longer runs synchronously (it ended, or its request went async).
     pub(crate) fn settle(&self, arrival: u64) {
-        if self.state.lock().unsettled.remove(&arrival) {
+        let mut st = self.state.lock();
+        st.unsettled_notifies.remove(&arrival);
+        if st.unsettled.remove(&arrival) {
+            drop(st);
             self.settled.notify_waiters();
         }
     }
@@ -516,18 +528,24 @@ impl Connection {
     /// STATUS_NOTIFY_CLEANUP); CHANGE_NOTIFY waits so that changes go to the oldest request
     /// (MS-FSA 2.1.5.11).
     async fn wait_for_earlier(&self, arrival: u64) {
+        self.wait_until(|st| st.unsettled.range(..arrival).next().is_none())
+            .await;
+    }
+
+    /// Waits until every CHANGE_NOTIFY that arrived before `arrival` has settled (registered
+    /// its watch and gone async, or ended): a change made by a later request of the same
+    /// connection must reach it, as it would had the requests run one after the other.
+    async fn wait_for_notifies(&self, arrival: u64) {
+        self.wait_until(|st| st.unsettled_notifies.range(..arrival).next().is_none())
+            .await;
+    }
+
+    async fn wait_until(&self, done: impl Fn(&ConnState) -> bool) {
         loop {
             let settled = self.settled.notified();
             tokio::pin!(settled);
             settled.as_mut().enable();
-            if self
-                .state
-                .lock()
-                .unsettled
-                .range(..arrival)
-                .next()
-                .is_none()
-            {
+            if done(&self.state.lock()) {
                 return;
             }
             settled.await;
@@ -597,6 +615,8 @@ impl Connection {
                     | Command::CHANGE_NOTIFY
             ) {
                 self.wait_for_earlier(arrival).await;
+            } else {
+                self.wait_for_notifies(arrival).await;
             }
             let start = out.begin();
             let pending = waiting
