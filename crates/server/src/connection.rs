@@ -14,9 +14,10 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
 use smb3d_smb2::header::{Header, HeaderFlags};
 use smb3d_smb2::transform::TransformHeader;
-use smb3d_wire::Guid;
+use smb3d_wire::{Guid, Writer};
 use tokio::sync::Notify;
 
+use crate::caching::Route;
 use crate::conn_limits::{Inflight, Watchdog};
 use crate::credits::{CreditWindow, OutOfWindow};
 use crate::encryption::SessionCipher;
@@ -455,7 +456,9 @@ impl Connection {
         let conn = self.clone();
         tokio::spawn(async move {
             let _inflight = inflight;
-            let chain = conn.clone().run_chain(frame, requests, sealed_by, waiting, arrival);
+            let chain = conn
+                .clone()
+                .run_chain(frame, requests, sealed_by, waiting, arrival);
             if let Err(why) = panic_guard::contain_async(chain).await {
                 conn.panicked(&why);
             }
@@ -572,6 +575,40 @@ impl Connection {
                 self.sink.disconnect();
             }
         }
+    }
+
+    /// Sends an OPLOCK_BREAK notification (MS-SMB2 3.3.4.6, 3.3.4.7): MessageId all ones, no
+    /// credits, never signed; encrypted when the route's session or tree connect encrypts.
+    /// `header_session` is the SessionId of the header (0 for lease breaks).
+    pub(crate) fn send_break(
+        &self,
+        header_session: u64,
+        route: &Route,
+        body: impl FnOnce(&mut Writer<'_>),
+    ) {
+        let mut out = ResponseFrame::new();
+        let start = out.begin();
+        body(&mut out.body_writer(start));
+        let header = Header {
+            command: Command::OPLOCK_BREAK,
+            message_id: u64::MAX,
+            ..Header::default()
+        };
+        out.end(
+            start,
+            &header,
+            NtStatus::SUCCESS,
+            0,
+            header_session,
+            0,
+            0,
+            None,
+        );
+        let seal = self.session(route.session_id).and_then(|session| {
+            let (cipher, session_encrypts) = session.encryption()?;
+            (session_encrypts || route.encrypt).then_some((route.session_id, cipher))
+        });
+        self.send(out, seal.as_ref());
     }
 
     /// Processes the requests of one frame in order and sends their responses as one frame

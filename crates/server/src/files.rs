@@ -1,18 +1,21 @@
 //! Open files by identity, across every session and connection (MS-FSA 2.1.1.3 File, 2.1.1.4
-//! Stream): share access, delete-pending, byte-range locks and the path a file is known by.
-//! Oplock and lease state will live here too.
+//! Stream): share access, delete-pending, byte-range locks, oplocks and leases (`caching`),
+//! and the path a file is known by.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::create::ShareAccess;
 use smb3d_vfs::VfsPath;
+use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 
 use crate::write_time::WriteTime;
 
+use crate::caching::{self, Breaks, Caching, Granted, LeaseRecord, LeaseTable, Opening, Route};
 use crate::locks::LockTable;
 
 /// A file's identity on the server's file systems.
@@ -31,6 +34,12 @@ pub(crate) struct OpenEntry {
     /// The named stream opened ([`streams::key`](crate::streams::key)); `None` for the file's
     /// default stream. Share access is per stream (MS-FSA 2.1.1.4 Stream.ShareAccess).
     pub stream: Option<Arc<str>>,
+    /// The persistent half of the open's FileId, for oplock break notifications.
+    pub persistent_id: u64,
+    /// The oplock or lease the open holds.
+    pub caching: Caching,
+    /// Where its oplock breaks go.
+    pub route: Route,
 }
 
 pub(crate) struct FileState {
@@ -44,6 +53,10 @@ pub(crate) struct FileState {
     pub write_time: WriteTime,
     /// Where the file is in its share, kept current across renames.
     pub path: VfsPath,
+    /// The leases on the file and its streams.
+    pub leases: Vec<LeaseRecord>,
+    /// The last break generation given out (names breaks for their timers).
+    pub break_generation: u64,
 }
 
 /// What the last close of something delete-pending leaves to do.
@@ -63,9 +76,73 @@ pub(crate) struct SharedFile {
     /// A size the file has at least, as far as the server changed it (see
     /// [`crate::allocation`]).
     pub size_floor: AtomicU64,
+    /// Whether any open caches reads without writes (level II oplocks, leases without W),
+    /// read without the mutex so that WRITE on other files costs nothing.
+    read_cached: AtomicBool,
+    /// Fires when caching changes (an acknowledgment, a timeout, a close): opens waiting for
+    /// breaks try again.
+    changed: Notify,
 }
 
 impl SharedFile {
+    fn new(key: FileKey, path: &VfsPath) -> Self {
+        Self {
+            key,
+            state: Mutex::new(FileState {
+                opens: Vec::new(),
+                delete_pending: false,
+                stream_deletes: Vec::new(),
+                write_time: WriteTime::default(),
+                path: path.clone(),
+                leases: Vec::new(),
+                break_generation: 0,
+            }),
+            locks: LockTable::default(),
+            size_floor: AtomicU64::new(0),
+            read_cached: AtomicBool::new(false),
+            changed: Notify::new(),
+        }
+    }
+
+    /// Changes the file's caching state under its lock; returns what `work` returns and the
+    /// notifications to [`deliver`](caching::deliver), and wakes the opens waiting on it.
+    pub fn with_caching<T>(
+        &self,
+        work: impl FnOnce(&mut FileState, &mut Breaks) -> T,
+    ) -> (T, Breaks) {
+        let mut breaks = Breaks::default();
+        let mut state = self.state.lock();
+        let result = work(&mut state, &mut breaks);
+        self.read_cached
+            .store(state.has_shared_read_caching(), Ordering::Relaxed);
+        drop(state);
+        self.caching_changed();
+        (result, breaks)
+    }
+
+    /// Breaks the read caching of other opens before `writer` changes the file (WRITE, LOCK,
+    /// size changes; MS-FSA 2.1.4.12). Costs one atomic load when nobody caches reads.
+    pub fn breaks_for_write(&self, writer: u64) -> Option<Breaks> {
+        if !self.read_cached.load(Ordering::Relaxed) {
+            return None;
+        }
+        let ((), breaks) = self.with_caching(|state, breaks| {
+            caching::breaks_for_write(state, writer, breaks);
+        });
+        Some(breaks)
+    }
+
+    /// Wakes the opens waiting for this file's caching to change.
+    pub fn caching_changed(&self) {
+        self.changed.notify_waiters();
+    }
+
+    /// A future that resolves at the next caching change; create and enable it before the
+    /// check it waits on, so that no change is missed in between.
+    pub fn caching_change(&self) -> Notified<'_> {
+        self.changed.notified()
+    }
+
     pub fn path(&self) -> VfsPath {
         self.state.lock().path.clone()
     }
@@ -138,46 +215,75 @@ pub(crate) struct FileTable {
     files: Mutex<HashMap<FileKey, Arc<SharedFile>>>,
     /// Files with delete pending, so that listings only look them up when there are some.
     pending_deletes: AtomicUsize,
+    /// Every lease, by identity.
+    pub leases: LeaseTable,
+}
+
+/// The outcome of [`FileTable::register`].
+pub(crate) enum Admission {
+    /// The open is registered with this caching.
+    Granted(Arc<SharedFile>, Granted),
+    /// Breaks were sent that the open must wait for; it is not registered.
+    Wait(Arc<SharedFile>),
 }
 
 impl FileTable {
     /// Registers an open of the file `key` known as `path`, after the checks of MS-FSA
     /// 2.1.5.1.2: a file with delete pending takes no new opens, and share access must be
-    /// compatible with every open that has data rights.
+    /// compatible with every open that has data rights. Oplocks and leases that conflict are
+    /// broken into `breaks` (MS-FSA 2.1.4.12); if the open must wait for them it is not
+    /// registered ([`Admission::Wait`]). A sharing violation that breaking handle caching
+    /// might resolve waits too, and fails only when it remains.
     pub fn register(
         &self,
         key: FileKey,
         path: &VfsPath,
-        entry: OpenEntry,
-    ) -> Result<Arc<SharedFile>, NtStatus> {
+        mut entry: OpenEntry,
+        opening: &Opening,
+        breaks: &mut Breaks,
+    ) -> Result<Admission, NtStatus> {
         let mut files = self.files.lock();
+        if let caching::Request::Lease(lease) = &opening.request
+            && self
+                .leases
+                .bound_elsewhere(lease.id, key, entry.stream.as_ref())
+        {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
         let file = files
             .entry(key)
-            .or_insert_with(|| {
-                Arc::new(SharedFile {
-                    key,
-                    state: Mutex::new(FileState {
-                        opens: Vec::new(),
-                        delete_pending: false,
-                        stream_deletes: Vec::new(),
-                        write_time: WriteTime::default(),
-                        path: path.clone(),
-                    }),
-                    locks: LockTable::default(),
-                    size_floor: AtomicU64::new(0),
-                })
-            })
+            .or_insert_with(|| Arc::new(SharedFile::new(key, path)))
             .clone();
         let mut state = file.state.lock();
-        if let Err(status) = admissible(&state, &entry) {
-            if state.opens.is_empty() {
-                files.remove(&key);
+        let admitted = admissible(&state, &entry);
+        let result = match admitted {
+            Err(NtStatus::SHARING_VIOLATION) | Ok(()) => {
+                let violation = admitted.is_err();
+                if caching::breaks_for_open(&mut state, &entry, opening, violation, breaks) {
+                    Ok(Admission::Wait(file.clone()))
+                } else if violation {
+                    Err(NtStatus::SHARING_VIOLATION)
+                } else {
+                    let granted =
+                        caching::grant(&mut state, &entry, opening, !file.locks.is_empty());
+                    if let caching::Request::Lease(lease) = &opening.request
+                        && granted.caching == Caching::Lease(lease.id)
+                    {
+                        self.leases.bind(lease.id, &file, entry.stream.as_ref());
+                    }
+                    entry.caching = granted.caching.clone();
+                    state.opens.push(entry);
+                    Ok(Admission::Granted(file.clone(), granted))
+                }
             }
-            return Err(status);
+            Err(status) => Err(status),
+        };
+        file.read_cached
+            .store(state.has_shared_read_caching(), Ordering::Relaxed);
+        if state.opens.is_empty() {
+            files.remove(&key);
         }
-        state.opens.push(entry);
-        drop(state);
-        Ok(file)
+        result
     }
 
     /// Sets or clears delete-pending (FileDispositionInformation, or a delete-on-close open
@@ -212,6 +318,12 @@ impl FileTable {
         let mut state = file.state.lock();
         let position = state.opens.iter().position(|e| e.id == id)?;
         let closed = state.opens.swap_remove(position);
+        if let Some(lease) = caching::released(&mut state, &closed) {
+            self.leases.unbind(lease);
+        }
+        file.read_cached
+            .store(state.has_shared_read_caching(), Ordering::Relaxed);
+        file.caching_changed();
         if let Some(stream) = &closed.stream
             && !state
                 .opens
@@ -337,6 +449,35 @@ mod tests {
             access,
             share,
             stream: None,
+            persistent_id: id,
+            caching: Caching::None,
+            route: Route {
+                conn: std::sync::Weak::new(),
+                session_id: 1,
+                encrypt: false,
+            },
+        }
+    }
+
+    impl FileTable {
+        /// Registers an open that asks for no caching.
+        fn open(
+            &self,
+            key: FileKey,
+            path: &VfsPath,
+            entry: OpenEntry,
+        ) -> Result<Arc<SharedFile>, NtStatus> {
+            let opening = Opening {
+                request: caching::Request::None,
+                overwrite: false,
+                first_attempt: true,
+                existed: true,
+                delete_on_close: false,
+            };
+            match self.register(key, path, entry, &opening, &mut Breaks::default())? {
+                Admission::Granted(file, _) => Ok(file),
+                Admission::Wait(_) => panic!("nothing to wait for"),
+            }
         }
     }
 
@@ -358,7 +499,7 @@ mod tests {
     fn share_modes_conflict_both_ways() {
         let table = FileTable::default();
         let f = table
-            .register(
+            .open(
                 KEY,
                 &path("a"),
                 entry(1, AccessMask::FILE_READ_DATA, ShareAccess::READ),
@@ -367,7 +508,7 @@ mod tests {
         // A writer is refused: the reader did not share write.
         assert_eq!(
             table
-                .register(
+                .open(
                     KEY,
                     &path("a"),
                     entry(2, RW, ShareAccess::READ | ShareAccess::WRITE)
@@ -377,7 +518,7 @@ mod tests {
         );
         // Another reader sharing read is fine.
         table
-            .register(
+            .open(
                 KEY,
                 &path("a"),
                 entry(3, AccessMask::FILE_READ_DATA, ShareAccess::READ),
@@ -386,7 +527,7 @@ mod tests {
         // A reader that shares nothing is refused: the first reader reads.
         assert_eq!(
             table
-                .register(
+                .open(
                     KEY,
                     &path("a"),
                     entry(4, AccessMask::FILE_READ_DATA, ShareAccess::empty())
@@ -396,7 +537,7 @@ mod tests {
         );
         // Attribute-only opens never conflict.
         table
-            .register(
+            .open(
                 KEY,
                 &path("a"),
                 entry(5, AccessMask::FILE_READ_ATTRIBUTES, ShareAccess::empty()),
@@ -413,16 +554,16 @@ mod tests {
         let table = FileTable::default();
         let all = ShareAccess::READ | ShareAccess::WRITE | ShareAccess::DELETE;
         let f = table
-            .register(KEY, &path("d/x"), entry(1, AccessMask::DELETE, all))
+            .open(KEY, &path("d/x"), entry(1, AccessMask::DELETE, all))
             .unwrap();
         table
-            .register(KEY, &path("d/x"), entry(2, AccessMask::FILE_READ_DATA, all))
+            .open(KEY, &path("d/x"), entry(2, AccessMask::FILE_READ_DATA, all))
             .unwrap();
         table.set_delete_pending(&f, None, true);
         assert!(table.is_delete_pending(KEY));
         assert_eq!(
             table
-                .register(KEY, &path("d/x"), entry(3, AccessMask::FILE_READ_DATA, all))
+                .open(KEY, &path("d/x"), entry(3, AccessMask::FILE_READ_DATA, all))
                 .err(),
             Some(NtStatus::DELETE_PENDING)
         );
@@ -438,19 +579,17 @@ mod tests {
         let write = AccessMask::FILE_WRITE_DATA;
         let none = ShareAccess::empty();
         let f = table
-            .register(KEY, &path("f"), stream_entry(1, write, none, "One"))
+            .open(KEY, &path("f"), stream_entry(1, write, none, "One"))
             .unwrap();
         // Another stream and the file itself do not conflict with it...
         table
-            .register(KEY, &path("f"), stream_entry(2, write, none, "Two"))
+            .open(KEY, &path("f"), stream_entry(2, write, none, "Two"))
             .unwrap();
-        table
-            .register(KEY, &path("f"), entry(3, write, none))
-            .unwrap();
+        table.open(KEY, &path("f"), entry(3, write, none)).unwrap();
         // ...the same stream, in another spelling, does.
         assert_eq!(
             table
-                .register(KEY, &path("f"), stream_entry(4, write, none, "ONE"))
+                .open(KEY, &path("f"), stream_entry(4, write, none, "ONE"))
                 .err(),
             Some(NtStatus::SHARING_VIOLATION)
         );
@@ -458,7 +597,7 @@ mod tests {
         let all = ShareAccess::READ | ShareAccess::WRITE | ShareAccess::DELETE;
         assert_eq!(
             table
-                .register(KEY, &path("f"), entry(5, AccessMask::DELETE, all))
+                .open(KEY, &path("f"), entry(5, AccessMask::DELETE, all))
                 .err(),
             Some(NtStatus::SHARING_VIOLATION)
         );
@@ -466,7 +605,7 @@ mod tests {
         table.set_delete_pending(&f, Some(&crate::streams::key("two")), true);
         assert_eq!(
             table
-                .register(KEY, &path("f"), stream_entry(6, write, all, "Two"))
+                .open(KEY, &path("f"), stream_entry(6, write, all, "Two"))
                 .err(),
             Some(NtStatus::DELETE_PENDING)
         );
@@ -480,7 +619,7 @@ mod tests {
     fn opens_below_a_directory() {
         let table = FileTable::default();
         table
-            .register(
+            .open(
                 KEY,
                 &path("dir/sub/f"),
                 entry(1, AccessMask::FILE_READ_DATA, ShareAccess::READ),

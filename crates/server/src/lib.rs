@@ -16,6 +16,7 @@ pub mod admin;
 mod allocation;
 pub mod audit;
 mod blocking;
+mod caching;
 mod conn_limits;
 pub mod connection;
 pub mod credits;

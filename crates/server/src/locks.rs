@@ -142,6 +142,11 @@ impl LockTable {
         }
     }
 
+    /// Whether no lock is held.
+    pub fn is_empty(&self) -> bool {
+        self.count.load(Ordering::Relaxed) == 0
+    }
+
     /// The locks held now, for status reports.
     pub fn held(&self) -> Vec<RangeLock> {
         if self.count.load(Ordering::Relaxed) == 0 {

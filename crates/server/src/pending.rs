@@ -71,7 +71,10 @@ impl PendingRequest {
 
 /// Whether requests of `command` may wait and so must be findable by CANCEL.
 pub(crate) fn may_wait(command: Command) -> bool {
-    matches!(command, Command::LOCK | Command::CHANGE_NOTIFY)
+    matches!(
+        command,
+        Command::LOCK | Command::CHANGE_NOTIFY | Command::CREATE | Command::SET_INFO
+    )
 }
 
 /// Where a handler's response goes: the frame being built and the start of this request's
@@ -93,9 +96,10 @@ impl Reply<'_> {
 /// request's credits, and returns the request's entry to wait for cancellation on.
 ///
 /// A request that was cancelled already ends with that status instead. Inside a compound only
-/// the last request may wait; any other fails with STATUS_INTERNAL_ERROR as Windows answers
-/// (MS-SMB2 3.3.5.2.7, smbtorture smb2.compound.interim2). One beyond the connection's limit
-/// of waiting requests fails with STATUS_INSUFFICIENT_RESOURCES (security.md L7).
+/// the last request may wait, and a CREATE waiting for oplock breaks; any other fails with
+/// STATUS_INTERNAL_ERROR as Windows answers (MS-SMB2 3.3.5.2.7 and <206>, smbtorture
+/// smb2.compound.interim2). One beyond the connection's limit of waiting requests fails with
+/// STATUS_INSUFFICIENT_RESOURCES (security.md L7).
 pub(crate) fn go_async(
     cx: &mut Ctx<'_>,
     reply: &mut Reply<'_>,
@@ -107,7 +111,7 @@ pub(crate) fn go_async(
     if cx.async_id != 0 {
         return Ok(pending);
     }
-    if !cx.last_in_chain {
+    if !cx.last_in_chain && cx.hdr.command != Command::CREATE {
         cx.isolated_failure = true;
         return Err(NtStatus::INTERNAL_ERROR);
     }

@@ -59,6 +59,9 @@ pub struct Settings {
     pub ciphers: Vec<Cipher>,
     /// Resource limits and timeouts (docs/limits.md).
     pub limits: Limits,
+    /// How long an oplock or lease break waits for its acknowledgment before the server
+    /// takes the caching away itself (MS-SMB2 3.3.2.1 and 3.3.2.5; Windows uses 35 s).
+    pub oplock_break_timeout: std::time::Duration,
 }
 
 impl Default for Settings {
@@ -77,6 +80,7 @@ impl Default for Settings {
                 Cipher::Aes256Ccm,
             ],
             limits: Limits::default(),
+            oplock_break_timeout: std::time::Duration::from_secs(35),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! go async with an interim STATUS_PENDING, complete when the range frees, end with
 //! STATUS_CANCELLED on CANCEL and with STATUS_RANGE_NOT_LOCKED when their open closes; locks
 //! stop conflicting READ and WRITE; change notifications wait for changes and end with their
-//! open; nothing is left after the connection ends (`script::run` checks).
+//! open; a conflicting open waits for an oplock break to be acknowledged; nothing is left
+//! after the connection ends (`script::run` checks).
 
 use std::sync::Arc;
 
@@ -11,10 +12,11 @@ use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_server::Settings;
 use smb3d_smb2::Command;
 use smb3d_smb2::change_notify::{ChangeNotifyFlags, ChangeNotifyRequest, CompletionFilter};
-use smb3d_smb2::create::{CreateDisposition, CreateOptions};
+use smb3d_smb2::create::{CreateDisposition, CreateOptions, OplockLevel};
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::lock::{LockElement, LockElements, LockFlags, LockRequest};
 use smb3d_smb2::negotiate::Dialect;
+use smb3d_smb2::oplock_break::OplockBreak;
 use smb3d_testkit::packet::body;
 use smb3d_testkit::script::{self, Op, RequestSpec, SpecFlags, Summary};
 use smb3d_testkit::seeds::{close_body, connected, create_body, read_body, write_body};
@@ -303,4 +305,96 @@ fn a_change_notify_inside_a_compound_cannot_wait() {
     // with the next (smbtorture smb2.compound.interim2).
     assert_eq!(notify_statuses(&summary), [NtStatus::INTERNAL_ERROR]);
     assert!(summary.saw(Command::CLOSE, NtStatus::SUCCESS));
+}
+
+/// Opens the test file asking for an oplock of `level`.
+fn open_with_oplock(level: OplockLevel) -> Op {
+    let mut body = create_body(
+        "dir\\file.txt",
+        AccessMask(0x001F_01FF),
+        CreateDisposition::OPEN,
+        CreateOptions::NON_DIRECTORY_FILE,
+    );
+    // RequestedOplockLevel follows StructureSize and SecurityFlags (MS-SMB2 2.2.13).
+    body[3] = level.0;
+    request(Command::CREATE, body)
+}
+
+fn oplock_ack(level: OplockLevel) -> Op {
+    request(
+        Command::OPLOCK_BREAK,
+        body(|w| {
+            OplockBreak {
+                oplock_level: level,
+                file_id: FileId::default(),
+            }
+            .encode(w)
+        }),
+    )
+}
+
+fn creates_and_breaks(summary: &Summary) -> Vec<(Command, NtStatus)> {
+    summary
+        .responses
+        .iter()
+        .copied()
+        .filter(|(c, _)| matches!(*c, Command::CREATE | Command::OPLOCK_BREAK))
+        .collect()
+}
+
+#[test]
+fn a_conflicting_open_waits_for_the_oplock_break_acknowledgment() {
+    let mut ops = connected(&[Dialect::SMB3_1_1]);
+    ops.extend([
+        open_with_oplock(OplockLevel::BATCH),
+        open_file(),
+        select(0),
+        oplock_ack(OplockLevel::II),
+        // No break is under way any more.
+        oplock_ack(OplockLevel::II),
+    ]);
+    let summary = run(ops);
+    let seen = creates_and_breaks(&summary);
+    assert_eq!(
+        seen[..3],
+        [
+            (Command::CREATE, NtStatus::SUCCESS),
+            // The break notification, then the second open's interim response.
+            (Command::OPLOCK_BREAK, NtStatus::SUCCESS),
+            (Command::CREATE, NtStatus::PENDING),
+        ]
+    );
+    let mut rest = seen[3..5].to_vec();
+    rest.sort_by_key(|(c, _)| c.0);
+    assert_eq!(
+        rest,
+        [
+            (Command::CREATE, NtStatus::SUCCESS),
+            (Command::OPLOCK_BREAK, NtStatus::SUCCESS),
+        ]
+    );
+    assert_eq!(
+        seen[5..],
+        [(Command::OPLOCK_BREAK, NtStatus::INVALID_OPLOCK_PROTOCOL)]
+    );
+}
+
+#[test]
+fn cancel_ends_an_open_waiting_for_an_oplock_break() {
+    let mut ops = connected(&[Dialect::SMB2_1]);
+    ops.extend([
+        open_with_oplock(OplockLevel::EXCLUSIVE),
+        open_file(),
+        request(Command::CANCEL, Vec::from([4u8, 0, 0, 0])),
+    ]);
+    let summary = run(ops);
+    assert_eq!(
+        creates_and_breaks(&summary),
+        [
+            (Command::CREATE, NtStatus::SUCCESS),
+            (Command::OPLOCK_BREAK, NtStatus::SUCCESS),
+            (Command::CREATE, NtStatus::PENDING),
+            (Command::CREATE, NtStatus::CANCELLED),
+        ]
+    );
 }

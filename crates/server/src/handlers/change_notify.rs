@@ -25,6 +25,11 @@ pub(crate) async fn handle(
     if !open.may(AccessMask::FILE_LIST_DIRECTORY) {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    // MS-FSA 2.1.5.11: a directory already delete-pending is watched no more. This also
+    // answers a request that a change made through another connection overtook.
+    if open.shared.delete_pending() {
+        return Err(NtStatus::DELETE_PENDING);
+    }
     let watch = cx.conn.server.notify.watch(
         open.file_id.volatile,
         ShareKey::of(&open.vfs),

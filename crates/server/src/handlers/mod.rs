@@ -9,6 +9,7 @@ pub(crate) mod ioctl;
 pub(crate) mod lock;
 pub(crate) mod logoff;
 pub(crate) mod negotiate;
+pub(crate) mod oplock_break;
 pub(crate) mod pipe;
 pub(crate) mod query_directory;
 pub(crate) mod query_info;
@@ -45,6 +46,12 @@ pub(crate) async fn dispatch(
     // Opens on IPC$ are named pipes (MS-SMB2 3.3.5.9 and on), whose reads may wait for data;
     // IOCTL tells pipes apart itself.
     let ipc = cx.tree.as_ref().is_some_and(|t| t.share.is_ipc());
+    if cx.hdr.command == Command::CREATE && !ipc {
+        return create::handle(cx, pdu, reply).await;
+    }
+    if cx.hdr.command == Command::SET_INFO && !ipc {
+        return set_info::handle(cx, pdu, reply).await;
+    }
     if cx.hdr.command == Command::IOCTL {
         return ioctl::handle(cx, pdu, reply).await;
     }
@@ -68,16 +75,13 @@ pub(crate) async fn dispatch(
         Command::LOGOFF => logoff::handle(cx, pdu, w).await,
         Command::TREE_CONNECT => tree_connect::handle(cx, pdu, w).await,
         Command::TREE_DISCONNECT => tree_disconnect::handle(cx, pdu, w).await,
-        Command::CREATE => create::handle(cx, pdu, w).await,
         Command::CLOSE => close::handle(cx, pdu, w).await,
         Command::FLUSH => flush::handle(cx, pdu, w).await,
         Command::WRITE => write::handle(cx, pdu, w).await,
         Command::ECHO => echo::handle(cx, pdu, w).await,
         Command::QUERY_DIRECTORY => query_directory::handle(cx, pdu, w).await,
         Command::QUERY_INFO => query_info::handle(cx, pdu, w).await,
-        Command::SET_INFO => set_info::handle(cx, pdu, w).await,
-        // Oplock breaks are not offered yet (docs/conformance.md lists them as known gaps).
-        Command::OPLOCK_BREAK => Err(NtStatus::NOT_SUPPORTED),
+        Command::OPLOCK_BREAK => oplock_break::handle(cx, pdu, w),
         _ => Err(NtStatus::INVALID_PARAMETER),
     }
 }

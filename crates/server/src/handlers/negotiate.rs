@@ -281,7 +281,7 @@ fn negotiate_contexts(contexts: &[NegotiateContext<'_>]) -> Result<ContextChoice
 fn server_capabilities(dialect: Dialect, encrypts: bool) -> Capabilities {
     let mut caps = Capabilities::empty();
     if dialect.0 >= Dialect::SMB2_1.0 {
-        caps |= Capabilities::LARGE_MTU;
+        caps |= Capabilities::LARGE_MTU | Capabilities::LEASING;
     }
     if encrypts && dialect != Dialect::SMB3_1_1 {
         caps |= Capabilities::ENCRYPTION;

@@ -14,7 +14,7 @@ use smb3d_smb2::create::ShareAccess;
 use smb3d_smb2::query_info::InfoType;
 use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
 use smb3d_vfs::{Access, Disposition, FileType, Kind, OpenRequest, Timespec, VfsError, VfsPath};
-use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
+use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime};
 
 use crate::allocation;
 use crate::audit;
@@ -27,6 +27,7 @@ use crate::identity::IdMap;
 use crate::names::parse_path;
 use crate::open::Open;
 use crate::path_status;
+use crate::pending::Reply;
 use crate::security;
 use crate::status_map::VfsResultExt;
 use crate::streams;
@@ -37,7 +38,7 @@ const SETTABLE_MODE: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
     pdu: &[u8],
-    w: &mut Writer<'_>,
+    reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let req = SetInfoRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let open = lookup_open(cx, req.file_id)?;
@@ -51,6 +52,24 @@ pub(crate) async fn handle(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let before = open.path();
+    if req.info_type == InfoType::FILE
+        && matches!(
+            FileInformationClass(req.file_info_class),
+            FileInformationClass::FILE_END_OF_FILE_INFORMATION
+                | FileInformationClass::FILE_ALLOCATION_INFORMATION
+        )
+    {
+        crate::caching::before_write(&open, cx.conn.server.settings.oplock_break_timeout);
+    }
+    if req.info_type == InfoType::FILE
+        && matches!(
+            FileInformationClass(req.file_info_class),
+            FileInformationClass::FILE_RENAME_INFORMATION
+                | FileInformationClass::FILE_RENAME_INFORMATION_EX
+        )
+    {
+        crate::caching::wait_for_handle_breaks(cx, reply, &open).await?;
+    }
     match req.info_type {
         InfoType::FILE => open.io(|| {
             set_file_info(
@@ -75,7 +94,7 @@ pub(crate) async fn handle(
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
     crate::notify::set_info_done(&cx.conn.server.notify, &open, &before, &req);
-    SetInfoResponse.encode(w);
+    SetInfoResponse.encode(&mut reply.writer());
     Ok(NtStatus::SUCCESS)
 }
 

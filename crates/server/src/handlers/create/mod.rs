@@ -3,6 +3,7 @@
 //! metadata → response contexts (`contexts`) → response.
 
 mod contexts;
+mod oplock;
 mod request;
 mod stream;
 
@@ -15,25 +16,28 @@ use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
 use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
-    CreateResponseFlags, OplockLevel,
+    CreateResponseFlags, ResponseContext,
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Opened, Vfs, VfsError, VfsFile, VfsPath};
-use smb3d_wire::{FileTime, Writer};
+use smb3d_wire::FileTime;
 
 use crate::allocation;
 use crate::audit;
 use crate::blocking::as_user;
+use crate::caching::{Caching, Opening, Route};
 use crate::conn_limits::admit_open;
 use crate::connection::Ctx;
 use crate::eas;
 use crate::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::files::{FileKey, OpenEntry};
+use crate::handlers::close::close_open;
 use crate::identity::{IdMap, Identity};
 use crate::names::parse_path;
 use crate::notify::ShareKey;
 use crate::open::{DirCursor, Open};
 use crate::path_status;
+use crate::pending::Reply;
 use crate::security;
 use crate::share::ShareKind;
 use crate::status_map::VfsResultExt;
@@ -48,7 +52,7 @@ const MODE_OPTIONS: u32 =
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
     pdu: &[u8],
-    w: &mut Writer<'_>,
+    reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let req = CreateRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
@@ -115,8 +119,10 @@ pub(crate) async fn handle(
         },
     };
     stream::adapt(&path, &mut intent, &mut open_request)?;
+    oplock::check_lease_key(cx, &req, &vfs_path, path.stream.as_deref())?;
     let identity = cx.identity()?;
-    let server = &cx.conn.server;
+    let conn = cx.conn;
+    let server = &conn.server;
     let vfs = vfs.clone();
     let leaf = vfs_path.name().unwrap_or("");
     let (opened, meta, granted, maximal, named_stream) =
@@ -205,8 +211,22 @@ pub(crate) async fn handle(
         access: granted,
         share: req.share_access,
         stream: stream_name.as_deref().map(streams::key),
+        persistent_id: file_id.persistent,
+        caching: Caching::None,
+        route: Route {
+            conn: Arc::downgrade(conn),
+            session_id: session.id,
+            encrypt: tree.encrypt_data,
+        },
     };
-    let shared = server.files.register(key, &vfs_path, entry)?;
+    let opening = Opening {
+        request: oplock::request(cx, &req, meta.is_directory()),
+        overwrite: intent.truncates && stream_name.is_none(),
+        first_attempt: true,
+        existed: !opened.created && !stream_created,
+        delete_on_close: req.create_options.contains(CreateOptions::DELETE_ON_CLOSE),
+    };
+    let (shared, caching) = oplock::register(cx, reply, key, &vfs_path, entry, opening).await?;
     let file = opened.file;
     let touches_files = opened.created || overwritten || stream_name.is_some();
     let prepare_open = || {
@@ -296,12 +316,25 @@ pub(crate) async fn handle(
     if let Some(who) = &open.audit {
         audit::opened(who, &vfs_path, action, granted, open.is_directory);
     }
-    session.state.lock().opens.insert(file_id.volatile, open);
+    {
+        // The open may have waited for breaks while its tree connect went away.
+        let mut st = session.state.lock();
+        if !st.trees.contains_key(&tree.id) {
+            drop(st);
+            close_open(server, &open);
+            return Err(NtStatus::NETWORK_NAME_DELETED);
+        }
+        st.opens.insert(file_id.volatile, open);
+    }
     cx.chain.file_id = Some(file_id);
 
     let t = meta.times();
+    let mut contexts = contexts::responses(&req, maximal, &meta);
+    if let Some(lease) = caching.lease {
+        contexts.push(ResponseContext::Lease(lease));
+    }
     CreateResponse {
-        oplock_level: OplockLevel::NONE,
+        oplock_level: caching.oplock_level,
         flags: CreateResponseFlags::empty(),
         create_action: action,
         creation_time: t.creation,
@@ -312,9 +345,9 @@ pub(crate) async fn handle(
         end_of_file: meta.end_of_file(),
         file_attributes: meta.attributes().0,
         file_id,
-        contexts: contexts::responses(&req, maximal, &meta),
+        contexts,
     }
-    .encode(w);
+    .encode(&mut reply.writer());
     Ok(NtStatus::SUCCESS)
 }
 

@@ -1,0 +1,61 @@
+//! OPLOCK_BREAK acknowledgments: MS-SMB2 3.3.5.22 (oplocks 3.3.5.22.1, leases 3.3.5.22.2).
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::oplock_break::{LeaseBreakAck, OplockBreak, OplockBreakMessage};
+use smb3d_wire::Writer;
+
+use crate::caching::{self, LeaseId};
+use crate::connection::Ctx;
+use crate::handlers::lookup_open;
+
+pub(crate) fn handle(
+    cx: &mut Ctx<'_>,
+    pdu: &[u8],
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let message = OplockBreakMessage::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let timeout = cx.conn.server.settings.oplock_break_timeout;
+    match message {
+        OplockBreakMessage::Oplock(ack) => {
+            let open = lookup_open(cx, ack.file_id)?;
+            let (level, breaks) = open.shared.with_caching(|state, _| {
+                caching::acknowledge_oplock(state, open.file_id.volatile, ack.oplock_level)
+            });
+            caching::deliver(&open.shared, breaks, timeout);
+            OplockBreak {
+                oplock_level: level?,
+                file_id: open.file_id,
+            }
+            .encode(w);
+        }
+        OplockBreakMessage::LeaseAck(ack) => {
+            // The lease of this client with that key, wherever it is (3.3.5.22.2).
+            let id = LeaseId {
+                client: cx.negotiated.client_guid,
+                key: ack.lease_key,
+            };
+            let file = cx
+                .conn
+                .server
+                .files
+                .leases
+                .file(id)
+                .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+            let (result, breaks) = file.with_caching(|state, breaks| {
+                caching::acknowledge_lease(state, id, ack.lease_state.0, breaks)
+            });
+            caching::deliver(&file, breaks, timeout);
+            result?;
+            LeaseBreakAck {
+                flags: 0,
+                lease_key: ack.lease_key,
+                lease_state: ack.lease_state,
+                lease_duration: 0,
+            }
+            .encode(w);
+        }
+        // Only the server sends notifications.
+        OplockBreakMessage::LeaseNotification(_) => return Err(NtStatus::INVALID_PARAMETER),
+    }
+    Ok(NtStatus::SUCCESS)
+}
