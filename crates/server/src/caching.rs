@@ -512,7 +512,7 @@ pub(crate) fn grant(
     if got_oplock {
         granted &= !H;
     }
-    let record = match state.leases.iter_mut().find(|l| l.id == request.id) {
+    let response = match state.leases.iter_mut().find(|l| l.id == request.id) {
         Some(existing) => {
             let upgrade = existing.state & request.state == existing.state
                 && granted != existing.state
@@ -524,11 +524,11 @@ pub(crate) fn grant(
             }
             existing.opens += 1;
             existing.route = new.route.clone();
-            existing
+            existing.response()
         }
         None => {
             let epoch = request.v2.map_or(0, |v2| v2.epoch);
-            state.leases.push(LeaseRecord {
+            let record = LeaseRecord {
                 id: request.id,
                 stream: new.stream.clone(),
                 version: if request.v2.is_some() { 2 } else { 1 },
@@ -546,15 +546,16 @@ pub(crate) fn grant(
                 generation: 0,
                 route: new.route.clone(),
                 opens: 1,
-            });
-            let last = state.leases.len() - 1;
-            &mut state.leases[last]
+            };
+            let response = record.response();
+            state.leases.push(record);
+            response
         }
     };
     Granted {
         caching: Caching::Lease(request.id),
         oplock_level: OplockLevel::LEASE,
-        lease: Some(record.response()),
+        lease: Some(response),
     }
 }
 
