@@ -263,6 +263,7 @@ pub fn build_server(
         max_io_size: *s.max_io_size.get_ref(),
         max_credits: *config.limits.max_credits.get_ref(),
         limits: limits(&config.limits),
+        oplock_break_timeout: Settings::default().oplock_break_timeout,
     };
     let host = hostname();
     let identity = ServerIdentity {
