@@ -277,7 +277,7 @@ impl Server {
                     });
                 }
                 opens.extend(st.opens.values().map(|o| {
-                    let share = st.trees.get(&o.tree_id).map(|t| t.share.clone());
+                    let share = st.trees.get(&o.tree_id()).map(|t| t.share.clone());
                     (session.id, share, o.clone())
                 }));
                 drop(st);
@@ -312,7 +312,7 @@ impl Server {
             snapshot.opens.push(OpenInfo {
                 id: open.file_id.volatile,
                 session_id,
-                tree_id: open.tree_id,
+                tree_id: open.tree_id(),
                 share: share.as_ref().map_or_else(String::new, |s| s.name.clone()),
                 share_path: share
                     .filter(|s| !s.path.is_empty())

@@ -22,6 +22,7 @@ use crate::connection::{Connection, Ctx};
 use crate::files::{FileKey, FileState, OpenEntry, SharedFile};
 use crate::open::Open;
 use crate::pending::{PendingRequest, Reply, go_async};
+use crate::server::Server;
 
 /// Read caching (level II).
 pub(crate) const R: u32 = LeaseState::READ_CACHING.0;
@@ -206,6 +207,8 @@ pub(crate) enum Awaited {
 pub(crate) struct Breaks {
     pub notes: Vec<Note>,
     pub awaited: Vec<Awaited>,
+    /// Disconnected durable opens whose caching must go, which only closing them achieves.
+    pub purge: Vec<u64>,
 }
 
 /// The lease bits an oplock level stands for.
@@ -330,6 +333,21 @@ fn break_lease(lease: &mut LeaseRecord, break_to: u32, generation: u64, out: &mu
     });
 }
 
+/// When every open holding lease `id` is a disconnected durable open, nobody can answer its
+/// break: they are to be closed (MS-SMB2 3.3.4.7). True if so.
+fn purge_unreachable(opens: &[OpenEntry], id: LeaseId, out: &mut Breaks) -> bool {
+    let holders = || {
+        opens
+            .iter()
+            .filter(move |e| e.caching == Caching::Lease(id))
+    };
+    let unreachable = holders().next().is_some() && holders().all(|e| e.disconnected);
+    if unreachable {
+        out.purge.extend(holders().map(|e| e.id));
+    }
+    unreachable
+}
+
 /// Breaks an open's oplock to level II or none: a level II oplock goes without an
 /// acknowledgment, a stronger one waits for it.
 fn break_oplock(entry: &mut OpenEntry, to: OplockLevel, generation: u64, out: &mut Breaks) {
@@ -409,6 +427,12 @@ pub(crate) fn breaks_for_open(
         if held & delay_mask != 0 {
             delay = true;
         }
+        if entry.disconnected {
+            // Nobody can answer the break: the durable open goes (MS-SMB2 3.3.4.6).
+            out.purge.push(entry.id);
+            delay = true;
+            continue;
+        }
         let to = if break_to & R != 0 {
             OplockLevel::II
         } else {
@@ -425,6 +449,12 @@ pub(crate) fn breaks_for_open(
         .iter_mut()
         .filter(|l| l.stream == new.stream && Some(l.id) != own)
     {
+        if lease.state & !conflict(lease.state) != 0
+            && purge_unreachable(&state.opens, lease.id, out)
+        {
+            delay = true;
+            continue;
+        }
         let held = lease.state;
         let break_to = conflict(held);
         if held & !break_to == 0 {
@@ -614,16 +644,22 @@ pub(crate) fn breaks_for_rename(state: &mut FileState, renamer: u64, out: &mut B
         .iter_mut()
         .filter(|l| l.state & H != 0 && Some(l.id) != own)
     {
-        let to = lease.state & !H;
-        break_lease(lease, to, generation, out);
         delay = true;
+        if !purge_unreachable(&state.opens, lease.id, out) {
+            let to = lease.state & !H;
+            break_lease(lease, to, generation, out);
+        }
     }
     for entry in state.opens.iter_mut().filter(|e| e.id != renamer) {
         if let Caching::Oplock { level, .. } = entry.caching
             && oplock_bits(level) & H != 0
         {
-            break_oplock(entry, OplockLevel::II, generation, out);
             delay = true;
+            if entry.disconnected {
+                out.purge.push(entry.id);
+            } else {
+                break_oplock(entry, OplockLevel::II, generation, out);
+            }
         }
     }
     delay
@@ -805,11 +841,16 @@ impl LeaseTable {
 
 /// Sends the notifications of `breaks` and starts a timer for each break that waits for an
 /// acknowledgment; when one expires unacknowledged, the caching is dropped and the opens
-/// waiting on the file try again.
-pub(crate) fn deliver(file: &Arc<SharedFile>, breaks: Breaks, timeout: std::time::Duration) {
+/// waiting on the file try again. Disconnected durable opens whose caching stands in the way
+/// are closed (MS-SMB2 3.3.4.6, 3.3.4.7).
+pub(crate) fn deliver(server: &Server, file: &Arc<SharedFile>, breaks: Breaks) {
     for note in breaks.notes {
         send(note);
     }
+    for holder in breaks.purge {
+        server.durable.expire(server, holder, None);
+    }
+    let timeout = server.settings.oplock_break_timeout;
     for awaited in breaks.awaited {
         let file = Arc::downgrade(file);
         tokio::spawn(async move {
@@ -828,9 +869,9 @@ pub(crate) fn deliver(file: &Arc<SharedFile>, breaks: Breaks, timeout: std::time
 
 /// Breaks other opens' read caching before `open` writes, locks a range or changes the size
 /// (MS-FSA 2.1.4.12); nobody waits for these breaks.
-pub(crate) fn before_write(open: &Open, timeout: std::time::Duration) {
+pub(crate) fn before_write(server: &Server, open: &Open) {
     if let Some(breaks) = open.shared.breaks_for_write(open.file_id.volatile) {
-        deliver(&open.shared, breaks, timeout);
+        deliver(server, &open.shared, breaks);
     }
 }
 
@@ -841,7 +882,6 @@ pub(crate) async fn wait_for_handle_breaks(
     reply: &mut Reply<'_>,
     open: &Open,
 ) -> Result<(), NtStatus> {
-    let timeout = cx.conn.server.settings.oplock_break_timeout;
     let mut pending: Option<Arc<PendingRequest>> = None;
     loop {
         let change = open.shared.caching_change();
@@ -850,7 +890,7 @@ pub(crate) async fn wait_for_handle_breaks(
         let (delay, breaks) = open
             .shared
             .with_caching(|state, out| breaks_for_rename(state, open.file_id.volatile, out));
-        deliver(&open.shared, breaks, timeout);
+        deliver(&cx.conn.server, &open.shared, breaks);
         if !delay {
             return Ok(());
         }
@@ -925,6 +965,7 @@ mod tests {
                 session_id: 7,
                 encrypt: false,
             },
+            disconnected: false,
         }
     }
 

@@ -284,7 +284,7 @@ impl Connection {
             request.cancel(NtStatus::CANCELLED);
         }
         for session in sessions {
-            handlers::logoff::tear_down(&self.server, &session);
+            crate::durable::disconnect_session(&self.server, &session);
         }
     }
 

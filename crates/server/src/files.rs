@@ -40,6 +40,8 @@ pub(crate) struct OpenEntry {
     pub caching: Caching,
     /// Where its oplock breaks go.
     pub route: Route,
+    /// A durable open whose connection went: no break can reach it.
+    pub disconnected: bool,
 }
 
 pub(crate) struct FileState {
@@ -456,6 +458,7 @@ mod tests {
                 session_id: 1,
                 encrypt: false,
             },
+            disconnected: false,
         }
     }
 

@@ -20,6 +20,7 @@ mod caching;
 mod conn_limits;
 pub mod connection;
 pub mod credits;
+mod durable;
 mod eas;
 mod encryption;
 mod file_tail;

@@ -1,6 +1,6 @@
 //! Opens (MS-SMB2 3.3.1.10): a handle on a file or directory and what was granted with it.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
@@ -39,7 +39,8 @@ pub(crate) struct DirCursor {
 
 pub(crate) struct Open {
     pub file_id: FileId,
-    pub tree_id: u32,
+    /// The tree connect it belongs to; a durable reconnect moves it to a new one.
+    pub tree_id: AtomicU32,
     /// The share's file system, for operations by path (delete-on-close, rename).
     pub vfs: Arc<dyn Vfs>,
     /// The share it was opened on, with the options it had then.
@@ -71,6 +72,11 @@ pub(crate) struct Open {
 }
 
 impl Open {
+    /// The id of the tree connect the open belongs to.
+    pub fn tree_id(&self) -> u32 {
+        self.tree_id.load(Ordering::Relaxed)
+    }
+
     pub fn may(&self, access: AccessMask) -> bool {
         self.granted.intersects(access)
     }

@@ -11,6 +11,7 @@ use smb3d_crypto::{Cipher, CryptoProvider};
 use smb3d_wire::Guid;
 
 use crate::connection::Connection;
+use crate::durable::DurableTable;
 use crate::files::FileTable;
 use crate::identity::IdMap;
 use crate::limits::{Limit, LimitCounters, Limits};
@@ -103,6 +104,8 @@ pub struct Server {
     pub(crate) files: FileTable,
     /// Directory watches of CHANGE_NOTIFY.
     pub(crate) notify: NotifyHub,
+    /// Durable opens, connected or waiting for a reconnect.
+    pub(crate) durable: DurableTable,
     /// Users and groups as SIDs.
     pub(crate) ids: IdMap,
     /// How often each limit was hit.
@@ -141,6 +144,7 @@ impl Server {
             metrics: Metrics::default(),
             files: FileTable::default(),
             notify: NotifyHub::default(),
+            durable: DurableTable::default(),
             ids,
             limit_counters: LimitCounters::default(),
             logon_throttle: LogonThrottle::default(),
@@ -210,6 +214,19 @@ impl Server {
     /// A server-unique id for a new open.
     pub(crate) fn allocate_file_id(&self) -> u64 {
         self.next_file_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Removes session `id` from whichever connection has it.
+    pub(crate) fn forget_session(&self, id: u64) {
+        let connections: Vec<Arc<Connection>> = self
+            .connections
+            .lock()
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for conn in connections {
+            conn.remove_session(id);
+        }
     }
 
     pub(crate) fn session(&self, id: u64) -> Option<Arc<Session>> {

@@ -179,7 +179,7 @@ impl SessionState {
         let ids: Vec<u64> = self
             .opens
             .iter()
-            .filter(|(_, o)| tree_id.is_none_or(|t| o.tree_id == t))
+            .filter(|(_, o)| tree_id.is_none_or(|t| o.tree_id() == t))
             .map(|(id, _)| *id)
             .collect();
         ids.iter().filter_map(|id| self.opens.remove(id)).collect()

@@ -2,8 +2,9 @@
 //! go async with an interim STATUS_PENDING, complete when the range frees, end with
 //! STATUS_CANCELLED on CANCEL and with STATUS_RANGE_NOT_LOCKED when their open closes; locks
 //! stop conflicting READ and WRITE; change notifications wait for changes and end with their
-//! open; a conflicting open waits for an oplock break to be acknowledged; nothing is left
-//! after the connection ends (`script::run` checks).
+//! open; a conflicting open waits for an oplock break to be acknowledged; a durable open
+//! outlives its connection and is reclaimed on the next; nothing is left after the connection
+//! ends (`script::run` checks).
 
 use std::sync::Arc;
 
@@ -12,7 +13,10 @@ use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_server::Settings;
 use smb3d_smb2::Command;
 use smb3d_smb2::change_notify::{ChangeNotifyFlags, ChangeNotifyRequest, CompletionFilter};
-use smb3d_smb2::create::{CreateDisposition, CreateOptions, OplockLevel};
+use smb3d_smb2::create::{
+    CreateContext, CreateContexts, CreateDisposition, CreateOptions, CreateRequest,
+    ImpersonationLevel, OplockLevel, ShareAccess,
+};
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::lock::{LockElement, LockElements, LockFlags, LockRequest};
 use smb3d_smb2::negotiate::Dialect;
@@ -395,6 +399,91 @@ fn cancel_ends_an_open_waiting_for_an_oplock_break() {
             (Command::OPLOCK_BREAK, NtStatus::SUCCESS),
             (Command::CREATE, NtStatus::PENDING),
             (Command::CREATE, NtStatus::CANCELLED),
+        ]
+    );
+}
+
+/// Opens the test file with `level` and the create contexts `contexts`.
+fn open_with(level: OplockLevel, contexts: &[CreateContext<'_>]) -> Op {
+    let mut chain = Vec::new();
+    CreateContext::encode_chain(contexts, &mut smb3d_wire::Writer::new(&mut chain));
+    let name: Vec<u8> = "dir\\file.txt"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    request(
+        Command::CREATE,
+        body(|w| {
+            CreateRequest {
+                security_flags: 0,
+                requested_oplock_level: level,
+                impersonation_level: ImpersonationLevel::IMPERSONATION,
+                smb_create_flags: 0,
+                desired_access: AccessMask(0x001F_01FF),
+                file_attributes: 0x80,
+                share_access: ShareAccess::READ | ShareAccess::WRITE | ShareAccess::DELETE,
+                create_disposition: CreateDisposition::OPEN,
+                create_options: CreateOptions::NON_DIRECTORY_FILE,
+                name: &name,
+                contexts: CreateContexts::parse(&chain).unwrap(),
+            }
+            .encode(w)
+        }),
+    )
+}
+
+#[test]
+fn a_durable_open_is_reclaimed_after_its_connection_is_lost() {
+    // The first open of a fresh server gets FileId {1, 2}.
+    let first = FileId {
+        persistent: 1,
+        volatile: 2,
+    };
+    let mut ops = connected(&[Dialect::SMB3_0]);
+    ops.push(open_with(
+        OplockLevel::BATCH,
+        &[CreateContext::DurableHandleRequest],
+    ));
+    ops.push(Op::Reconnect);
+    ops.extend(connected(&[Dialect::SMB3_0]));
+    ops.extend([
+        // Not while a reconnect names no such open...
+        open_with(
+            OplockLevel::NONE,
+            &[CreateContext::DurableHandleReconnect {
+                file_id: FileId {
+                    persistent: 7,
+                    volatile: 2,
+                },
+            }],
+        ),
+        open_with(
+            OplockLevel::NONE,
+            &[CreateContext::DurableHandleReconnect { file_id: first }],
+        ),
+        // ...and only once.
+        open_with(
+            OplockLevel::NONE,
+            &[CreateContext::DurableHandleReconnect { file_id: first }],
+        ),
+        select(0),
+        request(Command::CLOSE, close_body()),
+    ]);
+    let summary = run(ops);
+    let seen: Vec<_> = summary
+        .responses
+        .iter()
+        .copied()
+        .filter(|(c, _)| matches!(*c, Command::CREATE | Command::CLOSE))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Command::CREATE, NtStatus::SUCCESS),
+            (Command::CREATE, NtStatus::OBJECT_NAME_NOT_FOUND),
+            (Command::CREATE, NtStatus::SUCCESS),
+            (Command::CREATE, NtStatus::OBJECT_NAME_NOT_FOUND),
+            (Command::CLOSE, NtStatus::SUCCESS),
         ]
     );
 }

@@ -61,6 +61,7 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     // so do its change notifications.
     open.shared.locks.release_owner(open.file_id.volatile);
     server.notify.closed(open.file_id.volatile);
+    server.durable.forget(open.file_id);
     if open.delete_on_close {
         server
             .files

@@ -37,7 +37,7 @@ pub(crate) async fn handle(
         }
     } else {
         admit_locks(cx, &open, req.locks.len())?;
-        crate::caching::before_write(&open, cx.conn.server.settings.oplock_break_timeout);
+        crate::caching::before_write(&cx.conn.server, &open);
         let several = req.locks.len() > 1;
         let mut granted: Vec<LockElement> = Vec::new();
         let result = elements.try_for_each(|element| {

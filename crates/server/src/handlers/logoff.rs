@@ -17,7 +17,9 @@ pub(crate) async fn handle(
     LogoffRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = cx.session.take().ok_or(NtStatus::USER_SESSION_DELETED)?;
     if let Some(session) = cx.conn.remove_session(session.id) {
-        tear_down(&cx.conn.server, &session);
+        // Durable opens outlive the session, as Windows and Samba keep them, for a reconnect
+        // (smbtorture smb2.durable-open.reopen4).
+        crate::durable::disconnect_session(&cx.conn.server, &session);
     }
     LogoffResponse.encode(w);
     Ok(NtStatus::SUCCESS)

@@ -106,7 +106,7 @@ pub(crate) fn lookup_open(cx: &mut Ctx<'_>, file_id: FileId) -> Result<Arc<Open>
         .get(&file_id.volatile)
         .cloned()
         .ok_or(NtStatus::FILE_CLOSED)?;
-    let same_tree = cx.tree.as_ref().is_some_and(|t| t.id == open.tree_id);
+    let same_tree = cx.tree.as_ref().is_some_and(|t| t.id == open.tree_id());
     if open.file_id.persistent != file_id.persistent || !same_tree {
         return Err(NtStatus::FILE_CLOSED);
     }

@@ -14,14 +14,13 @@ pub(crate) fn handle(
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let message = OplockBreakMessage::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
-    let timeout = cx.conn.server.settings.oplock_break_timeout;
     match message {
         OplockBreakMessage::Oplock(ack) => {
             let open = lookup_open(cx, ack.file_id)?;
             let (level, breaks) = open.shared.with_caching(|state, _| {
                 caching::acknowledge_oplock(state, open.file_id.volatile, ack.oplock_level)
             });
-            caching::deliver(&open.shared, breaks, timeout);
+            caching::deliver(&cx.conn.server, &open.shared, breaks);
             OplockBreak {
                 oplock_level: level?,
                 file_id: open.file_id,
@@ -44,7 +43,7 @@ pub(crate) fn handle(
             let (result, breaks) = file.with_caching(|state, breaks| {
                 caching::acknowledge_lease(state, id, ack.lease_state.0, breaks)
             });
-            caching::deliver(&file, breaks, timeout);
+            caching::deliver(&cx.conn.server, &file, breaks);
             result?;
             LeaseBreakAck {
                 flags: 0,

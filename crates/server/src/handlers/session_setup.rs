@@ -198,10 +198,11 @@ fn complete(
         && previous.user() == Some(user.clone())
     {
         server.sessions.lock().remove(&previous.id);
-        // On this same connection its id must stop working at once (smbtorture
-        // smb2.notify.session-reconnect).
-        cx.conn.remove_session(previous.id);
-        logoff::tear_down(server, &previous);
+        // On its own connection (this one or another) its id stops working at once
+        // (smbtorture smb2.notify.session-reconnect, smb2.durable-open.reopen1a); its durable
+        // opens wait for a reconnect.
+        server.forget_session(previous.id);
+        crate::durable::disconnect_session(server, &previous);
     }
 
     // 3.1.1 signs the final response with the new key whatever the signing policy.

@@ -59,7 +59,7 @@ pub(crate) async fn handle(
                 | FileInformationClass::FILE_ALLOCATION_INFORMATION
         )
     {
-        crate::caching::before_write(&open, cx.conn.server.settings.oplock_break_timeout);
+        crate::caching::before_write(&cx.conn.server, &open);
     }
     if req.info_type == InfoType::FILE
         && matches!(

@@ -44,7 +44,7 @@ pub(crate) async fn handle(
     open.shared
         .locks
         .check_io(open.file_id.volatile, req.offset, u64::from(len), true)?;
-    crate::caching::before_write(&open, cx.conn.server.settings.oplock_break_timeout);
+    crate::caching::before_write(&cx.conn.server, &open);
     let written = if len == 0 {
         0
     } else {

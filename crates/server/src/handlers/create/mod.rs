@@ -3,12 +3,13 @@
 //! metadata → response contexts (`contexts`) → response.
 
 mod contexts;
+mod durable;
 mod oplock;
 mod request;
 mod stream;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
@@ -57,8 +58,20 @@ pub(crate) async fn handle(
     let req = CreateRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+    let durable_ask = durable::ask(cx, &req)?;
+    if let durable::Ask::Reconnect(reconnect) = durable_ask {
+        // A reconnect names the file only to be checked against the open (3.3.5.9.7).
+        admit_open(cx.conn, &session)?;
+        let name = smb3d_wire::decode_utf16le(req.name, "Name")
+            .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+        let path = parse_path(&name)?;
+        let vfs_path = VfsPath::from_components(path.components.iter())
+            .map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)?;
+        return durable::reconnect(cx, reply, &req, &vfs_path, reconnect);
+    }
     request::check(&req)?;
     admit_open(cx.conn, &session)?;
+    durable::check_create_guid(cx, durable_ask)?;
     let ShareKind::Disk(vfs) = &tree.share.kind else {
         // Named pipes arrive with the RPC services; until then none exists.
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
@@ -218,6 +231,7 @@ pub(crate) async fn handle(
             session_id: session.id,
             encrypt: tree.encrypt_data,
         },
+        disconnected: false,
     };
     let opening = Opening {
         request: oplock::request(cx, &req, meta.is_directory()),
@@ -296,7 +310,7 @@ pub(crate) async fn handle(
     }
     let open = Arc::new(Open {
         file_id,
-        tree_id: tree.id,
+        tree_id: AtomicU32::new(tree.id),
         vfs,
         identity,
         file,
@@ -324,12 +338,13 @@ pub(crate) async fn handle(
             close_open(server, &open);
             return Err(NtStatus::NETWORK_NAME_DELETED);
         }
-        st.opens.insert(file_id.volatile, open);
+        st.opens.insert(file_id.volatile, open.clone());
     }
     cx.chain.file_id = Some(file_id);
 
     let t = meta.times();
     let mut contexts = contexts::responses(&req, maximal, &meta);
+    contexts.extend(durable::grant(cx, durable_ask, &open, &caching, action));
     if let Some(lease) = caching.lease {
         contexts.push(ResponseContext::Lease(lease));
     }

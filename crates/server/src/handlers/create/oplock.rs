@@ -91,7 +91,6 @@ pub(super) async fn register(
     mut opening: Opening,
 ) -> Result<(Arc<SharedFile>, Granted), NtStatus> {
     let server = cx.conn.server.clone();
-    let timeout = server.settings.oplock_break_timeout;
     let mut pending: Option<Arc<PendingRequest>> = None;
     loop {
         // Watch the file before registering, so that no change after the check is missed.
@@ -110,7 +109,7 @@ pub(super) async fn register(
             Err(_) => watched.clone(),
         };
         if let Some(file) = &file {
-            caching::deliver(file, breaks, timeout);
+            caching::deliver(&server, file, breaks);
         }
         let waited_on = match admitted? {
             Admission::Granted(file, granted) => return Ok((file, granted)),

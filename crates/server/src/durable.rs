@@ -1,0 +1,320 @@
+//! Durable handles (MS-SMB2 3.3.5.9.6, 3.3.5.9.7, 3.3.5.9.10, 3.3.5.9.12; 3.3.7.1 on a lost
+//! connection): opens that outlive their connection for a while, with their share modes,
+//! oplock or lease and byte-range locks, and that the same user reclaims on a new connection.
+//!
+//! The table knows every durable open, connected or not, by its volatile FileId (and v2 opens
+//! by CreateGuid, for replay detection). While an open is connected its `Arc<Open>` lives in its
+//! session as any other; when the connection (or the session, through PreviousSessionId) goes,
+//! the table keeps the `Arc<Open>` until a reconnect takes it back, its timeout expires, or an
+//! open that needs its caching broken finds it unreachable (MS-SMB2 3.3.4.6, 3.3.4.7: the
+//! server closes it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use smb3d_dtyp::{NtStatus, Sid, Token};
+use smb3d_smb2::create::{CreateAction, LeaseKey};
+use smb3d_smb2::file_id::FileId;
+use smb3d_wire::Guid;
+
+use crate::caching::{Caching, Route};
+use crate::handlers::close::close_open;
+use crate::open::Open;
+use crate::server::Server;
+use crate::session::{Session, Tree};
+
+/// MS-SMB2 3.3.5.9.10: the longest a v2 durable open may wait (Windows caps it at 300 s).
+pub(crate) const MAX_V2_TIMEOUT: Duration = Duration::from_secs(300);
+/// The timeout of a v2 open that asked for none (Windows 2012 and later: 60 s).
+pub(crate) const DEFAULT_V2_TIMEOUT: Duration = Duration::from_secs(60);
+/// The timeout of a v1 durable open (Windows and Samba: 16 minutes).
+pub(crate) const V1_TIMEOUT: Duration = Duration::from_secs(16 * 60);
+
+/// How an open was made durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Durability {
+    /// The CreateGuid of a v2 open; `None` for v1.
+    pub create_guid: Option<Guid>,
+    pub timeout: Duration,
+    /// The ClientGuid of the connection that opened it (v2 reconnects must come from it).
+    pub client_guid: Guid,
+    /// Who opened it: only the same user may reclaim it.
+    pub owner: Sid,
+    pub share: String,
+    /// The lease the open holds, which a reconnect must name.
+    pub lease: Option<LeaseKey>,
+    pub create_action: CreateAction,
+}
+
+struct Entry {
+    durability: Durability,
+    volatile_id: u64,
+    /// The open while it is disconnected, and the disconnect it belongs to (for its timer).
+    disconnected: Option<(Arc<Open>, u64)>,
+}
+
+/// Durable opens by persistent FileId (Open.DurableFileId), with indexes by volatile FileId
+/// and CreateGuid.
+#[derive(Default)]
+struct Inner {
+    opens: HashMap<u64, Entry>,
+    by_volatile: HashMap<u64, u64>,
+    by_create_guid: HashMap<Guid, u64>,
+    disconnects: u64,
+}
+
+impl Inner {
+    fn remove(&mut self, persistent: u64) -> Option<Entry> {
+        let entry = self.opens.remove(&persistent)?;
+        self.by_volatile.remove(&entry.volatile_id);
+        if let Some(guid) = entry.durability.create_guid {
+            self.by_create_guid.remove(&guid);
+        }
+        Some(entry)
+    }
+
+    fn by_volatile_mut(&mut self, volatile: u64) -> Option<&mut Entry> {
+        let persistent = *self.by_volatile.get(&volatile)?;
+        self.opens.get_mut(&persistent)
+    }
+}
+
+/// Every durable open of the server.
+#[derive(Default)]
+pub(crate) struct DurableTable {
+    inner: Mutex<Inner>,
+}
+
+/// What a reconnect names (SMB2_CREATE_DURABLE_HANDLE_RECONNECT or _V2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reconnect {
+    pub file_id: FileId,
+    /// Present for DH2C.
+    pub create_guid: Option<Guid>,
+}
+
+/// A v2 open whose CreateGuid is known (MS-SMB2 3.3.5.9.10 replay detection).
+pub(crate) enum Known {
+    /// No open has this CreateGuid.
+    Unknown,
+    /// A connected open has it.
+    Connected,
+    /// A disconnected open has it.
+    Disconnected,
+}
+
+impl DurableTable {
+    /// Records a new durable open.
+    pub fn add(&self, open: &Open, durability: Durability) {
+        let mut inner = self.inner.lock();
+        let persistent = open.file_id.persistent;
+        if let Some(guid) = durability.create_guid {
+            inner.by_create_guid.insert(guid, persistent);
+        }
+        inner.by_volatile.insert(open.file_id.volatile, persistent);
+        inner.opens.insert(
+            persistent,
+            Entry {
+                durability,
+                volatile_id: open.file_id.volatile,
+                disconnected: None,
+            },
+        );
+    }
+
+    /// The open `file_id` is closed: it is durable no more.
+    pub fn forget(&self, file_id: FileId) {
+        self.inner.lock().remove(file_id.persistent);
+    }
+
+    /// The state of the open with this CreateGuid, if any.
+    pub fn by_create_guid(&self, guid: Guid) -> Known {
+        let inner = self.inner.lock();
+        let Some(entry) = inner
+            .by_create_guid
+            .get(&guid)
+            .and_then(|p| inner.opens.get(p))
+        else {
+            return Known::Unknown;
+        };
+        match &entry.disconnected {
+            None => Known::Connected,
+            Some(_) => Known::Disconnected,
+        }
+    }
+
+    /// Keeps `open` for a reconnect after its connection or session went, if it is durable;
+    /// gives it back otherwise. Its timeout starts now.
+    fn keep(&self, server: &Arc<Server>, open: Arc<Open>) -> Option<Arc<Open>> {
+        // An open that deletes its file when closed is closed now, deleting it (smbtorture
+        // smb2.durable-open.delete_on_close1).
+        if open.delete_on_close || open.shared.delete_pending() {
+            self.forget(open.file_id);
+            return Some(open);
+        }
+        let (timeout, disconnect) = {
+            let mut inner = self.inner.lock();
+            inner.disconnects += 1;
+            let disconnect = inner.disconnects;
+            let Some(entry) = inner.by_volatile_mut(open.file_id.volatile) else {
+                return Some(open);
+            };
+            entry.disconnected = Some((open.clone(), disconnect));
+            (entry.durability.timeout, disconnect)
+        };
+        // Breaks cannot reach it now; opens waiting for one look again.
+        open.shared.with_caching(|state, _| {
+            if let Some(entry) = state
+                .opens
+                .iter_mut()
+                .find(|e| e.id == open.file_id.volatile)
+            {
+                entry.disconnected = true;
+            }
+        });
+        tracing::debug!(
+            file_id = open.file_id.volatile,
+            ?timeout,
+            "durable open kept after disconnect"
+        );
+        let server = Arc::downgrade(server);
+        let volatile = open.file_id.volatile;
+        tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            if let Some(server) = server.upgrade() {
+                server.durable.expire(&server, volatile, Some(disconnect));
+            }
+        });
+        None
+    }
+
+    /// Closes the disconnected open `volatile` (its timeout passed, or a break cannot reach
+    /// it); `disconnect` limits this to one disconnect, so that a timer started before a
+    /// reconnect does nothing. True if it was closed.
+    pub fn expire(&self, server: &Server, volatile: u64, disconnect: Option<u64>) -> bool {
+        let open = {
+            let mut inner = self.inner.lock();
+            let Some(&persistent) = inner.by_volatile.get(&volatile) else {
+                return false;
+            };
+            let matches = inner.opens.get(&persistent).is_some_and(|e| {
+                e.disconnected
+                    .as_ref()
+                    .is_some_and(|(_, d)| disconnect.is_none_or(|want| *d == want))
+            });
+            if !matches {
+                return false;
+            }
+            inner
+                .remove(persistent)
+                .and_then(|entry| entry.disconnected.map(|(open, _)| open))
+        };
+        if let Some(open) = open {
+            tracing::debug!(file_id = volatile, "disconnected durable open closed");
+            close_open(server, &open);
+        }
+        true
+    }
+
+    /// MS-SMB2 3.3.5.9.7 and 3.3.5.9.12: takes back a disconnected durable open, after the
+    /// checks: the open exists and is disconnected, a v2 reconnect names its CreateGuid and
+    /// comes from its client, the user is its owner, `tree` is on its share, and a lease is
+    /// named exactly when the open holds one, by its key, under the open's name (`same_name`;
+    /// STATUS_INVALID_PARAMETER otherwise).
+    pub fn reclaim(
+        &self,
+        reconnect: &Reconnect,
+        client_guid: Guid,
+        owner: &Token,
+        tree: &Tree,
+        lease: Option<LeaseKey>,
+        same_name: impl FnOnce(&Open) -> bool,
+    ) -> Result<Arc<Open>, NtStatus> {
+        let mut inner = self.inner.lock();
+        let entry = inner
+            .opens
+            .get_mut(&reconnect.file_id.persistent)
+            .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+        let d = &entry.durability;
+        // A v1 reconnect may reclaim a v2 open; a v2 one must name the CreateGuid (zero for
+        // a v1 open). A lease belongs to its client: only that client reclaims it.
+        let guid_matches = reconnect
+            .create_guid
+            .is_none_or(|asked| asked == d.create_guid.unwrap_or(Guid::ZERO));
+        let client_matches = lease.is_none() || client_guid == d.client_guid;
+        if entry.disconnected.is_none()
+            || !guid_matches
+            || !client_matches
+            || !tree.share.name.eq_ignore_ascii_case(&d.share)
+        {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        if !owner.has_sid(&d.owner) {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        if lease != d.lease {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        let has_lease = d.lease.is_some();
+        let (open, disconnect) = entry
+            .disconnected
+            .take()
+            .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+        if has_lease && !same_name(&open) {
+            entry.disconnected = Some((open, disconnect));
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        Ok(open)
+    }
+}
+
+/// Makes a reclaimed open the session's again: it moves to `tree`, and its breaks go to
+/// `route` from now on.
+pub(crate) fn reattach(session: &Session, tree: &Tree, open: &Arc<Open>, route: Route) {
+    open.tree_id
+        .store(tree.id, std::sync::atomic::Ordering::Relaxed);
+    {
+        let mut state = open.shared.state.lock();
+        let lease = state
+            .opens
+            .iter_mut()
+            .find(|e| e.id == open.file_id.volatile)
+            .map(|entry| {
+                entry.route = route.clone();
+                entry.disconnected = false;
+                entry.caching.clone()
+            });
+        if let Some(Caching::Lease(id)) = lease
+            && let Some(record) = state.leases.iter_mut().find(|l| l.id == id)
+        {
+            record.route = route;
+        }
+    }
+    session
+        .state
+        .lock()
+        .opens
+        .insert(open.file_id.volatile, open.clone());
+}
+
+/// The connection of a session went (MS-SMB2 3.3.7.1), or a new session replaced it
+/// (PreviousSessionId, 3.3.5.5.3): durable opens are kept for a reconnect, the rest closed,
+/// and the session's tree connects end.
+pub(crate) fn disconnect_session(server: &Arc<Server>, session: &Session) {
+    let opens = {
+        let mut st = session.state.lock();
+        st.exchange = None;
+        for (_, tree) in st.trees.drain() {
+            tree.pipes.close_all();
+        }
+        st.take_opens(None)
+    };
+    for open in opens {
+        if let Some(open) = server.durable.keep(server, open) {
+            close_open(server, &open);
+        }
+    }
+    server.sessions.lock().remove(&session.id);
+}

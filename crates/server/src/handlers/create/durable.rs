@@ -1,0 +1,239 @@
+//! CREATE's durable handle phase: the durable contexts a request carries (MS-SMB2 3.3.5.9.6,
+//! 3.3.5.9.7, 3.3.5.9.10, 3.3.5.9.12), making a new open durable, and reconnecting a
+//! disconnected one.
+
+use std::sync::Arc;
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::create::{
+    CreateAction, CreateContext, CreateRequest, CreateResponse, CreateResponseFlags,
+    DurableHandleFlags, DurableHandleRequestV2, DurableHandleResponseV2, LeaseKey, OplockLevel,
+    ResponseContext,
+};
+use smb3d_smb2::header::HeaderFlags;
+use smb3d_vfs::VfsPath;
+use smb3d_vfs::casefold::eq_ignore_case;
+
+use crate::caching::{Caching, Granted, H, Route};
+use crate::connection::Ctx;
+use crate::durable::{
+    self, DEFAULT_V2_TIMEOUT, Durability, Known, MAX_V2_TIMEOUT, Reconnect, V1_TIMEOUT,
+};
+use crate::fileinfo;
+use crate::handlers::close::close_open;
+use crate::open::Open;
+use crate::pending::Reply;
+use crate::status_map::VfsResultExt;
+
+/// The durable handle contexts of a CREATE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ask {
+    None,
+    /// DHnQ.
+    V1,
+    /// DH2Q.
+    V2(DurableHandleRequestV2),
+    /// DHnC or DH2C.
+    Reconnect(Reconnect),
+}
+
+/// The durable contexts of `req`, with the combinations MS-SMB2 3.3.5.9 refuses: a reconnect
+/// and a request of the other version (STATUS_INVALID_PARAMETER), DHnQ with DH2Q
+/// (STATUS_INVALID_PARAMETER), and a reconnect with contexts other than a lease (and, for
+/// DHnC, a DHnQ, which is ignored): STATUS_OBJECT_NAME_NOT_FOUND.
+pub(super) fn ask(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Result<Ask, NtStatus> {
+    let (mut dhnq, mut dhnc, mut dh2q, mut dh2c, mut rqls) = (false, None, None, None, false);
+    for context in req.contexts.iter().flatten() {
+        match context {
+            CreateContext::DurableHandleRequest => dhnq = true,
+            CreateContext::DurableHandleReconnect { file_id } => dhnc = Some(file_id),
+            CreateContext::DurableHandleRequestV2(v2) => dh2q = Some(v2),
+            CreateContext::DurableHandleReconnectV2(v2) => dh2c = Some(v2),
+            CreateContext::RequestLease(_) => rqls = cx.negotiated.dialect >= 0x0210,
+            _ => {}
+        }
+    }
+    if (dhnc.is_some() && (dh2c.is_some() || dh2q.is_some()))
+        || (dh2c.is_some() && (dhnq || dh2q.is_some()))
+    {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let others = req.contexts.len() - usize::from(rqls);
+    if let Some(file_id) = dhnc {
+        if others != 1 + usize::from(dhnq) {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        return Ok(Ask::Reconnect(Reconnect {
+            file_id,
+            create_guid: None,
+        }));
+    }
+    if let Some(v2) = dh2c {
+        if others != 1 {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        return Ok(Ask::Reconnect(Reconnect {
+            file_id: v2.file_id,
+            create_guid: Some(v2.create_guid),
+        }));
+    }
+    match (dhnq, dh2q) {
+        (true, Some(_)) => Err(NtStatus::INVALID_PARAMETER),
+        (true, None) => Ok(Ask::V1),
+        (false, Some(v2)) => Ok(Ask::V2(v2)),
+        (false, None) => Ok(Ask::None),
+    }
+}
+
+/// MS-SMB2 3.3.5.9.10: a DH2Q whose CreateGuid an open already has is a duplicate
+/// (STATUS_DUPLICATE_OBJECTID) unless the request is a replay.
+pub(super) fn check_create_guid(cx: &Ctx<'_>, ask: Ask) -> Result<(), NtStatus> {
+    let Ask::V2(v2) = ask else {
+        return Ok(());
+    };
+    let replay = cx.hdr.flags.contains(HeaderFlags::REPLAY_OPERATION);
+    match cx.conn.server.durable.by_create_guid(v2.create_guid) {
+        Known::Connected if !replay => Err(NtStatus::DUPLICATE_OBJECTID),
+        _ => Ok(()),
+    }
+}
+
+/// The lease key a request names, if it may carry a lease.
+fn lease_key(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Option<LeaseKey> {
+    if cx.negotiated.dialect < 0x0210 {
+        return None;
+    }
+    req.contexts.iter().flatten().find_map(|c| match c {
+        CreateContext::RequestLease(lease) => Some(lease.lease_key),
+        _ => None,
+    })
+}
+
+/// Makes a new open durable when it asked and holds handle caching (a batch oplock or a
+/// lease with H), as Windows grants it; directories and named streams never are. Returns the
+/// response context.
+pub(super) fn grant(
+    cx: &Ctx<'_>,
+    ask: Ask,
+    open: &Open,
+    granted: &Granted,
+    action: CreateAction,
+) -> Option<ResponseContext<'static>> {
+    let timeout = match ask {
+        Ask::V1 => V1_TIMEOUT,
+        Ask::V2(v2) if v2.timeout == 0 => DEFAULT_V2_TIMEOUT,
+        Ask::V2(v2) => MAX_V2_TIMEOUT.min(std::time::Duration::from_millis(v2.timeout.into())),
+        Ask::None | Ask::Reconnect(_) => return None,
+    };
+    let handle_caching = granted.oplock_level == OplockLevel::BATCH
+        || granted
+            .lease
+            .as_ref()
+            .is_some_and(|l| l.lease_state.0 & H != 0);
+    if !handle_caching || open.is_directory || open.stream.is_some() {
+        return None;
+    }
+    let identity = cx.identity().ok()?;
+    let tree = cx.tree.as_ref()?;
+    let create_guid = match ask {
+        Ask::V2(v2) => Some(v2.create_guid),
+        _ => None,
+    };
+    cx.conn.server.durable.add(
+        open,
+        Durability {
+            create_guid,
+            timeout,
+            client_guid: cx.negotiated.client_guid,
+            owner: identity.token.user,
+            share: tree.share.name.clone(),
+            lease: granted.lease.map(|l| l.lease_key),
+            create_action: action,
+        },
+    );
+    Some(match ask {
+        Ask::V2(_) => ResponseContext::DurableHandleV2(DurableHandleResponseV2 {
+            timeout: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
+            flags: DurableHandleFlags::empty(),
+        }),
+        _ => ResponseContext::DurableHandle,
+    })
+}
+
+/// MS-SMB2 3.3.5.9.7 and 3.3.5.9.12: reconnects a disconnected durable open to this session
+/// and tree connect and answers as for an open of the existing file. An open with a lease is
+/// reclaimed only under its own name (STATUS_INVALID_PARAMETER otherwise).
+pub(super) fn reconnect(
+    cx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    req: &CreateRequest<'_>,
+    name: &VfsPath,
+    reconnect: Reconnect,
+) -> Result<NtStatus, NtStatus> {
+    let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+    let identity = cx.identity()?;
+    let server = cx.conn.server.clone();
+    let lease = lease_key(cx, req);
+    let open = server.durable.reclaim(
+        &reconnect,
+        cx.negotiated.client_guid,
+        &identity.token,
+        &tree,
+        lease,
+        |open| eq_ignore_case(open.path().as_str(), name.as_str()),
+    )?;
+    let route = Route {
+        conn: Arc::downgrade(cx.conn),
+        session_id: session.id,
+        encrypt: tree.encrypt_data,
+    };
+    durable::reattach(&session, &tree, &open, route);
+    if !session.state.lock().trees.contains_key(&tree.id) {
+        session.state.lock().opens.remove(&open.file_id.volatile);
+        close_open(&server, &open);
+        return Err(NtStatus::NETWORK_NAME_DELETED);
+    }
+    cx.chain.file_id = Some(open.file_id);
+    let path = open.path();
+    let leaf = path.name().unwrap_or("");
+    let meta =
+        open.io(|| fileinfo::load(open.file.as_ref(), leaf, &open.share.presentation).status())?;
+    let (oplock_level, lease) = {
+        let state = open.shared.state.lock();
+        match state
+            .opens
+            .iter()
+            .find(|e| e.id == open.file_id.volatile)
+            .map(|e| e.caching.clone())
+        {
+            Some(Caching::Oplock { level, .. }) => (level, None),
+            Some(Caching::Lease(id)) => (
+                OplockLevel::LEASE,
+                state
+                    .leases
+                    .iter()
+                    .find(|l| l.id == id)
+                    .map(|l| l.response()),
+            ),
+            _ => (OplockLevel::NONE, None),
+        }
+    };
+    let t = meta.times();
+    CreateResponse {
+        oplock_level,
+        flags: CreateResponseFlags::empty(),
+        create_action: CreateAction::OPENED,
+        creation_time: t.creation,
+        last_access_time: t.last_access,
+        last_write_time: t.last_write,
+        change_time: t.change,
+        allocation_size: meta.allocation_size(),
+        end_of_file: meta.end_of_file(),
+        file_attributes: meta.attributes().0,
+        file_id: open.file_id,
+        contexts: lease.map(ResponseContext::Lease).into_iter().collect(),
+    }
+    .encode(&mut reply.writer());
+    Ok(NtStatus::SUCCESS)
+}
