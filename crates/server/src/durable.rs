@@ -9,8 +9,9 @@
 //! open that needs its caching broken finds it unreachable (MS-SMB2 3.3.4.6, 3.3.4.7: the
 //! server closes it).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -32,9 +33,12 @@ pub(crate) const DEFAULT_V2_TIMEOUT: Duration = Duration::from_secs(60);
 /// The timeout of a v1 durable open (Windows and Samba: 16 minutes).
 pub(crate) const V1_TIMEOUT: Duration = Duration::from_secs(16 * 60);
 
-/// How an open was made durable.
+/// How an open was made durable; v2 opens that asked but could not be made durable are kept
+/// too, for replay detection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Durability {
+    /// The open survives a disconnect (false: it is only known by its CreateGuid).
+    pub durable: bool,
     /// The CreateGuid of a v2 open; `None` for v1.
     pub create_guid: Option<Guid>,
     pub timeout: Duration,
@@ -50,6 +54,7 @@ pub(crate) struct Durability {
 
 struct Entry {
     durability: Durability,
+    persistent_id: u64,
     volatile_id: u64,
     /// The open while it is disconnected, and the disconnect it belongs to (for its timer).
     disconnected: Option<(Arc<Open>, u64)>,
@@ -62,6 +67,8 @@ struct Inner {
     opens: HashMap<u64, Entry>,
     by_volatile: HashMap<u64, u64>,
     by_create_guid: HashMap<Guid, u64>,
+    /// CreateGuids of DH2Q creates still under way (waiting for breaks, say).
+    in_progress: HashSet<Guid>,
     disconnects: u64,
 }
 
@@ -100,9 +107,23 @@ pub(crate) enum Known {
     /// No open has this CreateGuid.
     Unknown,
     /// A connected open has it.
-    Connected,
+    Connected(FileId, Durability),
     /// A disconnected open has it.
-    Disconnected,
+    Disconnected(FileId, Durability),
+    /// A create with it is still under way.
+    InProgress,
+}
+
+/// A DH2Q create under way ([`DurableTable::reserve`]).
+pub(crate) struct Reservation {
+    table: Arc<DurableTable>,
+    guid: Guid,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.table.inner.lock().in_progress.remove(&self.guid);
+    }
 }
 
 impl DurableTable {
@@ -118,10 +139,23 @@ impl DurableTable {
             persistent,
             Entry {
                 durability,
+                persistent_id: persistent,
                 volatile_id: open.file_id.volatile,
                 disconnected: None,
             },
         );
+    }
+
+    /// Replays of the CREATE of `file_id` are new opens from now on.
+    pub fn forget_create_guid(&self, file_id: FileId) {
+        let mut inner = self.inner.lock();
+        if let Some(guid) = inner
+            .opens
+            .get(&file_id.persistent)
+            .and_then(|e| e.durability.create_guid)
+        {
+            inner.by_create_guid.remove(&guid);
+        }
     }
 
     /// The open `file_id` is closed: it is durable no more.
@@ -129,9 +163,24 @@ impl DurableTable {
         self.inner.lock().remove(file_id.persistent);
     }
 
+    /// Marks a DH2Q create with `guid` as under way until the returned guard drops; a
+    /// replay meanwhile is STATUS_FILE_NOT_AVAILABLE (MS-SMB2 3.3.5.9.10).
+    pub fn reserve(self: &Arc<Self>, guid: Guid) -> Result<Reservation, NtStatus> {
+        if !self.inner.lock().in_progress.insert(guid) {
+            return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
+        Ok(Reservation {
+            table: self.clone(),
+            guid,
+        })
+    }
+
     /// The state of the open with this CreateGuid, if any.
     pub fn by_create_guid(&self, guid: Guid) -> Known {
         let inner = self.inner.lock();
+        if inner.in_progress.contains(&guid) {
+            return Known::InProgress;
+        }
         let Some(entry) = inner
             .by_create_guid
             .get(&guid)
@@ -139,9 +188,13 @@ impl DurableTable {
         else {
             return Known::Unknown;
         };
+        let file_id = FileId {
+            persistent: entry.persistent_id,
+            volatile: entry.volatile_id,
+        };
         match &entry.disconnected {
-            None => Known::Connected,
-            Some(_) => Known::Disconnected,
+            None => Known::Connected(file_id, entry.durability.clone()),
+            Some(_) => Known::Disconnected(file_id, entry.durability.clone()),
         }
     }
 
@@ -158,7 +211,10 @@ impl DurableTable {
             let mut inner = self.inner.lock();
             inner.disconnects += 1;
             let disconnect = inner.disconnects;
-            let Some(entry) = inner.by_volatile_mut(open.file_id.volatile) else {
+            let Some(entry) = inner
+                .by_volatile_mut(open.file_id.volatile)
+                .filter(|e| e.durability.durable)
+            else {
                 return Some(open);
             };
             entry.disconnected = Some((open.clone(), disconnect));
@@ -245,6 +301,7 @@ impl DurableTable {
             .is_none_or(|asked| asked == d.create_guid.unwrap_or(Guid::ZERO));
         let client_matches = lease.is_none() || client_guid == d.client_guid;
         if entry.disconnected.is_none()
+            || !d.durable
             || !guid_matches
             || !client_matches
             || !tree.share.name.eq_ignore_ascii_case(&d.share)
@@ -270,11 +327,49 @@ impl DurableTable {
     }
 }
 
+/// What an open keeps for replayed requests (MS-SMB2 3.3.1.10 Open.ChannelSequence, and whether
+/// its CREATE may still be replayed).
+#[derive(Debug, Default)]
+pub(crate) struct ReplayState {
+    channel_sequence: AtomicU16,
+    /// A replay of its DH2Q CREATE answers with this open until another request uses it.
+    replayable: AtomicBool,
+}
+
+impl ReplayState {
+    pub fn new(channel_sequence: u16, replayable: bool) -> Self {
+        Self {
+            channel_sequence: AtomicU16::new(channel_sequence),
+            replayable: AtomicBool::new(replayable),
+        }
+    }
+
+    /// MS-SMB2 3.3.5.2.10: a request that changes the open carries a ChannelSequence no older
+    /// than the open's (a newer one becomes the open's); an older one is
+    /// STATUS_FILE_NOT_AVAILABLE, as a request overtaken by a failover.
+    pub fn check_channel_sequence(&self, sequence: u16) -> Result<(), NtStatus> {
+        let current = self.channel_sequence.load(Ordering::Relaxed);
+        match sequence.wrapping_sub(current) {
+            0 => Ok(()),
+            newer if newer <= 0x7FFF => {
+                self.channel_sequence.store(sequence, Ordering::Relaxed);
+                Ok(())
+            }
+            _ => Err(NtStatus::FILE_NOT_AVAILABLE),
+        }
+    }
+
+    /// The open is used by a request other than its CREATE: a later replay of that CREATE is
+    /// a new open (smbtorture smb2.replay.replay6). True the first time.
+    pub fn used(&self) -> bool {
+        self.replayable.load(Ordering::Relaxed) && self.replayable.swap(false, Ordering::Relaxed)
+    }
+}
+
 /// Makes a reclaimed open the session's again: it moves to `tree`, and its breaks go to
 /// `route` from now on.
 pub(crate) fn reattach(session: &Session, tree: &Tree, open: &Arc<Open>, route: Route) {
-    open.tree_id
-        .store(tree.id, std::sync::atomic::Ordering::Relaxed);
+    open.tree_id.store(tree.id, Ordering::Relaxed);
     {
         let mut state = open.shared.state.lock();
         let lease = state
@@ -317,4 +412,47 @@ pub(crate) fn disconnect_session(server: &Arc<Server>, session: &Session) {
         }
     }
     server.sessions.lock().remove(&session.id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_sequences_move_forward_within_half_the_range() {
+        // smbtorture smb2.replay.channel-sequence, in its order.
+        let state = ReplayState::new(0, false);
+        let steps: [(u16, bool); 15] = [
+            (0, true),
+            (0x8000, false),
+            (0x8001, false),
+            (0xffff, false),
+            (0x7fff, true),
+            (0x7ffe, false),
+            (0, false),
+            (0x8000, true),
+            (0xffff, true),
+            (0, true),
+            (1, true),
+            (0, false),
+            (1, true),
+            (0xffff, false),
+            (2, true),
+        ];
+        for (sequence, accepted) in steps {
+            assert_eq!(
+                state.check_channel_sequence(sequence).is_ok(),
+                accepted,
+                "sequence {sequence:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_first_use_ends_replayability() {
+        let state = ReplayState::new(0, true);
+        assert!(state.used());
+        assert!(!state.used());
+        assert!(!ReplayState::new(0, false).used());
+    }
 }

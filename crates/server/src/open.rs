@@ -16,6 +16,7 @@ use smb3d_dtyp::NtStatus as Status;
 
 use crate::audit;
 use crate::blocking::{Wait, as_user};
+use crate::durable::ReplayState;
 use crate::fileinfo::{self, Meta};
 use crate::files::SharedFile;
 use crate::identity::Identity;
@@ -69,6 +70,8 @@ pub(crate) struct Open {
     pub opened_at: SystemTime,
     /// Who to name in audit lines, when the share is audited.
     pub audit: Option<Arc<audit::Subject>>,
+    /// ChannelSequence and CREATE replay state.
+    pub replay: ReplayState,
 }
 
 impl Open {

@@ -105,7 +105,7 @@ pub struct Server {
     /// Directory watches of CHANGE_NOTIFY.
     pub(crate) notify: NotifyHub,
     /// Durable opens, connected or waiting for a reconnect.
-    pub(crate) durable: DurableTable,
+    pub(crate) durable: Arc<DurableTable>,
     /// Users and groups as SIDs.
     pub(crate) ids: IdMap,
     /// How often each limit was hit.
@@ -144,7 +144,7 @@ impl Server {
             metrics: Metrics::default(),
             files: FileTable::default(),
             notify: NotifyHub::default(),
-            durable: DurableTable::default(),
+            durable: Arc::default(),
             ids,
             limit_counters: LimitCounters::default(),
             logon_throttle: LogonThrottle::default(),

@@ -110,6 +110,19 @@ pub(crate) fn lookup_open(cx: &mut Ctx<'_>, file_id: FileId) -> Result<Arc<Open>
     if open.file_id.persistent != file_id.persistent || !same_tree {
         return Err(NtStatus::FILE_CLOSED);
     }
+    // Requests that change an open are checked against its ChannelSequence (SMB 3.x).
+    if cx.negotiated.is_smb3()
+        && matches!(
+            cx.hdr.command,
+            Command::WRITE | Command::IOCTL | Command::SET_INFO
+        )
+    {
+        let sequence = u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default();
+        open.replay.check_channel_sequence(sequence)?;
+    }
+    if open.replay.used() {
+        cx.conn.server.durable.forget_create_guid(open.file_id);
+    }
     cx.chain.file_id = Some(open.file_id);
     Ok(open)
 }

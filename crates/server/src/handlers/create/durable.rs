@@ -7,9 +7,10 @@ use std::sync::Arc;
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateRequest, CreateResponse, CreateResponseFlags,
-    DurableHandleFlags, DurableHandleRequestV2, DurableHandleResponseV2, LeaseKey, OplockLevel,
-    ResponseContext,
+    DurableHandleFlags, DurableHandleRequestV2, DurableHandleResponseV2, Lease, LeaseKey,
+    OplockLevel, ResponseContext,
 };
+use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::header::HeaderFlags;
 use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
@@ -86,16 +87,144 @@ pub(super) fn ask(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Result<Ask, NtStatus
 }
 
 /// MS-SMB2 3.3.5.9.10: a DH2Q whose CreateGuid an open already has is a duplicate
-/// (STATUS_DUPLICATE_OBJECTID) unless the request is a replay.
-pub(super) fn check_create_guid(cx: &Ctx<'_>, ask: Ask) -> Result<(), NtStatus> {
+/// (STATUS_DUPLICATE_OBJECTID), unless the request is a replay (SMB2_FLAGS_REPLAY_OPERATION):
+/// then it is answered for that open as the first time, reconnecting it if it was disconnected.
+/// `None` when the request is no such thing and opens as usual.
+pub(super) fn replay(
+    cx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    req: &CreateRequest<'_>,
+    ask: Ask,
+    name: &VfsPath,
+) -> Option<Result<NtStatus, NtStatus>> {
     let Ask::V2(v2) = ask else {
-        return Ok(());
+        return None;
     };
     let replay = cx.hdr.flags.contains(HeaderFlags::REPLAY_OPERATION);
     match cx.conn.server.durable.by_create_guid(v2.create_guid) {
-        Known::Connected if !replay => Err(NtStatus::DUPLICATE_OBJECTID),
-        _ => Ok(()),
+        Known::Unknown => None,
+        Known::InProgress => Some(Err(NtStatus::FILE_NOT_AVAILABLE)),
+        Known::Connected(..) | Known::Disconnected(..) if !replay => {
+            Some(Err(NtStatus::DUPLICATE_OBJECTID))
+        }
+        Known::Connected(file_id, durability) => {
+            Some(answer_replay(cx, reply, req, file_id, &durability))
+        }
+        Known::Disconnected(file_id, durability) => {
+            let again = Reconnect {
+                file_id,
+                create_guid: Some(v2.create_guid),
+            };
+            Some(reconnect(
+                cx,
+                reply,
+                req,
+                name,
+                again,
+                durability.create_action,
+            ))
+        }
     }
+}
+
+/// Marks a DH2Q create as under way while it runs (see [`durable::Reservation`]).
+pub(super) fn reserve(cx: &Ctx<'_>, ask: Ask) -> Result<Option<durable::Reservation>, NtStatus> {
+    match ask {
+        Ask::V2(v2) => cx.conn.server.durable.reserve(v2.create_guid).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Answers a replayed CREATE of an open this session still has (MS-SMB2 3.3.5.9.10): its
+/// FileId and CreateAction as first answered, the oplock level the replay asks for, the
+/// durable context when that level allows it, and its lease, which the replay must name.
+fn answer_replay(
+    cx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    req: &CreateRequest<'_>,
+    file_id: FileId,
+    durability: &Durability,
+) -> Result<NtStatus, NtStatus> {
+    let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let open = session
+        .state
+        .lock()
+        .opens
+        .get(&file_id.volatile)
+        .filter(|o| o.file_id == file_id)
+        .cloned()
+        .ok_or(NtStatus::DUPLICATE_OBJECTID)?;
+    let (_, lease) = caching_of(&open);
+    let asked = lease_key(cx, req);
+    if asked.is_some() && lease.as_ref().map(|l| l.lease_key) != asked {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let level = req.requested_oplock_level;
+    let mut contexts = Vec::new();
+    if durability.durable && (level == OplockLevel::BATCH || level == OplockLevel::LEASE) {
+        contexts.push(ResponseContext::DurableHandleV2(DurableHandleResponseV2 {
+            timeout: u32::try_from(durability.timeout.as_millis()).unwrap_or(u32::MAX),
+            flags: DurableHandleFlags::empty(),
+        }));
+    }
+    if asked.is_some() {
+        contexts.extend(lease.map(ResponseContext::Lease));
+    }
+    cx.chain.file_id = Some(open.file_id);
+    respond(reply, &open, level, durability.create_action, contexts)
+}
+
+/// The oplock level and lease of an open as a CREATE response gives them.
+fn caching_of(open: &Open) -> (OplockLevel, Option<Lease>) {
+    let state = open.shared.state.lock();
+    match state
+        .opens
+        .iter()
+        .find(|e| e.id == open.file_id.volatile)
+        .map(|e| e.caching.clone())
+    {
+        Some(Caching::Oplock { level, .. }) => (level, None),
+        Some(Caching::Lease(id)) => (
+            OplockLevel::LEASE,
+            state
+                .leases
+                .iter()
+                .find(|l| l.id == id)
+                .map(|l| l.response()),
+        ),
+        _ => (OplockLevel::NONE, None),
+    }
+}
+
+/// Writes a CREATE response for an existing open.
+fn respond(
+    reply: &mut Reply<'_>,
+    open: &Open,
+    oplock_level: OplockLevel,
+    create_action: CreateAction,
+    contexts: Vec<ResponseContext<'static>>,
+) -> Result<NtStatus, NtStatus> {
+    let path = open.path();
+    let leaf = path.name().unwrap_or("");
+    let meta =
+        open.io(|| fileinfo::load(open.file.as_ref(), leaf, &open.share.presentation).status())?;
+    let t = meta.times();
+    CreateResponse {
+        oplock_level,
+        flags: CreateResponseFlags::empty(),
+        create_action,
+        creation_time: t.creation,
+        last_access_time: t.last_access,
+        last_write_time: t.last_write,
+        change_time: t.change,
+        allocation_size: meta.allocation_size(),
+        end_of_file: meta.end_of_file(),
+        file_attributes: meta.attributes().0,
+        file_id: open.file_id,
+        contexts,
+    }
+    .encode(&mut reply.writer());
+    Ok(NtStatus::SUCCESS)
 }
 
 /// The lease key a request names, if it may carry a lease.
@@ -110,8 +239,8 @@ fn lease_key(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Option<LeaseKey> {
 }
 
 /// Makes a new open durable when it asked and holds handle caching (a batch oplock or a
-/// lease with H), as Windows grants it; directories and named streams never are. Returns the
-/// response context.
+/// lease with H), as Windows grants it; directories and named streams never are. A v2 request
+/// is recorded either way, for replay detection. Returns the response context.
 pub(super) fn grant(
     cx: &Ctx<'_>,
     ask: Ask,
@@ -130,18 +259,20 @@ pub(super) fn grant(
             .lease
             .as_ref()
             .is_some_and(|l| l.lease_state.0 & H != 0);
-    if !handle_caching || open.is_directory || open.stream.is_some() {
-        return None;
-    }
-    let identity = cx.identity().ok()?;
-    let tree = cx.tree.as_ref()?;
+    let durable = handle_caching && !open.is_directory && open.stream.is_none();
     let create_guid = match ask {
         Ask::V2(v2) => Some(v2.create_guid),
         _ => None,
     };
+    if !durable && create_guid.is_none() {
+        return None;
+    }
+    let identity = cx.identity().ok()?;
+    let tree = cx.tree.as_ref()?;
     cx.conn.server.durable.add(
         open,
         Durability {
+            durable,
             create_guid,
             timeout,
             client_guid: cx.negotiated.client_guid,
@@ -151,6 +282,9 @@ pub(super) fn grant(
             create_action: action,
         },
     );
+    if !durable {
+        return None;
+    }
     Some(match ask {
         Ask::V2(_) => ResponseContext::DurableHandleV2(DurableHandleResponseV2 {
             timeout: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
@@ -169,6 +303,7 @@ pub(super) fn reconnect(
     req: &CreateRequest<'_>,
     name: &VfsPath,
     reconnect: Reconnect,
+    action: CreateAction,
 ) -> Result<NtStatus, NtStatus> {
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
@@ -195,45 +330,7 @@ pub(super) fn reconnect(
         return Err(NtStatus::NETWORK_NAME_DELETED);
     }
     cx.chain.file_id = Some(open.file_id);
-    let path = open.path();
-    let leaf = path.name().unwrap_or("");
-    let meta =
-        open.io(|| fileinfo::load(open.file.as_ref(), leaf, &open.share.presentation).status())?;
-    let (oplock_level, lease) = {
-        let state = open.shared.state.lock();
-        match state
-            .opens
-            .iter()
-            .find(|e| e.id == open.file_id.volatile)
-            .map(|e| e.caching.clone())
-        {
-            Some(Caching::Oplock { level, .. }) => (level, None),
-            Some(Caching::Lease(id)) => (
-                OplockLevel::LEASE,
-                state
-                    .leases
-                    .iter()
-                    .find(|l| l.id == id)
-                    .map(|l| l.response()),
-            ),
-            _ => (OplockLevel::NONE, None),
-        }
-    };
-    let t = meta.times();
-    CreateResponse {
-        oplock_level,
-        flags: CreateResponseFlags::empty(),
-        create_action: CreateAction::OPENED,
-        creation_time: t.creation,
-        last_access_time: t.last_access,
-        last_write_time: t.last_write,
-        change_time: t.change,
-        allocation_size: meta.allocation_size(),
-        end_of_file: meta.end_of_file(),
-        file_attributes: meta.attributes().0,
-        file_id: open.file_id,
-        contexts: lease.map(ResponseContext::Lease).into_iter().collect(),
-    }
-    .encode(&mut reply.writer());
-    Ok(NtStatus::SUCCESS)
+    let (oplock_level, lease) = caching_of(&open);
+    let contexts = lease.map(ResponseContext::Lease).into_iter().collect();
+    respond(reply, &open, oplock_level, action, contexts)
 }

@@ -29,6 +29,7 @@ use crate::blocking::as_user;
 use crate::caching::{Caching, Opening, Route};
 use crate::conn_limits::admit_open;
 use crate::connection::Ctx;
+use crate::durable::ReplayState;
 use crate::eas;
 use crate::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::files::{FileKey, OpenEntry};
@@ -67,11 +68,10 @@ pub(crate) async fn handle(
         let path = parse_path(&name)?;
         let vfs_path = VfsPath::from_components(path.components.iter())
             .map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)?;
-        return durable::reconnect(cx, reply, &req, &vfs_path, reconnect);
+        return durable::reconnect(cx, reply, &req, &vfs_path, reconnect, CreateAction::OPENED);
     }
     request::check(&req)?;
     admit_open(cx.conn, &session)?;
-    durable::check_create_guid(cx, durable_ask)?;
     let ShareKind::Disk(vfs) = &tree.share.kind else {
         // Named pipes arrive with the RPC services; until then none exists.
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
@@ -92,6 +92,10 @@ pub(crate) async fn handle(
             )?);
         }
     };
+    if let Some(answer) = durable::replay(cx, reply, &req, durable_ask, &vfs_path) {
+        return answer;
+    }
+    let _under_way = durable::reserve(cx, durable_ask)?;
     let mut intent = request::intent(&req, &tree)?;
 
     // EAs given with the create (MS-SMB2 3.3.5.9.2) are checked before anything is created.
@@ -326,6 +330,10 @@ pub(crate) async fn handle(
         opened_at: SystemTime::now(),
         audit: tree.audit.clone(),
         share: tree.share.clone(),
+        replay: ReplayState::new(
+            u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default(),
+            matches!(durable_ask, durable::Ask::V2(_)),
+        ),
     });
     if let Some(who) = &open.audit {
         audit::opened(who, &vfs_path, action, granted, open.is_directory);
