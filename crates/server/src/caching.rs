@@ -889,7 +889,7 @@ pub(crate) async fn wait_for_handle_breaks(
         change.as_mut().enable();
         let (delay, breaks) = open
             .shared
-            .with_caching(|state, out| breaks_for_rename(state, open.file_id.volatile, out));
+            .start_breaks(|state, out| breaks_for_rename(state, open.file_id.volatile, out));
         deliver(&cx.conn.server, &open.shared, breaks);
         if !delay {
             return Ok(());

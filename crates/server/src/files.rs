@@ -112,13 +112,24 @@ impl SharedFile {
         &self,
         work: impl FnOnce(&mut FileState, &mut Breaks) -> T,
     ) -> (T, Breaks) {
+        let result = self.start_breaks(work);
+        self.caching_changed();
+        result
+    }
+
+    /// Like [`with_caching`](Self::with_caching) for work that only starts breaks which must be
+    /// acknowledged: that frees nothing a waiting open could use, so nobody is woken (a waiter
+    /// starting breaks would otherwise wake itself, and two would wake each other, forever).
+    pub fn start_breaks<T>(
+        &self,
+        work: impl FnOnce(&mut FileState, &mut Breaks) -> T,
+    ) -> (T, Breaks) {
         let mut breaks = Breaks::default();
         let mut state = self.state.lock();
         let result = work(&mut state, &mut breaks);
         self.read_cached
             .store(state.has_shared_read_caching(), Ordering::Relaxed);
         drop(state);
-        self.caching_changed();
         (result, breaks)
     }
 
