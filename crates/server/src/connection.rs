@@ -14,6 +14,7 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
 use smb3d_smb2::header::{Header, HeaderFlags};
 use smb3d_smb2::transform::TransformHeader;
+use smb3d_vfs::PipedData;
 use smb3d_wire::{Guid, Writer};
 use tokio::sync::Notify;
 
@@ -28,6 +29,7 @@ use crate::limits::{ClientKey, Limit};
 use crate::panic_guard;
 use crate::pending::{self, PendingRequest, Reply};
 use crate::response::ResponseFrame;
+use crate::scheduling;
 use crate::server::Server;
 use crate::session::{Session, Tree};
 
@@ -176,6 +178,8 @@ pub(crate) struct Ctx<'a> {
     /// The request's failure does not fail the related requests after it (a request refused
     /// for waiting inside a compound, as Windows answers).
     pub isolated_failure: bool,
+    /// The data of a WRITE that the transport left in a pipe (`piped_write`).
+    pub piped: Option<PipedData>,
 }
 
 impl Ctx<'_> {
@@ -260,7 +264,7 @@ impl Connection {
         let inflight = self.watchdog.admit(frame.len());
         match frame.get(..4) {
             Some([0xFF, b'S', b'M', b'B']) => self.on_smb1_negotiate(&frame),
-            Some([0xFE, b'S', b'M', b'B']) => self.on_smb2(frame, 0, None, inflight),
+            Some([0xFE, b'S', b'M', b'B']) => self.on_smb2(frame, 0, None, inflight, None),
             Some([0xFD, b'S', b'M', b'B']) => self.on_transform(frame, inflight),
             Some([0xFC, b'S', b'M', b'B']) => {
                 Err(Disconnect("compressed message without compression"))
@@ -334,17 +338,19 @@ impl Connection {
             message.start,
             Some((header.session_id, cipher)),
             inflight,
+            None,
         )
     }
 
     /// Handles the SMB2 message at `frame[base..]`; `sealed_by` names the session whose key
-    /// decrypted it.
-    fn on_smb2(
+    /// decrypted it, `piped` holds the data of a WRITE that the frame ends before.
+    pub(crate) fn on_smb2(
         self: &Arc<Self>,
         frame: Vec<u8>,
         base: usize,
         sealed_by: Option<Seal>,
         inflight: Inflight,
+        piped: Option<PipedData>,
     ) -> Result<(), Disconnect> {
         let mut requests: Vec<(Header, Range<usize>)> = Vec::new();
         let message = frame.get(base..).unwrap_or_default();
@@ -453,16 +459,22 @@ impl Connection {
             self.settle(arrival);
             return Ok(());
         }
+        let inline = piped.is_none() && scheduling::runs_inline(&frame, &requests);
         let conn = self.clone();
-        tokio::spawn(async move {
+        let chain = async move {
             let _inflight = inflight;
             let chain = conn
                 .clone()
-                .run_chain(frame, requests, sealed_by, waiting, arrival);
+                .run_chain(frame, requests, sealed_by, waiting, arrival, piped);
             if let Err(why) = panic_guard::contain_async(chain).await {
                 conn.panicked(&why);
             }
-        });
+        };
+        if inline {
+            scheduling::run_here_until_it_waits(chain);
+        } else {
+            tokio::spawn(chain);
+        }
         Ok(())
     }
 
@@ -620,6 +632,7 @@ impl Connection {
         sealed_by: Option<Seal>,
         waiting: Vec<Arc<PendingRequest>>,
         arrival: u64,
+        mut piped: Option<PipedData>,
     ) {
         let _unregister = Unregister {
             conn: &self,
@@ -679,6 +692,7 @@ impl Connection {
                 seal: seal.as_ref(),
                 async_id: 0,
                 isolated_failure: false,
+                piped: piped.take(),
             };
             let mut reply = Reply {
                 frame: &mut out,

@@ -40,6 +40,17 @@ const REQUEST_BUFFER_OFFSET: usize = 64 + 48;
 impl<'a> WriteRequest<'a> {
     /// MS-SMB2 2.2.21.
     pub fn decode(pdu: &'a [u8]) -> Result<Self, DecodeError> {
+        Self::decode_with(pdu, None)
+    }
+
+    /// MS-SMB2 2.2.21, for a request whose `data_len` bytes of data the transport kept apart
+    /// (in a pipe): they must follow the fixed part at once, and `pdu` ends before them.
+    /// `data` comes back empty and `data_range` names where the data would lie.
+    pub fn decode_without_data(pdu: &'a [u8], data_len: usize) -> Result<Self, DecodeError> {
+        Self::decode_with(pdu, Some(data_len))
+    }
+
+    fn decode_with(pdu: &'a [u8], kept_apart: Option<usize>) -> Result<Self, DecodeError> {
         let mut r = body(pdu, 49)?;
         let data_offset = usize::from(r.u16("DataOffset")?);
         let length = to_usize(r.u32("Length")?);
@@ -50,8 +61,19 @@ impl<'a> WriteRequest<'a> {
         let info_offset = usize::from(r.u16("WriteChannelInfoOffset")?);
         let info_len = usize::from(r.u16("WriteChannelInfoLength")?);
         let flags = WriteFlags(r.u32("Flags")?);
-        let data_range = r.range_at(data_offset, length, "Data")?;
-        let data = r.buffer_at(data_offset, length, "Data")?;
+        let (data_range, data) = match kept_apart {
+            None => (
+                r.range_at(data_offset, length, "Data")?,
+                r.buffer_at(data_offset, length, "Data")?,
+            ),
+            Some(kept) if data_offset == REQUEST_BUFFER_OFFSET && pdu.len() == data_offset => {
+                if length != kept {
+                    return Err(DecodeError::invalid("Length"));
+                }
+                (data_offset..data_offset + length, &[][..])
+            }
+            Some(_) => return Err(DecodeError::invalid("DataOffset")),
+        };
         let channel_info = r.buffer_at(info_offset, info_len, "WriteChannelInfo")?;
         Ok(Self {
             offset,
@@ -138,6 +160,37 @@ mod tests {
     const RESPONSE: &str = "
         fe534d42400001000000000009000000130000000000000008000000000000000800000000000000b523934800000000
         00000000000000000000000000000000110000000c0000000000000000000000";
+
+    #[test]
+    fn captured_without_its_data() {
+        let pdu = hex(REQUEST);
+        let head = &pdu[..REQUEST_BUFFER_OFFSET];
+        let req = WriteRequest::decode_without_data(head, 12).unwrap();
+        assert_eq!(req.data, b"");
+        assert_eq!(req.data_range, 112..124);
+        assert_eq!(req.file_id, WriteRequest::decode(&pdu).unwrap().file_id);
+        // The data kept apart must be what Length says, and right after the fixed part.
+        assert_eq!(
+            WriteRequest::decode_without_data(head, 11)
+                .unwrap_err()
+                .field,
+            "Length"
+        );
+        assert_eq!(
+            WriteRequest::decode_without_data(&pdu[..113], 11)
+                .unwrap_err()
+                .field,
+            "DataOffset"
+        );
+        let mut moved = head.to_vec();
+        moved[66] = 0x78;
+        assert_eq!(
+            WriteRequest::decode_without_data(&moved, 12)
+                .unwrap_err()
+                .field,
+            "DataOffset"
+        );
+    }
 
     #[test]
     fn captured() {

@@ -21,6 +21,7 @@
     )
 )]
 
+mod piped;
 mod reader;
 mod slots;
 mod writer;

@@ -3,7 +3,8 @@
 //! Small frames arrive several to a `recv`: the reader receives into a buffer and cuts frames
 //! out of it, so that a short request costs one system call, not one for its length prefix
 //! and one for the rest. A frame larger than what is buffered is received straight into its
-//! own allocation, without zeroing it first, so a WRITE's data is copied once, by the kernel.
+//! own allocation, without zeroing it first, so a WRITE's data is copied once, by the kernel;
+//! the data of a large plain WRITE is not copied at all, but passed to a pipe (`piped`).
 //! The buffer exists only while bytes wait in it: an idle connection waits for readiness
 //! holding none.
 
@@ -15,12 +16,14 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, BytesMut};
-use smb3d_server::connection::Connection;
+use smb3d_server::connection::{Connection, Disconnect};
 use smb3d_server::limits::{Limit, enabled};
-use smb3d_server::{Server, panic_guard};
+use smb3d_server::{Server, panic_guard, piped_write};
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::time::{Instant, Sleep};
+
+use crate::piped::{self, Received};
 
 /// What one `recv` asks for when frames are cut from the buffer: room for a burst of small
 /// requests (an ECHO is 72 bytes, a compound CREATE a few hundred) or the start of a large one.
@@ -61,7 +64,53 @@ pub(crate) async fn read_frames(
         })?;
         conn.wait_for_room(len).await;
         buffer.advance(PREFIX_LEN);
-        let frame = if buffer.len() >= len {
+        let mut frame = Vec::new();
+        if len >= piped_write::MIN_FRAME_LEN && buffer.len() < len {
+            while buffer.len() < piped_write::HEAD_LEN {
+                buffer.reserve(piped_write::HEAD_LEN);
+                let missing = len - buffer.len();
+                within(
+                    frame_timeout,
+                    server,
+                    conn,
+                    receive_at_most(reader, &mut buffer, missing),
+                )
+                .await?;
+            }
+            if piped_write::may_pipe(&buffer, len) {
+                let head = buffer.split_to(piped_write::HEAD_LEN).to_vec();
+                let data_len = len - head.len();
+                let received = within(
+                    frame_timeout,
+                    server,
+                    conn,
+                    piped::receive(reader, &mut buffer, data_len),
+                )
+                .await?;
+                match received {
+                    Received::Piped(data) => {
+                        server.metrics().received(PREFIX_LEN + len);
+                        deliver(conn, || conn.on_piped_write(head, data))?;
+                        continue;
+                    }
+                    Received::InMemory(data) => {
+                        frame.reserve_exact(len);
+                        frame.extend_from_slice(&head);
+                        frame.extend_from_slice(&data);
+                    }
+                }
+            }
+        }
+        let frame = if !frame.is_empty() {
+            within(
+                frame_timeout,
+                server,
+                conn,
+                receive_rest(reader, &mut frame, len),
+            )
+            .await?;
+            frame
+        } else if buffer.len() >= len {
             let frame = buffer.get(..len).unwrap_or_default().to_vec();
             buffer.advance(len);
             frame
@@ -79,14 +128,32 @@ pub(crate) async fn read_frames(
             frame
         };
         server.metrics().received(PREFIX_LEN + len);
-        match panic_guard::contain(|| conn.on_frame(frame)) {
-            Ok(Ok(())) => {}
-            Ok(Err(why)) => return Err(io::Error::new(io::ErrorKind::InvalidData, why.0)),
-            Err(why) => {
-                conn.panicked(&why);
-                return Err(io::Error::other(format!("panic: {why}")));
-            }
+        deliver(conn, || conn.on_frame(frame))?;
+    }
+}
+
+/// Hands a frame to the core; an error ends the connection.
+fn deliver(conn: &Connection, on_frame: impl FnOnce() -> Result<(), Disconnect>) -> io::Result<()> {
+    match panic_guard::contain(on_frame) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(why)) => Err(io::Error::new(io::ErrorKind::InvalidData, why.0)),
+        Err(why) => {
+            conn.panicked(&why);
+            Err(io::Error::other(format!("panic: {why}")))
         }
+    }
+}
+
+/// Receives some bytes of a frame that has begun, at most `missing`, so that nothing of the
+/// next frame is taken; the end of the stream now is an error.
+async fn receive_at_most(
+    reader: &mut OwnedReadHalf,
+    buffer: &mut BytesMut,
+    missing: usize,
+) -> io::Result<()> {
+    match reader.read_buf(&mut (&mut *buffer).limit(missing)).await? {
+        0 => Err(io::ErrorKind::UnexpectedEof.into()),
+        _ => Ok(()),
     }
 }
 

@@ -287,3 +287,46 @@ fn large_write_in_pieces_and_reads_piling_up() {
         NtStatus::SUCCESS
     );
 }
+
+#[test]
+fn large_writes_through_pipes_whole_and_in_tiny_segments() {
+    let running = start();
+    let mut client = Client::connect(running.addr);
+    client.log_on();
+    let created = client.call(
+        Command::CREATE,
+        &seeds::create_body(
+            "piped.bin",
+            AccessMask::GENERIC_READ | AccessMask::GENERIC_WRITE,
+            CreateDisposition::OVERWRITE_IF,
+            CreateOptions::NON_DIRECTORY_FILE,
+        ),
+    );
+    let file_id = CreateResponse::decode(&created.pdu).unwrap().file_id;
+    let data: Vec<u8> = (0..3 * 1024 * 1024u32)
+        .map(|i| (i % 253) as u8 ^ (i >> 12) as u8)
+        .collect();
+    // Sent whole, the 3 MiB take several pipes. Sent in 100-byte segments, each a page of a
+    // pipe, the pipes fill by their pages long before their bytes: the rest is received into
+    // memory.
+    let (first, second) = data.split_at(2 * 1024 * 1024);
+    for (offset, part, segment) in [(0, first, first.len()), (first.len(), second, 100)] {
+        client.stream.set_nodelay(segment < 1000).unwrap();
+        let mut body = seeds::write_body(offset as u64, part);
+        assert!(packet::patch_file_id(Command::WRITE, &mut body, file_id));
+        let (_, frame) = client.frame(Command::WRITE, &body, part.len());
+        for piece in frame.chunks(segment) {
+            client.stream.write_all(piece).unwrap();
+        }
+        assert_eq!(client.receive().status(), NtStatus::SUCCESS, "{segment}");
+    }
+    for offset in (0..data.len()).step_by(1024 * 1024) {
+        let mut body = seeds::read_body(offset as u64, 1024 * 1024);
+        assert!(packet::patch_file_id(Command::READ, &mut body, file_id));
+        let (_, frame) = client.frame(Command::READ, &body, 1024 * 1024);
+        client.stream.write_all(&frame).unwrap();
+        let response = client.receive();
+        let read = ReadResponse::decode(&response.pdu).unwrap();
+        assert!(read.data == &data[offset..offset + 1024 * 1024], "{offset}");
+    }
+}

@@ -12,14 +12,15 @@ use rustix::fs::{
     setxattr, utimensat,
 };
 use rustix::io::{self, Errno, pread, pwrite};
+use rustix::pipe::{SpliceFlags, splice};
 use smb3d_vfs::backend::{
     MAX_FILE_SIZE, POSIX_ACL_XATTRS, checked_range_end, copy_by_reading, validate_xattr_name,
     validate_xattr_value,
 };
 use smb3d_vfs::casefold::Found;
 use smb3d_vfs::{
-    Access, CaseSensitivity, DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult,
-    validate_name,
+    Access, CaseSensitivity, DirEntry, FileStat, FileType, PipedData, Timespec, VfsError, VfsFile,
+    VfsResult, validate_name,
 };
 
 use crate::caseless::NameRules;
@@ -239,6 +240,36 @@ impl VfsFile for PosixFile {
             }
         }
         Ok(done)
+    }
+
+    fn write_piped(&self, data: &mut PipedData, offset: u64) -> VfsResult<usize> {
+        self.check_data(self.access.can_write())?;
+        let len = data.len();
+        let end = checked_range_end(offset, len as u64)?;
+        let mut position = offset;
+        // The kernel copies the pipes' pages into the page cache: the data's only copy since
+        // the socket.
+        for (pipe, held) in data.pipes() {
+            let pipe_end = position + held as u64;
+            while position < pipe_end {
+                let rest = usize::try_from(pipe_end - position).unwrap_or(usize::MAX);
+                match splice(
+                    pipe,
+                    None,
+                    &self.fd,
+                    Some(&mut position),
+                    rest,
+                    SpliceFlags::MOVE,
+                ) {
+                    // The pipe ran dry before its promised length.
+                    Ok(0) => return Err(VfsError::Io(Errno::IO.raw_os_error())),
+                    Ok(_) | Err(Errno::INTR) => {}
+                    Err(error) => return Err(map_errno(error)),
+                }
+            }
+        }
+        debug_assert_eq!(position, end);
+        Ok(len)
     }
 
     fn set_len(&self, len: u64) -> VfsResult<()> {

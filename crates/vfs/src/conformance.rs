@@ -11,8 +11,8 @@
 )]
 
 use crate::{
-    Access, Disposition, FileType, Kind, OpenRequest, Opened, S_IFDIR, S_IFMT, S_IFREG, Timespec,
-    Vfs, VfsError, VfsFile, VfsPath, errno,
+    Access, Disposition, FileType, Kind, OpenRequest, Opened, PipedData, S_IFDIR, S_IFMT, S_IFREG,
+    Timespec, Vfs, VfsError, VfsFile, VfsPath, errno,
 };
 
 /// Generates one `#[test]` per case-sensitivity test. `$make` is a closure returning a pair
@@ -48,7 +48,7 @@ macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::conformance_tests!(@each $make;
             missing_objects, dispositions, kinds, directories_open_for_any_access,
-            read_write_and_size, read_append, allocate, preallocate, sync_dir, hard_links, access_is_enforced, times, xattrs, directory_listing,
+            read_write_and_size, read_append, write_piped, allocate, preallocate, sync_dir, hard_links, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
             create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
@@ -424,6 +424,47 @@ pub fn read_append(vfs: &dyn Vfs) {
         .unwrap()
         .file;
     assert!(dir.data_fd().is_none(), "a directory");
+}
+
+/// `data` in pipes of at most 16 KiB each, their write ends closed.
+fn piped(data: &[u8]) -> PipedData {
+    use std::io::Write;
+    let mut piped = PipedData::new();
+    for part in data.chunks(16 * 1024) {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        writer.write_all(part).unwrap();
+        drop(writer);
+        piped.push(reader.into(), part.len());
+    }
+    piped
+}
+
+/// `write_piped` writes the data of pipes as `write_at` would: over existing data, beyond the end
+/// (the gap reads as zeros), and not on a handle that may not write.
+pub fn write_piped(vfs: &dyn Vfs) {
+    write_file(vfs, "f", &pattern(1000, 1));
+    let file = open_file(vfs, "f", Access::ReadWrite);
+    let data = pattern(40_000, 7);
+    assert_eq!(
+        file.write_piped(&mut piped(&data), 500).unwrap(),
+        data.len()
+    );
+    assert_eq!(read_range(&*file, 0, 500), pattern(1000, 1)[..500]);
+    assert_eq!(read_range(&*file, 500, 40_000), data);
+    assert_eq!(file.write_piped(&mut piped(b"end"), 50_000).unwrap(), 3);
+    assert_eq!(file.stat().unwrap().size, 50_003);
+    assert_eq!(read_range(&*file, 40_500, 9_500), vec![0; 9_500]);
+    // A pipe that holds less than it promised fails instead of writing what it has.
+    let mut short = piped(b"12345");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(writer);
+    short.push(reader.into(), 10);
+    assert!(file.write_piped(&mut short, 0).is_err());
+    let read_only = open_file(vfs, "f", Access::Read);
+    assert_eq!(
+        error(read_only.write_piped(&mut piped(b"x"), 0)),
+        VfsError::PermissionDenied
+    );
 }
 
 /// `allocate` reserves storage and extends the size like `fallocate` mode 0.

@@ -31,6 +31,7 @@ pub mod conformance;
 mod error;
 mod memory;
 mod path;
+mod piped;
 mod types;
 
 use std::any::Any;
@@ -38,6 +39,7 @@ use std::any::Any;
 pub use error::{VfsError, VfsResult, errno};
 pub use memory::MemoryVfs;
 pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
+pub use piped::PipedData;
 pub use types::{
     Access, CaseSensitivity, DirEntry, Disposition, FileStat, FileType, FsStat, Kind, OpenRequest,
     S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
@@ -170,6 +172,15 @@ pub trait VfsFile: Send + Sync {
 
     /// Writes all of `data` at `offset`, extending the file as needed; returns `data.len()`.
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize>;
+
+    /// Writes all of `data`, which waits in a pipe, at `offset` as [`write_at`](Self::write_at)
+    /// would; returns `data.len()`. Back ends with a descriptor move it from the pipe into the
+    /// file without copying it through user space; the others read it into memory first.
+    fn write_piped(&self, data: &mut PipedData, offset: u64) -> VfsResult<usize> {
+        let mut buf = Vec::new();
+        data.read_into(&mut buf)?;
+        self.write_at(&buf, offset)
+    }
 
     /// Truncates or extends (with zeros) to `len` bytes.
     fn set_len(&self, len: u64) -> VfsResult<()>;

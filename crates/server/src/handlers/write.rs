@@ -1,4 +1,5 @@
-//! WRITE: MS-SMB2 3.3.5.13. The data is written from the request buffer, not copied.
+//! WRITE: MS-SMB2 3.3.5.13. The data is written from the request buffer, not copied, or from
+//! the pipe the transport left it in (`piped_write`).
 
 use std::sync::atomic::Ordering;
 
@@ -21,8 +22,14 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = WriteRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
-    let len = u32::try_from(req.data.len()).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let mut piped = cx.piped.take();
+    let req = match &piped {
+        None => WriteRequest::decode(pdu),
+        Some(data) => WriteRequest::decode_without_data(pdu, data.len()),
+    }
+    .map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let data_len = req.data_range.len();
+    let len = u32::try_from(data_len).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     if len > cx.conn.server.settings.max_io_size {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -49,10 +56,13 @@ pub(crate) async fn handle(
         0
     } else {
         open.writing();
-        let written = Wait::transfer(req.data.len())
+        let written = Wait::transfer(data_len)
             .run(|| {
                 allocation::before_write(&open, req.offset)?;
-                open.file.write_at(req.data, req.offset)
+                match &mut piped {
+                    Some(data) => open.file.write_piped(data, req.offset),
+                    None => open.file.write_at(req.data, req.offset),
+                }
             })
             .status()?;
         allocation::wrote(&open, req.offset + written as u64);

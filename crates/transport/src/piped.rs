@@ -1,0 +1,174 @@
+//! Receiving a large plain WRITE's data into pipes (`smb3d_server::piped_write`): `splice`
+//! hands the socket's pages to a pipe without copying them, and the WRITE handler moves them
+//! on into the file.
+//!
+//! A pipe holds at most [`PIPE_SIZE`] (an unprivileged process may not make one larger than
+//! `/proc/sys/fs/pipe-max-size`, 1 MiB by default), so a payload takes several. A pipe's
+//! capacity counts pages, one per piece of a received packet, so a pipe may fill before its
+//! bytes do; the next pipe then takes over. When no pipe may be had (a user's pipes are held to
+//! `/proc/sys/fs/pipe-user-pages-soft`), or a peer's tiny packets would take too many, the
+//! payload is received into memory as any other frame.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use bytes::BytesMut;
+use rustix::pipe::{PipeFlags, SpliceFlags};
+use smb3d_vfs::PipedData;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedReadHalf;
+
+/// The most one pipe is asked to hold.
+const PIPE_SIZE: usize = 1024 * 1024;
+/// Pipes a payload may take beyond one per [`PIPE_SIZE`] bytes, for pipes that filled early.
+const SPARE_PIPES: usize = 8;
+
+/// What one `splice` did.
+enum Spliced {
+    Moved(usize),
+    PipeFull,
+}
+
+/// Where a payload ended up.
+pub(crate) enum Received {
+    /// All of it waits in pipes.
+    Piped(PipedData),
+    /// The pipe route failed part-way: these first bytes of it are in memory, the rest still
+    /// in the socket.
+    InMemory(Vec<u8>),
+}
+
+/// The pipe being filled.
+struct Filling {
+    read_end: OwnedFd,
+    write_end: OwnedFd,
+    capacity: usize,
+    held: usize,
+}
+
+impl Filling {
+    fn new(wanted: usize) -> Option<Self> {
+        let (read_end, write_end) =
+            rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).ok()?;
+        let capacity = rustix::pipe::fcntl_setpipe_size(&write_end, wanted.min(PIPE_SIZE)).ok()?;
+        Some(Self {
+            read_end,
+            write_end,
+            capacity,
+            held: 0,
+        })
+    }
+
+    fn room(&self) -> usize {
+        self.capacity - self.held
+    }
+
+    /// Moves up to `max` bytes from the socket into the pipe. Would-block means the socket
+    /// is drained (the caller's readiness is cleared); a pipe that cannot take more while
+    /// bytes wait in the socket is full by its pages, which is no reason to wait.
+    fn splice_from(&self, socket: &TcpStream, max: usize) -> io::Result<Spliced> {
+        let spliced = rustix::pipe::splice(
+            socket,
+            None,
+            &self.write_end,
+            None,
+            max.min(self.room()),
+            SpliceFlags::MOVE | SpliceFlags::NONBLOCK,
+        );
+        match spliced {
+            Ok(n) => Ok(Spliced::Moved(n)),
+            Err(rustix::io::Errno::AGAIN)
+                if rustix::io::ioctl_fionread(socket).is_ok_and(|waiting| waiting > 0) =>
+            {
+                Ok(Spliced::PipeFull)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Closes the write end and adds the pipe to `data`.
+    fn close_into(self, data: &mut PipedData) {
+        drop(self.write_end);
+        data.push(self.read_end, self.held);
+    }
+}
+
+/// Receives `len` bytes of payload, the first of which are in `buffer` already (all of it is
+/// taken), into pipes if it can.
+pub(crate) async fn receive(
+    reader: &mut OwnedReadHalf,
+    buffer: &mut BytesMut,
+    len: usize,
+) -> io::Result<Received> {
+    let mut data = PipedData::new();
+    let mut pipes_left = len.div_ceil(PIPE_SIZE) + SPARE_PIPES;
+    let mut filling: Option<Filling> = None;
+    let mut moved = 0;
+    let socket = reader.as_ref();
+    while moved < len {
+        let pipe = match filling.take() {
+            Some(pipe) if pipe.room() > 0 => pipe,
+            full => {
+                if let Some(full) = full {
+                    full.close_into(&mut data);
+                }
+                let next = (pipes_left > 0)
+                    .then(|| Filling::new(len - moved))
+                    .flatten();
+                match next {
+                    Some(pipe) => {
+                        pipes_left -= 1;
+                        pipe
+                    }
+                    None => return spill(data, buffer),
+                }
+            }
+        };
+        let pipe = filling.insert(pipe);
+        if !buffer.is_empty() {
+            let take = buffer.len().min(pipe.room());
+            match rustix::io::write(&pipe.write_end, buffer.get(..take).unwrap_or_default()) {
+                Ok(n) => {
+                    let _ = buffer.split_to(n);
+                    pipe.held += n;
+                    moved += n;
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                // Full by its pages: the next pipe takes over.
+                Err(_) => pipe.capacity = pipe.held,
+            }
+            continue;
+        }
+        socket.readable().await?;
+        match socket.try_io(Interest::READABLE, || pipe.splice_from(socket, len - moved)) {
+            Ok(Spliced::Moved(0)) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(Spliced::Moved(n)) => {
+                pipe.held += n;
+                moved += n;
+            }
+            Ok(Spliced::PipeFull) => pipe.capacity = pipe.held,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if let Some(pipe) = filling {
+        pipe.close_into(&mut data);
+    }
+    Ok(Received::Piped(data))
+}
+
+/// Gives up on pipes: what they hold comes back in memory, followed by what is left of
+/// `buffer`.
+fn spill(mut data: PipedData, buffer: &mut BytesMut) -> io::Result<Received> {
+    let mut bytes = Vec::new();
+    data.read_into(&mut bytes)
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    bytes.extend_from_slice(buffer);
+    buffer.clear();
+    Ok(Received::InMemory(bytes))
+}
