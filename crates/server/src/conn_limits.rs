@@ -127,12 +127,19 @@ impl Connection {
     /// any frame, so one larger than the budget still goes through.
     pub async fn wait_for_room(&self, len: usize) {
         let max = self.limits().max_inflight_bytes;
+        let fits = || {
+            let inflight = self.watchdog.inflight.load(Ordering::Acquire);
+            inflight == 0 || inflight.saturating_add(len) <= max
+        };
+        // Nearly always: no waiter to register.
+        if fits() {
+            return;
+        }
         loop {
             let room = self.watchdog.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            let inflight = self.watchdog.inflight.load(Ordering::Acquire);
-            if inflight == 0 || inflight.saturating_add(len) <= max {
+            if fits() {
                 return;
             }
             room.await;
