@@ -39,6 +39,7 @@ use smb3d_server::{ClientKey, Server};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, watch};
 
+use crate::piped::PipeBudget;
 use crate::slots::{Slot, Slots};
 use crate::writer::SocketSink;
 
@@ -99,6 +100,7 @@ pub async fn serve(
 ) -> io::Result<()> {
     let config = Arc::new(config);
     let slots = Arc::new(Slots::new(server.limits()));
+    let pipes = PipeBudget::new(piped::MAX_PIPES);
     let (stop, stopped) = watch::channel(false);
     // Every connection task holds a clone; recv() returns None once all are gone.
     let (alive, mut all_gone) = mpsc::channel::<()>(1);
@@ -108,6 +110,7 @@ pub async fn serve(
             server: server.clone(),
             config: config.clone(),
             slots: slots.clone(),
+            pipes: pipes.clone(),
             stopped: stopped.clone(),
             alive: alive.clone(),
         };
@@ -140,6 +143,8 @@ struct ConnectionTasks {
     config: Arc<TransportConfig>,
     /// Connections counted in total and per client address.
     slots: Arc<Slots>,
+    /// Pipes holding WRITE data, counted server-wide.
+    pipes: Arc<PipeBudget>,
     stopped: watch::Receiver<bool>,
     alive: mpsc::Sender<()>,
 }
@@ -174,11 +179,12 @@ async fn accept_loop(listener: TcpListener, tasks: ConnectionTasks) -> io::Resul
             let ConnectionTasks {
                 server,
                 config,
+                pipes,
                 mut stopped,
                 alive,
                 ..
             } = tasks;
-            let work = run_connection(stream, peer, server, &config, slot);
+            let work = run_connection(stream, peer, server, &config, slot, &pipes);
             let result = tokio::select! {
                 result = panic_guard::contain_async(work) => result.unwrap_or_else(|why| {
                     Err(io::Error::other(format!("panic: {why}")))
@@ -214,6 +220,7 @@ async fn run_connection(
     server: Arc<Server>,
     config: &TransportConfig,
     _slot: Slot,
+    pipes: &Arc<PipeBudget>,
 ) -> io::Result<()> {
     tune_socket(&stream, config)?;
     let (mut reader, writer) = stream.into_split();
@@ -234,7 +241,7 @@ async fn run_connection(
     let _shut = ShutDown(sink);
 
     tokio::select! {
-        result = reader::read_frames(&mut reader, &conn, &server) => result,
+        result = reader::read_frames(&mut reader, &conn, &server, pipes) => result,
         () = closing.notified() => Ok(()),
     }
 }

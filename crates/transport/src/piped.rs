@@ -6,11 +6,13 @@
 //! `/proc/sys/fs/pipe-max-size`, 1 MiB by default), so a payload takes several. A pipe's
 //! capacity counts pages, one per piece of a received packet, so a pipe may fill before its
 //! bytes do; the next pipe then takes over. When no pipe may be had (a user's pipes are held to
-//! `/proc/sys/fs/pipe-user-pages-soft`), or a peer's tiny packets would take too many, the
-//! payload is received into memory as any other frame.
+//! `/proc/sys/fs/pipe-user-pages-soft`, the server's to [`MAX_PIPES`]), or a peer's tiny packets
+//! would take too many, the payload is received into memory as any other frame.
 
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::BytesMut;
 use rustix::pipe::{PipeFlags, SpliceFlags};
@@ -21,6 +23,40 @@ use tokio::net::tcp::OwnedReadHalf;
 
 /// The most one pipe is asked to hold.
 const PIPE_SIZE: usize = 1024 * 1024;
+/// Pipes holding WRITE data at once, server-wide: each takes a descriptor until its WRITE is
+/// done, and the descriptors must not run out for opens.
+pub(crate) const MAX_PIPES: usize = 4096;
+
+/// Places for pipes, counted server-wide.
+pub(crate) struct PipeBudget {
+    left: AtomicUsize,
+}
+
+impl PipeBudget {
+    pub(crate) fn new(pipes: usize) -> Arc<Self> {
+        Arc::new(Self {
+            left: AtomicUsize::new(pipes),
+        })
+    }
+
+    fn take(self: &Arc<Self>) -> Option<PipePlace> {
+        self.left
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(1)
+            })
+            .ok()
+            .map(|_| PipePlace(self.clone()))
+    }
+}
+
+/// One pipe's place in the budget, given back when dropped.
+struct PipePlace(Arc<PipeBudget>);
+
+impl Drop for PipePlace {
+    fn drop(&mut self) {
+        self.0.left.fetch_add(1, Ordering::AcqRel);
+    }
+}
 /// Pipes a payload may take beyond one per [`PIPE_SIZE`] bytes, for pipes that filled early.
 const SPARE_PIPES: usize = 8;
 
@@ -41,6 +77,7 @@ pub(crate) enum Received {
 
 /// The pipe being filled.
 struct Filling {
+    place: PipePlace,
     read_end: OwnedFd,
     write_end: OwnedFd,
     capacity: usize,
@@ -48,11 +85,13 @@ struct Filling {
 }
 
 impl Filling {
-    fn new(wanted: usize) -> Option<Self> {
+    fn new(budget: &Arc<PipeBudget>, wanted: usize) -> Option<Self> {
+        let place = budget.take()?;
         let (read_end, write_end) =
             rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).ok()?;
         let capacity = rustix::pipe::fcntl_setpipe_size(&write_end, wanted.min(PIPE_SIZE)).ok()?;
         Some(Self {
+            place,
             read_end,
             write_end,
             capacity,
@@ -91,6 +130,7 @@ impl Filling {
     fn close_into(self, data: &mut PipedData) {
         drop(self.write_end);
         data.push(self.read_end, self.held);
+        data.hold(Box::new(self.place));
     }
 }
 
@@ -100,6 +140,7 @@ pub(crate) async fn receive(
     reader: &mut OwnedReadHalf,
     buffer: &mut BytesMut,
     len: usize,
+    budget: &Arc<PipeBudget>,
 ) -> io::Result<Received> {
     let mut data = PipedData::new();
     let mut pipes_left = len.div_ceil(PIPE_SIZE) + SPARE_PIPES;
@@ -114,7 +155,7 @@ pub(crate) async fn receive(
                     full.close_into(&mut data);
                 }
                 let next = (pipes_left > 0)
-                    .then(|| Filling::new(len - moved))
+                    .then(|| Filling::new(budget, len - moved))
                     .flatten();
                 match next {
                     Some(pipe) => {
@@ -171,4 +212,24 @@ fn spill(mut data: PipedData, buffer: &mut BytesMut) -> io::Result<Received> {
     bytes.extend_from_slice(buffer);
     buffer.clear();
     Ok(Received::InMemory(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipes_beyond_the_budget_are_refused_until_one_is_done() {
+        let budget = PipeBudget::new(2);
+        let first = Filling::new(&budget, 1000).unwrap();
+        let second = Filling::new(&budget, 1000).unwrap();
+        assert!(Filling::new(&budget, 1000).is_none());
+        let mut data = PipedData::new();
+        first.close_into(&mut data);
+        assert!(Filling::new(&budget, 1000).is_none(), "held with its data");
+        drop(data);
+        let third = Filling::new(&budget, 1000).unwrap();
+        drop((second, third));
+        assert_eq!(budget.left.load(Ordering::Acquire), 2);
+    }
 }

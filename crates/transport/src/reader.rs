@@ -24,7 +24,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::time::{Instant, Sleep};
 
-use crate::piped::{self, Received};
+use crate::piped::{self, PipeBudget, Received};
 
 /// What one `recv` asks for when frames are cut from the buffer: room for a burst of small
 /// requests (an ECHO is 72 bytes, a compound CREATE a few hundred) or the start of a large one.
@@ -38,6 +38,7 @@ pub(crate) async fn read_frames(
     reader: &mut OwnedReadHalf,
     conn: &Arc<Connection>,
     server: &Server,
+    pipes: &Arc<PipeBudget>,
 ) -> io::Result<()> {
     let frame_timeout = enabled(server.limits().frame_timeout);
     let mut buffer = BytesMut::new();
@@ -81,7 +82,7 @@ pub(crate) async fn read_frames(
                     frame_timeout,
                     server,
                     conn,
-                    piped::receive(reader, &mut buffer, data_len),
+                    piped::receive(reader, &mut buffer, data_len, pipes),
                 )
                 .await?;
                 match received {

@@ -9,10 +9,21 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use crate::{VfsError, VfsResult, errno};
 
 /// Bytes waiting in pipes, in order; the pipes' write ends are closed.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct PipedData {
     pipes: Vec<(File, usize)>,
     len: usize,
+    /// What lives as long as the pipes (the places they take in their maker's budget).
+    held: Vec<Box<dyn Send + Sync>>,
+}
+
+impl std::fmt::Debug for PipedData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipedData")
+            .field("pipes", &self.pipes)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PipedData {
@@ -25,6 +36,11 @@ impl PipedData {
     pub fn push(&mut self, read_end: OwnedFd, len: usize) {
         self.pipes.push((File::from(read_end), len));
         self.len += len;
+    }
+
+    /// Keeps `token` until the data is dropped: the pipes' place in a budget of their maker.
+    pub fn hold(&mut self, token: Box<dyn Send + Sync>) {
+        self.held.push(token);
     }
 
     /// How many bytes the pipes hold.
