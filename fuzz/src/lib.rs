@@ -66,6 +66,14 @@ pub fn check_request(kind: u8, pdu: &[u8]) {
             stable!(ioctl::IoctlRequest, pdu);
             if let Ok(req) = ioctl::IoctlRequest::decode(pdu) {
                 copy_chunk_stable(req.input);
+                if let Ok(resiliency) = ioctl::NetworkResiliencyRequest::decode(req.input) {
+                    let mut once = Vec::new();
+                    resiliency.encode(&mut Writer::new(&mut once));
+                    assert_eq!(
+                        ioctl::NetworkResiliencyRequest::decode(&once).unwrap(),
+                        resiliency
+                    );
+                }
             }
         }
         12 => stable!(cancel::CancelRequest, pdu),

@@ -699,7 +699,8 @@ impl Connection {
                 start,
             };
             let started = Instant::now();
-            let result = match self.admit(&mut cx, pdu, index) {
+            let admitted = self.admit(&mut cx, pdu, index);
+            let result = match admitted {
                 Ok(()) => handlers::dispatch(&mut cx, pdu, &mut reply).await,
                 Err(status) => Err(status),
             };
@@ -742,8 +743,19 @@ impl Connection {
             let preauth_session = cx.preauth_session.take();
             cx.chain.session_id = session_id;
             cx.chain.tree_id = tree_id;
+            // What the related requests after this one inherit (as Windows answers them,
+            // smbtorture smb2.compound.related4-9, invalid2): a failed CREATE fails them with
+            // its status, and so does every request after it; a request refused before it ran
+            // (no session, tree or file to inherit) with STATUS_INVALID_PARAMETER; any other
+            // failure not at all, so that a READ after a refused WRITE on the same open runs.
             if !cx.isolated_failure {
-                cx.chain.status = status;
+                if admitted.is_err() && hdr.command != Command::CREATE {
+                    if !cx.chain.status.is_error() {
+                        cx.chain.status = NtStatus::INVALID_PARAMETER;
+                    }
+                } else if hdr.command == Command::CREATE || !status.is_error() {
+                    cx.chain.status = status;
+                }
             }
             // The credits of a request that went async were granted with its interim response
             // (MS-SMB2 3.3.4.3).

@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -32,6 +32,11 @@ pub(crate) const MAX_V2_TIMEOUT: Duration = Duration::from_secs(300);
 pub(crate) const DEFAULT_V2_TIMEOUT: Duration = Duration::from_secs(60);
 /// The timeout of a v1 durable open (Windows and Samba: 16 minutes).
 pub(crate) const V1_TIMEOUT: Duration = Duration::from_secs(16 * 60);
+/// MS-SMB2 3.3.5.15.9 MaxResiliencyTimeout: the longest a resilient open is kept, as for v2
+/// durable opens.
+pub(crate) const MAX_RESILIENCY_TIMEOUT: Duration = MAX_V2_TIMEOUT;
+/// Open.ResiliencyTimeout when the client asks for none (Windows: 2 minutes).
+pub(crate) const DEFAULT_RESILIENCY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How an open was made durable; v2 opens that asked but could not be made durable are kept
 /// too, for replay detection.
@@ -156,6 +161,29 @@ impl DurableTable {
         {
             inner.by_create_guid.remove(&guid);
         }
+    }
+
+    /// Open.IsDurable or Open.IsResilient: the open `volatile` outlives its connection.
+    pub fn survives_disconnect(&self, volatile: u64) -> bool {
+        let mut inner = self.inner.lock();
+        inner
+            .by_volatile_mut(volatile)
+            .is_some_and(|e| e.durability.durable)
+    }
+
+    /// MS-SMB2 3.3.5.15.9: the open becomes resilient (kept for `durability.timeout` after a
+    /// disconnect and reclaimed as a durable open is); the CreateGuid it was recorded under and
+    /// its create action stay.
+    pub fn make_resilient(&self, open: &Open, mut durability: Durability) {
+        let mut inner = self.inner.lock();
+        if let Some(entry) = inner.by_volatile_mut(open.file_id.volatile) {
+            durability.create_guid = entry.durability.create_guid;
+            durability.create_action = entry.durability.create_action;
+            entry.durability = durability;
+            return;
+        }
+        drop(inner);
+        self.add(open, durability);
     }
 
     /// The open `file_id` is closed: it is durable no more.
@@ -327,20 +355,53 @@ impl DurableTable {
     }
 }
 
-/// What an open keeps for replayed requests (MS-SMB2 3.3.1.10 Open.ChannelSequence, and whether
-/// its CREATE may still be replayed).
-#[derive(Debug, Default)]
+/// What an open keeps for replayed requests (MS-SMB2 3.3.1.10 Open.ChannelSequence and
+/// Open.LockSequenceArray, and whether its CREATE may still be replayed).
+#[derive(Debug)]
 pub(crate) struct ReplayState {
     channel_sequence: AtomicU16,
     /// A replay of its DH2Q CREATE answers with this open until another request uses it.
     replayable: AtomicBool,
+    /// Open.LockSequenceArray, indexes 1 to 64: the sequence number (0-15) of the last LOCK
+    /// that succeeded with that index, or [`NO_LOCK_SEQUENCE`].
+    lock_sequences: [AtomicU8; 64],
 }
+
+/// A LockSequenceArray entry that is not Valid.
+const NO_LOCK_SEQUENCE: u8 = u8::MAX;
 
 impl ReplayState {
     pub fn new(channel_sequence: u16, replayable: bool) -> Self {
         Self {
             channel_sequence: AtomicU16::new(channel_sequence),
             replayable: AtomicBool::new(replayable),
+            lock_sequences: [const { AtomicU8::new(NO_LOCK_SEQUENCE) }; 64],
+        }
+    }
+
+    fn lock_sequence_entry(&self, index: u32) -> Option<&AtomicU8> {
+        let slot = usize::try_from(index.checked_sub(1)?).ok()?;
+        self.lock_sequences.get(slot)
+    }
+
+    /// MS-SMB2 3.3.5.14: whether a LOCK with this LockSequenceIndex and number repeats the
+    /// last one that succeeded with the index (then it is answered with success and not done
+    /// again). A different number makes the entry invalid until the request succeeds.
+    pub fn lock_replayed(&self, index: u32, number: u8) -> bool {
+        let Some(entry) = self.lock_sequence_entry(index) else {
+            return false;
+        };
+        if entry.load(Ordering::Relaxed) == number {
+            return true;
+        }
+        entry.store(NO_LOCK_SEQUENCE, Ordering::Relaxed);
+        false
+    }
+
+    /// MS-SMB2 3.3.5.14.1, 3.3.5.14.2: a LOCK succeeded; its index remembers its number.
+    pub fn lock_succeeded(&self, index: u32, number: u8) {
+        if let Some(entry) = self.lock_sequence_entry(index) {
+            entry.store(number, Ordering::Relaxed);
         }
     }
 
@@ -445,6 +506,27 @@ mod tests {
                 accepted,
                 "sequence {sequence:#x}"
             );
+        }
+    }
+
+    #[test]
+    fn lock_sequences_repeat_only_what_succeeded() {
+        let state = ReplayState::new(0, false);
+        // Index 0 and indexes beyond 64 are never replays.
+        for index in [0, 65, u32::MAX] {
+            state.lock_succeeded(index, 1);
+            assert!(!state.lock_replayed(index, 1));
+        }
+        for index in [1, 64] {
+            assert!(!state.lock_replayed(index, 1));
+            state.lock_succeeded(index, 1);
+            assert!(state.lock_replayed(index, 1));
+            // Another number is a new request, and the entry stays invalid while it fails.
+            assert!(!state.lock_replayed(index, 2));
+            assert!(!state.lock_replayed(index, 1));
+            assert!(!state.lock_replayed(index, 2));
+            state.lock_succeeded(index, 2);
+            assert!(state.lock_replayed(index, 2));
         }
     }
 

@@ -256,6 +256,31 @@ impl ValidateNegotiateInfoRequest {
     }
 }
 
+/// NETWORK_RESILIENCY_REQUEST, the input of FSCTL_LMR_REQUEST_RESILIENCY (MS-SMB2 2.2.31.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetworkResiliencyRequest {
+    /// How long the server keeps the open after a disconnect, in milliseconds.
+    pub timeout_ms: u32,
+}
+
+impl NetworkResiliencyRequest {
+    /// Size of the input.
+    pub const LEN: usize = 8;
+
+    /// Decodes the IOCTL input; Reserved is ignored, bytes after it too.
+    pub fn decode(input: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(input);
+        let timeout_ms = r.u32("Timeout")?;
+        r.u32("Reserved")?;
+        Ok(Self { timeout_ms })
+    }
+
+    /// Writes the IOCTL input.
+    pub fn encode(&self, w: &mut Writer<'_>) {
+        w.u32(self.timeout_ms).u32(0);
+    }
+}
+
 /// VALIDATE_NEGOTIATE_INFO response, the IOCTL output (MS-SMB2 2.2.32.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValidateNegotiateInfoResponse {
@@ -295,6 +320,18 @@ mod tests {
     use crate::testutil::{hex, pdu_with_body, with_header};
     use proptest::prelude::*;
     use smb3d_wire::DecodeErrorKind;
+
+    // The input smbtorture smb2.lock.replay_broken_windows sends: a 1000 ms timeout.
+    #[test]
+    fn network_resiliency_request_round_trips() {
+        let input = hex("e803000000000000");
+        let req = NetworkResiliencyRequest::decode(&input).unwrap();
+        assert_eq!(req.timeout_ms, 1000);
+        let mut out = Vec::new();
+        req.encode(&mut Writer::new(&mut out));
+        assert_eq!(out, input);
+        assert!(NetworkResiliencyRequest::decode(&input[..7]).is_err());
+    }
 
     // smbclient -m SMB3_00 against Samba 4.17: FSCTL_VALIDATE_NEGOTIATE_INFO and its response.
     // smbclient puts an empty output at the input's offset; we write 0.

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::lock::{LockElement, LockFlags, LockRequest, LockResponse};
+use smb3d_smb2::negotiate::Capabilities;
 
 use crate::connection::Ctx;
 use crate::handlers::lookup_open;
@@ -23,6 +24,21 @@ pub(crate) async fn handle(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let open = lookup_open(cx, req.file_id)?;
+    // MS-SMB2 3.3.5.14: opens that outlive their connection (and all opens where the server
+    // offers multichannel) remember lock sequences, so that a LOCK resent after a lost
+    // response is not done twice.
+    let sequenced = cx.negotiated.dialect != 0x0202
+        && (Capabilities(cx.negotiated.server_capabilities).contains(Capabilities::MULTI_CHANNEL)
+            || cx
+                .conn
+                .server
+                .durable
+                .survives_disconnect(open.file_id.volatile));
+    let sequence = (req.lock_sequence_index(), req.lock_sequence_number());
+    if sequenced && open.replay.lock_replayed(sequence.0, sequence.1) {
+        LockResponse.encode(&mut reply.writer());
+        return Ok(NtStatus::SUCCESS);
+    }
     let mut elements = req.locks.iter();
     let first = req.locks.iter().next().unwrap_or_default();
     if first.flags.contains(LockFlags::UNLOCK) {
@@ -71,6 +87,9 @@ pub(crate) async fn handle(
                 return Err(status);
             }
         }
+    }
+    if sequenced {
+        open.replay.lock_succeeded(sequence.0, sequence.1);
     }
     LockResponse.encode(&mut reply.writer());
     Ok(NtStatus::SUCCESS)

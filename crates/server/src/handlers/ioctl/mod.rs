@@ -22,6 +22,7 @@ mod clone;
 mod copy;
 mod network;
 pub(crate) mod reparse;
+mod resiliency;
 mod sparse;
 mod volume;
 
@@ -93,6 +94,7 @@ fn on_file(
         CtlCode::FSCTL_GET_REPARSE_POINT => reparse::get(&open, req, w),
         CtlCode::FSCTL_SET_REPARSE_POINT => reparse::set(&open, req, w),
         CtlCode::FSCTL_DELETE_REPARSE_POINT => reparse::delete(&open, req, w),
+        CtlCode::FSCTL_LMR_REQUEST_RESILIENCY => resiliency::request(cx, &open, req, w),
         _ => volume::handle(cx, &open, req, w),
     }
 }
