@@ -197,6 +197,7 @@ impl ResponseFrame {
     /// Seals the last response and prefixes the frame.
     pub fn finish(mut self) -> OutFrame {
         if let Some(last) = self.current.take() {
+            self.pad_last_of_compound(last.start);
             Self::sign(
                 self.buf.get_mut(last.start..).unwrap_or_default(),
                 last.signer.as_deref(),
@@ -219,6 +220,7 @@ impl ResponseFrame {
     pub fn finish_sealed(mut self, cipher: &SessionCipher, session_id: u64) -> Option<OutFrame> {
         self.take_in_tail();
         if let Some(last) = self.current.take() {
+            self.pad_last_of_compound(last.start);
             Self::sign(
                 self.buf.get_mut(last.start..).unwrap_or_default(),
                 last.signer.as_deref(),
@@ -232,6 +234,18 @@ impl ResponseFrame {
             start: 0,
             tail: None,
         })
+    }
+
+    /// The last response of a frame that carries several is padded to 8 bytes as the others
+    /// are (as Windows sends them; smbtorture smb2.compound.compound-padding); a response
+    /// alone in its frame is not.
+    fn pad_last_of_compound(&mut self, last_start: usize) {
+        if last_start == MESSAGES_START {
+            return;
+        }
+        self.take_in_tail();
+        let pad = (8 - (self.buf.len() - MESSAGES_START) % 8) % 8;
+        self.buf.resize(self.buf.len() + pad, 0);
     }
 
     fn sign(message: &mut [u8], signer: Option<&dyn MessageSigner>) {
