@@ -205,11 +205,23 @@ fn complete(
         crate::durable::disconnect_session(server, &previous);
     }
 
-    // 3.1.1 signs the final response with the new key whatever the signing policy.
+    let mut st = session.state.lock();
+    // A re-authentication (3.3.5.5.2) renews who the session acts for, not its keys: the
+    // client keeps signing and encrypting with the ones of the first authentication.
+    let (signer, signing_required, cipher, encrypt_data) = match st.established.take() {
+        Some(first) if !anonymous => (
+            first.signer,
+            first.signing_required,
+            first.cipher,
+            first.encrypt_data,
+        ),
+        _ => (signer, signing_required, cipher, encrypt_data),
+    };
+    // 3.1.1 signs the final response with the session's key whatever the signing policy.
     if negotiated.dialect == 0x0311 {
         cx.sign_with = signer.clone();
     }
-    session.state.lock().established = Some(Established {
+    st.established = Some(Established {
         user,
         identity,
         signer,
@@ -217,6 +229,7 @@ fn complete(
         cipher,
         encrypt_data,
     });
+    drop(st);
     Ok(if anonymous {
         SessionFlags::IS_NULL
     } else if encrypt_data {
