@@ -459,6 +459,10 @@ pub(crate) fn reattach(session: &Session, tree: &Tree, open: &Arc<Open>, route: 
 /// (PreviousSessionId, 3.3.5.5.3): durable opens are kept for a reconnect, the rest closed,
 /// and the session's tree connects end.
 pub(crate) fn disconnect_session(server: &Arc<Server>, session: &Session) {
+    // A reconnect's PreviousSessionId may name a session whose connection is being torn down
+    // on another thread: its answer must wait until the opens are closed (a delete-on-close
+    // file deleted; smbtorture smb2.durable-open.delete_on_close1) or kept.
+    let _teardown = session.teardown.lock();
     let opens = {
         let mut st = session.state.lock();
         st.exchange = None;

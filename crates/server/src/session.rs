@@ -99,6 +99,10 @@ pub(crate) struct Session {
     pub id: u64,
     pub state: Mutex<SessionState>,
     pub seen: SeenTraffic,
+    /// Held while the session's opens are closed or kept after its connection went
+    /// (`durable::disconnect_session`), so that a second teardown (a reconnect naming it as
+    /// PreviousSessionId) returns only once the first is done.
+    pub teardown: Mutex<()>,
 }
 
 impl Session {
@@ -106,6 +110,7 @@ impl Session {
         Self {
             id,
             seen: SeenTraffic::default(),
+            teardown: Mutex::new(()),
             state: Mutex::new(SessionState {
                 exchange: None,
                 established: None,
