@@ -55,6 +55,8 @@ pub(crate) struct Durability {
     /// The lease the open holds, which a reconnect must name.
     pub lease: Option<LeaseKey>,
     pub create_action: CreateAction,
+    /// The connection the open was made or last reclaimed on (`Connection::id`).
+    pub connection: u64,
 }
 
 struct Entry {
@@ -97,6 +99,8 @@ impl Inner {
 #[derive(Default)]
 pub(crate) struct DurableTable {
     inner: Mutex<Inner>,
+    /// Fires when an open is kept after its connection went.
+    kept: tokio::sync::Notify,
 }
 
 /// What a reconnect names (SMB2_CREATE_DURABLE_HANDLE_RECONNECT or _V2).
@@ -186,6 +190,41 @@ impl DurableTable {
         self.add(open, durability);
     }
 
+    /// Whether the durable open `persistent` is still attached to a connection other than
+    /// `connection`: a client that reconnects at once may get here before the end of its old
+    /// connection does.
+    pub fn connected_elsewhere(&self, persistent: u64, connection: u64) -> bool {
+        self.inner.lock().opens.get(&persistent).is_some_and(|e| {
+            e.durability.durable
+                && e.disconnected.is_none()
+                && e.durability.connection != connection
+        })
+    }
+
+    /// Waits until the durable open `persistent` is no longer attached to a connection other
+    /// than `connection`, or `grace` has passed.
+    pub async fn wait_for_disconnect(&self, persistent: u64, connection: u64, grace: Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let kept = self.kept.notified();
+            tokio::pin!(kept);
+            kept.as_mut().enable();
+            if !self.connected_elsewhere(persistent, connection) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, kept).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The open `file_id` is reclaimed on `connection`.
+    pub fn moved_to(&self, file_id: FileId, connection: u64) {
+        if let Some(entry) = self.inner.lock().opens.get_mut(&file_id.persistent) {
+            entry.durability.connection = connection;
+        }
+    }
+
     /// The open `file_id` is closed: it is durable no more.
     pub fn forget(&self, file_id: FileId) {
         self.inner.lock().remove(file_id.persistent);
@@ -248,6 +287,7 @@ impl DurableTable {
             entry.disconnected = Some((open.clone(), disconnect));
             (entry.durability.timeout, disconnect)
         };
+        self.kept.notify_waiters();
         // Breaks cannot reach it now; opens waiting for one look again.
         open.shared.with_caching(|state, _| {
             if let Some(entry) = state

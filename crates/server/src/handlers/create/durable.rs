@@ -26,6 +26,9 @@ use crate::open::Open;
 use crate::pending::Reply;
 use crate::status_map::VfsResultExt;
 
+/// How long a reconnect waits for the open it names to lose its old connection.
+pub(super) const RECONNECT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The durable handle contexts of a CREATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Ask {
@@ -280,6 +283,7 @@ pub(super) fn grant(
             share: tree.share.name.clone(),
             lease: granted.lease.map(|l| l.lease_key),
             create_action: action,
+            connection: cx.conn.id,
         },
     );
     if !durable {
@@ -324,6 +328,7 @@ pub(super) fn reconnect(
         encrypt: tree.encrypt_data,
     };
     durable::reattach(&session, &tree, &open, route);
+    server.durable.moved_to(open.file_id, cx.conn.id);
     if !session.state.lock().trees.contains_key(&tree.id) {
         session.state.lock().opens.remove(&open.file_id.volatile);
         close_open(&server, &open);

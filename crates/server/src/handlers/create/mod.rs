@@ -68,6 +68,17 @@ pub(crate) async fn handle(
         let path = parse_path(&name)?;
         let vfs_path = VfsPath::from_components(path.components.iter())
             .map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)?;
+        // A client that lost its connection may reconnect before that connection's end
+        // has been seen here: its open is given a moment to become disconnected.
+        cx.conn
+            .server
+            .durable
+            .wait_for_disconnect(
+                reconnect.file_id.persistent,
+                cx.conn.id,
+                durable::RECONNECT_GRACE,
+            )
+            .await;
         return durable::reconnect(cx, reply, &req, &vfs_path, reconnect, CreateAction::OPENED);
     }
     request::check(&req)?;

@@ -57,6 +57,7 @@ pub(super) fn request(
             share: tree.share.name.clone(),
             lease,
             create_action: CreateAction::OPENED,
+            connection: cx.conn.id,
         },
     );
     respond(w, req, open.file_id, |_| {});
