@@ -21,7 +21,7 @@ use smb3d_wire::Guid;
 use crate::connection::{Connection, Ctx};
 use crate::files::{FileKey, FileState, OpenEntry, SharedFile};
 use crate::open::Open;
-use crate::pending::{PendingRequest, Reply, go_async};
+use crate::pending::{Reply, wait_async};
 use crate::server::Server;
 
 /// Read caching (level II).
@@ -882,7 +882,6 @@ pub(crate) async fn wait_for_handle_breaks(
     reply: &mut Reply<'_>,
     open: &Open,
 ) -> Result<(), NtStatus> {
-    let mut pending: Option<Arc<PendingRequest>> = None;
     loop {
         let change = open.shared.caching_change();
         tokio::pin!(change);
@@ -894,14 +893,7 @@ pub(crate) async fn wait_for_handle_breaks(
         if !delay {
             return Ok(());
         }
-        let pending = match &pending {
-            Some(pending) => pending.clone(),
-            None => pending.insert(go_async(cx, reply)?).clone(),
-        };
-        tokio::select! {
-            () = change => {}
-            status = pending.cancelled() => return Err(status),
-        }
+        wait_async(cx, reply, change).await?;
     }
 }
 

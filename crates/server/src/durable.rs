@@ -503,14 +503,7 @@ pub(crate) fn disconnect_session(server: &Arc<Server>, session: &Session) {
     // on another thread: its answer must wait until the opens are closed (a delete-on-close
     // file deleted; smbtorture smb2.durable-open.delete_on_close1) or kept.
     let _teardown = session.teardown.lock();
-    let opens = {
-        let mut st = session.state.lock();
-        st.exchange = None;
-        for (_, tree) in st.trees.drain() {
-            tree.pipes.close_all();
-        }
-        st.take_opens(None)
-    };
+    let opens = session.state.lock().take_everything();
     for open in opens {
         if let Some(open) = server.durable.keep(server, open) {
             close_open(server, &open);

@@ -134,3 +134,17 @@ pub(crate) fn go_async(
     cx.async_id = async_id;
     Ok(pending)
 }
+
+/// Waits for `change` as an async request ([`go_async`], once), or ends with the status that
+/// cancelled the request.
+pub(crate) async fn wait_async(
+    cx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    change: impl Future<Output = ()>,
+) -> Result<(), NtStatus> {
+    let pending = go_async(cx, reply)?;
+    tokio::select! {
+        () = change => Ok(()),
+        status = pending.cancelled() => Err(status),
+    }
+}

@@ -189,6 +189,16 @@ impl SessionState {
             .collect();
         ids.iter().filter_map(|id| self.opens.remove(id)).collect()
     }
+
+    /// Ends the session's authentication under way and its tree connects (with their named
+    /// pipes), and returns all its opens for the caller to close or keep.
+    pub fn take_everything(&mut self) -> Vec<Arc<Open>> {
+        self.exchange = None;
+        for (_, tree) in self.trees.drain() {
+            tree.pipes.close_all();
+        }
+        self.take_opens(None)
+    }
 }
 
 /// What a tree connect lets its session do, decided at TREE_CONNECT.

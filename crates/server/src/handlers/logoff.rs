@@ -27,14 +27,7 @@ pub(crate) async fn handle(
 
 /// Closes everything a session holds: its opens (running delete-on-close) and tree connects.
 pub(crate) fn tear_down(server: &Server, session: &Session) {
-    let opens = {
-        let mut st = session.state.lock();
-        st.exchange = None;
-        for (_, tree) in st.trees.drain() {
-            tree.pipes.close_all();
-        }
-        st.take_opens(None)
-    };
+    let opens = session.state.lock().take_everything();
     for open in opens {
         close_open(server, &open);
     }

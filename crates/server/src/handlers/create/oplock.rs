@@ -12,7 +12,7 @@ use smb3d_vfs::casefold::eq_ignore_case;
 use crate::caching::{self, Breaks, Granted, LeaseId, LeaseRequest, Opening, Request};
 use crate::connection::Ctx;
 use crate::files::{Admission, FileKey, OpenEntry, SharedFile};
-use crate::pending::{PendingRequest, Reply, go_async};
+use crate::pending::{Reply, wait_async};
 use crate::streams;
 
 /// MS-SMB2 3.3.5.9.8: a lease key the client holds on another file (or stream) cannot name
@@ -91,7 +91,6 @@ pub(super) async fn register(
     mut opening: Opening,
 ) -> Result<(Arc<SharedFile>, Granted), NtStatus> {
     let server = cx.conn.server.clone();
-    let mut pending: Option<Arc<PendingRequest>> = None;
     loop {
         // Watch the file before registering, so that no change after the check is missed.
         let watched = server.files.get(key);
@@ -121,13 +120,6 @@ pub(super) async fn register(
             // The file's entry was replaced meanwhile: look again at once.
             continue;
         };
-        let pending = match &pending {
-            Some(pending) => pending.clone(),
-            None => pending.insert(go_async(cx, reply)?).clone(),
-        };
-        tokio::select! {
-            () = change => {}
-            status = pending.cancelled() => return Err(status),
-        }
+        wait_async(cx, reply, change).await?;
     }
 }
