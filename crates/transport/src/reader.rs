@@ -99,23 +99,18 @@ pub(crate) async fn read_frames(
                 }
             }
         }
-        let frame = if !frame.is_empty() {
-            within(
-                frame_timeout,
-                server,
-                conn,
-                receive_rest(reader, &mut frame, len),
-            )
-            .await?;
-            frame
-        } else if buffer.len() >= len {
+        let frame = if frame.is_empty() && buffer.len() >= len {
             let frame = buffer.get(..len).unwrap_or_default().to_vec();
             buffer.advance(len);
             frame
         } else {
-            let mut frame = Vec::with_capacity(len);
-            frame.extend_from_slice(&buffer);
-            buffer.clear();
+            // A frame not all in the buffer: what the buffer holds (unless a piped WRITE fell
+            // back to memory and started it), then the rest from the socket.
+            if frame.is_empty() {
+                frame.reserve_exact(len);
+                frame.extend_from_slice(&buffer);
+                buffer.clear();
+            }
             within(
                 frame_timeout,
                 server,

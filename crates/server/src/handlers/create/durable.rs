@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::create::{
-    CreateAction, CreateContext, CreateRequest, CreateResponse, CreateResponseFlags,
-    DurableHandleFlags, DurableHandleRequestV2, DurableHandleResponseV2, Lease, LeaseKey,
-    OplockLevel, ResponseContext,
+    CreateAction, CreateContext, CreateRequest, DurableHandleFlags, DurableHandleRequestV2,
+    DurableHandleResponseV2, Lease, LeaseKey, OplockLevel, ResponseContext,
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::header::HeaderFlags;
@@ -211,22 +210,14 @@ fn respond(
     let leaf = path.name().unwrap_or("");
     let meta =
         open.io(|| fileinfo::load(open.file.as_ref(), leaf, &open.share.presentation).status())?;
-    let t = meta.times();
-    CreateResponse {
+    super::encode_response(
+        reply,
+        &meta,
         oplock_level,
-        flags: CreateResponseFlags::empty(),
         create_action,
-        creation_time: t.creation,
-        last_access_time: t.last_access,
-        last_write_time: t.last_write,
-        change_time: t.change,
-        allocation_size: meta.allocation_size(),
-        end_of_file: meta.end_of_file(),
-        file_attributes: meta.attributes().0,
-        file_id: open.file_id,
+        open.file_id,
         contexts,
-    }
-    .encode(&mut reply.writer());
+    );
     Ok(NtStatus::SUCCESS)
 }
 

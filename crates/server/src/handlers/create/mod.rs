@@ -17,7 +17,7 @@ use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
 use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
-    CreateResponseFlags, ResponseContext,
+    CreateResponseFlags, OplockLevel, ResponseContext,
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Opened, Vfs, VfsError, VfsFile, VfsPath};
@@ -361,16 +361,36 @@ pub(crate) async fn handle(
     }
     cx.chain.file_id = Some(file_id);
 
-    let t = meta.times();
     let mut contexts = contexts::responses(&req, maximal, &meta);
     contexts.extend(durable::grant(cx, durable_ask, &open, &caching, action));
     if let Some(lease) = caching.lease {
         contexts.push(ResponseContext::Lease(lease));
     }
+    encode_response(
+        reply,
+        &meta,
+        caching.oplock_level,
+        action,
+        file_id,
+        contexts,
+    );
+    Ok(NtStatus::SUCCESS)
+}
+
+/// Writes the CREATE response (MS-SMB2 2.2.14) for an open of the file `meta` describes.
+fn encode_response(
+    reply: &mut Reply<'_>,
+    meta: &Meta,
+    oplock_level: OplockLevel,
+    create_action: CreateAction,
+    file_id: FileId,
+    contexts: Vec<ResponseContext<'_>>,
+) {
+    let t = meta.times();
     CreateResponse {
-        oplock_level: caching.oplock_level,
+        oplock_level,
         flags: CreateResponseFlags::empty(),
-        create_action: action,
+        create_action,
         creation_time: t.creation,
         last_access_time: t.last_access,
         last_write_time: t.last_write,
@@ -382,7 +402,6 @@ pub(crate) async fn handle(
         contexts,
     }
     .encode(&mut reply.writer());
-    Ok(NtStatus::SUCCESS)
 }
 
 /// Opens for the access the request needs; for MAXIMUM_ALLOWED, as widely as the file system
