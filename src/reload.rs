@@ -71,6 +71,7 @@ pub fn build_share(
         audit: share.audit.unwrap_or(server.audit),
         strict_allocate: share.strict_allocate,
         sync_metadata: share.sync_metadata,
+        continuous_availability: share.continuous_availability,
         presentation: Presentation::new(
             share.hide_dot_files,
             &share.hide_files,

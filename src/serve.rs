@@ -78,6 +78,13 @@ async fn serve(
     demo: bool,
 ) -> Result<(), AnyError> {
     let s = &config.server;
+    let restored = server.restore_persistent_handles();
+    if restored > 0 {
+        tracing::info!(
+            "{restored} persistent open(s) restored from {}",
+            s.state_dir.display()
+        );
+    }
     let listeners = smb3d_transport::bind(&s.listen).await?;
     for addr in &s.listen {
         tracing::info!("listening on {addr}");
@@ -264,6 +271,7 @@ pub fn build_server(
         max_credits: *config.limits.max_credits.get_ref(),
         limits: limits(&config.limits),
         oplock_break_timeout: Settings::default().oplock_break_timeout,
+        state_dir: Some(s.state_dir.clone()),
     };
     let host = hostname();
     let identity = ServerIdentity {

@@ -10,6 +10,8 @@ use crate::limits::{LimitsConfig, limits_problems};
 
 /// Where `smb3d` looks for its configuration when none is named.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/smb3d/smb3d.toml";
+/// Where persistent handles are kept unless configured.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/smb3d/state";
 /// The SMB port.
 pub const DEFAULT_PORT: u16 = 445;
 /// The admin socket unless configured: systemd's RuntimeDirectory=smb3d.
@@ -234,6 +236,9 @@ pub struct ServerConfig {
     pub ciphers: Vec<CipherName>,
     /// The user database (smbpasswd format, mode 0600).
     pub user_db: PathBuf,
+    /// Where the state of persistent handles on `continuous_availability` shares is kept
+    /// across restarts (one record per open, mode 0700).
+    pub state_dir: PathBuf,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize offered to clients (bytes).
     pub max_io_size: Spanned<u32>,
     /// Advertise the server with mDNS/DNS-SD (RFC 6762/6763) so that macOS Finder lists it.
@@ -270,6 +275,7 @@ impl Default for ServerConfig {
                 CipherName::Aes256Ccm,
             ],
             user_db: PathBuf::from("/var/lib/smb3d/users"),
+            state_dir: PathBuf::from(DEFAULT_STATE_DIR),
             max_io_size: Spanned::new(0..0, 8 * 1024 * 1024),
             mdns: false,
             mdns_model: DEFAULT_MDNS_MODEL.into(),
@@ -360,6 +366,10 @@ pub struct ShareConfig {
     /// FILE_ATTRIBUTE_HIDDEN (Samba's `hide files`).
     #[serde(default)]
     pub hide_files: Vec<String>,
+    /// Continuous availability (MS-SMB2 Share.IsCA): SMB 3 clients may ask for persistent
+    /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
+    #[serde(default)]
+    pub continuous_availability: bool,
 }
 
 impl ShareConfig {
@@ -388,6 +398,7 @@ impl ShareConfig {
             sync_metadata: false,
             hide_dot_files: true,
             hide_files: Vec::new(),
+            continuous_availability: false,
         }
     }
 }
@@ -641,6 +652,12 @@ pub(crate) fn server_problems(server: &ServerConfig) -> Vec<Problem> {
     }
     if let Err(m) = check_admin_socket(&server.admin_socket) {
         problems.push(Problem::unplaced(m));
+    }
+    if !server.state_dir.is_absolute() {
+        problems.push(Problem::unplaced(format!(
+            "server.state_dir {:?} must be an absolute path",
+            server.state_dir.display()
+        )));
     }
     problems
 }
@@ -1001,6 +1018,21 @@ access_based_share_enum = true
         assert!(e.message.contains("absolute"), "{e}");
         let e = parse("[server]\nlog_format = \"xml\"\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn continuous_availability_and_state_dir() {
+        let c = parse("[share.s]\npath = \"/s\"\n").unwrap();
+        assert_eq!(c.server.state_dir, Path::new(DEFAULT_STATE_DIR));
+        assert!(!c.share("s").unwrap().continuous_availability);
+        let c = parse(
+            "[server]\nstate_dir = \"/tmp/st\"\n[share.s]\npath = \"/s\"\ncontinuous_availability = true\n",
+        )
+        .unwrap();
+        assert_eq!(c.server.state_dir, Path::new("/tmp/st"));
+        assert!(c.share("s").unwrap().continuous_availability);
+        let e = parse("[server]\nstate_dir = \"st\"\n").unwrap_err();
+        assert!(e.message.contains("state_dir"), "{e}");
     }
 
     #[test]

@@ -65,6 +65,7 @@ impl Config {
             string_list(s.ciphers.iter().map(|c| c.as_str()))
         );
         let _ = writeln!(out, "user_db = {}", toml_path(&s.user_db));
+        let _ = writeln!(out, "state_dir = {}", toml_path(&s.state_dir));
         let _ = writeln!(out, "max_io_size = {}", s.max_io_size.get_ref());
         let _ = writeln!(out, "mdns = {}", s.mdns);
         let _ = writeln!(out, "mdns_model = {}", toml_string(&s.mdns_model));
@@ -143,6 +144,11 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "hide_files = {}",
         string_list(share.hide_files.iter().map(String::as_str))
     );
+    let _ = writeln!(
+        out,
+        "continuous_availability = {}",
+        share.continuous_availability
+    );
 }
 
 #[cfg(test)]
@@ -161,6 +167,7 @@ signing = "required"
 encrypt = "desired"
 ciphers = ["aes-256-gcm"]
 user_db = "/var/lib/smb3d/users \"x\""
+state_dir = "/srv/state"
 max_io_size = 65536
 mdns = true
 mdns_model = "MacPro7,1@ECOLOR=226,226,224"
@@ -193,6 +200,7 @@ allocation_roundup_size = 1048576
 sync_metadata = true
 hide_dot_files = false
 hide_files = ["*.tmp", "Thumbs.db"]
+continuous_availability = true
 
 [share.plain]
 path = "/srv/p"
@@ -224,8 +232,11 @@ path = "/srv/p"
         assert_eq!(first.force_user.as_deref(), Some("files"));
         assert_eq!(first.force_group.as_deref(), Some("staff"));
         assert!(first.hide_unreadable && first.access_based_share_enum);
+        assert!(first.continuous_availability);
+        assert_eq!(again.server.state_dir, Path::new("/srv/state"));
         let plain = again.share("plain").unwrap();
         assert!(plain.force_user.is_none() && !plain.hide_unreadable);
+        assert!(!plain.continuous_availability);
     }
 
     #[test]

@@ -209,6 +209,9 @@ pub(crate) struct Breaks {
     pub awaited: Vec<Awaited>,
     /// Disconnected durable opens whose caching must go, which only closing them achieves.
     pub purge: Vec<u64>,
+    /// A disconnected persistent open's caching would have to go: what needs it fails with
+    /// STATUS_FILE_NOT_AVAILABLE instead (persistent opens are never purged).
+    pub unavailable: bool,
 }
 
 /// The lease bits an oplock level stands for.
@@ -334,7 +337,8 @@ fn break_lease(lease: &mut LeaseRecord, break_to: u32, generation: u64, out: &mu
 }
 
 /// When every open holding lease `id` is a disconnected durable open, nobody can answer its
-/// break: they are to be closed (MS-SMB2 3.3.4.7). True if so.
+/// break: they are to be closed (MS-SMB2 3.3.4.7), unless one is persistent (then the
+/// break cannot happen: [`Breaks::unavailable`]). True if so.
 fn purge_unreachable(opens: &[OpenEntry], id: LeaseId, out: &mut Breaks) -> bool {
     let holders = || {
         opens
@@ -343,9 +347,46 @@ fn purge_unreachable(opens: &[OpenEntry], id: LeaseId, out: &mut Breaks) -> bool
     };
     let unreachable = holders().next().is_some() && holders().all(|e| e.disconnected);
     if unreachable {
-        out.purge.extend(holders().map(|e| e.id));
+        if holders().any(|e| e.persistent) {
+            out.unavailable = true;
+        } else {
+            out.purge.extend(holders().map(|e| e.id));
+        }
     }
     unreachable
+}
+
+/// Closes a disconnected durable open whose oplock is in the way, or, for a persistent
+/// one, makes the operation that needs it fail ([`Breaks::unavailable`]).
+fn purge_open(entry: &OpenEntry, out: &mut Breaks) {
+    if entry.persistent {
+        out.unavailable = true;
+    } else {
+        out.purge.push(entry.id);
+    }
+}
+
+/// Whether a disconnected persistent open keeps the new open `new` out
+/// (STATUS_FILE_NOT_AVAILABLE), as Windows answers in smbtorture's smb2.durable-v2-open
+/// persistent-reconnect-contended tests: its client must find the file as it left it, so any
+/// open that is not for attributes only waits for the reconnect unless the persistent open
+/// caches handles (and writes, on a file with byte-range locks); then the usual breaks decide
+/// ([`breaks_for_open`]).
+pub(crate) fn persistent_conflict(
+    state: &FileState,
+    new: &OpenEntry,
+    opening: &Opening,
+    has_byte_range_locks: bool,
+) -> bool {
+    if is_oplock_stat_open(oplock_access(new, opening)) {
+        return false;
+    }
+    let needed = if has_byte_range_locks { H | W } else { H };
+    state
+        .opens
+        .iter()
+        .filter(|e| e.persistent && e.disconnected && e.stream == new.stream)
+        .any(|e| e.bits(&state.leases) & needed != needed)
 }
 
 /// Breaks an open's oplock to level II or none: a level II oplock goes without an
@@ -429,7 +470,7 @@ pub(crate) fn breaks_for_open(
         }
         if entry.disconnected {
             // Nobody can answer the break: the durable open goes (MS-SMB2 3.3.4.6).
-            out.purge.push(entry.id);
+            purge_open(entry, out);
             delay = true;
             continue;
         }
@@ -656,7 +697,7 @@ pub(crate) fn breaks_for_rename(state: &mut FileState, renamer: u64, out: &mut B
         {
             delay = true;
             if entry.disconnected {
-                out.purge.push(entry.id);
+                purge_open(entry, out);
             } else {
                 break_oplock(entry, OplockLevel::II, generation, out);
             }
@@ -889,7 +930,11 @@ pub(crate) async fn wait_for_handle_breaks(
         let (delay, breaks) = open
             .shared
             .start_breaks(|state, out| breaks_for_rename(state, open.file_id.volatile, out));
+        let unavailable = breaks.unavailable;
         deliver(&cx.conn.server, &open.shared, breaks);
+        if unavailable {
+            return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
         if !delay {
             return Ok(());
         }
@@ -958,6 +1003,7 @@ mod tests {
                 encrypt: false,
             },
             disconnected: false,
+            persistent: false,
         }
     }
 
@@ -1229,5 +1275,70 @@ mod tests {
         let mut breaks = Breaks::default();
         assert!(!breaks_for_rename(&mut st, 1, &mut breaks));
         assert!(breaks.notes.is_empty());
+    }
+
+    /// Marks open `id` as a disconnected persistent open.
+    fn disconnect_persistent(st: &mut FileState, id: u64) {
+        let entry = st.opens.iter_mut().find(|e| e.id == id).unwrap();
+        entry.disconnected = true;
+        entry.persistent = true;
+    }
+
+    #[test]
+    fn a_disconnected_persistent_open_without_handle_caching_keeps_others_out() {
+        for held in [Request::None, lease(1, R), lease(1, R | W)] {
+            let mut st = state();
+            open(&mut st, 1, ALL, opening(held));
+            disconnect_persistent(&mut st, 1);
+            let reader = entry(2, AccessMask::FILE_READ_DATA);
+            assert!(persistent_conflict(
+                &st,
+                &reader,
+                &opening(Request::None),
+                false
+            ));
+            // Opens for attributes only pass.
+            assert!(!persistent_conflict(
+                &st,
+                &entry(3, STAT),
+                &opening(Request::None),
+                false
+            ));
+        }
+    }
+
+    #[test]
+    fn a_disconnected_persistent_open_with_handle_caching_is_never_purged() {
+        let mut st = state();
+        open(&mut st, 1, ALL, opening(lease(1, R | H)));
+        disconnect_persistent(&mut st, 1);
+        let reader = entry(2, AccessMask::FILE_READ_DATA);
+        assert!(!persistent_conflict(
+            &st,
+            &reader,
+            &opening(Request::None),
+            false
+        ));
+        // With byte-range locks it must cache writes too.
+        assert!(persistent_conflict(
+            &st,
+            &reader,
+            &opening(Request::None),
+            true
+        ));
+        // An overwrite would break its lease: it fails instead of closing the open.
+        let mut breaks = Breaks::default();
+        let overwrite = Opening {
+            overwrite: true,
+            ..opening(Request::None)
+        };
+        breaks_for_open(&mut st, &reader, &overwrite, false, &mut breaks);
+        assert!(breaks.unavailable && breaks.purge.is_empty());
+        // A durable open that is not persistent is purged as before.
+        st.opens[0].persistent = false;
+        let mut breaks = Breaks::default();
+        breaks_for_open(&mut st, &reader, &overwrite, false, &mut breaks);
+        assert!(!breaks.unavailable);
+        assert_eq!(breaks.purge, [1]);
     }
 }

@@ -57,6 +57,11 @@ pub(crate) struct Durability {
     pub create_action: CreateAction,
     /// The connection the open was made or last reclaimed on (`Connection::id`).
     pub connection: u64,
+    /// Open.IsPersistent: its state is kept in the server's state directory, and it
+    /// outlives a restart of the server.
+    pub persistent: bool,
+    /// The name of the user who opened it, for its persistent record.
+    pub user: String,
 }
 
 struct Entry {
@@ -109,6 +114,11 @@ pub(crate) struct Reconnect {
     pub file_id: FileId,
     /// Present for DH2C.
     pub create_guid: Option<Guid>,
+    /// A DH2C with SMB2_DHANDLE_FLAG_PERSISTENT.
+    pub persistent: bool,
+    /// An open not found by FileId may be found by CreateGuid (MS-SMB2 3.3.5.9.12: a
+    /// persistent DH2C on a continuous-availability share).
+    pub by_guid: bool,
 }
 
 /// A v2 open whose CreateGuid is known (MS-SMB2 3.3.5.9.10 replay detection).
@@ -176,13 +186,15 @@ impl DurableTable {
     }
 
     /// MS-SMB2 3.3.5.15.9: the open becomes resilient (kept for `durability.timeout` after a
-    /// disconnect and reclaimed as a durable open is); the CreateGuid it was recorded under and
-    /// its create action stay.
+    /// disconnect and reclaimed as a durable open is); the CreateGuid it was recorded under,
+    /// its create action and whether it is persistent stay.
     pub fn make_resilient(&self, open: &Open, mut durability: Durability) {
         let mut inner = self.inner.lock();
         if let Some(entry) = inner.by_volatile_mut(open.file_id.volatile) {
             durability.create_guid = entry.durability.create_guid;
             durability.create_action = entry.durability.create_action;
+            durability.persistent = entry.durability.persistent;
+            durability.user = std::mem::take(&mut entry.durability.user);
             entry.durability = durability;
             return;
         }
@@ -225,9 +237,66 @@ impl DurableTable {
         }
     }
 
-    /// The open `file_id` is closed: it is durable no more.
-    pub fn forget(&self, file_id: FileId) {
-        self.inner.lock().remove(file_id.persistent);
+    /// The open `file_id` is closed: it is durable no more. True if it was persistent (its
+    /// record is to be removed).
+    pub fn forget(&self, file_id: FileId) -> bool {
+        self.inner
+            .lock()
+            .remove(file_id.persistent)
+            .is_some_and(|e| e.durability.persistent)
+    }
+
+    /// How the open `volatile` is durable, if it is.
+    pub fn durability(&self, volatile: u64) -> Option<Durability> {
+        self.inner
+            .lock()
+            .by_volatile_mut(volatile)
+            .map(|e| e.durability.clone())
+    }
+
+    /// Open.IsPersistent of the open `volatile`.
+    pub fn is_persistent(&self, volatile: u64) -> bool {
+        self.inner
+            .lock()
+            .by_volatile_mut(volatile)
+            .is_some_and(|e| e.durability.persistent)
+    }
+
+    /// The open `volatile` is persistent no more (its record could not be written): it
+    /// stays durable only if `durable`.
+    pub fn demote(&self, volatile: u64, durable: bool) {
+        if let Some(entry) = self.inner.lock().by_volatile_mut(volatile) {
+            entry.durability.persistent = false;
+            entry.durability.durable = durable;
+        }
+    }
+
+    /// Adds a persistent open restored after a restart, disconnected: its client has
+    /// `durability.timeout` from now to reclaim it.
+    pub fn restore(&self, server: &Arc<Server>, open: Arc<Open>, durability: Durability) {
+        let volatile = open.file_id.volatile;
+        let timeout = durability.timeout;
+        let disconnect = {
+            let mut inner = self.inner.lock();
+            inner.disconnects += 1;
+            let disconnect = inner.disconnects;
+            let persistent = open.file_id.persistent;
+            if let Some(guid) = durability.create_guid {
+                inner.by_create_guid.insert(guid, persistent);
+            }
+            inner.by_volatile.insert(volatile, persistent);
+            inner.opens.insert(
+                persistent,
+                Entry {
+                    durability,
+                    persistent_id: persistent,
+                    volatile_id: volatile,
+                    disconnected: Some((open, disconnect)),
+                },
+            );
+            disconnect
+        };
+        expire_after(server, volatile, disconnect, timeout);
     }
 
     /// Marks a DH2Q create with `guid` as under way until the returned guard drops; a
@@ -271,7 +340,9 @@ impl DurableTable {
         // An open that deletes its file when closed is closed now, deleting it (smbtorture
         // smb2.durable-open.delete_on_close1).
         if open.delete_on_close || open.shared.delete_pending() {
-            self.forget(open.file_id);
+            if self.forget(open.file_id) {
+                crate::persistent::remove(server, open.file_id.persistent);
+            }
             return Some(open);
         }
         let (timeout, disconnect) = {
@@ -303,14 +374,7 @@ impl DurableTable {
             ?timeout,
             "durable open kept after disconnect"
         );
-        let server = Arc::downgrade(server);
-        let volatile = open.file_id.volatile;
-        tokio::spawn(async move {
-            tokio::time::sleep(timeout).await;
-            if let Some(server) = server.upgrade() {
-                server.durable.expire(&server, volatile, Some(disconnect));
-            }
-        });
+        expire_after(server, open.file_id.volatile, disconnect, timeout);
         None
     }
 
@@ -331,22 +395,27 @@ impl DurableTable {
             if !matches {
                 return false;
             }
-            inner
-                .remove(persistent)
-                .and_then(|entry| entry.disconnected.map(|(open, _)| open))
+            inner.remove(persistent).and_then(|entry| {
+                let persistent = entry.durability.persistent;
+                entry.disconnected.map(|(open, _)| (open, persistent))
+            })
         };
-        if let Some(open) = open {
+        if let Some((open, persistent)) = open {
             tracing::debug!(file_id = volatile, "disconnected durable open closed");
             close_open(server, &open);
+            // Out of the table already, so `close_open` did not see it persistent.
+            if persistent {
+                crate::persistent::remove(server, open.file_id.persistent);
+            }
         }
         true
     }
 
     /// MS-SMB2 3.3.5.9.7 and 3.3.5.9.12: takes back a disconnected durable open, after the
     /// checks: the open exists and is disconnected, a v2 reconnect names its CreateGuid and
-    /// comes from its client, the user is its owner, `tree` is on its share, and a lease is
-    /// named exactly when the open holds one, by its key, under the open's name (`same_name`;
-    /// STATUS_INVALID_PARAMETER otherwise).
+    /// comes from its client, a persistent open is reclaimed only as one, the user is its
+    /// owner, `tree` is on its share, and a lease is named exactly when the open holds one,
+    /// by its key, under the open's name (`same_name`; STATUS_INVALID_PARAMETER otherwise).
     pub fn reclaim(
         &self,
         reconnect: &Reconnect,
@@ -357,9 +426,18 @@ impl DurableTable {
         same_name: impl FnOnce(&Open) -> bool,
     ) -> Result<Arc<Open>, NtStatus> {
         let mut inner = self.inner.lock();
+        let mut persistent_id = reconnect.file_id.persistent;
+        if !inner.opens.contains_key(&persistent_id)
+            && reconnect.by_guid
+            && let Some(found) = reconnect
+                .create_guid
+                .and_then(|guid| inner.by_create_guid.get(&guid))
+        {
+            persistent_id = *found;
+        }
         let entry = inner
             .opens
-            .get_mut(&reconnect.file_id.persistent)
+            .get_mut(&persistent_id)
             .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
         let d = &entry.durability;
         // A v1 reconnect may reclaim a v2 open; a v2 one must name the CreateGuid (zero for
@@ -368,10 +446,12 @@ impl DurableTable {
             .create_guid
             .is_none_or(|asked| asked == d.create_guid.unwrap_or(Guid::ZERO));
         let client_matches = lease.is_none() || client_guid == d.client_guid;
+        let persistence_matches = !d.persistent || reconnect.persistent;
         if entry.disconnected.is_none()
             || !d.durable
             || !guid_matches
             || !client_matches
+            || !persistence_matches
             || !tree.share.name.eq_ignore_ascii_case(&d.share)
         {
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
@@ -393,6 +473,18 @@ impl DurableTable {
         }
         Ok(open)
     }
+}
+
+/// Starts the timer that closes the disconnected open `volatile` unless it is reclaimed
+/// first (`disconnect` names the disconnect the timer belongs to).
+fn expire_after(server: &Arc<Server>, volatile: u64, disconnect: u64, timeout: Duration) {
+    let server = Arc::downgrade(server);
+    tokio::spawn(async move {
+        tokio::time::sleep(timeout).await;
+        if let Some(server) = server.upgrade() {
+            server.durable.expire(&server, volatile, Some(disconnect));
+        }
+    });
 }
 
 /// What an open keeps for replayed requests (MS-SMB2 3.3.1.10 Open.ChannelSequence and
@@ -417,6 +509,28 @@ impl ReplayState {
             replayable: AtomicBool::new(replayable),
             lock_sequences: [const { AtomicU8::new(NO_LOCK_SEQUENCE) }; 64],
         }
+    }
+
+    /// The state a persistent open had, read back after a restart; its CREATE is no longer
+    /// replayable.
+    pub fn restored(channel_sequence: u16, lock_sequences: [u8; 64]) -> Self {
+        Self {
+            channel_sequence: AtomicU16::new(channel_sequence),
+            replayable: AtomicBool::new(false),
+            lock_sequences: lock_sequences.map(AtomicU8::new),
+        }
+    }
+
+    /// Open.ChannelSequence and Open.LockSequenceArray, for a persistent open's record.
+    pub fn snapshot(&self) -> (u16, [u8; 64]) {
+        (
+            self.channel_sequence.load(Ordering::Relaxed),
+            std::array::from_fn(|i| {
+                self.lock_sequences
+                    .get(i)
+                    .map_or(NO_LOCK_SEQUENCE, |s| s.load(Ordering::Relaxed))
+            }),
+        )
     }
 
     fn lock_sequence_entry(&self, index: u32) -> Option<&AtomicU8> {

@@ -42,6 +42,9 @@ pub(crate) struct OpenEntry {
     pub route: Route,
     /// A durable open whose connection went: no break can reach it.
     pub disconnected: bool,
+    /// A persistent open: while disconnected it keeps other opens out rather than being
+    /// closed for them (see [`caching::persistent_conflict`]).
+    pub persistent: bool,
 }
 
 pub(crate) struct FileState {
@@ -268,11 +271,20 @@ impl FileTable {
             .or_insert_with(|| Arc::new(SharedFile::new(key, path)))
             .clone();
         let mut state = file.state.lock();
-        let admitted = admissible(&state, &entry);
+        let admitted =
+            if caching::persistent_conflict(&state, &entry, opening, !file.locks.is_empty()) {
+                Err(NtStatus::FILE_NOT_AVAILABLE)
+            } else {
+                admissible(&state, &entry)
+            };
         let result = match admitted {
             Err(NtStatus::SHARING_VIOLATION) | Ok(()) => {
                 let violation = admitted.is_err();
-                if caching::breaks_for_open(&mut state, &entry, opening, violation, breaks) {
+                let delay =
+                    caching::breaks_for_open(&mut state, &entry, opening, violation, breaks);
+                if breaks.unavailable {
+                    Err(NtStatus::FILE_NOT_AVAILABLE)
+                } else if delay {
                     Ok(Admission::Wait(file.clone()))
                 } else if violation {
                     Err(NtStatus::SHARING_VIOLATION)
@@ -297,6 +309,38 @@ impl FileTable {
             files.remove(&key);
         }
         result
+    }
+
+    /// Registers a persistent open read back after a restart, with the caching it had
+    /// (`lease`: its lease, recorded with the file unless another restored open of the same
+    /// client shares it), without the checks of a new open: it passed them before.
+    pub fn restore(
+        &self,
+        key: FileKey,
+        path: &VfsPath,
+        entry: OpenEntry,
+        lease: Option<LeaseRecord>,
+    ) -> Arc<SharedFile> {
+        let mut files = self.files.lock();
+        let file = files
+            .entry(key)
+            .or_insert_with(|| Arc::new(SharedFile::new(key, path)))
+            .clone();
+        let mut state = file.state.lock();
+        if let Some(lease) = lease {
+            match state.leases.iter_mut().find(|l| l.id == lease.id) {
+                Some(shared) => shared.opens += 1,
+                None => {
+                    self.leases.bind(lease.id, &file, None);
+                    state.leases.push(lease);
+                }
+            }
+        }
+        state.opens.push(entry);
+        file.read_cached
+            .store(state.has_shared_read_caching(), Ordering::Relaxed);
+        drop(state);
+        file
     }
 
     /// Sets or clears delete-pending (FileDispositionInformation, or a delete-on-close open
@@ -470,6 +514,7 @@ mod tests {
                 encrypt: false,
             },
             disconnected: false,
+            persistent: false,
         }
     }
 

@@ -37,6 +37,7 @@ mod open;
 pub mod panic_guard;
 mod path_status;
 mod pending;
+mod persistent;
 pub mod piped_write;
 mod pipes;
 mod response;

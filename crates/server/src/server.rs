@@ -17,6 +17,7 @@ use crate::identity::IdMap;
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::metrics::Metrics;
 use crate::notify::NotifyHub;
+use crate::persistent::Store;
 use crate::session::Session;
 use crate::share::Share;
 use crate::throttle::LogonThrottle;
@@ -63,6 +64,8 @@ pub struct Settings {
     /// How long an oplock or lease break waits for its acknowledgment before the server
     /// takes the caching away itself (MS-SMB2 3.3.2.1 and 3.3.2.5; Windows uses 35 s).
     pub oplock_break_timeout: std::time::Duration,
+    /// Where persistent handles are kept across restarts; `None` offers none.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Settings {
@@ -82,6 +85,7 @@ impl Default for Settings {
             ],
             limits: Limits::default(),
             oplock_break_timeout: std::time::Duration::from_secs(35),
+            state_dir: None,
         }
     }
 }
@@ -106,6 +110,8 @@ pub struct Server {
     pub(crate) notify: NotifyHub,
     /// Durable opens, connected or waiting for a reconnect.
     pub(crate) durable: Arc<DurableTable>,
+    /// The records of persistent opens, when the server keeps them.
+    pub(crate) persistent: Option<Store>,
     /// Users and groups as SIDs.
     pub(crate) ids: IdMap,
     /// How often each limit was hit.
@@ -132,6 +138,7 @@ impl Server {
         let mut seed = [0u8; 4];
         crypto.fill_random(&mut seed);
         let ids = IdMap::new(&identity.netbios_name);
+        let persistent = settings.state_dir.clone().map(Store::new);
         Arc::new(Self {
             settings,
             identity: Arc::new(identity),
@@ -145,6 +152,7 @@ impl Server {
             files: FileTable::default(),
             notify: NotifyHub::default(),
             durable: Arc::default(),
+            persistent,
             ids,
             limit_counters: LimitCounters::default(),
             logon_throttle: LogonThrottle::default(),
@@ -178,6 +186,12 @@ impl Server {
             .cloned()
     }
 
+    /// Whether NEGOTIATE offers persistent handles: the server keeps them and serves a
+    /// continuous-availability share.
+    pub(crate) fn offers_persistent_handles(&self) -> bool {
+        self.persistent.is_some() && self.shares.read().iter().any(|s| s.continuous_availability)
+    }
+
     /// The shares new tree connects see.
     pub fn shares(&self) -> Arc<[Arc<Share>]> {
         self.shares.read().clone()
@@ -209,6 +223,18 @@ impl Server {
 
     pub(crate) fn allocate_session_id(&self) -> u64 {
         self.next_session_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Reads back the persistent opens kept in the state directory, disconnected, for their
+    /// clients to reclaim; returns how many. Call once, before serving, on the runtime.
+    pub fn restore_persistent_handles(self: &Arc<Self>) -> usize {
+        crate::persistent::restore(self)
+    }
+
+    /// New opens get ids above `id` (one a restored open has).
+    pub(crate) fn file_ids_above(&self, id: u64) {
+        self.next_file_id
+            .fetch_max(id.saturating_add(1), Ordering::Relaxed);
     }
 
     /// A server-unique id for a new open.

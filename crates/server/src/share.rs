@@ -65,6 +65,9 @@ pub struct Share {
     /// Creates, renames and deletes are durable before the reply (the parent directory is
     /// synced).
     pub sync_metadata: bool,
+    /// Share.IsCA (MS-SMB2 3.3.1.6): tree connects say SMB2_SHARE_CAP_CONTINUOUS_AVAILABILITY
+    /// and opens may be persistent.
+    pub continuous_availability: bool,
     /// How files look to clients beyond what is stored.
     pub presentation: Presentation,
 }
@@ -139,6 +142,7 @@ impl Share {
             audit: false,
             strict_allocate: true,
             sync_metadata: false,
+            continuous_availability: false,
             presentation: Presentation::default(),
         }
     }
@@ -168,6 +172,7 @@ impl Share {
             audit: false,
             strict_allocate: false,
             sync_metadata: false,
+            continuous_availability: false,
             presentation: Presentation::default(),
         }
     }

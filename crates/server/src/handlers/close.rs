@@ -61,7 +61,9 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     // so do its change notifications.
     open.shared.locks.release_owner(open.file_id.volatile);
     server.notify.closed(open.file_id.volatile);
-    server.durable.forget(open.file_id);
+    if server.durable.forget(open.file_id) {
+        crate::persistent::remove(server, open.file_id.persistent);
+    }
     if open.delete_on_close {
         server
             .files

@@ -12,6 +12,7 @@ use crate::limits::Limit;
 use crate::locks::{RangeLock, check_range};
 use crate::open::Open;
 use crate::pending::{Reply, go_async};
+use crate::persistent;
 use crate::session::Session;
 
 pub(crate) async fn handle(
@@ -86,6 +87,24 @@ pub(crate) async fn handle(
                 }
                 return Err(status);
             }
+        }
+    }
+    // A persistent open's locks outlive a restart: its record follows them. Locks that
+    // could not be recorded are not granted; an unlock stands (the open keeps fewer locks
+    // than its record says until the next write of it).
+    if let Err(e) = persistent::save(&cx.conn.server, &open) {
+        tracing::error!(
+            path = open.path().as_str(),
+            "the locks of a persistent open could not be recorded: {e}"
+        );
+        if !first.flags.contains(LockFlags::UNLOCK) {
+            for element in req.locks.iter() {
+                let _ =
+                    open.shared
+                        .locks
+                        .unlock(open.file_id.volatile, element.offset, element.length);
+            }
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
         }
     }
     if sequenced {

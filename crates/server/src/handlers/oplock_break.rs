@@ -1,5 +1,7 @@
 //! OPLOCK_BREAK acknowledgments: MS-SMB2 3.3.5.22 (oplocks 3.3.5.22.1, leases 3.3.5.22.2).
 
+use std::sync::Arc;
+
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::oplock_break::{LeaseBreakAck, OplockBreak, OplockBreakMessage};
 use smb3d_wire::Writer;
@@ -7,6 +9,8 @@ use smb3d_wire::Writer;
 use crate::caching::{self, LeaseId};
 use crate::connection::Ctx;
 use crate::handlers::lookup_open;
+use crate::open::Open;
+use crate::persistent;
 
 pub(crate) fn handle(
     cx: &mut Ctx<'_>,
@@ -21,8 +25,10 @@ pub(crate) fn handle(
                 caching::acknowledge_oplock(state, open.file_id.volatile, ack.oplock_level)
             });
             caching::deliver(&cx.conn.server, &open.shared, breaks);
+            let level = level?;
+            record_caching(cx, std::iter::once(open.clone()));
             OplockBreak {
-                oplock_level: level?,
+                oplock_level: level,
                 file_id: open.file_id,
             }
             .encode(w);
@@ -45,6 +51,18 @@ pub(crate) fn handle(
             });
             caching::deliver(&cx.conn.server, &file, breaks);
             result?;
+            // The session's opens that hold the lease.
+            let holders: Vec<Arc<Open>> = cx.session.as_ref().map_or_else(Vec::new, |session| {
+                session
+                    .state
+                    .lock()
+                    .opens
+                    .values()
+                    .filter(|o| Arc::ptr_eq(&o.shared, &file))
+                    .cloned()
+                    .collect()
+            });
+            record_caching(cx, holders.into_iter());
             LeaseBreakAck {
                 flags: 0,
                 lease_key: ack.lease_key,
@@ -57,4 +75,17 @@ pub(crate) fn handle(
         OplockBreakMessage::LeaseNotification(_) => return Err(NtStatus::INVALID_PARAMETER),
     }
     Ok(NtStatus::SUCCESS)
+}
+
+/// A persistent open's record follows the caching its client acknowledged, so that a
+/// restarted server gives back what the client holds.
+fn record_caching(cx: &Ctx<'_>, opens: impl Iterator<Item = Arc<Open>>) {
+    for open in opens {
+        if let Err(e) = persistent::save(&cx.conn.server, &open) {
+            tracing::error!(
+                path = open.path().as_str(),
+                "the caching of a persistent open could not be recorded: {e}"
+            );
+        }
+    }
 }

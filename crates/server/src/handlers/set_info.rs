@@ -61,13 +61,13 @@ pub(crate) async fn handle(
     {
         crate::caching::before_write(&cx.conn.server, &open);
     }
-    if req.info_type == InfoType::FILE
+    let renames = req.info_type == InfoType::FILE
         && matches!(
             FileInformationClass(req.file_info_class),
             FileInformationClass::FILE_RENAME_INFORMATION
                 | FileInformationClass::FILE_RENAME_INFORMATION_EX
-        )
-    {
+        );
+    if renames {
         crate::caching::wait_for_handle_breaks(cx, reply, &open).await?;
     }
     match req.info_type {
@@ -92,6 +92,13 @@ pub(crate) async fn handle(
         // Quotas are not kept (docs/conformance.md).
         InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
+    }
+    if renames && let Err(e) = crate::persistent::save(&cx.conn.server, &open) {
+        // The rename is done; the record names the old path until its next write.
+        tracing::error!(
+            path = open.path().as_str(),
+            "the new name of a persistent open could not be recorded: {e}"
+        );
     }
     crate::notify::set_info_done(&cx.conn.server.notify, &open, &before, &req);
     SetInfoResponse.encode(&mut reply.writer());

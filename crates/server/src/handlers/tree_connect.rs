@@ -81,10 +81,16 @@ pub(crate) async fn handle(
         .lock()
         .add_tree(share.clone(), access, encrypt_data, audit);
     cx.response_tree_id = Some(tree.id);
+    // Share.IsCA, an SMB 3 capability (MS-SMB2 3.3.5.7).
+    let capabilities = if share.continuous_availability && cx.negotiated.dialect >= 0x0300 {
+        TreeCapabilities::CONTINUOUS_AVAILABILITY
+    } else {
+        TreeCapabilities::empty()
+    };
     TreeConnectResponse {
         share_type,
         share_flags,
-        capabilities: TreeCapabilities::empty(),
+        capabilities,
         maximal_access,
     }
     .encode(w);

@@ -3,6 +3,7 @@
 //! disconnected one.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::create::{
@@ -11,6 +12,7 @@ use smb3d_smb2::create::{
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::header::HeaderFlags;
+use smb3d_smb2::negotiate::Capabilities;
 use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
@@ -23,6 +25,8 @@ use crate::fileinfo;
 use crate::handlers::close::close_open;
 use crate::open::Open;
 use crate::pending::Reply;
+use crate::persistent;
+use crate::session::SessionUser;
 use crate::status_map::VfsResultExt;
 
 /// How long a reconnect waits for the open it names to lose its old connection.
@@ -69,6 +73,8 @@ pub(super) fn ask(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Result<Ask, NtStatus
         return Ok(Ask::Reconnect(Reconnect {
             file_id,
             create_guid: None,
+            persistent: false,
+            by_guid: false,
         }));
     }
     if let Some(v2) = dh2c {
@@ -78,6 +84,8 @@ pub(super) fn ask(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Result<Ask, NtStatus
         return Ok(Ask::Reconnect(Reconnect {
             file_id: v2.file_id,
             create_guid: Some(v2.create_guid),
+            persistent: v2.flags.contains(DurableHandleFlags::PERSISTENT),
+            by_guid: false,
         }));
     }
     match (dhnq, dh2q) {
@@ -116,6 +124,8 @@ pub(super) fn replay(
             let again = Reconnect {
                 file_id,
                 create_guid: Some(v2.create_guid),
+                persistent: durability.persistent,
+                by_guid: false,
             };
             Some(reconnect(
                 cx,
@@ -163,11 +173,10 @@ fn answer_replay(
     }
     let level = req.requested_oplock_level;
     let mut contexts = Vec::new();
-    if durability.durable && (level == OplockLevel::BATCH || level == OplockLevel::LEASE) {
-        contexts.push(ResponseContext::DurableHandleV2(DurableHandleResponseV2 {
-            timeout: u32::try_from(durability.timeout.as_millis()).unwrap_or(u32::MAX),
-            flags: DurableHandleFlags::empty(),
-        }));
+    if durability.durable
+        && (durability.persistent || level == OplockLevel::BATCH || level == OplockLevel::LEASE)
+    {
+        contexts.push(v2_response(durability.timeout, durability.persistent));
     }
     if asked.is_some() {
         contexts.extend(lease.map(ResponseContext::Lease));
@@ -232,9 +241,27 @@ fn lease_key(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Option<LeaseKey> {
     })
 }
 
+/// The SMB2_CREATE_DURABLE_HANDLE_RESPONSE_V2 of an open (MS-SMB2 2.2.14.2.12).
+fn v2_response(timeout: Duration, persistent: bool) -> ResponseContext<'static> {
+    ResponseContext::DurableHandleV2(DurableHandleResponseV2 {
+        timeout: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
+        flags: if persistent {
+            DurableHandleFlags::PERSISTENT
+        } else {
+            DurableHandleFlags::empty()
+        },
+    })
+}
+
 /// Makes a new open durable when it asked and holds handle caching (a batch oplock or a
 /// lease with H), as Windows grants it; directories and named streams never are. A v2 request
 /// is recorded either way, for replay detection. Returns the response context.
+///
+/// MS-SMB2 3.3.5.9.10: a DH2Q with SMB2_DHANDLE_FLAG_PERSISTENT on a continuous-availability
+/// share, over a connection that was offered SMB2_GLOBAL_CAP_PERSISTENT_HANDLES, makes the
+/// open persistent, whatever its caching (smbtorture smb2.durable-v2-open.persistent-open-*),
+/// once its record is written ([`persistent::save`]); if that fails it is answered as a
+/// plain durable v2 request.
 pub(super) fn grant(
     cx: &Ctx<'_>,
     ask: Ask,
@@ -245,7 +272,7 @@ pub(super) fn grant(
     let timeout = match ask {
         Ask::V1 => V1_TIMEOUT,
         Ask::V2(v2) if v2.timeout == 0 => DEFAULT_V2_TIMEOUT,
-        Ask::V2(v2) => MAX_V2_TIMEOUT.min(std::time::Duration::from_millis(v2.timeout.into())),
+        Ask::V2(v2) => MAX_V2_TIMEOUT.min(Duration::from_millis(v2.timeout.into())),
         Ask::None | Ask::Reconnect(_) => return None,
     };
     let handle_caching = granted.oplock_level == OplockLevel::BATCH
@@ -253,7 +280,15 @@ pub(super) fn grant(
             .lease
             .as_ref()
             .is_some_and(|l| l.lease_state.0 & H != 0);
-    let durable = handle_caching && !open.is_directory && open.stream.is_none();
+    let tree = cx.tree.as_ref()?;
+    let server = &cx.conn.server;
+    let file = !open.is_directory && open.stream.is_none();
+    let persistent = file
+        && matches!(ask, Ask::V2(v2) if v2.flags.contains(DurableHandleFlags::PERSISTENT))
+        && tree.share.continuous_availability
+        && Capabilities(cx.negotiated.server_capabilities)
+            .contains(Capabilities::PERSISTENT_HANDLES);
+    let durable = file && (handle_caching || persistent);
     let create_guid = match ask {
         Ask::V2(v2) => Some(v2.create_guid),
         _ => None,
@@ -262,8 +297,11 @@ pub(super) fn grant(
         return None;
     }
     let identity = cx.identity().ok()?;
-    let tree = cx.tree.as_ref()?;
-    cx.conn.server.durable.add(
+    let user = match cx.session.as_ref().and_then(|s| s.user()) {
+        Some(SessionUser::User { name, .. }) => name,
+        _ => String::new(),
+    };
+    server.durable.add(
         open,
         Durability {
             durable,
@@ -275,16 +313,31 @@ pub(super) fn grant(
             lease: granted.lease.map(|l| l.lease_key),
             create_action: action,
             connection: cx.conn.id,
+            persistent,
+            user,
         },
     );
+    let mut durable = durable;
+    let mut persistent = persistent;
+    if persistent {
+        match persistent::save(server, open) {
+            Ok(()) => persistent::mark(open),
+            Err(e) => {
+                tracing::error!(
+                    path = open.path().as_str(),
+                    "persistent handle not granted: its record could not be written: {e}"
+                );
+                persistent = false;
+                durable = handle_caching;
+                server.durable.demote(open.file_id.volatile, durable);
+            }
+        }
+    }
     if !durable {
         return None;
     }
     Some(match ask {
-        Ask::V2(_) => ResponseContext::DurableHandleV2(DurableHandleResponseV2 {
-            timeout: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
-            flags: DurableHandleFlags::empty(),
-        }),
+        Ask::V2(_) => v2_response(timeout, persistent),
         _ => ResponseContext::DurableHandle,
     })
 }
@@ -305,6 +358,15 @@ pub(super) fn reconnect(
     let identity = cx.identity()?;
     let server = cx.conn.server.clone();
     let lease = lease_key(cx, req);
+    // MS-SMB2 3.3.5.9.12: a persistent reconnect on a continuous-availability share may
+    // find its open by CreateGuid.
+    let reconnect = Reconnect {
+        by_guid: reconnect.persistent
+            && tree.share.continuous_availability
+            && Capabilities(cx.negotiated.server_capabilities)
+                .contains(Capabilities::PERSISTENT_HANDLES),
+        ..reconnect
+    };
     let open = server.durable.reclaim(
         &reconnect,
         cx.negotiated.client_guid,

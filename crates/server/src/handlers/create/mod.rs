@@ -247,6 +247,7 @@ pub(crate) async fn handle(
             encrypt: tree.encrypt_data,
         },
         disconnected: false,
+        persistent: false,
     };
     let opening = Opening {
         request: oplock::request(cx, &req, meta.is_directory()),
@@ -406,7 +407,7 @@ fn encode_response(
 
 /// Opens for the access the request needs; for MAXIMUM_ALLOWED, as widely as the file system
 /// lets this user (read and write, else read, else write, else metadata only).
-fn open_widest(
+pub(crate) fn open_widest(
     vfs: &dyn Vfs,
     path: &VfsPath,
     mut request: OpenRequest,

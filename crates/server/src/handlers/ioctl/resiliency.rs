@@ -58,6 +58,8 @@ pub(super) fn request(
             lease,
             create_action: CreateAction::OPENED,
             connection: cx.conn.id,
+            persistent: false,
+            user: String::new(),
         },
     );
     respond(w, req, open.file_id, |_| {});

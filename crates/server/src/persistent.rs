@@ -1,0 +1,960 @@
+//! Persistent handles (MS-SMB2 3.3.5.9.10 Open.IsPersistent, 3.3.5.9.12): the state of each
+//! persistent open on a continuous-availability share is kept in a file of its own under the
+//! server's state directory, so that a restarted server knows the open again and its client
+//! can reclaim it with its locks.
+//!
+//! A record is written (to a temporary name, synced, then renamed over the old one, and the
+//! directory synced) when the open is made, after each LOCK that changed its locks, and
+//! removed when the open is closed. READ and WRITE never touch it. Records are a small
+//! versioned binary format read with the checked reader of network input: a file that does
+//! not decode (truncated, foreign, corrupted: its checksum says so) is logged and removed,
+//! never trusted.
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime};
+
+use parking_lot::Mutex;
+use smb3d_dtyp::{AccessMask, Privileges, Sid, Token};
+use smb3d_smb2::create::{CreateAction, LeaseKey, OplockLevel, ShareAccess};
+use smb3d_smb2::file_id::FileId;
+use smb3d_vfs::{Access, Credentials, Disposition, Kind, OpenRequest, VfsPath};
+use smb3d_wire::{DecodeError, Guid, Reader, Writer};
+
+use crate::blocking::{Wait, as_user, blocking};
+use crate::caching::{Caching, LeaseId, LeaseRecord, Route};
+use crate::durable::{Durability, ReplayState};
+use crate::files::{FileKey, OpenEntry};
+use crate::handlers::create::open_widest;
+use crate::identity::Identity;
+use crate::locks::RangeLock;
+use crate::open::{DirCursor, Open};
+use crate::server::Server;
+use crate::share::ShareKind;
+use crate::write_time::OpenWrites;
+
+/// The first bytes of every record.
+const MAGIC: &[u8; 8] = b"smb3dph\0";
+/// The format written; records of other versions are not read.
+pub(crate) const VERSION: u16 = 1;
+/// The largest record read back (an open holding a million locks fits).
+const MAX_RECORD: u64 = 32 << 20;
+/// The longest name (share, path, user) a record holds.
+const MAX_NAME: usize = 64 * 1024;
+/// The most SIDs or Unix groups a record's identity holds.
+const MAX_GROUPS: usize = 4096;
+/// The name endings of records and of records being written.
+const RECORD_SUFFIX: &str = ".open";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// The caching an open held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    None,
+    Oplock(OplockLevel),
+    Lease {
+        key: LeaseKey,
+        state: u32,
+        epoch: u16,
+        /// 1 or 2: the form of the lease context.
+        version: u8,
+        parent: Option<LeaseKey>,
+    },
+}
+
+/// A byte-range lock an open held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeldLock {
+    pub offset: u64,
+    pub length: u64,
+    pub exclusive: bool,
+}
+
+/// What a restarted server needs to know of a persistent open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub file_id: FileId,
+    pub create_guid: Guid,
+    pub client_guid: Guid,
+    /// How long the open waits for its client after a disconnect (or a restart).
+    pub timeout: Duration,
+    pub create_action: CreateAction,
+    pub share: String,
+    /// The file's path in the share, '/'-separated.
+    pub path: String,
+    /// The name of the user who opened it (for logs and status).
+    pub user: String,
+    /// Open.DurableOwner: only a session with this SID reclaims the open.
+    pub owner: Sid,
+    /// The identity work on the open runs with (the share's forced user, if any).
+    pub token: Token,
+    pub unix: Credentials,
+    /// The file's identity when it was opened: a file replaced since is not this open's.
+    pub file: FileKey,
+    pub granted: AccessMask,
+    pub share_access: ShareAccess,
+    /// FileModeInformation.Mode.
+    pub mode: u32,
+    pub held: Held,
+    /// Open.ChannelSequence and Open.LockSequenceArray (MS-SMB2 3.3.5.14), so that a LOCK
+    /// replayed after the restart is recognised.
+    pub channel_sequence: u16,
+    pub lock_sequences: [u8; 64],
+    pub locks: Vec<HeldLock>,
+}
+
+/// FNV-1a over `bytes`: detects a record damaged on disk.
+fn checksum(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn write_str(w: &mut Writer<'_>, s: &str) {
+    let bytes = s.as_bytes();
+    let len = bytes.len().min(MAX_NAME);
+    w.u32(u32::try_from(len).unwrap_or(u32::MAX))
+        .bytes(bytes.get(..len).unwrap_or(bytes));
+}
+
+fn read_str(r: &mut Reader<'_>, field: &'static str) -> Result<String, DecodeError> {
+    let len = usize::try_from(r.u32(field)?).unwrap_or(usize::MAX);
+    if len > MAX_NAME {
+        return Err(DecodeError::invalid(field));
+    }
+    String::from_utf8(r.bytes(len, field)?.to_vec()).map_err(|_| DecodeError::invalid(field))
+}
+
+/// A count of items of `size` bytes each that the rest of the record can hold, at most `max`.
+fn read_count(
+    r: &mut Reader<'_>,
+    size: usize,
+    max: usize,
+    field: &'static str,
+) -> Result<usize, DecodeError> {
+    let count = usize::try_from(r.u32(field)?).unwrap_or(usize::MAX);
+    if count > max || count.saturating_mul(size) > r.remaining() {
+        return Err(DecodeError::invalid(field));
+    }
+    Ok(count)
+}
+
+fn write_key(w: &mut Writer<'_>, key: &LeaseKey) {
+    w.bytes(&key.0);
+}
+
+fn read_key(r: &mut Reader<'_>, field: &'static str) -> Result<LeaseKey, DecodeError> {
+    Ok(LeaseKey(r.array(field)?))
+}
+
+impl Record {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(512 + self.locks.len() * 17);
+        let mut w = Writer::new(&mut buf);
+        w.bytes(MAGIC).u16(VERSION);
+        w.u64(self.file_id.persistent).u64(self.file_id.volatile);
+        w.guid(&self.create_guid).guid(&self.client_guid);
+        w.u64(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX));
+        w.u32(self.create_action.0);
+        write_str(&mut w, &self.share);
+        write_str(&mut w, &self.path);
+        write_str(&mut w, &self.user);
+        self.owner.encode(&mut w);
+        self.token.user.encode(&mut w);
+        let groups = self
+            .token
+            .groups
+            .get(..MAX_GROUPS)
+            .unwrap_or(&self.token.groups);
+        w.u32(u32::try_from(groups.len()).unwrap_or(0));
+        for sid in groups {
+            sid.encode(&mut w);
+        }
+        w.u32(self.token.privileges.0);
+        w.u32(self.unix.uid).u32(self.unix.gid);
+        let unix_groups = self
+            .unix
+            .groups
+            .get(..MAX_GROUPS)
+            .unwrap_or(&self.unix.groups);
+        w.u32(u32::try_from(unix_groups.len()).unwrap_or(0));
+        for gid in unix_groups {
+            w.u32(*gid);
+        }
+        w.u64(self.file.dev).u64(self.file.ino);
+        w.u32(self.granted.0)
+            .u32(self.share_access.0)
+            .u32(self.mode);
+        match &self.held {
+            Held::None => {
+                w.u8(0);
+            }
+            Held::Oplock(level) => {
+                w.u8(1).u8(level.0);
+            }
+            Held::Lease {
+                key,
+                state,
+                epoch,
+                version,
+                parent,
+            } => {
+                w.u8(2);
+                write_key(&mut w, key);
+                w.u32(*state).u16(*epoch).u8(*version);
+                match parent {
+                    Some(parent) => {
+                        w.u8(1);
+                        write_key(&mut w, parent);
+                    }
+                    None => {
+                        w.u8(0);
+                    }
+                }
+            }
+        }
+        w.u16(self.channel_sequence).bytes(&self.lock_sequences);
+        w.u32(u32::try_from(self.locks.len()).unwrap_or(0));
+        for lock in self.locks.iter().take(u32::MAX as usize) {
+            w.u64(lock.offset)
+                .u64(lock.length)
+                .u8(u8::from(lock.exclusive));
+        }
+        let sum = checksum(&buf);
+        buf.extend_from_slice(&sum.to_le_bytes());
+        buf
+    }
+
+    /// Reads a record; anything but a whole record of this version, with its checksum
+    /// right and nothing after it, is an error.
+    pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
+        let body_len = bytes
+            .len()
+            .checked_sub(8)
+            .ok_or(DecodeError::truncated("Checksum"))?;
+        let (body, sum) = bytes.split_at(body_len);
+        if sum != checksum(body).to_le_bytes() {
+            return Err(DecodeError::invalid("Checksum"));
+        }
+        let mut r = Reader::new(body);
+        if r.array::<8>("Magic")? != *MAGIC {
+            return Err(DecodeError::invalid("Magic"));
+        }
+        if r.u16("Version")? != VERSION {
+            return Err(DecodeError::invalid("Version"));
+        }
+        let file_id = FileId {
+            persistent: r.u64("Persistent")?,
+            volatile: r.u64("Volatile")?,
+        };
+        let create_guid = r.guid("CreateGuid")?;
+        let client_guid = r.guid("ClientGuid")?;
+        let timeout = Duration::from_millis(r.u64("Timeout")?);
+        let create_action = CreateAction(r.u32("CreateAction")?);
+        let share = read_str(&mut r, "Share")?;
+        let path = read_str(&mut r, "Path")?;
+        let user = read_str(&mut r, "User")?;
+        let owner = Sid::decode(&mut r)?;
+        let token_user = Sid::decode(&mut r)?;
+        // A SID takes at least 8 bytes.
+        let count = read_count(&mut r, 8, MAX_GROUPS, "Groups")?;
+        let mut groups = Vec::with_capacity(count);
+        for _ in 0..count {
+            groups.push(Sid::decode(&mut r)?);
+        }
+        let privileges = Privileges(r.u32("Privileges")?);
+        let uid = r.u32("Uid")?;
+        let gid = r.u32("Gid")?;
+        let count = read_count(&mut r, 4, MAX_GROUPS, "UnixGroups")?;
+        let mut unix_groups = Vec::with_capacity(count);
+        for _ in 0..count {
+            unix_groups.push(r.u32("UnixGroup")?);
+        }
+        let file = FileKey {
+            dev: r.u64("Dev")?,
+            ino: r.u64("Ino")?,
+        };
+        let granted = AccessMask(r.u32("Granted")?);
+        let share_access = ShareAccess(r.u32("ShareAccess")?);
+        let mode = r.u32("Mode")?;
+        let held = match r.u8("Held")? {
+            0 => Held::None,
+            1 => Held::Oplock(OplockLevel(r.u8("OplockLevel")?)),
+            2 => {
+                let key = read_key(&mut r, "LeaseKey")?;
+                let state = r.u32("LeaseState")?;
+                let epoch = r.u16("Epoch")?;
+                let version = r.u8("LeaseVersion")?;
+                let parent = match r.u8("HasParent")? {
+                    0 => None,
+                    1 => Some(read_key(&mut r, "ParentLeaseKey")?),
+                    _ => return Err(DecodeError::invalid("HasParent")),
+                };
+                Held::Lease {
+                    key,
+                    state,
+                    epoch,
+                    version,
+                    parent,
+                }
+            }
+            _ => return Err(DecodeError::invalid("Held")),
+        };
+        let channel_sequence = r.u16("ChannelSequence")?;
+        let lock_sequences = r.array::<64>("LockSequences")?;
+        let count = read_count(&mut r, 17, usize::MAX, "Locks")?;
+        let mut locks = Vec::with_capacity(count);
+        for _ in 0..count {
+            let offset = r.u64("Offset")?;
+            let length = r.u64("Length")?;
+            let exclusive = match r.u8("Exclusive")? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::invalid("Exclusive")),
+            };
+            locks.push(HeldLock {
+                offset,
+                length,
+                exclusive,
+            });
+        }
+        if !r.is_empty() {
+            return Err(DecodeError::invalid("Trailing"));
+        }
+        Ok(Record {
+            file_id,
+            create_guid,
+            client_guid,
+            timeout,
+            create_action,
+            share,
+            path,
+            user,
+            owner,
+            token: Token {
+                user: token_user,
+                groups,
+                privileges,
+            },
+            unix: Credentials {
+                uid,
+                gid,
+                groups: unix_groups,
+            },
+            file,
+            granted,
+            share_access,
+            mode,
+            held,
+            channel_sequence,
+            lock_sequences,
+            locks,
+        })
+    }
+}
+
+/// The directory of records.
+pub(crate) struct Store {
+    dir: PathBuf,
+    /// Writes and removals one at a time, so that an older state never lands after a newer
+    /// one, nor a record after its removal.
+    writing: Mutex<()>,
+}
+
+impl Store {
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            writing: Mutex::new(()),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn record_path(&self, persistent_id: u64, suffix: &str) -> PathBuf {
+        self.dir.join(format!("{persistent_id:016x}{suffix}"))
+    }
+
+    /// Runs `work` while no other write or removal runs; `work` decides under that guard
+    /// whether there is still something to write.
+    pub fn exclusive<T>(&self, work: impl FnOnce() -> T) -> T {
+        let _guard = self.writing.lock();
+        work()
+    }
+
+    /// Writes `record` in place of the open's previous one, durably. Call under
+    /// [`exclusive`](Self::exclusive).
+    pub fn write(&self, record: &Record) -> io::Result<()> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)?;
+        let id = record.file_id.persistent;
+        let temp = self.record_path(id, TEMP_SUFFIX);
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(&record.encode())?;
+        file.sync_all()?;
+        fs::rename(&temp, self.record_path(id, RECORD_SUFFIX))?;
+        self.sync_dir()
+    }
+
+    /// Removes the record of the open `persistent_id`, durably. Call under
+    /// [`exclusive`](Self::exclusive).
+    pub fn remove(&self, persistent_id: u64) -> io::Result<()> {
+        match fs::remove_file(self.record_path(persistent_id, RECORD_SUFFIX)) {
+            Ok(()) => self.sync_dir(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn sync_dir(&self) -> io::Result<()> {
+        File::open(&self.dir)?.sync_all()
+    }
+
+    /// Every record in the directory. Files that are not whole records (a write cut short,
+    /// damage, another version) are logged and removed.
+    pub fn load(&self) -> Vec<Record> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
+            Err(e) => {
+                tracing::error!(dir = %self.dir.display(), "persistent handles not restored: {e}");
+                return Vec::new();
+            }
+        };
+        let mut records = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(TEMP_SUFFIX) {
+                // A write the server did not finish: the record it replaced still stands.
+                let _ = fs::remove_file(&path);
+                continue;
+            }
+            if !name.ends_with(RECORD_SUFFIX) {
+                continue;
+            }
+            match read_record(&path) {
+                Ok(record) => records.push(record),
+                Err(why) => {
+                    tracing::warn!(record = %path.display(), "persistent handle record dropped: {why}");
+                    let _ = fs::remove_file(&path);
+                }
+            }
+        }
+        records.sort_by_key(|r| r.file_id.persistent);
+        records
+    }
+}
+
+fn read_record(path: &Path) -> Result<Record, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_RECORD + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_RECORD {
+        return Err(format!("larger than {MAX_RECORD} bytes"));
+    }
+    Record::decode(&bytes).map_err(|e| e.to_string())
+}
+
+/// The record of `open`, made persistent as `durability` says: its current caching,
+/// locks and replay state.
+fn record_of(open: &Open, durability: &Durability) -> Record {
+    let volatile = open.file_id.volatile;
+    let (share_access, held) = {
+        let state = open.shared.state.lock();
+        let entry = state.opens.iter().find(|e| e.id == volatile);
+        let held = match entry.map(|e| &e.caching) {
+            Some(Caching::Oplock {
+                level, breaking_to, ..
+            }) => Held::Oplock(breaking_to.unwrap_or(*level)),
+            Some(Caching::Lease(id)) => {
+                state
+                    .leases
+                    .iter()
+                    .find(|l| l.id == *id)
+                    .map_or(Held::None, |l| Held::Lease {
+                        key: l.id.key,
+                        // A lease being broken is recorded as it must end.
+                        state: l.breaking.map_or(l.state, |b| l.state & b.to_required),
+                        epoch: l.epoch,
+                        version: l.version,
+                        parent: l.parent,
+                    })
+            }
+            _ => Held::None,
+        };
+        (entry.map_or(ShareAccess::empty(), |e| e.share), held)
+    };
+    let locks = open
+        .shared
+        .locks
+        .held()
+        .into_iter()
+        .filter(|l| l.owner == volatile)
+        .map(|l| HeldLock {
+            offset: l.offset,
+            length: l.length,
+            exclusive: l.exclusive,
+        })
+        .collect();
+    let (channel_sequence, lock_sequences) = open.replay.snapshot();
+    Record {
+        file_id: open.file_id,
+        create_guid: durability.create_guid.unwrap_or(Guid::ZERO),
+        client_guid: durability.client_guid,
+        timeout: durability.timeout,
+        create_action: durability.create_action,
+        share: durability.share.clone(),
+        path: open.path().as_str().to_owned(),
+        user: durability.user.clone(),
+        owner: durability.owner,
+        token: open.identity.token.clone(),
+        unix: open.identity.unix.clone(),
+        file: open.shared.key,
+        granted: open.granted,
+        share_access,
+        mode: u32::try_from(open.mode.load(std::sync::atomic::Ordering::Relaxed)).unwrap_or(0),
+        held,
+        channel_sequence,
+        lock_sequences,
+        locks,
+    }
+}
+
+/// Writes the record of `open` if it is persistent (after its CREATE, and after a LOCK that
+/// changed its locks). Runs off the async workers: the write waits for the disk.
+pub(crate) fn save(server: &Server, open: &Open) -> io::Result<()> {
+    let Some(store) = &server.persistent else {
+        return Ok(());
+    };
+    if !server.durable.is_persistent(open.file_id.volatile) {
+        return Ok(());
+    }
+    blocking(|| {
+        store.exclusive(|| {
+            // Decided under the store's guard, so that a record never lands after the
+            // open's close removed it.
+            match server
+                .durable
+                .durability(open.file_id.volatile)
+                .filter(|d| d.persistent)
+            {
+                Some(durability) => store.write(&record_of(open, &durability)),
+                None => Ok(()),
+            }
+        })
+    })
+}
+
+/// Removes the record of the persistent open `persistent_id`, which was closed.
+pub(crate) fn remove(server: &Server, persistent_id: u64) {
+    let Some(store) = &server.persistent else {
+        return;
+    };
+    if let Err(e) = blocking(|| store.exclusive(|| store.remove(persistent_id))) {
+        tracing::error!(
+            dir = %store.dir().display(),
+            "the record of closed persistent open {persistent_id:#x} could not be removed: {e}"
+        );
+    }
+}
+
+/// Marks `open` persistent among its file's opens, so that while disconnected it keeps
+/// conflicting opens out ([`crate::caching::persistent_conflict`]).
+pub(crate) fn mark(open: &Open) {
+    let mut state = open.shared.state.lock();
+    if let Some(entry) = state
+        .opens
+        .iter_mut()
+        .find(|e| e.id == open.file_id.volatile)
+    {
+        entry.persistent = true;
+    }
+}
+
+/// Reads back every record and makes each a disconnected persistent open (see
+/// [`restore_one`]); a record that cannot be restored is logged and removed.
+pub(crate) fn restore(server: &Arc<Server>) -> usize {
+    let Some(store) = &server.persistent else {
+        return 0;
+    };
+    let records = store.load();
+    // Ids of new opens must not meet those of restored ones.
+    for record in &records {
+        server.file_ids_above(record.file_id.persistent.max(record.file_id.volatile));
+    }
+    let mut restored = 0;
+    for record in records {
+        let id = record.file_id.persistent;
+        match restore_one(server, &record) {
+            Ok(()) => {
+                restored += 1;
+                tracing::info!(
+                    share = record.share,
+                    path = record.path,
+                    user = record.user,
+                    timeout = ?record.timeout,
+                    "persistent open restored; waiting for its client"
+                );
+            }
+            Err(why) => {
+                tracing::warn!(
+                    share = record.share,
+                    path = record.path,
+                    "persistent open {id:#x} dropped: {why}"
+                );
+                if let Err(e) = store.exclusive(|| store.remove(id)) {
+                    tracing::error!(dir = %store.dir().display(), "record {id:#x}: {e}");
+                }
+            }
+        }
+    }
+    restored
+}
+
+/// Makes `record` a disconnected persistent open again: the file is reopened as its user
+/// with the access it was granted and must still be the file that was opened; it joins the
+/// file's opens with its share access, its oplock or lease and its byte-range locks, and its
+/// client has the open's timeout from now to reclaim it (MS-SMB2 3.3.5.9.12).
+fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
+    let share = server
+        .share(&record.share)
+        .ok_or("its share is no longer served")?;
+    if !share.continuous_availability {
+        return Err("its share is no longer continuously available".into());
+    }
+    let ShareKind::Disk(vfs) = &share.kind else {
+        return Err("its share holds no files".into());
+    };
+    let path = VfsPath::parse(&record.path).map_err(|e| format!("path: {e}"))?;
+    let identity = Arc::new(Identity {
+        token: record.token.clone(),
+        unix: record.unix.clone(),
+    });
+    let reads = record
+        .granted
+        .intersects(AccessMask::FILE_READ_DATA | AccessMask::FILE_EXECUTE);
+    let writes = record
+        .granted
+        .intersects(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA);
+    let request = OpenRequest {
+        access: match (reads, writes) {
+            (true, true) => Access::ReadWrite,
+            (false, true) => Access::Write,
+            (true, false) => Access::Read,
+            (false, false) => Access::MetadataOnly,
+        },
+        disposition: Disposition::Open,
+        kind: Kind::File,
+        create_mode: 0,
+    };
+    // Opened as widely as the user may, up to what it was granted.
+    let opened = as_user(vfs.as_ref(), &identity, Wait::Long, || {
+        open_widest(vfs.as_ref(), &path, request, AccessMask::MAXIMUM_ALLOWED)
+    })
+    .map_err(|status| format!("the file cannot be opened: {status:?}"))?;
+    let stat = opened
+        .file
+        .stat()
+        .map_err(|e| format!("the file cannot be read: {e}"))?;
+    if stat.ino != record.file.ino {
+        return Err("the file was replaced".into());
+    }
+    let volatile = record.file_id.volatile;
+    let dead_route = Route {
+        conn: Weak::new(),
+        session_id: 0,
+        encrypt: false,
+    };
+    let (caching, lease) = match record.held {
+        Held::None => (Caching::None, None),
+        Held::Oplock(level) => (
+            Caching::Oplock {
+                level,
+                breaking_to: None,
+                generation: 0,
+            },
+            None,
+        ),
+        Held::Lease {
+            key,
+            state,
+            epoch,
+            version,
+            parent,
+        } => {
+            let id = LeaseId {
+                client: record.client_guid,
+                key,
+            };
+            (
+                Caching::Lease(id),
+                Some(LeaseRecord {
+                    id,
+                    stream: None,
+                    version,
+                    parent,
+                    state,
+                    epoch,
+                    breaking: None,
+                    generation: 0,
+                    route: dead_route.clone(),
+                    opens: 1,
+                }),
+            )
+        }
+    };
+    let lease_key = lease.as_ref().map(|l| l.id.key);
+    let entry = OpenEntry {
+        id: volatile,
+        access: record.granted,
+        share: record.share_access,
+        stream: None,
+        persistent_id: record.file_id.persistent,
+        caching,
+        route: dead_route,
+        disconnected: true,
+        persistent: true,
+    };
+    let key = FileKey {
+        dev: stat.dev,
+        ino: stat.ino,
+    };
+    let shared = server.files.restore(key, &path, entry, lease);
+    for lock in &record.locks {
+        let granted = shared.locks.try_lock(RangeLock {
+            owner: volatile,
+            offset: lock.offset,
+            length: lock.length,
+            exclusive: lock.exclusive,
+        });
+        if granted.is_err() {
+            // Another restored open holds a conflicting lock: the records disagree.
+            shared.locks.release_owner(volatile);
+            server.files.release(&shared, volatile);
+            return Err("its locks conflict with another restored open".into());
+        }
+    }
+    let open = Arc::new(Open {
+        file_id: record.file_id,
+        tree_id: AtomicU32::new(0),
+        vfs: vfs.clone(),
+        share: share.clone(),
+        identity,
+        file: opened.file,
+        stream: None,
+        shared,
+        is_directory: false,
+        granted: record.granted,
+        delete_on_close: false,
+        position: AtomicU64::new(0),
+        mode: AtomicU64::new(u64::from(record.mode)),
+        dir: Mutex::new(DirCursor::default()),
+        writes: OpenWrites::default(),
+        opened_at: SystemTime::now(),
+        audit: None,
+        replay: ReplayState::restored(record.channel_sequence, record.lock_sequences),
+    });
+    server.durable.restore(
+        server,
+        open,
+        Durability {
+            durable: true,
+            create_guid: Some(record.create_guid).filter(|g| *g != Guid::ZERO),
+            timeout: record.timeout,
+            client_guid: record.client_guid,
+            owner: record.owner,
+            share: share.name.clone(),
+            lease: lease_key,
+            create_action: record.create_action,
+            connection: 0,
+            persistent: true,
+            user: record.user.clone(),
+        },
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Record {
+        let sid = |rid| Sid::new(5, &[21, 1, 2, 3, rid]).unwrap();
+        let mut lock_sequences = [u8::MAX; 64];
+        lock_sequences[3] = 7;
+        Record {
+            file_id: FileId {
+                persistent: 0x1234,
+                volatile: 0x5678,
+            },
+            create_guid: Guid([7; 16]),
+            client_guid: Guid([9; 16]),
+            timeout: Duration::from_secs(60),
+            create_action: CreateAction::CREATED,
+            share: "ca".into(),
+            path: "dir/Fïle.txt".into(),
+            user: "tester".into(),
+            owner: sid(3000),
+            token: Token {
+                user: sid(3000),
+                groups: vec![sid(1201), Sid::EVERYONE],
+                privileges: Privileges::empty(),
+            },
+            unix: Credentials {
+                uid: 1000,
+                gid: 100,
+                groups: vec![27, 44],
+            },
+            file: FileKey { dev: 64, ino: 99 },
+            granted: AccessMask::FILE_READ_DATA | AccessMask::FILE_WRITE_DATA,
+            share_access: ShareAccess::READ | ShareAccess::WRITE,
+            mode: 0x20,
+            held: Held::Lease {
+                key: LeaseKey([3; 16]),
+                state: 0x7,
+                epoch: 2,
+                version: 2,
+                parent: Some(LeaseKey([4; 16])),
+            },
+            channel_sequence: 1,
+            lock_sequences,
+            locks: vec![
+                HeldLock {
+                    offset: 0,
+                    length: 10,
+                    exclusive: true,
+                },
+                HeldLock {
+                    offset: u64::MAX,
+                    length: 0,
+                    exclusive: false,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let mut r = record();
+        assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+        r.held = Held::Oplock(OplockLevel::BATCH);
+        r.locks.clear();
+        assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+        r.held = Held::None;
+        assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+    }
+
+    #[test]
+    fn truncated_damaged_and_foreign_records_are_refused() {
+        let bytes = record().encode();
+        for len in 0..bytes.len() {
+            assert!(Record::decode(&bytes[..len]).is_err(), "{len} bytes");
+        }
+        for i in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[i] ^= 0x40;
+            assert!(Record::decode(&damaged).is_err(), "byte {i}");
+        }
+        let mut longer = bytes[..bytes.len() - 8].to_vec();
+        longer.push(0);
+        longer.extend_from_slice(&checksum(&longer).to_le_bytes());
+        assert!(Record::decode(&longer).is_err(), "trailing byte");
+        let mut other_version = bytes[..bytes.len() - 8].to_vec();
+        other_version[8] = 2;
+        other_version.extend_from_slice(&checksum(&other_version).to_le_bytes());
+        assert!(Record::decode(&other_version).is_err(), "version 2");
+    }
+
+    /// Garbage with a valid checksum reaches the field decoders: they never panic and never
+    /// allocate beyond what the input can hold.
+    #[test]
+    fn garbage_with_a_valid_checksum_never_panics() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let good = record().encode();
+        let body = &good[..good.len() - 8];
+        for round in 0..2000 {
+            let mut bytes = body.to_vec();
+            // Keep the magic and version so that the fields are read.
+            let flips = 1 + next() % 8;
+            for _ in 0..flips {
+                let at = 10 + usize::try_from(next()).unwrap() % (bytes.len() - 10);
+                bytes[at] = u8::try_from(next() & 0xff).unwrap();
+            }
+            if round % 3 == 0 {
+                bytes.truncate(10 + usize::try_from(next()).unwrap() % (bytes.len() - 10));
+            }
+            bytes.extend_from_slice(&checksum(&bytes).to_le_bytes());
+            let _ = Record::decode(&bytes);
+        }
+        // A huge lock count is refused before anything is allocated for it.
+        let mut huge = body.to_vec();
+        let count_at = huge.len() - 2 * 17 - 4;
+        huge[count_at..count_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        huge.extend_from_slice(&checksum(&huge).to_le_bytes());
+        assert!(Record::decode(&huge).is_err());
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("smb3d-ph-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn the_store_keeps_the_latest_record_and_drops_bad_files() {
+        let dir = temp_dir("store");
+        let store = Store::new(dir.join("state"));
+        assert!(store.load().is_empty(), "no directory yet");
+        let mut r = record();
+        store.exclusive(|| store.write(&r)).unwrap();
+        r.locks.pop();
+        store.exclusive(|| store.write(&r)).unwrap();
+        let mut other = record();
+        other.file_id.persistent = 0x99;
+        store.exclusive(|| store.write(&other)).unwrap();
+        fs::write(store.dir().join("00000000000000aa.open"), b"garbage").unwrap();
+        fs::write(store.dir().join("00000000000000bb.tmp"), b"half").unwrap();
+        let mut cut = record().encode();
+        cut.truncate(cut.len() / 2);
+        fs::write(store.dir().join("00000000000000cc.open"), cut).unwrap();
+        fs::write(store.dir().join("README"), b"not a record").unwrap();
+        assert_eq!(store.load(), vec![other.clone(), r.clone()]);
+        // Bad records and unfinished writes are gone; other files stay.
+        let mut names: Vec<String> = fs::read_dir(store.dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["0000000000000099.open", "0000000000001234.open", "README"]
+        );
+        store.exclusive(|| store.remove(0x1234)).unwrap();
+        store.exclusive(|| store.remove(0x1234)).unwrap();
+        assert_eq!(store.load(), vec![other]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
