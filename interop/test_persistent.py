@@ -202,11 +202,13 @@ def test_a_non_ca_share_answers_a_persistent_request_as_durable(tmp_path):
         stop(server)
 
 
-@pytest.mark.parametrize("test", ["persistent-open-oplock", "persistent-open-lease"])
-def test_smbtorture_persistent_opens_on_a_ca_share(ca_smb3d, test):
+@pytest.mark.parametrize("name", ["smb2.durable-v2-open.persistent-open-oplock",
+                                  "smb2.durable-v2-open.persistent-open-lease", "smb2.replay.replay5"])
+def test_smbtorture_persistent_opens_on_a_ca_share(ca_smb3d, name):
     """On a share that says continuous availability smbtorture expects every oplock and lease
-    level to give a persistent, durable open (Windows' table)."""
-    name = "smb2.durable-v2-open." + test
+    level to give a persistent, durable open (Windows' table), and a replayed persistent
+    CREATE after a disconnect to reclaim its open, answered as the first time (replay5, which
+    skips on other shares)."""
     results, output = run_suite(ca_smb3d, name)
     assert results == {name: "success"}, output[-4000:] + "\n--- server log ---\n" + ca_smb3d.log_tail()
     # The opens were persistent: their records were written, and removed at their close.

@@ -134,6 +134,7 @@ pub(super) fn replay(
                 name,
                 again,
                 durability.create_action,
+                Some(&durability),
             ))
         }
     }
@@ -344,7 +345,9 @@ pub(super) fn grant(
 
 /// MS-SMB2 3.3.5.9.7 and 3.3.5.9.12: reconnects a disconnected durable open to this session
 /// and tree connect and answers as for an open of the existing file. An open with a lease is
-/// reclaimed only under its own name (STATUS_INVALID_PARAMETER otherwise).
+/// reclaimed only under its own name (STATUS_INVALID_PARAMETER otherwise). A replayed DH2Q
+/// (`replayed`: the open's durability) is answered as its first CREATE was, with its durable
+/// context where [`answer_replay`] gives one (smbtorture smb2.replay.replay5).
 pub(super) fn reconnect(
     cx: &mut Ctx<'_>,
     reply: &mut Reply<'_>,
@@ -352,6 +355,7 @@ pub(super) fn reconnect(
     name: &VfsPath,
     reconnect: Reconnect,
     action: CreateAction,
+    replayed: Option<&Durability>,
 ) -> Result<NtStatus, NtStatus> {
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
@@ -389,6 +393,15 @@ pub(super) fn reconnect(
     }
     cx.chain.file_id = Some(open.file_id);
     let (oplock_level, lease) = caching_of(&open);
-    let contexts = lease.map(ResponseContext::Lease).into_iter().collect();
+    let level = req.requested_oplock_level;
+    let mut contexts: Vec<ResponseContext<'static>> = replayed
+        .filter(|d| {
+            d.durable
+                && (d.persistent || level == OplockLevel::BATCH || level == OplockLevel::LEASE)
+        })
+        .map(|d| v2_response(d.timeout, d.persistent))
+        .into_iter()
+        .collect();
+    contexts.extend(lease.map(ResponseContext::Lease));
     respond(reply, &open, oplock_level, action, contexts)
 }

@@ -79,7 +79,15 @@ pub(crate) async fn handle(
                 durable::RECONNECT_GRACE,
             )
             .await;
-        return durable::reconnect(cx, reply, &req, &vfs_path, reconnect, CreateAction::OPENED);
+        return durable::reconnect(
+            cx,
+            reply,
+            &req,
+            &vfs_path,
+            reconnect,
+            CreateAction::OPENED,
+            None,
+        );
     }
     request::check(&req)?;
     admit_open(cx.conn, &session)?;
