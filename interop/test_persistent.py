@@ -20,8 +20,9 @@ from smbprotocol.create_contexts import (CreateContextName, DurableHandleFlags, 
                                          SMB2CreateDurableHandleReconnectV2, SMB2CreateDurableHandleRequestV2,
                                          SMB2CreateDurableHandleResponseV2)
 from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.file_info import FileRenameInformation
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
-                              ImpersonationLevel, LockFlags, Open, SMB2LockElement, ShareAccess)
+                              ImpersonationLevel, LockFlags, Open, SMB2LockElement, SMB2SetInfoRequest, ShareAccess)
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
@@ -79,11 +80,34 @@ def context(name, data):
     return c
 
 
-def create(tree, contexts=None, disposition=CreateDisposition.FILE_OPEN, name=NAME):
+def create(tree, contexts=None, disposition=CreateDisposition.FILE_OPEN, name=NAME, access=RW, share=SHARE_RW):
     handle = Open(tree, name)
-    response = handle.create(ImpersonationLevel.Impersonation, RW, FileAttributes.FILE_ATTRIBUTE_NORMAL, SHARE_RW,
+    response = handle.create(ImpersonationLevel.Impersonation, access, FileAttributes.FILE_ATTRIBUTE_NORMAL, share,
                              disposition, CreateOptions.FILE_NON_DIRECTORY_FILE, create_contexts=contexts)
     return handle, response
+
+
+def persistent_request(timeout_ms=60000):
+    request = SMB2CreateDurableHandleRequestV2()
+    request["timeout"] = timeout_ms
+    request["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
+    create_guid = uuid.uuid4()
+    request["create_guid"] = create_guid
+    return context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_REQUEST_V2, request), create_guid
+
+
+def rename(tree, handle, to):
+    """SET_INFO FileRenameInformation (MS-FSCC 2.4.34.2) through `handle`."""
+    info = FileRenameInformation()
+    info["replace_if_exists"] = False
+    info["file_name"] = to
+    request = SMB2SetInfoRequest()
+    request["info_type"] = info.INFO_TYPE
+    request["file_info_class"] = info.INFO_CLASS
+    request["file_id"] = handle.file_id
+    request["buffer"] = info
+    conn = tree.session.connection
+    conn.receive(conn.send(request, sid=tree.session.session_id, tid=tree.tree_connect_id))
 
 
 def durable_v2_flags(contexts):
@@ -251,3 +275,35 @@ def test_restored_opens_expire_and_vanished_files_are_dropped(ca_smb3d):
         handle.close()
     finally:
         other.disconnect()
+
+
+def test_a_rename_by_another_client_reaches_the_record(ca_smb3d):
+    """B renames the file A holds a persistent handle on (A shares delete); after a restart
+    A's open is found under the new name and A reconnects to it."""
+    client_guid = uuid.uuid4()
+    conn_a, tree_a = connect(ca_smb3d, client_guid)
+    share_all = SHARE_RW | ShareAccess.FILE_SHARE_DELETE
+    durable, create_guid = persistent_request()
+    a, _ = create(tree_a, [durable], CreateDisposition.FILE_OVERWRITE_IF, name="before.dat", share=share_all)
+    a.write(b"A's data", 0)
+    conn_b, tree_b = connect(ca_smb3d, uuid.uuid4(), persistent=False)
+    b, _ = create(tree_b, name="before.dat", access=FilePipePrinterAccessMask.DELETE, share=share_all)
+    rename(tree_b, b, "after.dat")
+    b.close()
+    conn_b.disconnect()
+
+    restart(ca_smb3d)
+    assert "dropped" not in ca_smb3d.log.read_text(errors="replace")
+    conn_a2, tree_a2 = connect(ca_smb3d, client_guid)
+    try:
+        reconnect = SMB2CreateDurableHandleReconnectV2()
+        reconnect["file_id"] = a.file_id
+        reconnect["create_guid"] = create_guid
+        reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
+        a2, _ = create(tree_a2, [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)],
+                       name="after.dat", share=share_all)
+        assert a2.read(0, 8) == b"A's data"
+        a2.close()
+        assert records(ca_smb3d) == []
+    finally:
+        conn_a2.disconnect()

@@ -254,6 +254,14 @@ impl DurableTable {
             .map(|e| e.durability.clone())
     }
 
+    /// The open `volatile` while it is disconnected.
+    pub fn disconnected_open(&self, volatile: u64) -> Option<Arc<Open>> {
+        self.inner
+            .lock()
+            .by_volatile_mut(volatile)
+            .and_then(|e| e.disconnected.as_ref().map(|(open, _)| open.clone()))
+    }
+
     /// Open.IsPersistent of the open `volatile`.
     pub fn is_persistent(&self, volatile: u64) -> bool {
         self.inner

@@ -28,7 +28,7 @@ use smb3d_wire::{DecodeError, Guid, Reader, Writer};
 use crate::blocking::{Wait, as_user, blocking};
 use crate::caching::{Caching, LeaseId, LeaseRecord, Route};
 use crate::durable::{Durability, ReplayState};
-use crate::files::{FileKey, OpenEntry};
+use crate::files::{FileKey, OpenEntry, SharedFile};
 use crate::handlers::create::open_widest;
 use crate::identity::Identity;
 use crate::locks::RangeLock;
@@ -560,6 +560,42 @@ pub(crate) fn save(server: &Server, open: &Open) -> io::Result<()> {
             }
         })
     })
+}
+
+/// The file `file` was renamed (through any of its opens): the records of its persistent
+/// opens, connected or not, take the new path. (Its directories cannot be renamed while it is
+/// open, MS-FSA 2.1.5.14.11.)
+pub(crate) fn renamed(server: &Server, file: &SharedFile) {
+    let ids: Vec<u64> = file
+        .state
+        .lock()
+        .opens
+        .iter()
+        .filter(|e| e.persistent)
+        .map(|e| e.id)
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    let mut opens: Vec<Arc<Open>> = ids
+        .iter()
+        .filter_map(|id| server.durable.disconnected_open(*id))
+        .collect();
+    opens.extend(server.sessions.lock().values().flat_map(|session| {
+        let state = session.state.lock();
+        ids.iter()
+            .filter_map(|id| state.opens.get(id).cloned())
+            .collect::<Vec<_>>()
+    }));
+    for open in opens {
+        if let Err(e) = save(server, &open) {
+            // The rename is done; the record names the old path until its next write.
+            tracing::error!(
+                path = open.path().as_str(),
+                "the new name of a persistent open could not be recorded: {e}"
+            );
+        }
+    }
 }
 
 /// Removes the record of the persistent open `persistent_id`, which was closed.

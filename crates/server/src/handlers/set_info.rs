@@ -93,12 +93,8 @@ pub(crate) async fn handle(
         InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
-    if renames && let Err(e) = crate::persistent::save(&cx.conn.server, &open) {
-        // The rename is done; the record names the old path until its next write.
-        tracing::error!(
-            path = open.path().as_str(),
-            "the new name of a persistent open could not be recorded: {e}"
-        );
+    if renames {
+        crate::persistent::renamed(&cx.conn.server, &open.shared);
     }
     crate::notify::set_info_done(&cx.conn.server.notify, &open, &before, &req);
     SetInfoResponse.encode(&mut reply.writer());
