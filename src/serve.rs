@@ -267,6 +267,7 @@ pub fn build_server(
         min_dialect: s.min_dialect.get_ref().revision(),
         max_dialect: s.max_dialect.get_ref().revision(),
         require_signing: s.signing == SigningPolicy::Required,
+        multichannel: s.multichannel,
         max_io_size: *s.max_io_size.get_ref(),
         max_credits: *config.limits.max_credits.get_ref(),
         limits: limits(&config.limits),

@@ -239,6 +239,8 @@ pub struct ServerConfig {
     /// Where the state of persistent handles on `continuous_availability` shares is kept
     /// across restarts (one record per open, mode 0700).
     pub state_dir: PathBuf,
+    /// Offer SMB 3 multichannel: a client may bind more connections to its session.
+    pub multichannel: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize offered to clients (bytes).
     pub max_io_size: Spanned<u32>,
     /// Advertise the server with mDNS/DNS-SD (RFC 6762/6763) so that macOS Finder lists it.
@@ -276,6 +278,7 @@ impl Default for ServerConfig {
             ],
             user_db: PathBuf::from("/var/lib/smb3d/users"),
             state_dir: PathBuf::from(DEFAULT_STATE_DIR),
+            multichannel: true,
             max_io_size: Spanned::new(0..0, 8 * 1024 * 1024),
             mdns: false,
             mdns_model: DEFAULT_MDNS_MODEL.into(),

@@ -886,7 +886,7 @@ impl LeaseTable {
 /// are closed (MS-SMB2 3.3.4.6, 3.3.4.7).
 pub(crate) fn deliver(server: &Server, file: &Arc<SharedFile>, breaks: Breaks) {
     for note in breaks.notes {
-        send(note);
+        send(server, note);
     }
     for holder in breaks.purge {
         server.durable.expire(server, holder, None);
@@ -942,16 +942,23 @@ pub(crate) async fn wait_for_handle_breaks(
     }
 }
 
-/// Sends one break notification through its route's connection (MS-SMB2 3.3.4.6, 3.3.4.7).
-/// An oplock break names the open's session in its header; a lease break names none.
-fn send(note: Note) {
+/// Sends one break notification through its route's connection, or another channel of the
+/// route's session when that connection is gone (MS-SMB2 3.3.4.6, 3.3.4.7). An oplock break
+/// names the open's session in its header; a lease break names none.
+fn send(server: &Server, note: Note) {
+    let channel = |route: &Route| {
+        route
+            .conn
+            .upgrade()
+            .or_else(|| server.session(route.session_id)?.any_channel())
+    };
     match note {
         Note::Oplock {
             route,
             file_id,
             level,
         } => {
-            if let Some(conn) = route.conn.upgrade() {
+            if let Some(conn) = channel(&route) {
                 let message = OplockBreak {
                     oplock_level: level,
                     file_id,
@@ -960,7 +967,7 @@ fn send(note: Note) {
             }
         }
         Note::Lease { route, message } => {
-            if let Some(conn) = route.conn.upgrade() {
+            if let Some(conn) = channel(&route) {
                 conn.send_break(0, &route, |w| message.encode(w));
             }
         }

@@ -166,6 +166,9 @@ impl Connection {
         for session in &sessions {
             next = earliest(next, exchange_deadline(&session.state.lock(), limits));
         }
+        if let Some(leg) = self.oldest_binding_leg() {
+            next = earliest(next, deadline(leg, limits.session_setup_timeout));
+        }
         if self.is_idle(&sessions) {
             next = earliest(next, deadline(*w.last_frame.lock(), limits.idle_timeout));
         }
@@ -206,6 +209,12 @@ impl Connection {
                     logoff::tear_down(&self.server, &session);
                 }
             }
+        }
+        if let Some(timeout) = enabled(limits.session_setup_timeout)
+            && let Some(cutoff) = now.checked_sub(timeout)
+            && self.drop_bindings_before(cutoff)
+        {
+            counters.hit(Limit::SessionSetupTimeout, &client);
         }
         if self.is_idle(&sessions) && passed(*w.last_frame.lock(), limits.idle_timeout) {
             counters.hit(Limit::IdleTimeout, &client);

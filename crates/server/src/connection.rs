@@ -31,7 +31,7 @@ use crate::pending::{self, PendingRequest, Reply};
 use crate::response::ResponseFrame;
 use crate::scheduling;
 use crate::server::Server;
-use crate::session::{Session, Tree};
+use crate::session::{AuthExchange, Session, Tree};
 
 /// Where a connection's outgoing frames go (the transport's writer).
 pub trait FrameSink: Send + Sync + 'static {
@@ -103,6 +103,9 @@ struct ConnState {
     smb1_upgraded: bool,
     /// Connection.SessionTable.
     sessions: HashMap<u64, Arc<Session>>,
+    /// Authentications binding this connection to another connection's session, by SessionId
+    /// (Connection.PreauthSessionTable for bindings, MS-SMB2 3.3.5.5).
+    bindings: HashMap<u64, AuthExchange>,
     /// Requests that may wait, by MessageId (Connection.RequestList and AsyncCommandList for
     /// the commands CANCEL can reach).
     pending: HashMap<u64, Arc<PendingRequest>>,
@@ -203,7 +206,7 @@ impl Ctx<'_> {
         let signing_required = self
             .session
             .as_ref()
-            .and_then(|s| s.signing())
+            .and_then(|s| s.signing(self.conn.id))
             .is_none_or(|(_, required)| required);
         self.seal.is_none()
             && self.sign_with.is_none()
@@ -245,6 +248,7 @@ impl Connection {
                 credits: CreditWindow::new(max_credits),
                 smb1_upgraded: false,
                 sessions: HashMap::new(),
+                bindings: HashMap::new(),
                 pending: HashMap::new(),
                 last_async_id: 0,
                 unsettled: BTreeSet::new(),
@@ -273,21 +277,28 @@ impl Connection {
         }
     }
 
-    /// The connection ended: waiting requests end and every session it had is logged off
-    /// (MS-SMB2 3.3.7.1).
+    /// The connection ended: every session it had is logged off (MS-SMB2 3.3.7.1) and its
+    /// waiting requests end, unless the session works on another channel still: then only
+    /// this channel goes, and the requests carry on (a CREATE waiting for a break still opens
+    /// the file, which a replay on another channel then finds, as Windows and Samba do).
     pub fn on_disconnect(&self) {
         self.server.connections.lock().remove(&self.id);
         let (sessions, pending): (Vec<Arc<Session>>, Vec<Arc<PendingRequest>>) = {
             let mut st = self.state.lock();
+            st.bindings.clear();
             (
                 st.sessions.drain().map(|(_, s)| s).collect(),
                 st.pending.drain().map(|(_, p)| p).collect(),
             )
         };
+        let (living, ended): (Vec<Arc<Session>>, Vec<Arc<Session>>) =
+            sessions.into_iter().partition(|s| s.unbind(self.id));
         for request in pending {
-            request.cancel(NtStatus::CANCELLED);
+            if !living.iter().any(|s| s.id == request.session_id) {
+                request.cancel(NtStatus::CANCELLED);
+            }
         }
-        for session in sessions {
+        for session in ended {
             crate::durable::disconnect_session(&self.server, &session);
         }
     }
@@ -439,7 +450,7 @@ impl Connection {
                 if hdr.command == Command::CANCEL {
                     Self::cancel(&st, hdr);
                 } else if pending::may_wait(hdr.command) || Self::is_pipe_io(&st, hdr) {
-                    let request = Arc::new(PendingRequest::new(hdr.message_id));
+                    let request = Arc::new(PendingRequest::new(hdr.message_id, hdr.session_id));
                     st.pending.insert(hdr.message_id, request.clone());
                     waiting.push(request);
                 }
@@ -740,7 +751,12 @@ impl Connection {
                     .take()
                     .or_else(|| self.response_signer(&hdr, session_id, status, cx.tree.as_deref()))
             };
-            let preauth_session = cx.preauth_session.take();
+            // The preauth hash takes the response as sent, signature included (a binding's
+            // responses are signed), and signing waits until the frame is finished.
+            let preauth = cx
+                .preauth_session
+                .take()
+                .map(|session| (session, signer.clone()));
             cx.chain.session_id = session_id;
             cx.chain.tree_id = tree_id;
             // What the related requests after this one inherit (as Windows answers them,
@@ -774,8 +790,13 @@ impl Connection {
                 cx.async_id,
                 signer,
             );
-            if let Some(session) = preauth_session {
-                handlers::session_setup::hash_response(&session, out.message(start));
+            if let Some((session, signer)) = preauth {
+                handlers::session_setup::hash_response(
+                    &self,
+                    &session,
+                    out.message(start),
+                    signer.as_deref(),
+                );
             }
             // Compounded responses may be sent separately (MS-SMB2 3.3.4.1.3); a frame that
             // grows large goes now, so that several large READs never exceed the 24-bit frame
@@ -818,18 +839,35 @@ impl Connection {
             hdr.tree_id
         };
 
+        let signed = hdr.flags.contains(HeaderFlags::SIGNED);
         if hdr.command == Command::SESSION_SETUP {
-            // SESSION_SETUP finds (or makes) its session itself (3.3.5.5).
-            cx.session = self.session(session_id);
+            // SESSION_SETUP finds (or makes) its session itself (3.3.5.5); one that
+            // re-authenticates an established session is signed with this channel's key as any
+            // request (3.3.5.2.4), verified on a copy since the preauth hash takes it whole.
+            let session = self.session(session_id);
+            if let Some(session) = &session
+                && !cx.encrypted
+                && let Some((signer, required)) = session.signing(self.id)
+            {
+                if signed {
+                    if !signer.is_some_and(|s| signature_holds(s.as_ref(), pdu)) {
+                        return Err(NtStatus::ACCESS_DENIED);
+                    }
+                } else if required {
+                    return Err(NtStatus::ACCESS_DENIED);
+                }
+            }
+            cx.session = session;
             return Ok(());
         }
         if hdr.command == Command::ECHO && session_id == 0 {
             return Ok(());
         }
-        let session = self
-            .session(session_id)
-            .ok_or(NtStatus::USER_SESSION_DELETED)?;
-        let (signer, signing_required) = match session.signing() {
+        let Some(session) = self.session(session_id) else {
+            sign_refusal(cx, pdu);
+            return Err(NtStatus::USER_SESSION_DELETED);
+        };
+        let (signer, signing_required) = match session.signing(self.id) {
             Some(signing) => signing,
             None if matches!(
                 hdr.command,
@@ -840,7 +878,6 @@ impl Connection {
             }
             None => return Err(NtStatus::USER_SESSION_DELETED),
         };
-        let signed = hdr.flags.contains(HeaderFlags::SIGNED);
         // A decrypted message is authenticated by its tag; its signature is not checked
         // (3.3.5.2.4).
         if !cx.encrypted {
@@ -888,7 +925,7 @@ impl Connection {
             return None;
         }
         let session = self.session(session_id)?;
-        let (signer, required) = session.signing()?;
+        let (signer, required) = session.signing(self.id)?;
         let share_requires = tree.is_some_and(|t| t.share.require_signing);
         if hdr.flags.contains(HeaderFlags::SIGNED) || required || share_requires {
             signer
@@ -951,6 +988,46 @@ impl Connection {
         self.state.lock().sessions.remove(&id)
     }
 
+    /// Adds a session of another connection that this connection is now bound to.
+    pub(crate) fn add_channel(&self, session: Arc<Session>) {
+        self.state.lock().sessions.insert(session.id, session);
+    }
+
+    /// Takes the binding exchange under way on this connection for session `id`, if any.
+    pub(crate) fn take_binding(&self, id: u64) -> Option<AuthExchange> {
+        self.state.lock().bindings.remove(&id)
+    }
+
+    /// When the least recent leg of a binding exchange under way arrived.
+    pub(crate) fn oldest_binding_leg(&self) -> Option<tokio::time::Instant> {
+        self.state
+            .lock()
+            .bindings
+            .values()
+            .map(|e| e.last_leg)
+            .min()
+    }
+
+    /// Drops the binding exchanges whose last leg came at or before `cutoff`; true if any.
+    pub(crate) fn drop_bindings_before(&self, cutoff: tokio::time::Instant) -> bool {
+        let mut st = self.state.lock();
+        let before = st.bindings.len();
+        st.bindings.retain(|_, e| e.last_leg > cutoff);
+        st.bindings.len() != before
+    }
+
+    /// Keeps a binding exchange for its next leg; false when the connection already has as
+    /// many under way as it may have sessions being set up.
+    pub(crate) fn keep_binding(&self, id: u64, exchange: AuthExchange) -> bool {
+        let max = self.server.settings.limits.max_session_setups_in_progress;
+        let mut st = self.state.lock();
+        if st.bindings.len() >= max {
+            return false;
+        }
+        st.bindings.insert(id, exchange);
+        true
+    }
+
     /// The sessions on this connection (Connection.SessionTable).
     pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
         self.state.lock().sessions.values().cloned().collect()
@@ -994,6 +1071,28 @@ impl Drop for Unregister<'_> {
             }
         }
     }
+}
+
+/// A signed request naming a session that is not on its connection is refused with
+/// STATUS_USER_SESSION_DELETED. When the session exists on another connection and the
+/// signature holds under Session.SigningKey, the refusal is signed with that key, as Windows
+/// answers (smbtorture smb2.session.bind2): the client signs for that session and trusts only a
+/// signed answer.
+pub(crate) fn sign_refusal(cx: &mut Ctx<'_>, pdu: &[u8]) {
+    if !cx.hdr.flags.contains(HeaderFlags::SIGNED) {
+        return;
+    }
+    cx.sign_with = cx
+        .conn
+        .server
+        .session(cx.hdr.session_id)
+        .and_then(|s| s.session_signer())
+        .filter(|s| signature_holds(s.as_ref(), pdu));
+}
+
+/// Verifies a request's signature on a copy, leaving the request as it came.
+pub(crate) fn signature_holds(signer: &dyn MessageSigner, message: &[u8]) -> bool {
+    signer.verify(&mut message.to_vec())
 }
 
 /// Size at which a frame of compounded responses is sent before the chain ends.

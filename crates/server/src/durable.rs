@@ -64,6 +64,16 @@ pub(crate) struct Durability {
     pub user: String,
 }
 
+/// A v2 open's ClientGuid and CreateGuid: the open a replay names is that of the same client
+/// (MS-SMB2 3.3.5.9.10 looks it up by both).
+pub(crate) type CreateKey = (Guid, Guid);
+
+impl Durability {
+    pub fn create_key(&self) -> Option<CreateKey> {
+        self.create_guid.map(|guid| (self.client_guid, guid))
+    }
+}
+
 struct Entry {
     durability: Durability,
     persistent_id: u64,
@@ -78,9 +88,9 @@ struct Entry {
 struct Inner {
     opens: HashMap<u64, Entry>,
     by_volatile: HashMap<u64, u64>,
-    by_create_guid: HashMap<Guid, u64>,
-    /// CreateGuids of DH2Q creates still under way (waiting for breaks, say).
-    in_progress: HashSet<Guid>,
+    by_create_guid: HashMap<CreateKey, u64>,
+    /// DH2Q creates still under way (waiting for breaks, say).
+    in_progress: HashSet<CreateKey>,
     disconnects: u64,
 }
 
@@ -88,8 +98,8 @@ impl Inner {
     fn remove(&mut self, persistent: u64) -> Option<Entry> {
         let entry = self.opens.remove(&persistent)?;
         self.by_volatile.remove(&entry.volatile_id);
-        if let Some(guid) = entry.durability.create_guid {
-            self.by_create_guid.remove(&guid);
+        if let Some(key) = entry.durability.create_key() {
+            self.by_create_guid.remove(&key);
         }
         Some(entry)
     }
@@ -136,12 +146,12 @@ pub(crate) enum Known {
 /// A DH2Q create under way ([`DurableTable::reserve`]).
 pub(crate) struct Reservation {
     table: Arc<DurableTable>,
-    guid: Guid,
+    key: CreateKey,
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        self.table.inner.lock().in_progress.remove(&self.guid);
+        self.table.inner.lock().in_progress.remove(&self.key);
     }
 }
 
@@ -150,8 +160,8 @@ impl DurableTable {
     pub fn add(&self, open: &Open, durability: Durability) {
         let mut inner = self.inner.lock();
         let persistent = open.file_id.persistent;
-        if let Some(guid) = durability.create_guid {
-            inner.by_create_guid.insert(guid, persistent);
+        if let Some(key) = durability.create_key() {
+            inner.by_create_guid.insert(key, persistent);
         }
         inner.by_volatile.insert(open.file_id.volatile, persistent);
         inner.opens.insert(
@@ -168,12 +178,12 @@ impl DurableTable {
     /// Replays of the CREATE of `file_id` are new opens from now on.
     pub fn forget_create_guid(&self, file_id: FileId) {
         let mut inner = self.inner.lock();
-        if let Some(guid) = inner
+        if let Some(key) = inner
             .opens
             .get(&file_id.persistent)
-            .and_then(|e| e.durability.create_guid)
+            .and_then(|e| e.durability.create_key())
         {
-            inner.by_create_guid.remove(&guid);
+            inner.by_create_guid.remove(&key);
         }
     }
 
@@ -289,8 +299,8 @@ impl DurableTable {
             inner.disconnects += 1;
             let disconnect = inner.disconnects;
             let persistent = open.file_id.persistent;
-            if let Some(guid) = durability.create_guid {
-                inner.by_create_guid.insert(guid, persistent);
+            if let Some(key) = durability.create_key() {
+                inner.by_create_guid.insert(key, persistent);
             }
             inner.by_volatile.insert(volatile, persistent);
             inner.opens.insert(
@@ -307,27 +317,27 @@ impl DurableTable {
         expire_after(server, volatile, disconnect, timeout);
     }
 
-    /// Marks a DH2Q create with `guid` as under way until the returned guard drops; a
+    /// Marks a DH2Q create with `key` as under way until the returned guard drops; a
     /// replay meanwhile is STATUS_FILE_NOT_AVAILABLE (MS-SMB2 3.3.5.9.10).
-    pub fn reserve(self: &Arc<Self>, guid: Guid) -> Result<Reservation, NtStatus> {
-        if !self.inner.lock().in_progress.insert(guid) {
+    pub fn reserve(self: &Arc<Self>, key: CreateKey) -> Result<Reservation, NtStatus> {
+        if !self.inner.lock().in_progress.insert(key) {
             return Err(NtStatus::FILE_NOT_AVAILABLE);
         }
         Ok(Reservation {
             table: self.clone(),
-            guid,
+            key,
         })
     }
 
-    /// The state of the open with this CreateGuid, if any.
-    pub fn by_create_guid(&self, guid: Guid) -> Known {
+    /// The state of the open with this ClientGuid and CreateGuid, if any.
+    pub fn by_create_guid(&self, key: CreateKey) -> Known {
         let inner = self.inner.lock();
-        if inner.in_progress.contains(&guid) {
+        if inner.in_progress.contains(&key) {
             return Known::InProgress;
         }
         let Some(entry) = inner
             .by_create_guid
-            .get(&guid)
+            .get(&key)
             .and_then(|p| inner.opens.get(p))
         else {
             return Known::Unknown;
@@ -439,7 +449,7 @@ impl DurableTable {
             && reconnect.by_guid
             && let Some(found) = reconnect
                 .create_guid
-                .and_then(|guid| inner.by_create_guid.get(&guid))
+                .and_then(|guid| inner.by_create_guid.get(&(client_guid, guid)))
         {
             persistent_id = *found;
         }
@@ -567,9 +577,10 @@ impl ReplayState {
         }
     }
 
-    /// MS-SMB2 3.3.5.2.10: a request that changes the open carries a ChannelSequence no older
-    /// than the open's (a newer one becomes the open's); an older one is
-    /// STATUS_FILE_NOT_AVAILABLE, as a request overtaken by a failover.
+    /// MS-SMB2 3.3.5.2.10: a newer ChannelSequence becomes the open's; an older one is
+    /// STATUS_FILE_NOT_AVAILABLE for a request that changes the open, as a request overtaken
+    /// by a failover. (The counts of outstanding requests per sequence are not kept: a replay
+    /// with the current sequence is accepted even while older requests are outstanding.)
     pub fn check_channel_sequence(&self, sequence: u16) -> Result<(), NtStatus> {
         let current = self.channel_sequence.load(Ordering::Relaxed);
         match sequence.wrapping_sub(current) {

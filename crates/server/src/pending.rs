@@ -23,6 +23,8 @@ use crate::response::ResponseFrame;
 pub(crate) struct PendingRequest {
     /// Request.MessageId.
     pub message_id: u64,
+    /// The SessionId of the request's header.
+    pub session_id: u64,
     /// Request.AsyncId once an interim response went out, else 0.
     async_id: AtomicU64,
     /// The status the request is to end with, once something cancelled it.
@@ -31,9 +33,10 @@ pub(crate) struct PendingRequest {
 }
 
 impl PendingRequest {
-    pub fn new(message_id: u64) -> Self {
+    pub fn new(message_id: u64, session_id: u64) -> Self {
         Self {
             message_id,
+            session_id,
             async_id: AtomicU64::new(0),
             cancelled: Mutex::new(None),
             wake: Notify::new(),

@@ -52,6 +52,9 @@ pub struct Settings {
     pub max_dialect: u16,
     /// RequireMessageSigning (MS-SMB2 3.3.1.5).
     pub require_signing: bool,
+    /// IsMultiChannelCapable (MS-SMB2 3.3.1.5): SMB 3 clients may bind more connections to a
+    /// session.
+    pub multichannel: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize.
     pub max_io_size: u32,
     /// Credits one connection may hold.
@@ -74,6 +77,7 @@ impl Default for Settings {
             min_dialect: 0x0202,
             max_dialect: 0x0311,
             require_signing: false,
+            multichannel: true,
             max_io_size: 8 * 1024 * 1024,
             max_credits: 8192,
             encryption: EncryptionPolicy::Auto,

@@ -1,16 +1,18 @@
 //! Sessions (MS-SMB2 3.3.1.8), their tree connects (3.3.1.9) and their opens.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
 use smb3d_auth::Acceptor;
-use smb3d_crypto::{MessageSigner, PreauthHash};
+use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
+use smb3d_wire::Guid;
 
 use crate::audit;
+use crate::connection::Connection;
 use crate::encryption::SessionCipher;
 use crate::identity::Identity;
 use crate::open::Open;
@@ -42,7 +44,8 @@ pub(crate) struct Established {
     pub user: SessionUser,
     /// The token ACLs are checked against and the Unix credentials file work runs with.
     pub identity: Arc<Identity>,
-    /// Signs and verifies with Session.SigningKey; None for null sessions.
+    /// Signs and verifies with Session.SigningKey (the requests that bind a channel and the
+    /// responses to them until the channel has its own key); None for null sessions.
     pub signer: Option<Arc<dyn MessageSigner>>,
     /// Session.SigningRequired.
     pub signing_required: bool,
@@ -52,11 +55,21 @@ pub(crate) struct Established {
     pub encrypt_data: bool,
 }
 
+/// One connection the session is bound to (MS-SMB2 3.3.1.8 Session.ChannelList).
+pub(crate) struct Channel {
+    pub conn: Weak<Connection>,
+    /// Signs and verifies with Channel.SigningKey; None for null sessions.
+    pub signer: Option<Arc<dyn MessageSigner>>,
+}
+
 pub(crate) struct SessionState {
     /// Present while a (re-)authentication runs.
     pub exchange: Option<AuthExchange>,
     /// Present once the first authentication succeeded.
     pub established: Option<Established>,
+    /// The connections the session works on, by `Connection::id`: the one it was set up on,
+    /// and those bound to it since (multichannel).
+    pub channels: HashMap<u64, Channel>,
     pub trees: HashMap<u32, Arc<Tree>>,
     next_tree_id: u32,
     /// Opens by their volatile file id.
@@ -95,8 +108,19 @@ impl SeenTraffic {
     }
 }
 
+/// What Session.Connection negotiated, which a connection binding to the session must match
+/// (MS-SMB2 3.3.5.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Origin {
+    pub dialect: u16,
+    pub signing_algorithm: SigningAlgorithm,
+    pub cipher: Option<Cipher>,
+    pub client_guid: Guid,
+}
+
 pub(crate) struct Session {
     pub id: u64,
+    pub origin: Origin,
     pub state: Mutex<SessionState>,
     pub seen: SeenTraffic,
     /// Held while the session's opens are closed or kept after its connection went
@@ -106,14 +130,16 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub fn new(id: u64) -> Self {
+    pub fn new(id: u64, origin: Origin) -> Self {
         Self {
             id,
+            origin,
             seen: SeenTraffic::default(),
             teardown: Mutex::new(()),
             state: Mutex::new(SessionState {
                 exchange: None,
                 established: None,
+                channels: HashMap::new(),
                 trees: HashMap::new(),
                 next_tree_id: 1,
                 opens: HashMap::new(),
@@ -121,12 +147,34 @@ impl Session {
         }
     }
 
-    /// The signer and whether signing is required, if the session is established.
-    pub fn signing(&self) -> Option<(Option<Arc<dyn MessageSigner>>, bool)> {
+    /// The signer of the channel on connection `conn` and whether signing is required, if
+    /// the session is established.
+    pub fn signing(&self, conn: u64) -> Option<(Option<Arc<dyn MessageSigner>>, bool)> {
         let st = self.state.lock();
+        let signer = st.channels.get(&conn).and_then(|c| c.signer.clone());
         st.established
             .as_ref()
-            .map(|e| (e.signer.clone(), e.signing_required))
+            .map(|e| (signer, e.signing_required))
+    }
+
+    /// Signs with Session.SigningKey, once established (for binding a channel).
+    pub fn session_signer(&self) -> Option<Arc<dyn MessageSigner>> {
+        let st = self.state.lock();
+        st.established.as_ref().and_then(|e| e.signer.clone())
+    }
+
+    /// A live connection of the session, to send a break through when the open's own
+    /// connection is gone (MS-SMB2 3.3.4.6, 3.3.4.7).
+    pub fn any_channel(&self) -> Option<Arc<Connection>> {
+        let st = self.state.lock();
+        st.channels.values().find_map(|c| c.conn.upgrade())
+    }
+
+    /// Unbinds connection `conn`; true if the session still works on another one.
+    pub fn unbind(&self, conn: u64) -> bool {
+        let mut st = self.state.lock();
+        st.channels.remove(&conn);
+        st.channels.values().any(|c| c.conn.strong_count() > 0)
     }
 
     /// The session's ciphers and Session.EncryptData, if established with a cipher.

@@ -16,17 +16,20 @@ pub(crate) async fn handle(
 ) -> Result<NtStatus, NtStatus> {
     LogoffRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = cx.session.take().ok_or(NtStatus::USER_SESSION_DELETED)?;
-    if let Some(session) = cx.conn.remove_session(session.id) {
-        // Durable opens outlive the session, as Windows and Samba keep them, for a reconnect
-        // (smbtorture smb2.durable-open.reopen4).
-        crate::durable::disconnect_session(&cx.conn.server, &session);
-    }
+    // The session ends on every channel.
+    let server = &cx.conn.server;
+    server.forget_session(session.id);
+    // Durable opens outlive the session, as Windows and Samba keep them, for a reconnect
+    // (smbtorture smb2.durable-open.reopen4).
+    crate::durable::disconnect_session(server, &session);
     LogoffResponse.encode(w);
     Ok(NtStatus::SUCCESS)
 }
 
-/// Closes everything a session holds: its opens (running delete-on-close) and tree connects.
+/// Ends a session on every channel and closes everything it holds: its opens (running
+/// delete-on-close) and tree connects.
 pub(crate) fn tear_down(server: &Server, session: &Session) {
+    server.forget_session(session.id);
     let opens = session.state.lock().take_everything();
     for open in opens {
         close_open(server, &open);

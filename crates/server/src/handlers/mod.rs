@@ -110,15 +110,17 @@ pub(crate) fn lookup_open(cx: &mut Ctx<'_>, file_id: FileId) -> Result<Arc<Open>
     if open.file_id.persistent != file_id.persistent || !same_tree {
         return Err(NtStatus::FILE_CLOSED);
     }
-    // Requests that change an open are checked against its ChannelSequence (SMB 3.x).
-    if cx.negotiated.is_smb3()
-        && matches!(
+    // MS-SMB2 3.3.5.2.10 (SMB 3.x): every request on an open moves its ChannelSequence
+    // forward; one that changes the open with an older sequence is refused.
+    if cx.negotiated.is_smb3() {
+        let sequence = u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default();
+        let current = open.replay.check_channel_sequence(sequence);
+        if matches!(
             cx.hdr.command,
             Command::WRITE | Command::IOCTL | Command::SET_INFO
-        )
-    {
-        let sequence = u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default();
-        open.replay.check_channel_sequence(sequence)?;
+        ) {
+            current?;
+        }
     }
     if open.replay.used() {
         cx.conn.server.durable.forget_create_guid(open.file_id);

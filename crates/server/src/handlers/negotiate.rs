@@ -44,7 +44,7 @@ pub(crate) fn smb1_upgrade(
     };
     let start = out.begin();
     let init_token = smb3d_auth::server_initial_token();
-    let capabilities = server_capabilities(dialect, false, false);
+    let capabilities = server_capabilities(dialect, false, Capabilities::empty());
     response(conn, dialect, capabilities, &init_token, Vec::new())
         .encode(&mut out.body_writer(start));
     let credits = conn.grant_credits(1);
@@ -175,11 +175,18 @@ fn negotiate(
         preauth = Some(hash);
     }
 
-    // MS-SMB2 3.3.5.4: persistent handles for a 3.x client that asks, when the server keeps
-    // them and serves a continuous-availability share.
-    let persistent = req.capabilities.contains(Capabilities::PERSISTENT_HANDLES)
-        && conn.server.offers_persistent_handles();
-    let capabilities = server_capabilities(dialect, cipher.is_some(), persistent);
+    // MS-SMB2 3.3.5.4: multichannel when configured; persistent handles for a 3.x client that
+    // asks, when the server keeps them and serves a continuous-availability share.
+    let mut smb3 = Capabilities::empty();
+    if conn.server.settings.multichannel {
+        smb3 |= Capabilities::MULTI_CHANNEL;
+    }
+    if req.capabilities.contains(Capabilities::PERSISTENT_HANDLES)
+        && conn.server.offers_persistent_handles()
+    {
+        smb3 |= Capabilities::PERSISTENT_HANDLES;
+    }
+    let capabilities = server_capabilities(dialect, cipher.is_some(), smb3);
     let init_token = smb3d_auth::server_initial_token();
     response(conn, dialect, capabilities, &init_token, response_contexts)
         .encode(&mut out.body_writer(start));
@@ -281,18 +288,18 @@ fn negotiate_contexts(contexts: &[NegotiateContext<'_>]) -> Result<ContextChoice
 }
 
 /// The server's capabilities for a dialect. 3.1.1 announces encryption through its negotiate
-/// context, never through SMB2_GLOBAL_CAP_ENCRYPTION (MS-SMB2 3.3.5.4); persistent handles
-/// are a 3.x capability.
-fn server_capabilities(dialect: Dialect, encrypts: bool, persistent: bool) -> Capabilities {
+/// context, never through SMB2_GLOBAL_CAP_ENCRYPTION (MS-SMB2 3.3.5.4); `smb3` are the
+/// capabilities offered to a 3.x dialect only.
+fn server_capabilities(dialect: Dialect, encrypts: bool, smb3: Capabilities) -> Capabilities {
     let mut caps = Capabilities::empty();
     if dialect.0 >= Dialect::SMB2_1.0 {
         caps |= Capabilities::LARGE_MTU | Capabilities::LEASING;
     }
+    if dialect.0 >= Dialect::SMB3_0.0 {
+        caps |= smb3;
+    }
     if encrypts && dialect != Dialect::SMB3_1_1 {
         caps |= Capabilities::ENCRYPTION;
-    }
-    if persistent && dialect.0 >= Dialect::SMB3_0.0 {
-        caps |= Capabilities::PERSISTENT_HANDLES;
     }
     caps
 }

@@ -111,7 +111,12 @@ pub(super) fn replay(
         return None;
     };
     let replay = cx.hdr.flags.contains(HeaderFlags::REPLAY_OPERATION);
-    match cx.conn.server.durable.by_create_guid(v2.create_guid) {
+    match cx
+        .conn
+        .server
+        .durable
+        .by_create_guid((cx.negotiated.client_guid, v2.create_guid))
+    {
         Known::Unknown => None,
         Known::InProgress => Some(Err(NtStatus::FILE_NOT_AVAILABLE)),
         Known::Connected(..) | Known::Disconnected(..) if !replay => {
@@ -143,7 +148,12 @@ pub(super) fn replay(
 /// Marks a DH2Q create as under way while it runs (see [`durable::Reservation`]).
 pub(super) fn reserve(cx: &Ctx<'_>, ask: Ask) -> Result<Option<durable::Reservation>, NtStatus> {
     match ask {
-        Ask::V2(v2) => cx.conn.server.durable.reserve(v2.create_guid).map(Some),
+        Ask::V2(v2) => cx
+            .conn
+            .server
+            .durable
+            .reserve((cx.negotiated.client_guid, v2.create_guid))
+            .map(Some),
         _ => Ok(None),
     }
 }

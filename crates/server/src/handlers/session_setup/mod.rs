@@ -1,10 +1,12 @@
 //! SESSION_SETUP: MS-SMB2 3.3.5.5 (new sessions 3.3.5.5.1, re-authentication 3.3.5.5.2,
-//! completing authentication 3.3.5.5.3).
+//! completing authentication 3.3.5.5.3; binding a channel in `binding`).
+
+mod binding;
 
 use std::sync::Arc;
 
 use smb3d_auth::{Acceptor, AuthError, Principal, Step};
-use smb3d_crypto::SessionKeys;
+use smb3d_crypto::{MessageSigner, SessionKeys};
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::negotiate::SecurityMode;
 use smb3d_smb2::session_setup::{
@@ -12,13 +14,13 @@ use smb3d_smb2::session_setup::{
 };
 use smb3d_wire::{FileTime, Writer};
 
-use crate::connection::Ctx;
+use crate::connection::{Connection, Ctx, sign_refusal};
 use crate::encryption::SessionCipher;
 use crate::handlers::logoff;
 use crate::identity::process_uid;
 use crate::limits::Limit;
 use crate::server::EncryptionPolicy;
-use crate::session::{AuthExchange, Established, Session, SessionUser};
+use crate::session::{AuthExchange, Channel, Established, Origin, Session, SessionUser};
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -28,23 +30,36 @@ pub(crate) async fn handle(
     let arrived = tokio::time::Instant::now();
     let req = SessionSetupRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let negotiated = cx.negotiated;
-    // Multichannel is not offered, so a binding request is refused (3.3.5.5 step 4).
-    if negotiated.is_smb3() && req.flags.contains(SessionSetupFlags::BINDING) {
-        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
-    }
     let server = cx.conn.server.clone();
     // A server that requires encryption refuses clients that cannot encrypt (3.3.5.5 steps 1
     // and 2).
     if server.settings.encryption == EncryptionPolicy::Required && negotiated.cipher.is_none() {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    // Step 4; a client speaking 2.x that asks is answered as Windows does (smbtorture
+    // smb2.session.bind_negative_smb2*).
+    if cx.hdr.session_id != 0 && req.flags.contains(SessionSetupFlags::BINDING) {
+        return binding::handle(cx, &req, pdu, w, arrived).await;
+    }
     let session = if cx.hdr.session_id == 0 {
         cx.conn.admit_new_session()?;
-        let session = Arc::new(Session::new(server.allocate_session_id()));
+        let origin = Origin {
+            dialect: negotiated.dialect,
+            signing_algorithm: negotiated.signing_algorithm,
+            cipher: negotiated.cipher,
+            client_guid: negotiated.client_guid,
+        };
+        let session = Arc::new(Session::new(server.allocate_session_id(), origin));
         cx.conn.add_session(session.clone());
         session
     } else {
-        cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?
+        match cx.session.clone() {
+            Some(session) => session,
+            None => {
+                sign_refusal(cx, pdu);
+                return Err(NtStatus::USER_SESSION_DELETED);
+            }
+        }
     };
     cx.response_session_id = Some(session.id);
 
@@ -80,9 +95,7 @@ pub(crate) async fn handle(
             let flags = match complete(cx, &session, &req, principal, &session_key) {
                 Ok(flags) => flags,
                 Err(status) => {
-                    if let Some(session) = cx.conn.remove_session(session.id) {
-                        logoff::tear_down(&server, &session);
-                    }
+                    logoff::tear_down(&server, &session);
                     server.metrics.auth_failure();
                     return Err(status);
                 }
@@ -99,10 +112,8 @@ pub(crate) async fn handle(
         Err(e) => {
             server.metrics.auth_failure();
             // A failed exchange ends the session (3.3.5.5.3), including a failed
-            // re-authentication.
-            if let Some(session) = cx.conn.remove_session(session.id) {
-                logoff::tear_down(&server, &session);
-            }
+            // re-authentication, on every channel.
+            logoff::tear_down(&server, &session);
             if e == AuthError::LogonFailure {
                 answer_failure_late(cx, arrived).await;
             }
@@ -215,11 +226,22 @@ fn complete(
             first.cipher,
             first.encrypt_data,
         ),
-        _ => (signer, signing_required, cipher, encrypt_data),
+        _ => {
+            // The first authentication: this connection is the session's first channel, and
+            // its Channel.SigningKey is Session.SigningKey.
+            st.channels.insert(
+                cx.conn.id,
+                Channel {
+                    conn: Arc::downgrade(cx.conn),
+                    signer: signer.clone(),
+                },
+            );
+            (signer, signing_required, cipher, encrypt_data)
+        }
     };
-    // 3.1.1 signs the final response with the session's key whatever the signing policy.
+    // 3.1.1 signs the final response with the channel's key whatever the signing policy.
     if negotiated.dialect == 0x0311 {
-        cx.sign_with = signer.clone();
+        cx.sign_with = st.channels.get(&cx.conn.id).and_then(|c| c.signer.clone());
     }
     st.established = Some(Established {
         user,
@@ -239,8 +261,34 @@ fn complete(
     })
 }
 
-/// Adds a MORE_PROCESSING_REQUIRED response to the session's preauth hash (3.3.5.5.3).
-pub(crate) fn hash_response(session: &Session, message: &[u8]) {
+/// Adds a MORE_PROCESSING_REQUIRED response to the preauth hash of its exchange (3.3.5.5.3):
+/// the binding of `conn` to the session, or else the session's own authentication. A response
+/// to be signed with `signer` is hashed signed.
+pub(crate) fn hash_response(
+    conn: &Connection,
+    session: &Session,
+    message: &[u8],
+    signer: Option<&dyn MessageSigner>,
+) {
+    let signed;
+    let message = match signer {
+        Some(signer) => {
+            signed = {
+                let mut copy = message.to_vec();
+                signer.sign(&mut copy);
+                copy
+            };
+            &signed[..]
+        }
+        None => message,
+    };
+    if let Some(mut exchange) = conn.take_binding(session.id) {
+        if let Some(preauth) = exchange.preauth.as_mut() {
+            preauth.update(message);
+        }
+        conn.keep_binding(session.id, exchange);
+        return;
+    }
     if let Some(preauth) = session
         .state
         .lock()
