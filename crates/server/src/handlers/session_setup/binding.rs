@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use smb3d_auth::{Acceptor, AuthError, Principal, Step};
+use smb3d_auth::{Acceptor, Principal, Step};
 use smb3d_crypto::{MessageSigner, SessionKeys, SigningAlgorithm};
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::header::HeaderFlags;
-use smb3d_smb2::session_setup::{SessionFlags, SessionSetupRequest, SessionSetupResponse};
+use smb3d_smb2::session_setup::{SessionFlags, SessionSetupRequest};
 use smb3d_wire::{FileTime, Writer};
 
-use super::answer_failure_late;
+use super::{failed, logged_on, more_processing};
 use crate::connection::{Ctx, signature_holds};
 use crate::session::{AuthExchange, Channel, Session, SessionUser};
 
@@ -65,13 +65,7 @@ pub(super) async fn handle(
             if !cx.conn.keep_binding(session.id, exchange) {
                 return Err(NtStatus::INSUFFICIENT_RESOURCES);
             }
-            cx.preauth_session = Some(session);
-            SessionSetupResponse {
-                session_flags: SessionFlags::empty(),
-                security_buffer: &token,
-            }
-            .encode(w);
-            Ok(NtStatus::MORE_PROCESSING_REQUIRED)
+            Ok(more_processing(cx, session, &token, w))
         }
         Ok(Step::Done {
             token,
@@ -128,22 +122,9 @@ pub(super) async fn handle(
             cx.conn.add_channel(session);
             // The final response is signed with the new channel's key (3.3.5.5.3).
             cx.sign_with = Some(signer);
-            server.metrics.logon();
-            cx.conn.watchdog.logged_on();
-            SessionSetupResponse {
-                session_flags: flags,
-                security_buffer: &token,
-            }
-            .encode(w);
-            Ok(NtStatus::SUCCESS)
+            Ok(logged_on(cx, flags, &token, w))
         }
-        Err(e) => {
-            server.metrics.auth_failure();
-            if e == AuthError::LogonFailure {
-                answer_failure_late(cx, arrived).await;
-            }
-            Err(e.status())
-        }
+        Err(e) => Err(failed(cx, e, arrived).await),
     }
 }
 

@@ -78,15 +78,7 @@ pub(crate) async fn handle(
     };
     cx.conn.watchdog.exchange_moved();
     match step {
-        Ok(Step::Continue { token }) => {
-            cx.preauth_session = Some(session.clone());
-            SessionSetupResponse {
-                session_flags: SessionFlags::empty(),
-                security_buffer: &token,
-            }
-            .encode(w);
-            Ok(NtStatus::MORE_PROCESSING_REQUIRED)
-        }
+        Ok(Step::Continue { token }) => Ok(more_processing(cx, session, &token, w)),
         Ok(Step::Done {
             token,
             principal,
@@ -100,26 +92,53 @@ pub(crate) async fn handle(
                     return Err(status);
                 }
             };
-            server.metrics.logon();
-            cx.conn.watchdog.logged_on();
-            SessionSetupResponse {
-                session_flags: flags,
-                security_buffer: &token,
-            }
-            .encode(w);
-            Ok(NtStatus::SUCCESS)
+            Ok(logged_on(cx, flags, &token, w))
         }
         Err(e) => {
-            server.metrics.auth_failure();
             // A failed exchange ends the session (3.3.5.5.3), including a failed
             // re-authentication, on every channel.
             logoff::tear_down(&server, &session);
-            if e == AuthError::LogonFailure {
-                answer_failure_late(cx, arrived).await;
-            }
-            Err(e.status())
+            Err(failed(cx, e, arrived).await)
         }
     }
+}
+
+/// The exchange needs another leg: the package's token goes back, and the response joins the
+/// preauth hash of the exchange (`hash_response`).
+fn more_processing(
+    cx: &mut Ctx<'_>,
+    session: Arc<Session>,
+    token: &[u8],
+    w: &mut Writer<'_>,
+) -> NtStatus {
+    cx.preauth_session = Some(session);
+    SessionSetupResponse {
+        session_flags: SessionFlags::empty(),
+        security_buffer: token,
+    }
+    .encode(w);
+    NtStatus::MORE_PROCESSING_REQUIRED
+}
+
+/// The exchange succeeded: the connection has logged on.
+fn logged_on(cx: &Ctx<'_>, flags: SessionFlags, token: &[u8], w: &mut Writer<'_>) -> NtStatus {
+    cx.conn.server.metrics.logon();
+    cx.conn.watchdog.logged_on();
+    SessionSetupResponse {
+        session_flags: flags,
+        security_buffer: token,
+    }
+    .encode(w);
+    NtStatus::SUCCESS
+}
+
+/// The security package refused: counted, and a failed logon answered late.
+async fn failed(cx: &Ctx<'_>, e: AuthError, arrived: tokio::time::Instant) -> NtStatus {
+    cx.conn.server.metrics.auth_failure();
+    if e == AuthError::LogonFailure {
+        answer_failure_late(cx, arrived).await;
+    }
+    e.status()
 }
 
 /// A failed logon is answered once its delay has passed (`throttle`): the same for every
