@@ -26,6 +26,8 @@ mod encryption;
 mod file_tail;
 mod fileinfo;
 mod files;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod handlers;
 mod identity;
 pub mod limits;

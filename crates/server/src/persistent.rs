@@ -240,6 +240,11 @@ impl Record {
         if sum != checksum(body).to_le_bytes() {
             return Err(DecodeError::invalid("Checksum"));
         }
+        Self::decode_body(body)
+    }
+
+    /// Reads a record's fields, the checksum already checked.
+    pub fn decode_body(body: &[u8]) -> Result<Record, DecodeError> {
         let mut r = Reader::new(body);
         if r.array::<8>("Magic")? != *MAGIC {
             return Err(DecodeError::invalid("Magic"));
