@@ -2,6 +2,7 @@
 
 import pytest
 
+from conftest import start_smb3d, stop
 from torture import judge, read_list, run_suite
 
 SUITES = read_list("suites")
@@ -19,3 +20,20 @@ def test_suite(shared_smb3d, line):
     assert not problems, "\n".join(problems) + "\n--- smbtorture ---\n" + output[-6000:] + \
         "\n--- server log ---\n" + shared_smb3d.log_tail()
     assert shared_smb3d.alive(), "server died during " + suite
+
+
+@pytest.mark.parametrize("suite", ["smb2.session", "smb2.session-require-signing"])
+def test_session_suites_with_signing_required(tmp_path, suite):
+    """The session suites against a server that requires signing (`signing = "required"`):
+    every answer a client that signs waits for, refusals of a session that just ended included,
+    comes signed (smb2.session-require-signing checks the server says so)."""
+    server = start_smb3d(tmp_path, signing="required")
+    try:
+        results, output = run_suite(server, suite)
+        passed = sum(1 for r in results.values() if r == "success")
+        print("%s with signing required: %d passed of %d" % (suite, passed, len(results)))
+        problems = judge(results, KNOWNFAIL)
+        assert not problems, "\n".join(problems) + "\n--- smbtorture ---\n" + output[-6000:] + \
+            "\n--- server log ---\n" + server.log_tail()
+    finally:
+        stop(server)

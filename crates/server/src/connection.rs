@@ -2,7 +2,7 @@
 //! pipeline of MS-SMB2 3.3.5.2 (frame → compound split → credits → signature → session and
 //! tree → handler → response → sign → send).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -106,6 +106,9 @@ struct ConnState {
     /// Authentications binding this connection to another connection's session, by SessionId
     /// (Connection.PreauthSessionTable for bindings, MS-SMB2 3.3.5.5).
     bindings: HashMap<u64, AuthExchange>,
+    /// The channel signers of the last sessions that ended on this connection, newest last:
+    /// a request still naming one is refused with a signed STATUS_USER_SESSION_DELETED.
+    ended: VecDeque<(u64, Arc<dyn MessageSigner>)>,
     /// Requests that may wait, by MessageId (Connection.RequestList and AsyncCommandList for
     /// the commands CANCEL can reach).
     pending: HashMap<u64, Arc<PendingRequest>>,
@@ -249,6 +252,7 @@ impl Connection {
                 smb1_upgraded: false,
                 sessions: HashMap::new(),
                 bindings: HashMap::new(),
+                ended: VecDeque::new(),
                 pending: HashMap::new(),
                 last_async_id: 0,
                 unsettled: BTreeSet::new(),
@@ -925,8 +929,20 @@ impl Connection {
             return None;
         }
         let session = self.session(session_id)?;
-        let (signer, required) = session.signing(self.id)?;
         let share_requires = tree.is_some_and(|t| t.share.require_signing);
+        self.session_signer(hdr, &session, share_requires)
+    }
+
+    /// The signer for a response of `session` on this connection, when the request was signed
+    /// or signing is required. A request that ends its session (LOGOFF, a failed
+    /// re-authentication) takes it before the session goes: the answer is still signed.
+    pub(crate) fn session_signer(
+        &self,
+        hdr: &Header,
+        session: &Session,
+        share_requires: bool,
+    ) -> Option<Arc<dyn MessageSigner>> {
+        let (signer, required) = session.signing(self.id)?;
         if hdr.flags.contains(HeaderFlags::SIGNED) || required || share_requires {
             signer
         } else {
@@ -985,7 +1001,25 @@ impl Connection {
 
     pub(crate) fn remove_session(&self, id: u64) -> Option<Arc<Session>> {
         self.server.sessions.lock().remove(&id);
-        self.state.lock().sessions.remove(&id)
+        let mut st = self.state.lock();
+        let session = st.sessions.remove(&id)?;
+        if let Some((Some(signer), _)) = session.signing(self.id) {
+            if st.ended.len() == ENDED_SESSIONS_KEPT {
+                st.ended.pop_front();
+            }
+            st.ended.push_back((id, signer));
+        }
+        Some(session)
+    }
+
+    /// The channel signer of session `id` if it ended on this connection lately.
+    fn ended_signer(&self, id: u64) -> Option<Arc<dyn MessageSigner>> {
+        let st = self.state.lock();
+        st.ended
+            .iter()
+            .rev()
+            .find(|(ended, _)| *ended == id)
+            .map(|(_, signer)| signer.clone())
     }
 
     /// Adds a session of another connection that this connection is now bound to.
@@ -1074,21 +1108,24 @@ impl Drop for Unregister<'_> {
 }
 
 /// A signed request naming a session that is not on its connection is refused with
-/// STATUS_USER_SESSION_DELETED. When the session exists on another connection and the
-/// signature holds under Session.SigningKey, the refusal is signed with that key, as Windows
-/// answers (smbtorture smb2.session.bind2): the client signs for that session and trusts only a
-/// signed answer.
+/// STATUS_USER_SESSION_DELETED. When the signature holds under the key of a session that ended
+/// on this connection lately, or under Session.SigningKey of a session on another connection,
+/// the refusal is signed with that key, as Windows answers (smbtorture smb2.session.bind2,
+/// reconnect1): the client signs for that session and trusts only a signed answer.
 pub(crate) fn sign_refusal(cx: &mut Ctx<'_>, pdu: &[u8]) {
     if !cx.hdr.flags.contains(HeaderFlags::SIGNED) {
         return;
     }
+    let id = cx.hdr.session_id;
     cx.sign_with = cx
         .conn
-        .server
-        .session(cx.hdr.session_id)
-        .and_then(|s| s.session_signer())
+        .ended_signer(id)
+        .or_else(|| cx.conn.server.session(id)?.session_signer())
         .filter(|s| signature_holds(s.as_ref(), pdu));
 }
+
+/// How many ended sessions a connection remembers for [`sign_refusal`].
+const ENDED_SESSIONS_KEPT: usize = 8;
 
 /// Verifies a request's signature on a copy, leaving the request as it came.
 pub(crate) fn signature_holds(signer: &dyn MessageSigner, message: &[u8]) -> bool {

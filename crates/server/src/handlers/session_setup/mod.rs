@@ -87,6 +87,7 @@ pub(crate) async fn handle(
             let flags = match complete(cx, &session, &req, principal, &session_key) {
                 Ok(flags) => flags,
                 Err(status) => {
+                    cx.sign_with = cx.conn.session_signer(cx.hdr, &session, false);
                     logoff::tear_down(&server, &session);
                     server.metrics.auth_failure();
                     return Err(status);
@@ -96,7 +97,9 @@ pub(crate) async fn handle(
         }
         Err(e) => {
             // A failed exchange ends the session (3.3.5.5.3), including a failed
-            // re-authentication, on every channel.
+            // re-authentication, on every channel; the answer to a re-authentication is signed
+            // as the session's answers were.
+            cx.sign_with = cx.conn.session_signer(cx.hdr, &session, false);
             logoff::tear_down(&server, &session);
             Err(failed(cx, e, arrived).await)
         }
@@ -239,13 +242,13 @@ fn complete(
     // A re-authentication (3.3.5.5.2) renews who the session acts for, not its keys: the
     // client keeps signing and encrypting with the ones of the first authentication.
     let (signer, signing_required, cipher, encrypt_data) = match st.established.take() {
-        Some(first) if !anonymous => (
+        Some(first) => (
             first.signer,
             first.signing_required,
             first.cipher,
             first.encrypt_data,
         ),
-        _ => {
+        None => {
             // The first authentication: this connection is the session's first channel, and
             // its Channel.SigningKey is Session.SigningKey.
             st.channels.insert(
