@@ -9,7 +9,6 @@ use parking_lot::Mutex;
 use smb3d_auth::Acceptor;
 use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
-use smb3d_wire::Guid;
 
 use crate::audit;
 use crate::connection::Connection;
@@ -115,7 +114,6 @@ pub(crate) struct Origin {
     pub dialect: u16,
     pub signing_algorithm: SigningAlgorithm,
     pub cipher: Option<Cipher>,
-    pub client_guid: Guid,
 }
 
 pub(crate) struct Session {

@@ -47,7 +47,6 @@ pub(crate) async fn handle(
             dialect: negotiated.dialect,
             signing_algorithm: negotiated.signing_algorithm,
             cipher: negotiated.cipher,
-            client_guid: negotiated.client_guid,
         };
         let session = Arc::new(Session::new(server.allocate_session_id(), origin));
         cx.conn.add_session(session.clone());
