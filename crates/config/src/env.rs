@@ -25,6 +25,8 @@ const SERVER_VARIABLES: &[&str] = &[
     "SMB3D_SERVER_NAME",
     "SMB3D_WORKGROUP",
     "SMB3D_USER_DB",
+    "SMB3D_STATE_DIR",
+    "SMB3D_MULTICHANNEL",
     "SMB3D_SIGNING",
     "SMB3D_ENCRYPT",
     "SMB3D_CIPHERS",
@@ -218,6 +220,16 @@ impl Config {
                     }
                     s.user_db = PathBuf::from(value);
                 }
+                "SMB3D_STATE_DIR" => {
+                    if !value.starts_with('/') {
+                        return Err(fail(format!("{value:?} must be an absolute path")));
+                    }
+                    s.state_dir = PathBuf::from(value);
+                }
+                "SMB3D_MULTICHANNEL" => {
+                    s.multichannel = parse_bool(value)
+                        .ok_or_else(|| fail(format!("{value:?}: expected true or false")))?;
+                }
                 "SMB3D_SIGNING" => {
                     s.signing = SigningPolicy::parse(value)
                         .ok_or_else(|| fail(format!("{value:?}: expected auto or required")))?;
@@ -350,6 +362,8 @@ mod tests {
                 ("SMB3D_METRICS_LISTEN", "9000"),
                 ("SMB3D_LOG_FORMAT", "JSON"),
                 ("SMB3D_AUDIT", "1"),
+                ("SMB3D_STATE_DIR", "/data/state"),
+                ("SMB3D_MULTICHANNEL", "no"),
                 ("SMB3D_LOG", "debug"),
                 ("PATH", "/bin"),
             ]))
@@ -379,6 +393,8 @@ mod tests {
         assert_eq!(s.metrics_listen, "127.0.0.1:9000".parse().unwrap());
         assert_eq!(s.log_format, LogFormat::Json);
         assert!(s.audit);
+        assert_eq!(s.state_dir, Path::new("/data/state"));
+        assert!(!s.multichannel);
         let c = base()
             .with_env(vars(&[("SMB3D_METRICS_LISTEN", "[::]:9445")]))
             .unwrap();
