@@ -5,16 +5,16 @@
 
 use std::sync::Arc;
 
-use smb3d_auth::{Acceptor, Principal, Step};
+use smb3d_auth::{Principal, Step};
 use smb3d_crypto::{MessageSigner, SessionKeys, SigningAlgorithm};
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::header::HeaderFlags;
 use smb3d_smb2::session_setup::{SessionFlags, SessionSetupRequest};
-use smb3d_wire::{FileTime, Writer};
+use smb3d_wire::Writer;
 
-use super::{failed, logged_on, more_processing};
+use super::{failed, logged_on, more_processing, new_exchange, take_leg};
 use crate::connection::{Ctx, signature_holds};
-use crate::session::{AuthExchange, Channel, Session, SessionUser};
+use crate::session::{Channel, Session, SessionUser};
 
 /// The most connections one session may be bound to at once (Windows allows 32 channels).
 const MAX_CHANNELS: usize = 32;
@@ -49,16 +49,8 @@ pub(super) async fn handle(
     let mut exchange = cx
         .conn
         .take_binding(session.id)
-        .unwrap_or_else(|| AuthExchange {
-            acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone()),
-            preauth: negotiated.preauth.clone(),
-            last_leg: arrived,
-        });
-    exchange.last_leg = arrived;
-    if let Some(preauth) = exchange.preauth.as_mut() {
-        preauth.update(pdu);
-    }
-    let step = exchange.acceptor.step(req.security_buffer, FileTime::now());
+        .unwrap_or_else(|| new_exchange(cx, arrived));
+    let step = take_leg(&mut exchange, req, pdu, arrived);
     cx.conn.watchdog.exchange_moved();
     match step {
         Ok(Step::Continue { token }) => {

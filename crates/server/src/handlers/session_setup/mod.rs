@@ -64,16 +64,8 @@ pub(crate) async fn handle(
 
     let step = {
         let mut st = session.state.lock();
-        let exchange = st.exchange.get_or_insert_with(|| AuthExchange {
-            acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone()),
-            preauth: negotiated.preauth.clone(),
-            last_leg: arrived,
-        });
-        exchange.last_leg = arrived;
-        if let Some(preauth) = exchange.preauth.as_mut() {
-            preauth.update(pdu);
-        }
-        exchange.acceptor.step(req.security_buffer, FileTime::now())
+        let exchange = st.exchange.get_or_insert_with(|| new_exchange(cx, arrived));
+        take_leg(exchange, &req, pdu, arrived)
     };
     cx.conn.watchdog.exchange_moved();
     match step {
@@ -103,6 +95,32 @@ pub(crate) async fn handle(
             Err(failed(cx, e, arrived).await)
         }
     }
+}
+
+/// An authentication starting on this connection; on 3.1.1 its preauth hash starts from the
+/// connection's (MS-SMB2 3.3.5.5.1, 3.3.5.5.3).
+fn new_exchange(cx: &Ctx<'_>, arrived: tokio::time::Instant) -> AuthExchange {
+    let server = &cx.conn.server;
+    AuthExchange {
+        acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone()),
+        preauth: cx.negotiated.preauth.clone(),
+        last_leg: arrived,
+    }
+}
+
+/// One leg of an exchange: the request joins its preauth hash and its token goes to the
+/// security package.
+fn take_leg(
+    exchange: &mut AuthExchange,
+    req: &SessionSetupRequest<'_>,
+    pdu: &[u8],
+    arrived: tokio::time::Instant,
+) -> Result<Step, AuthError> {
+    exchange.last_leg = arrived;
+    if let Some(preauth) = exchange.preauth.as_mut() {
+        preauth.update(pdu);
+    }
+    exchange.acceptor.step(req.security_buffer, FileTime::now())
 }
 
 /// The exchange needs another leg: the package's token goes back, and the response joins the
