@@ -114,9 +114,48 @@ impl<'s> Client<'s> {
 
     /// A SESSION_SETUP leg for `session_id` with `token`.
     pub fn session_setup(&mut self, session_id: u64, token: &[u8]) -> Reply {
+        self.setup_leg(
+            session_id,
+            token,
+            SessionSetupFlags::empty(),
+            HeaderFlags::empty(),
+        )
+    }
+
+    /// Binds this connection to the session `session_id` of another connection (both legs,
+    /// signed, with SMB2_SESSION_FLAG_BINDING); the session becomes current on success.
+    /// Returns the status of the last leg.
+    pub fn bind(&mut self, session_id: u64, logon: &Logon<'_>) -> Option<NtStatus> {
+        let (ntlm, token) = NtlmClient::start(false);
+        let binding = SessionSetupFlags::BINDING;
+        let first = self.setup_leg(session_id, &token, binding, HeaderFlags::SIGNED);
+        let challenge = first.responses.last()?;
+        if challenge.status() != NtStatus::MORE_PROCESSING_REQUIRED {
+            return Some(challenge.status());
+        }
+        let response = SessionSetupResponse::decode(&challenge.pdu).ok()?;
+        let finished = ntlm.authenticate(response.security_buffer, logon).ok()?;
+        let status = self
+            .setup_leg(session_id, &finished.token, binding, HeaderFlags::SIGNED)
+            .status()?;
+        if status == NtStatus::SUCCESS {
+            self.session_id = session_id;
+        }
+        Some(status)
+    }
+
+    /// A SESSION_SETUP leg for `session_id` with `token`, the request's `flags` and the
+    /// header's `header_flags`.
+    pub fn setup_leg(
+        &mut self,
+        session_id: u64,
+        token: &[u8],
+        flags: SessionSetupFlags,
+        header_flags: HeaderFlags,
+    ) -> Reply {
         let body = packet::body(|w| {
             SessionSetupRequest {
-                flags: SessionSetupFlags::empty(),
+                flags,
                 security_mode: SecurityMode::SIGNING_ENABLED,
                 capabilities: Capabilities::empty(),
                 channel: 0,
@@ -127,7 +166,8 @@ impl<'s> Client<'s> {
         });
         let saved = self.session_id;
         self.session_id = session_id;
-        let reply = self.call(Command::SESSION_SETUP, &body, None);
+        let pdu = self.pdu(Command::SESSION_SETUP, &body, header_flags);
+        let reply = self.send(pdu);
         self.session_id = saved;
         reply
     }

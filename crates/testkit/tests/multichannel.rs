@@ -1,0 +1,174 @@
+//! Multichannel over the in-memory server (no-security provider, which takes any signature):
+//! a second connection binds to a session and serves it, outlives the first, and goes with
+//! the session's LOGOFF; bindings the server must refuse are refused without harming the
+//! session (MS-SMB2 3.3.5.5 step 4).
+
+use std::sync::Arc;
+
+use smb3d_crypto::fuzzing::NullProvider;
+use smb3d_dtyp::NtStatus;
+use smb3d_server::Settings;
+use smb3d_smb2::Command;
+use smb3d_smb2::create::CreateDisposition;
+use smb3d_smb2::file_id::FileId;
+use smb3d_smb2::header::HeaderFlags;
+use smb3d_smb2::negotiate::Dialect;
+use smb3d_smb2::session_setup::SessionSetupFlags;
+use smb3d_testkit::client::{Client, TEST_USER};
+use smb3d_testkit::harness::{self, SHARE_UNC, TestServer};
+use smb3d_testkit::ntlm::NtlmClient;
+use smb3d_testkit::seeds::{read_body, write_body};
+
+fn server(settings: Settings) -> TestServer {
+    TestServer::new(settings, Arc::new(NullProvider)).unwrap()
+}
+
+/// A client logged on over `dialect` and connected to the share, with a file written.
+fn first_channel(server: &TestServer, dialect: Dialect) -> (Client<'_>, FileId) {
+    let mut client = Client::new(server.connect());
+    client.negotiate(dialect);
+    client.login_as(&TEST_USER);
+    assert_eq!(client.tree_connect(SHARE_UNC), Some(NtStatus::SUCCESS));
+    let file = client
+        .create("bound.txt", CreateDisposition::OVERWRITE_IF)
+        .unwrap();
+    let write = client.call(Command::WRITE, &write_body(0, b"channel"), Some(file));
+    assert_eq!(write.status(), Some(NtStatus::SUCCESS));
+    (client, file)
+}
+
+fn read(client: &mut Client<'_>, file: FileId) -> Option<NtStatus> {
+    client
+        .call(Command::READ, &read_body(0, 7), Some(file))
+        .status()
+}
+
+#[test]
+fn a_bound_connection_serves_the_session_and_outlives_the_first() {
+    let server = server(harness::settings());
+    let (mut first, file) = first_channel(&server, Dialect::SMB3_1_1);
+    let mut second = Client::new(server.connect());
+    second.negotiate(Dialect::SMB3_1_1);
+    // Before binding, the session is not this connection's.
+    second.session_id = first.session_id;
+    second.tree_id = first.tree_id;
+    assert_eq!(
+        read(&mut second, file),
+        Some(NtStatus::USER_SESSION_DELETED)
+    );
+    assert_eq!(
+        second.bind(first.session_id, &TEST_USER),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(read(&mut second, file), Some(NtStatus::SUCCESS));
+    // Binding again on a bound connection is refused; the session stays.
+    assert_eq!(
+        second.bind(first.session_id, &TEST_USER),
+        Some(NtStatus::REQUEST_NOT_ACCEPTED)
+    );
+    first.conn.close();
+    assert_eq!(read(&mut second, file), Some(NtStatus::SUCCESS));
+    assert_eq!(server.counts().sessions, 1);
+    // LOGOFF on the remaining channel ends the session.
+    let logoff = second.call(Command::LOGOFF, &[4, 0, 0, 0], None);
+    assert_eq!(logoff.status(), Some(NtStatus::SUCCESS));
+    assert_eq!(
+        read(&mut second, file),
+        Some(NtStatus::USER_SESSION_DELETED)
+    );
+    second.conn.close();
+    assert!(server.counts().is_empty(), "{:?}", server.counts());
+}
+
+#[test]
+fn logoff_on_one_channel_ends_the_session_on_all() {
+    let server = server(harness::settings());
+    let (mut first, file) = first_channel(&server, Dialect::SMB3_1_1);
+    let mut second = Client::new(server.connect());
+    second.negotiate(Dialect::SMB3_1_1);
+    assert_eq!(
+        second.bind(first.session_id, &TEST_USER),
+        Some(NtStatus::SUCCESS)
+    );
+    let logoff = second.call(Command::LOGOFF, &[4, 0, 0, 0], None);
+    assert_eq!(logoff.status(), Some(NtStatus::SUCCESS));
+    assert_eq!(read(&mut first, file), Some(NtStatus::USER_SESSION_DELETED));
+}
+
+#[test]
+fn bindings_the_server_must_refuse_leave_the_session_alone() {
+    // The status of binding a connection of `dialect` to a session set up over `origin`.
+    let binding = |settings: Settings, origin: Dialect, dialect: Dialect, signed: bool| {
+        let server = server(settings);
+        let (mut first, file) = first_channel(&server, origin);
+        let mut second = Client::new(server.connect());
+        second.negotiate(dialect);
+        let status = if signed {
+            second.bind(first.session_id, &TEST_USER)
+        } else {
+            let (_, token) = NtlmClient::start(false);
+            second
+                .setup_leg(
+                    first.session_id,
+                    &token,
+                    SessionSetupFlags::BINDING,
+                    HeaderFlags::empty(),
+                )
+                .status()
+        };
+        assert_eq!(read(&mut first, file), Some(NtStatus::SUCCESS));
+        status
+    };
+    let on = harness::settings;
+    let off = || Settings {
+        multichannel: false,
+        ..harness::settings()
+    };
+    use Dialect as D;
+    // Each case alone, in the order the checks run.
+    let cases = [
+        (
+            on(),
+            D::SMB3_1_1,
+            D::SMB3_0_2,
+            true,
+            NtStatus::REQUEST_OUT_OF_SEQUENCE,
+        ),
+        (
+            on(),
+            D::SMB3_0_2,
+            D::SMB2_1,
+            true,
+            NtStatus::REQUEST_NOT_ACCEPTED,
+        ),
+        (
+            off(),
+            D::SMB3_0_2,
+            D::SMB3_0_2,
+            true,
+            NtStatus::REQUEST_NOT_ACCEPTED,
+        ),
+        (
+            on(),
+            D::SMB3_0_2,
+            D::SMB3_0_2,
+            false,
+            NtStatus::INVALID_PARAMETER,
+        ),
+        (
+            on(),
+            D::SMB3_0_2,
+            D::SMB3_0,
+            true,
+            NtStatus::INVALID_PARAMETER,
+        ),
+        (on(), D::SMB3_0_2, D::SMB3_0_2, true, NtStatus::SUCCESS),
+    ];
+    for (settings, origin, dialect, signed, status) in cases {
+        assert_eq!(
+            binding(settings, origin, dialect, signed),
+            Some(status),
+            "{origin:?} bound over {dialect:?}, signed {signed}"
+        );
+    }
+}
