@@ -231,6 +231,7 @@ fn limits(l: &LimitsConfig) -> Limits {
         max_compound: count(l.max_compound.get_ref()),
         max_sessions_per_connection: count(l.max_sessions_per_connection.get_ref()),
         max_session_setups_in_progress: count(l.max_session_setups_in_progress.get_ref()),
+        max_channels_per_session: count(l.max_channels_per_session.get_ref()),
         max_trees_per_session: count(l.max_trees_per_session.get_ref()),
         max_opens_per_session: count(l.max_opens_per_session.get_ref()),
         max_locks_per_open: count(l.max_locks_per_open.get_ref()),

@@ -151,6 +151,8 @@ pub struct LimitsConfig {
     pub max_sessions_per_connection: Spanned<u32>,
     /// Sessions of a connection still authenticating.
     pub max_session_setups_in_progress: Spanned<u32>,
+    /// Connections bound to a session (multichannel), its first included.
+    pub max_channels_per_session: Spanned<u32>,
     /// Tree connects of a session.
     pub max_trees_per_session: Spanned<u32>,
     /// Opens (files, directories, pipes) of a session.
@@ -204,6 +206,7 @@ impl Default for LimitsConfig {
             max_compound: spanned(32),
             max_sessions_per_connection: spanned(64),
             max_session_setups_in_progress: spanned(4),
+            max_channels_per_session: spanned(32),
             max_trees_per_session: spanned(256),
             max_opens_per_session: spanned(16384),
             max_locks_per_open: spanned(4096),
@@ -284,6 +287,11 @@ pub(crate) fn limits_problems(limits: &LimitsConfig, server: &ServerConfig) -> V
             *limits.max_sessions_per_connection.get_ref(),
         ),
         (
+            &limits.max_channels_per_session,
+            "max_channels_per_session",
+            u32::MAX,
+        ),
+        (
             &limits.max_trees_per_session,
             "max_trees_per_session",
             u32::MAX,
@@ -344,6 +352,7 @@ pub(crate) fn render_limits(out: &mut String, l: &LimitsConfig) {
             "max_session_setups_in_progress",
             &l.max_session_setups_in_progress,
         ),
+        ("max_channels_per_session", &l.max_channels_per_session),
         ("max_trees_per_session", &l.max_trees_per_session),
         ("max_opens_per_session", &l.max_opens_per_session),
         ("max_locks_per_open", &l.max_locks_per_open),

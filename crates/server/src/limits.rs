@@ -25,6 +25,8 @@ pub struct Limits {
     pub max_sessions_per_connection: usize,
     /// Of those, sessions whose authentication is still under way (L9).
     pub max_session_setups_in_progress: usize,
+    /// Connections one session may be bound to, its first included (multichannel).
+    pub max_channels_per_session: usize,
     /// Tree connects of one session (L11).
     pub max_trees_per_session: usize,
     /// Opens of one session, named pipes included (L12).
@@ -85,6 +87,7 @@ impl Default for Limits {
             max_compound: 32,
             max_sessions_per_connection: 64,
             max_session_setups_in_progress: 4,
+            max_channels_per_session: 32,
             max_trees_per_session: 256,
             max_opens_per_session: 16384,
             max_locks_per_open: 4096,
@@ -153,6 +156,8 @@ pub enum Limit {
     AsyncRequests,
     /// Too many sessions on a connection, or too many being set up.
     Sessions,
+    /// Too many connections bound to a session (multichannel).
+    Channels,
     /// Too many tree connects in a session.
     Trees,
     /// Too many opens in a session.
@@ -179,11 +184,12 @@ pub enum Limit {
 
 impl Limit {
     /// Every limit, in the order of [`LimitCounters::snapshot`].
-    pub const ALL: [Limit; 15] = [
+    pub const ALL: [Limit; 16] = [
         Self::FrameSize,
         Self::Compound,
         Self::AsyncRequests,
         Self::Sessions,
+        Self::Channels,
         Self::Trees,
         Self::Opens,
         Self::Locks,
@@ -204,6 +210,7 @@ impl Limit {
             Self::Compound => "compound",
             Self::AsyncRequests => "async_requests",
             Self::Sessions => "sessions",
+            Self::Channels => "channels",
             Self::Trees => "trees",
             Self::Opens => "opens",
             Self::Locks => "locks",
@@ -226,7 +233,7 @@ impl Limit {
 
 /// How often each limit was hit since the server started.
 #[derive(Debug, Default)]
-pub struct LimitCounters([AtomicU64; 15]);
+pub struct LimitCounters([AtomicU64; 16]);
 
 impl LimitCounters {
     /// Counts one hit of `limit` and logs it: the first hit and then every power of two, so a

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::NtStatus;
-use smb3d_server::Settings;
+use smb3d_server::{Limit, Settings};
 use smb3d_smb2::Command;
 use smb3d_smb2::create::CreateDisposition;
 use smb3d_smb2::file_id::FileId;
@@ -171,4 +171,32 @@ fn bindings_the_server_must_refuse_leave_the_session_alone() {
             "{origin:?} bound over {dialect:?}, signed {signed}"
         );
     }
+}
+
+#[test]
+fn a_session_takes_as_many_channels_as_the_limit_allows() {
+    let mut settings = harness::settings();
+    settings.limits.max_channels_per_session = 2;
+    let server = server(settings);
+    let (mut first, file) = first_channel(&server, Dialect::SMB3_1_1);
+    let mut second = Client::new(server.connect());
+    second.negotiate(Dialect::SMB3_1_1);
+    assert_eq!(
+        second.bind(first.session_id, &TEST_USER),
+        Some(NtStatus::SUCCESS)
+    );
+    let mut third = Client::new(server.connect());
+    third.negotiate(Dialect::SMB3_1_1);
+    assert_eq!(
+        third.bind(first.session_id, &TEST_USER),
+        Some(NtStatus::INSUFFICIENT_RESOURCES)
+    );
+    assert!(server.server.limit_hits().contains(&(Limit::Channels, 1)));
+    // A channel that goes makes room.
+    second.conn.close();
+    assert_eq!(
+        third.bind(first.session_id, &TEST_USER),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(read(&mut first, file), Some(NtStatus::SUCCESS));
 }

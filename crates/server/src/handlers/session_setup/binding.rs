@@ -14,10 +14,8 @@ use smb3d_wire::Writer;
 
 use super::{failed, logged_on, more_processing, new_exchange, take_leg};
 use crate::connection::{Ctx, signature_holds};
+use crate::limits::Limit;
 use crate::session::{Channel, Session, SessionUser};
-
-/// The most connections one session may be bound to at once (Windows allows 32 channels).
-const MAX_CHANNELS: usize = 32;
 
 pub(super) async fn handle(
     cx: &mut Ctx<'_>,
@@ -99,7 +97,13 @@ pub(super) async fn handle(
                     SessionFlags::empty()
                 };
                 st.channels.retain(|_, c| c.conn.strong_count() > 0);
-                if st.channels.len() >= MAX_CHANNELS {
+                let max = server.settings.limits.max_channels_per_session;
+                if st.channels.len() >= max {
+                    drop(st);
+                    server.limit_counters.hit(
+                        Limit::Channels,
+                        &format_args!("session {:#x} has {max} channels", session.id),
+                    );
                     return Err(NtStatus::INSUFFICIENT_RESOURCES);
                 }
                 st.channels.insert(
