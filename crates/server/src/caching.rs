@@ -943,14 +943,22 @@ pub(crate) async fn wait_for_handle_breaks(
 }
 
 /// Sends one break notification through its route's connection, or another channel of the
-/// route's session when that connection is gone (MS-SMB2 3.3.4.6, 3.3.4.7). An oplock break
+/// route's session when that connection is gone or no longer has the session (MS-SMB2
+/// 3.3.4.6, 3.3.4.7). An oplock break
 /// names the open's session in its header; a lease break names none.
 fn send(server: &Server, note: Note) {
     let channel = |route: &Route| {
-        route
-            .conn
-            .upgrade()
-            .or_else(|| server.session(route.session_id)?.any_channel())
+        let conn = route.conn.upgrade();
+        if conn
+            .as_ref()
+            .is_some_and(|c| c.session(route.session_id).is_some())
+        {
+            return conn;
+        }
+        server
+            .session(route.session_id)
+            .and_then(|s| s.any_channel())
+            .or(conn)
     };
     match note {
         Note::Oplock {

@@ -84,6 +84,11 @@ impl<'s> Client<'s> {
         Reply::from(self.conn.send(frame))
     }
 
+    /// What the server sent unasked within `time` (breaks, late answers).
+    pub fn wait(&mut self, time: std::time::Duration) -> Reply {
+        Reply::from(self.conn.wait(time))
+    }
+
     /// The PDU of a request with the next MessageId and the current ids.
     pub fn pdu(&mut self, command: Command, body: &[u8], flags: HeaderFlags) -> Vec<u8> {
         let mut header =

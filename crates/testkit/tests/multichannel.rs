@@ -1,15 +1,16 @@
 //! Multichannel over the in-memory server (no-security provider, which takes any signature):
-//! a second connection binds to a session and serves it, outlives the first, and goes with
-//! the session's LOGOFF; bindings the server must refuse are refused without harming the
-//! session (MS-SMB2 3.3.5.5 step 4).
+//! a second connection binds to a session and serves it, outlives the first, carries the
+//! breaks of the first's opens once it is gone, and goes with the session's LOGOFF; bindings
+//! the server must refuse are refused without harming the session (MS-SMB2 3.3.5.5 step 4).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use smb3d_crypto::fuzzing::NullProvider;
-use smb3d_dtyp::NtStatus;
+use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_server::{Limit, Settings};
 use smb3d_smb2::Command;
-use smb3d_smb2::create::CreateDisposition;
+use smb3d_smb2::create::{CreateDisposition, CreateOptions, CreateResponse, OplockLevel};
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::header::HeaderFlags;
 use smb3d_smb2::negotiate::Dialect;
@@ -17,7 +18,7 @@ use smb3d_smb2::session_setup::SessionSetupFlags;
 use smb3d_testkit::client::{Client, TEST_USER};
 use smb3d_testkit::harness::{self, SHARE_UNC, TestServer};
 use smb3d_testkit::ntlm::NtlmClient;
-use smb3d_testkit::seeds::{read_body, write_body};
+use smb3d_testkit::seeds::{create_body, read_body, write_body};
 
 fn server(settings: Settings) -> TestServer {
     TestServer::new(settings, Arc::new(NullProvider)).unwrap()
@@ -199,4 +200,45 @@ fn a_session_takes_as_many_channels_as_the_limit_allows() {
         Some(NtStatus::SUCCESS)
     );
     assert_eq!(read(&mut first, file), Some(NtStatus::SUCCESS));
+}
+
+#[test]
+fn a_break_goes_through_another_channel_once_the_opens_is_gone() {
+    let server = server(harness::settings());
+    let mut first = Client::new(server.connect());
+    assert_eq!(first.connect(), Some(NtStatus::SUCCESS));
+    let mut body = create_body(
+        "batch.txt",
+        AccessMask(0x001F_01FF),
+        CreateDisposition::OVERWRITE_IF,
+        CreateOptions::NON_DIRECTORY_FILE,
+    );
+    // CREATE's RequestedOplockLevel.
+    body[3] = OplockLevel::BATCH.0;
+    let created = first.call(Command::CREATE, &body, None);
+    let response = created.responses.last().unwrap();
+    assert_eq!(
+        CreateResponse::decode(&response.pdu).unwrap().oplock_level,
+        OplockLevel::BATCH
+    );
+    let mut second = Client::new(server.connect());
+    second.negotiate(Dialect::SMB3_1_1);
+    assert_eq!(
+        second.bind(first.session_id, &TEST_USER),
+        Some(NtStatus::SUCCESS)
+    );
+    first.conn.close();
+    // Another client's open needs the batch oplock broken; the open's connection is gone, so
+    // the break comes through the session's other channel.
+    let mut other = Client::new(server.connect());
+    assert_eq!(other.connect(), Some(NtStatus::SUCCESS));
+    let _waiting = other.create("batch.txt", CreateDisposition::OPEN);
+    let unasked = second.wait(Duration::from_millis(50));
+    assert!(
+        unasked
+            .responses
+            .iter()
+            .any(|r| r.header.command == Command::OPLOCK_BREAK),
+        "{unasked:?}"
+    );
 }
