@@ -19,10 +19,11 @@ STATUS_NAMES = {
 }
 
 
-def connect(server, dialect=None, require_signing=True, encrypt=False):
+def connect(server, dialect=None, require_signing=True, encrypt=False, client_guid=None, capabilities=0):
     # smbprotocol signs only when asked to, and MS-SMB2 3.3.5.7 disconnects a 3.1.1 client
     # whose TREE_CONNECT is neither signed nor encrypted; signing is smbprotocol's default.
-    conn = Connection(uuid.uuid4(), "127.0.0.1", server.port, require_signing=require_signing)
+    conn = Connection(client_guid or uuid.uuid4(), "127.0.0.1", server.port, require_signing=require_signing)
+    conn.client_capabilities |= capabilities
     conn.connect(dialect) if dialect else conn.connect()
     session = Session(conn, server.user, server.password, require_encryption=encrypt)
     session.connect()

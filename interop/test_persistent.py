@@ -15,7 +15,7 @@ import time
 import uuid
 
 import pytest
-from smbprotocol.connection import Capabilities, Connection
+from smbprotocol.connection import Capabilities
 from smbprotocol.create_contexts import (CreateContextName, DurableHandleFlags, SMB2CreateContextRequest,
                                          SMB2CreateDurableHandleReconnectV2, SMB2CreateDurableHandleRequestV2,
                                          SMB2CreateDurableHandleResponseV2)
@@ -23,9 +23,8 @@ from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.file_info import FileRenameInformation
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
                               ImpersonationLevel, LockFlags, Open, SMB2LockElement, SMB2SetInfoRequest, ShareAccess)
-from smbprotocol.session import Session
-from smbprotocol.tree import TreeConnect
 
+import smbprotocol_client
 from conftest import BINARY, start_smb3d, stop, wait_for_port
 from torture import run_suite
 
@@ -61,15 +60,9 @@ def restart(server):
 
 
 def connect(server, client_guid, persistent=True):
-    conn = Connection(client_guid, "127.0.0.1", server.port, require_signing=True)
-    if persistent:
-        # Windows asks for persistent handles in its NEGOTIATE; smbprotocol does not unless told.
-        conn.client_capabilities |= Capabilities.SMB2_GLOBAL_CAP_PERSISTENT_HANDLES
-    conn.connect()
-    session = Session(conn, server.user, server.password)
-    session.connect()
-    tree = TreeConnect(session, r"\\127.0.0.1\%s" % server.share)
-    tree.connect()
+    # Windows asks for persistent handles in its NEGOTIATE; smbprotocol does not unless told.
+    capabilities = Capabilities.SMB2_GLOBAL_CAP_PERSISTENT_HANDLES if persistent else 0
+    conn, _, tree = smbprotocol_client.connect(server, client_guid=client_guid, capabilities=capabilities)
     return conn, tree
 
 

@@ -930,13 +930,13 @@ impl Connection {
         }
         let session = self.session(session_id)?;
         let share_requires = tree.is_some_and(|t| t.share.require_signing);
-        self.session_signer(hdr, &session, share_requires)
+        self.response_signer_of(hdr, &session, share_requires)
     }
 
     /// The signer for a response of `session` on this connection, when the request was signed
     /// or signing is required. A request that ends its session (LOGOFF, a failed
     /// re-authentication) takes it before the session goes: the answer is still signed.
-    pub(crate) fn session_signer(
+    pub(crate) fn response_signer_of(
         &self,
         hdr: &Header,
         session: &Session,

@@ -38,6 +38,24 @@ fn first_channel(server: &TestServer, dialect: Dialect) -> (Client<'_>, FileId) 
     (client, file)
 }
 
+/// A new connection that has negotiated `dialect`.
+fn negotiated(server: &TestServer, dialect: Dialect) -> Client<'_> {
+    let mut client = Client::new(server.connect());
+    client.negotiate(dialect);
+    client
+}
+
+/// A new 3.1.1 connection bound to the session `session_id`.
+fn bound(server: &TestServer, session_id: u64) -> Client<'_> {
+    let mut client = negotiated(server, Dialect::SMB3_1_1);
+    assert_eq!(client.bind(session_id, &TEST_USER), Some(NtStatus::SUCCESS));
+    client
+}
+
+fn logoff(client: &mut Client<'_>) -> Option<NtStatus> {
+    client.call(Command::LOGOFF, &[4, 0, 0, 0], None).status()
+}
+
 fn read(client: &mut Client<'_>, file: FileId) -> Option<NtStatus> {
     client
         .call(Command::READ, &read_body(0, 7), Some(file))
@@ -48,8 +66,7 @@ fn read(client: &mut Client<'_>, file: FileId) -> Option<NtStatus> {
 fn a_bound_connection_serves_the_session_and_outlives_the_first() {
     let server = server(harness::settings());
     let (mut first, file) = first_channel(&server, Dialect::SMB3_1_1);
-    let mut second = Client::new(server.connect());
-    second.negotiate(Dialect::SMB3_1_1);
+    let mut second = negotiated(&server, Dialect::SMB3_1_1);
     // Before binding, the session is not this connection's.
     second.session_id = first.session_id;
     second.tree_id = first.tree_id;
@@ -71,8 +88,7 @@ fn a_bound_connection_serves_the_session_and_outlives_the_first() {
     assert_eq!(read(&mut second, file), Some(NtStatus::SUCCESS));
     assert_eq!(server.counts().sessions, 1);
     // LOGOFF on the remaining channel ends the session.
-    let logoff = second.call(Command::LOGOFF, &[4, 0, 0, 0], None);
-    assert_eq!(logoff.status(), Some(NtStatus::SUCCESS));
+    assert_eq!(logoff(&mut second), Some(NtStatus::SUCCESS));
     assert_eq!(
         read(&mut second, file),
         Some(NtStatus::USER_SESSION_DELETED)
@@ -85,14 +101,8 @@ fn a_bound_connection_serves_the_session_and_outlives_the_first() {
 fn logoff_on_one_channel_ends_the_session_on_all() {
     let server = server(harness::settings());
     let (mut first, file) = first_channel(&server, Dialect::SMB3_1_1);
-    let mut second = Client::new(server.connect());
-    second.negotiate(Dialect::SMB3_1_1);
-    assert_eq!(
-        second.bind(first.session_id, &TEST_USER),
-        Some(NtStatus::SUCCESS)
-    );
-    let logoff = second.call(Command::LOGOFF, &[4, 0, 0, 0], None);
-    assert_eq!(logoff.status(), Some(NtStatus::SUCCESS));
+    let mut second = bound(&server, first.session_id);
+    assert_eq!(logoff(&mut second), Some(NtStatus::SUCCESS));
     assert_eq!(read(&mut first, file), Some(NtStatus::USER_SESSION_DELETED));
 }
 
@@ -102,8 +112,7 @@ fn bindings_the_server_must_refuse_leave_the_session_alone() {
     let binding = |settings: Settings, origin: Dialect, dialect: Dialect, signed: bool| {
         let server = server(settings);
         let (mut first, file) = first_channel(&server, origin);
-        let mut second = Client::new(server.connect());
-        second.negotiate(dialect);
+        let mut second = negotiated(&server, dialect);
         let status = if signed {
             second.bind(first.session_id, &TEST_USER)
         } else {
@@ -180,14 +189,8 @@ fn a_session_takes_as_many_channels_as_the_limit_allows() {
     settings.limits.max_channels_per_session = 2;
     let server = server(settings);
     let (mut first, file) = first_channel(&server, Dialect::SMB3_1_1);
-    let mut second = Client::new(server.connect());
-    second.negotiate(Dialect::SMB3_1_1);
-    assert_eq!(
-        second.bind(first.session_id, &TEST_USER),
-        Some(NtStatus::SUCCESS)
-    );
-    let mut third = Client::new(server.connect());
-    third.negotiate(Dialect::SMB3_1_1);
+    let mut second = bound(&server, first.session_id);
+    let mut third = negotiated(&server, Dialect::SMB3_1_1);
     assert_eq!(
         third.bind(first.session_id, &TEST_USER),
         Some(NtStatus::INSUFFICIENT_RESOURCES)
@@ -221,12 +224,7 @@ fn a_break_goes_through_another_channel_once_the_opens_is_gone() {
         CreateResponse::decode(&response.pdu).unwrap().oplock_level,
         OplockLevel::BATCH
     );
-    let mut second = Client::new(server.connect());
-    second.negotiate(Dialect::SMB3_1_1);
-    assert_eq!(
-        second.bind(first.session_id, &TEST_USER),
-        Some(NtStatus::SUCCESS)
-    );
+    let mut second = bound(&server, first.session_id);
     first.conn.close();
     // Another client's open needs the batch oplock broken; the open's connection is gone, so
     // the break comes through the session's other channel.

@@ -16,7 +16,7 @@ pub(crate) async fn handle(
 ) -> Result<NtStatus, NtStatus> {
     LogoffRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = cx.session.take().ok_or(NtStatus::USER_SESSION_DELETED)?;
-    cx.sign_with = cx.conn.session_signer(cx.hdr, &session, false);
+    cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
     // The session ends on every channel.
     let server = &cx.conn.server;
     server.forget_session(session.id);

@@ -78,7 +78,7 @@ pub(crate) async fn handle(
             let flags = match complete(cx, &session, &req, principal, &session_key) {
                 Ok(flags) => flags,
                 Err(status) => {
-                    cx.sign_with = cx.conn.session_signer(cx.hdr, &session, false);
+                    cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
                     logoff::tear_down(&server, &session);
                     server.metrics.auth_failure();
                     return Err(status);
@@ -90,7 +90,7 @@ pub(crate) async fn handle(
             // A failed exchange ends the session (3.3.5.5.3), including a failed
             // re-authentication, on every channel; the answer to a re-authentication is signed
             // as the session's answers were.
-            cx.sign_with = cx.conn.session_signer(cx.hdr, &session, false);
+            cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
             logoff::tear_down(&server, &session);
             Err(failed(cx, e, arrived).await)
         }
