@@ -29,6 +29,7 @@ mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod handlers;
+mod host_changes;
 mod identity;
 pub mod limits;
 mod locks;

@@ -222,6 +222,16 @@ impl Server {
                 "Distinct files with at least one open handle.",
                 self.files.len(),
             ),
+            (
+                "smb3d_notify_watches",
+                "Directory opens watched by CHANGE_NOTIFY.",
+                self.notify.len(),
+            ),
+            (
+                "smb3d_host_change_watches",
+                "Shares whose changes made on the host file system are being watched.",
+                self.host_changes.watching(),
+            ),
         ] {
             family(&mut out, name, "gauge", help);
             sample(&mut out, name, value as u64);

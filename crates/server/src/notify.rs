@@ -16,7 +16,7 @@ use smb3d_fscc::{FileBasicInformation, FileInformationClass, NotifyAction, notif
 use smb3d_smb2::change_notify::CompletionFilter;
 use smb3d_smb2::query_info::InfoType;
 use smb3d_smb2::set_info::SetInfoRequest;
-use smb3d_vfs::{Vfs, VfsPath};
+use smb3d_vfs::{OutsideChange, Vfs, VfsPath};
 use smb3d_wire::FileTime;
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
@@ -29,7 +29,7 @@ use crate::open::Open;
 const MAX_KEPT_BYTES: usize = 64 * 1024;
 
 /// Which share a change happened in: the identity of the share's file system.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct ShareKey(usize);
 
 impl ShareKey {
@@ -52,6 +52,15 @@ pub(crate) struct Kept {
     pub delete_pending: bool,
     /// The largest OutputBufferLength of the requests so far.
     limit: usize,
+}
+
+impl Kept {
+    /// Drops the changes kept: the next answer is STATUS_NOTIFY_ENUM_DIR.
+    fn give_up(&mut self) {
+        self.overflow = true;
+        self.changes.clear();
+        self.bytes = 0;
+    }
 }
 
 /// The requests waiting on a watch by MessageId, served oldest first (MS-FSA 2.1.5.11:
@@ -161,9 +170,7 @@ impl Watch {
         }
         let bytes = kept.bytes + notify_entry_len(&name).next_multiple_of(4);
         if bytes > kept.limit.min(MAX_KEPT_BYTES) {
-            kept.overflow = true;
-            kept.changes.clear();
-            kept.bytes = 0;
+            kept.give_up();
         } else {
             kept.changes.push((action, name));
             kept.bytes = bytes;
@@ -182,7 +189,8 @@ pub(crate) struct NotifyHub {
 }
 
 impl NotifyHub {
-    /// The watch of open `id`, set up with `filter` and `recursive` by its first request.
+    /// The watch of open `id`, set up with `filter` and `recursive` by its first request, and
+    /// whether this request set it up.
     pub fn watch(
         &self,
         id: u64,
@@ -190,11 +198,13 @@ impl NotifyHub {
         dir: &Arc<SharedFile>,
         filter: CompletionFilter,
         recursive: bool,
-    ) -> Arc<Watch> {
+    ) -> (Arc<Watch>, bool) {
         let mut watches = self.watches.lock();
+        let mut new = false;
         let watch = watches
             .entry(id)
             .or_insert_with(|| {
+                new = true;
                 Arc::new(Watch {
                     share,
                     dir: dir.clone(),
@@ -207,22 +217,23 @@ impl NotifyHub {
             })
             .clone();
         self.count.store(watches.len(), Ordering::Relaxed);
-        watch
+        (watch, new)
     }
 
-    /// The open `id` closed: its waiting requests end with STATUS_NOTIFY_CLEANUP.
-    pub fn closed(&self, id: u64) {
+    /// The open `id` closed: its waiting requests end with STATUS_NOTIFY_CLEANUP. Returns the
+    /// share of the watch that ended, if the open had one.
+    pub fn closed(&self, id: u64) -> Option<ShareKey> {
         if self.count.load(Ordering::Relaxed) == 0 {
-            return;
+            return None;
         }
         let mut watches = self.watches.lock();
         let watch = watches.remove(&id);
         self.count.store(watches.len(), Ordering::Relaxed);
         drop(watches);
-        if let Some(watch) = watch {
-            watch.kept.lock().closed = true;
-            watch.wake.notify_waiters();
-        }
+        let watch = watch?;
+        watch.kept.lock().closed = true;
+        watch.wake.notify_waiters();
+        Some(watch.share)
     }
 
     /// The directory `dir` became delete-pending while still open: its watches end their
@@ -307,6 +318,58 @@ impl NotifyHub {
                 NotifyAction::MODIFIED,
                 CompletionFilter::ATTRIBUTES,
             );
+        }
+    }
+
+    /// Reports a change another process made in the share `share` (MS-FSA 2.1.4.17 reports
+    /// changes to a directory whoever makes them).
+    pub fn outside_change(&self, share: ShareKey, change: &OutsideChange) {
+        match change {
+            OutsideChange::Added { path, directory } => {
+                self.report_name(share, path, NotifyAction::ADDED, *directory);
+            }
+            OutsideChange::Removed { path, directory } => {
+                self.report_name(share, path, NotifyAction::REMOVED, *directory);
+            }
+            OutsideChange::Renamed {
+                from,
+                to,
+                directory,
+            } => self.report_rename(share, from, to, *directory),
+            OutsideChange::Written { path } => self.report(
+                share,
+                path,
+                NotifyAction::MODIFIED,
+                CompletionFilter::LAST_WRITE | CompletionFilter::SIZE,
+            ),
+            // The host's attribute change may be any of these (mode, owner, times, xattrs).
+            OutsideChange::MetadataChanged { path, .. } => self.report(
+                share,
+                path,
+                NotifyAction::MODIFIED,
+                CompletionFilter::ATTRIBUTES
+                    | CompletionFilter::LAST_WRITE
+                    | CompletionFilter::LAST_ACCESS
+                    | CompletionFilter::CREATION
+                    | CompletionFilter::SECURITY
+                    | CompletionFilter::EA,
+            ),
+            OutsideChange::Lost => self.lost(share),
+        }
+    }
+
+    /// Changes in `share` went unseen: every watch of it answers STATUS_NOTIFY_ENUM_DIR.
+    fn lost(&self, share: ShareKey) {
+        let watches: Vec<Arc<Watch>> = self
+            .watches
+            .lock()
+            .values()
+            .filter(|w| w.share == share)
+            .cloned()
+            .collect();
+        for watch in watches {
+            watch.kept.lock().give_up();
+            watch.wake.notify_waiters();
         }
     }
 

@@ -13,6 +13,7 @@ use smb3d_wire::Guid;
 use crate::connection::Connection;
 use crate::durable::DurableTable;
 use crate::files::FileTable;
+use crate::host_changes::HostChanges;
 use crate::identity::IdMap;
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::metrics::Metrics;
@@ -112,6 +113,8 @@ pub struct Server {
     pub(crate) files: FileTable,
     /// Directory watches of CHANGE_NOTIFY.
     pub(crate) notify: NotifyHub,
+    /// Changes other processes make to the shares, watched while a CHANGE_NOTIFY needs them.
+    pub(crate) host_changes: HostChanges,
     /// Durable opens, connected or waiting for a reconnect.
     pub(crate) durable: Arc<DurableTable>,
     /// The records of persistent opens, when the server keeps them.
@@ -155,6 +158,7 @@ impl Server {
             metrics: Metrics::default(),
             files: FileTable::default(),
             notify: NotifyHub::default(),
+            host_changes: HostChanges::default(),
             durable: Arc::default(),
             persistent,
             ids,

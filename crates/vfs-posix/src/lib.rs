@@ -6,7 +6,9 @@
 //! last component (`unlinkat`, `renameat2`, `mkdirat`, `symlinkat`) act relative to a parent
 //! opened that way, so no symlink or concurrent rename can take them out of the share.
 //! Everything is `O_CLOEXEC` and closed on drop. rustix wraps the system calls; the one
-//! `unsafe` block is the `FICLONERANGE` ioctl rustix has no wrapper for (`copy.rs`).
+//! `unsafe` blocks are the calls rustix has no wrapper for: the `FICLONERANGE` ioctl
+//! (`copy.rs`) and fanotify with `open_by_handle_at` (`outside.rs`, changes made by other
+//! processes).
 //!
 //! Names ignore case by default ([`CaseSensitivity`]): a path that exists as spelled costs
 //! what it would cost without the option; a component missing as spelled is looked for by
@@ -29,6 +31,7 @@ mod errno;
 mod file;
 mod identity;
 mod listing_cache;
+mod outside;
 mod resolve;
 mod stat;
 
@@ -47,7 +50,7 @@ use smb3d_vfs::backend::{
 use smb3d_vfs::casefold::resolve_path;
 use smb3d_vfs::{
     Access, CaseSensitivity, Credentials, FileStat, FileType, FsStat, Kind, OpenRequest, Opened,
-    Vfs, VfsError, VfsPath, VfsResult,
+    OutsideSink, OutsideWatch, Vfs, VfsError, VfsPath, VfsResult,
 };
 
 use crate::caseless::NameRules;
@@ -468,6 +471,10 @@ impl Vfs for PosixVfs {
 
     fn can_clone(&self) -> bool {
         self.can_clone
+    }
+
+    fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {
+        outside::watch(self.root.fd(), sink)
     }
 
     fn link(&self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()> {

@@ -30,6 +30,7 @@ pub mod casefold;
 pub mod conformance;
 mod error;
 mod memory;
+mod outside;
 mod path;
 mod piped;
 mod types;
@@ -38,6 +39,7 @@ use std::any::Any;
 
 pub use error::{VfsError, VfsResult, errno};
 pub use memory::MemoryVfs;
+pub use outside::{OutsideChange, OutsideSink, OutsideWatch};
 pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
 pub use piped::PipedData;
 pub use types::{
@@ -137,6 +139,14 @@ pub trait Vfs: Send + Sync {
 
     /// Whether [`VfsFile::clone_range`] works on the file system holding the share.
     fn can_clone(&self) -> bool;
+
+    /// Starts delivering to `sink` the changes that other processes make below the share,
+    /// until the returned watch is dropped. `None` when the back end cannot see them (the
+    /// default: nothing but the server changes an in-memory share).
+    fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {
+        drop(sink);
+        None
+    }
 }
 
 /// An open file or directory.

@@ -30,13 +30,17 @@ pub(crate) async fn handle(
     if open.shared.delete_pending() {
         return Err(NtStatus::DELETE_PENDING);
     }
-    let watch = cx.conn.server.notify.watch(
+    let server = &cx.conn.server;
+    let (watch, new) = server.notify.watch(
         open.file_id.volatile,
         ShareKey::of(&open.vfs),
         &open.shared,
         req.completion_filter,
         req.flags.contains(ChangeNotifyFlags::WATCH_TREE),
     );
+    if new {
+        server.host_changes.acquire(server, &open.vfs);
+    }
     let limit = req.output_buffer_length as usize;
     let ticket = watch.enqueue(cx.hdr.message_id);
     let mut pending = None;

@@ -60,7 +60,9 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     // Its locks go (MS-FSA 2.1.5.4), lock requests waiting on this open learn it closed, and
     // so do its change notifications.
     open.shared.locks.release_owner(open.file_id.volatile);
-    server.notify.closed(open.file_id.volatile);
+    if let Some(share) = server.notify.closed(open.file_id.volatile) {
+        server.host_changes.release(share);
+    }
     if server.durable.forget(open.file_id) {
         crate::persistent::remove(server, open.file_id.persistent);
     }
