@@ -385,3 +385,73 @@ impl<'a> Record<'a> {
 fn array<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
     bytes.get(at..at.checked_add(N)?)?.try_into().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event as the kernel lays it out (`fanotify.h`): metadata, then one DFID_NAME record.
+    fn event(mask: u64, pid: i32, handle: &[u8], name: &str) -> Vec<u8> {
+        let mut record = vec![libc::FAN_EVENT_INFO_TYPE_DFID_NAME, 0, 0, 0];
+        record.extend_from_slice(&[7; 8]);
+        record.extend_from_slice(&u32::try_from(handle.len()).unwrap().to_ne_bytes());
+        record.extend_from_slice(&1i32.to_ne_bytes());
+        record.extend_from_slice(handle);
+        record.extend_from_slice(name.as_bytes());
+        record.push(0);
+        record.resize(record.len().next_multiple_of(4), 0);
+        let record_len = u16::try_from(record.len()).unwrap();
+        record.splice(2..4, record_len.to_ne_bytes());
+        let mut bytes = Vec::new();
+        let total = u32::try_from(METADATA_LEN + record.len()).unwrap();
+        bytes.extend_from_slice(&total.to_ne_bytes());
+        bytes.extend_from_slice(&[libc::FANOTIFY_METADATA_VERSION, 0]);
+        bytes.extend_from_slice(&u16::try_from(METADATA_LEN).unwrap().to_ne_bytes());
+        bytes.extend_from_slice(&mask.to_ne_bytes());
+        bytes.extend_from_slice(&libc::FAN_NOFD.to_ne_bytes());
+        bytes.extend_from_slice(&pid.to_ne_bytes());
+        bytes.extend_from_slice(&record);
+        bytes
+    }
+
+    #[test]
+    fn events_and_records_parse_as_laid_out() {
+        let mut bytes = event(libc::FAN_CREATE, 42, &[1, 2, 3, 4, 5], "a.txt");
+        bytes.extend(event(libc::FAN_DELETE | libc::FAN_ONDIR, 7, &[9; 8], "d"));
+        let mut rest = bytes.as_slice();
+        let first = Event::next(&mut rest).unwrap();
+        assert_eq!((first.mask, first.pid), (libc::FAN_CREATE, 42));
+        let records: Vec<Record<'_>> = Record::all(first.records).collect();
+        assert_eq!(records.len(), 1);
+        let record = records.first().unwrap();
+        assert_eq!(record.kind, libc::FAN_EVENT_INFO_TYPE_DFID_NAME);
+        assert_eq!(record.handle_type, 1);
+        assert_eq!(record.handle, &[1, 2, 3, 4, 5]);
+        assert_eq!(record.name, b"a.txt");
+        let second = Event::next(&mut rest).unwrap();
+        assert_eq!(second.mask, libc::FAN_DELETE | libc::FAN_ONDIR);
+        assert_eq!(Record::all(second.records).next().unwrap().name, b"d");
+        assert!(Event::next(&mut rest).is_none());
+    }
+
+    #[test]
+    fn cut_or_bent_events_end_parsing_without_panicking() {
+        let whole = event(libc::FAN_RENAME, 1, &[1; 12], "name");
+        for len in 0..whole.len() {
+            let mut cut = whole.get(..len).unwrap();
+            if let Some(event) = Event::next(&mut cut) {
+                Record::all(event.records).for_each(drop);
+            }
+        }
+        for at in 0..whole.len() {
+            for value in [0, 1, 0x7f, 0xff] {
+                let mut bent = whole.clone();
+                *bent.get_mut(at).unwrap() = value;
+                let mut rest = bent.as_slice();
+                while let Some(event) = Event::next(&mut rest) {
+                    Record::all(event.records).for_each(drop);
+                }
+            }
+        }
+    }
+}
