@@ -1,6 +1,7 @@
 //! `smb3d`: serve SMB2/SMB3 shares, manage users, check and import the configuration.
 
 mod admin_socket;
+mod allocator;
 mod config_cmd;
 mod credentials;
 mod ctl;

@@ -56,6 +56,7 @@ pub fn run(args: ServeArgs) -> Result<(), AnyError> {
     };
     let audited = config.server.audit || config.shares.iter().any(|(_, s)| s.audit == Some(true));
     crate::logging::init(config.server.log_format, audited);
+    crate::allocator::tune();
     let credentials = Arc::new(
         ReloadingUserDb::open(config.server.user_db.clone())
             .map_err(|e| format!("user database: {e} (create it with `smb3d user add NAME`)"))?,
