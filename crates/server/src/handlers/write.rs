@@ -56,7 +56,12 @@ pub(crate) async fn handle(
         0
     } else {
         open.writing();
-        let written = Wait::transfer(data_len)
+        let wait = Wait::transfer(data_len);
+        let _turn = match wait {
+            Wait::Long => Some(open.shared.data_writes.lock().await),
+            Wait::Brief => None,
+        };
+        let written = wait
             .run(|| {
                 allocation::before_write(&open, req.offset)?;
                 match &mut piped {
