@@ -31,6 +31,8 @@ use crate::stat::{statx_at, statx_fd};
 /// How often a size query and a read of an xattr may disagree because another process changed
 /// it in between before giving up.
 const XATTR_RACE_RETRIES: usize = 8;
+/// Bytes of the first attempt to read an xattr, before its size is asked for.
+const FIRST_XATTR_READ: usize = 256;
 
 /// An open file, directory or other object of a [`PosixVfs`](crate::PosixVfs).
 ///
@@ -125,13 +127,99 @@ impl PosixFile {
     }
 }
 
-/// Reads a value whose size the kernel reports first, retrying if it grows in between
-/// (`ERANGE`). The kernel bounds xattr values and lists to 64 KiB.
+/// getxattrat(2), Linux 6.13, which rustix does not wrap yet.
+mod child_xattr {
+    use std::ffi::CString;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use rustix::fd::{AsRawFd, BorrowedFd};
+    use rustix::io::{self, Errno};
+
+    /// The system call's number, the same on every architecture.
+    const SYS_GETXATTRAT: libc::c_long = 464;
+
+    /// Whether the kernel lacked the call when first asked (a fact of the running kernel).
+    static MISSING: AtomicBool = AtomicBool::new(false);
+
+    /// `struct xattr_args` of the uapi.
+    #[repr(C)]
+    struct XattrArgs {
+        value: u64,
+        size: u32,
+        flags: u32,
+    }
+
+    /// The value of `xattr` on the entry `name` of `dir`, not following a symlink; `None`
+    /// when the kernel has no getxattrat (or a name holds a NUL), for the caller's fallback.
+    pub(super) fn read(
+        dir: BorrowedFd<'_>,
+        name: &str,
+        xattr: &str,
+    ) -> Option<io::Result<Vec<u8>>> {
+        if MISSING.load(Ordering::Relaxed) {
+            return None;
+        }
+        let (name, xattr) = (CString::new(name).ok()?, CString::new(xattr).ok()?);
+        let result = super::read_sized(
+            || call(dir, &name, &xattr, &mut []),
+            |buf| call(dir, &name, &xattr, buf),
+        );
+        if result == Err(Errno::NOSYS) {
+            MISSING.store(true, Ordering::Relaxed);
+            return None;
+        }
+        Some(result)
+    }
+
+    #[allow(unsafe_code)]
+    fn call(
+        dir: BorrowedFd<'_>,
+        name: &CString,
+        xattr: &CString,
+        buf: &mut [u8],
+    ) -> io::Result<usize> {
+        let mut args = XattrArgs {
+            value: buf.as_mut_ptr() as u64,
+            size: u32::try_from(buf.len()).map_err(|_| Errno::INVAL)?,
+            flags: 0,
+        };
+        // SAFETY: the names are NUL-terminated and live for the call; `args` points at `buf`,
+        // whose length it gives, and the kernel writes at most that many bytes there and
+        // keeps no pointer after returning.
+        let result = unsafe {
+            libc::syscall(
+                SYS_GETXATTRAT,
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+                xattr.as_ptr(),
+                std::ptr::from_mut(&mut args),
+                std::mem::size_of::<XattrArgs>(),
+            )
+        };
+        if result < 0 {
+            return Err(Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO));
+        }
+        usize::try_from(result).map_err(|_| Errno::IO)
+    }
+}
+
+/// Reads a value into a small buffer first, which holds the usual ones (DOS attributes, short
+/// lists) in one call; a larger value's size is asked for and the read retried if it grows in
+/// between (`ERANGE`). The kernel bounds xattr values and lists to 64 KiB.
 fn read_sized(
     mut query: impl FnMut() -> io::Result<usize>,
     mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
 ) -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
+    let mut buf = vec![0; FIRST_XATTR_READ];
+    match read(&mut buf) {
+        Ok(len) => {
+            buf.truncate(len);
+            return Ok(buf);
+        }
+        Err(Errno::RANGE) => {}
+        Err(error) => return Err(error),
+    }
     for _ in 0..XATTR_RACE_RETRIES {
         buf.resize(query()?, 0);
         match read(&mut buf) {
@@ -425,12 +513,20 @@ impl VfsFile for PosixFile {
         validate_name_of_xattr(xattr)?;
         self.check_directory()?;
         // The entry is reached through this directory's descriptor, which is confined to the
-        // share; lgetxattr does not follow the entry itself if it is a symlink.
-        let path = format!("{}/{name}", self.proc_path());
-        match read_sized(
-            || lgetxattr_query(&path, xattr),
-            |buf| lgetxattr(&path, xattr, buf),
-        ) {
+        // share, and is not followed if it is a symlink: with getxattrat where the kernel has
+        // it, else lgetxattr through the descriptor's /proc link (a path walk of five more
+        // components).
+        let value = match child_xattr::read(self.fd.as_fd(), name, xattr) {
+            Some(value) => value,
+            None => {
+                let path = format!("{}/{name}", self.proc_path());
+                read_sized(
+                    || lgetxattr_query(&path, xattr),
+                    |buf| lgetxattr(&path, xattr, buf),
+                )
+            }
+        };
+        match value {
             Ok(value) => Ok(Some(value)),
             Err(Errno::NODATA) => Ok(None),
             Err(error) => Err(map_errno(error)),

@@ -7,8 +7,8 @@
 //! opened that way, so no symlink or concurrent rename can take them out of the share.
 //! Everything is `O_CLOEXEC` and closed on drop. rustix wraps the system calls; the one
 //! `unsafe` blocks are the calls rustix has no wrapper for: the `FICLONERANGE` ioctl
-//! (`copy.rs`) and fanotify with `open_by_handle_at` (`outside.rs`, changes made by other
-//! processes).
+//! (`copy.rs`), `getxattrat` (`file.rs`) and fanotify with `open_by_handle_at` (`outside.rs`,
+//! changes made by other processes).
 //!
 //! Names ignore case by default ([`CaseSensitivity`]): a path that exists as spelled costs
 //! what it would cost without the option; a component missing as spelled is looked for by

@@ -351,3 +351,34 @@ fn new_directory_opens_for_its_creator_whatever_its_acl() {
         0o200
     );
 }
+
+/// An entry's xattr is read from the entry itself: a symlink in the share is not followed to a
+/// file outside it, whose xattrs would otherwise show through the listing.
+#[test]
+fn child_xattrs_never_follow_a_symlink() {
+    let top = tempfile::tempdir().unwrap();
+    let share = top.path().join("share");
+    fs::create_dir(&share).unwrap();
+    let secret = top.path().join("secret");
+    fs::write(&secret, b"outside").unwrap();
+    rustix::fs::setxattr(
+        &secret,
+        "user.DOSATTRIB",
+        b"secret",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    symlink(&secret, share.join("link")).unwrap();
+    let vfs = PosixVfs::new(&share).unwrap();
+    let root = vfs
+        .open(
+            &VfsPath::root(),
+            &request(Access::MetadataOnly, Kind::Directory),
+        )
+        .unwrap()
+        .file;
+    assert_eq!(
+        root.get_child_xattr("link", "user.DOSATTRIB").unwrap(),
+        None
+    );
+}

@@ -708,6 +708,7 @@ pub fn xattrs(vfs: &dyn Vfs) {
             .unwrap(),
         b"new"
     );
+    assert_eq!(root.get_child_xattr("f", "user.big").unwrap().unwrap(), big);
     assert_eq!(root.get_child_xattr("f", "user.missing").unwrap(), None);
     assert_eq!(
         error(root.get_child_xattr("absent", "user.DOSATTRIB")),
