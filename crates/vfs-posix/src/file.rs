@@ -212,16 +212,10 @@ fn read_sized(
     mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
 ) -> io::Result<Vec<u8>> {
     let mut buf = vec![0; FIRST_XATTR_READ];
-    match read(&mut buf) {
-        Ok(len) => {
-            buf.truncate(len);
-            return Ok(buf);
+    for attempt in 0..=XATTR_RACE_RETRIES {
+        if attempt > 0 {
+            buf.resize(query()?, 0);
         }
-        Err(Errno::RANGE) => {}
-        Err(error) => return Err(error),
-    }
-    for _ in 0..XATTR_RACE_RETRIES {
-        buf.resize(query()?, 0);
         match read(&mut buf) {
             Ok(len) => {
                 buf.truncate(len);

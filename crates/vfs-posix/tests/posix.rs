@@ -7,7 +7,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{PermissionsExt, symlink};
 
 use rustix::fs::{CWD, Mode, mkfifoat};
-use smb3d_vfs::{Access, Disposition, FileType, Kind, OpenRequest, Vfs, VfsError, VfsPath};
+use smb3d_vfs::{
+    Access, Disposition, FileType, Kind, OpenRequest, Vfs, VfsError, VfsFile, VfsPath,
+};
 use smb3d_vfs_posix::{PosixVfs, Resolver};
 
 const RESOLVERS: [Resolver; 2] = [Resolver::Openat2, Resolver::Walk];
@@ -23,6 +25,15 @@ fn request(access: Access, kind: Kind) -> OpenRequest {
         kind,
         create_mode: 0o644,
     }
+}
+
+fn open_root(vfs: &PosixVfs) -> Box<dyn VfsFile> {
+    vfs.open(
+        &VfsPath::root(),
+        &request(Access::MetadataOnly, Kind::Directory),
+    )
+    .unwrap()
+    .file
 }
 
 #[test]
@@ -306,13 +317,7 @@ fn new_directory_opens_for_its_creator_whatever_its_acl() {
         &[0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
     ]
     .concat();
-    let root = vfs
-        .open(
-            &VfsPath::root(),
-            &request(Access::MetadataOnly, Kind::Directory),
-        )
-        .unwrap()
-        .file;
+    let root = open_root(&vfs);
     if root
         .set_xattr("system.posix_acl_default", &default_acl)
         .is_err()
@@ -370,13 +375,7 @@ fn child_xattrs_never_follow_a_symlink() {
     .unwrap();
     symlink(&secret, share.join("link")).unwrap();
     let vfs = PosixVfs::new(&share).unwrap();
-    let root = vfs
-        .open(
-            &VfsPath::root(),
-            &request(Access::MetadataOnly, Kind::Directory),
-        )
-        .unwrap()
-        .file;
+    let root = open_root(&vfs);
     assert_eq!(
         root.get_child_xattr("link", "user.DOSATTRIB").unwrap(),
         None
