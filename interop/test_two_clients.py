@@ -1,7 +1,8 @@
 """Two real clients on one file (issue 5, check 2), with Python smbprotocol on both sides.
 
 A holds a read-write-handle lease and writes; B opens the same file; A gets the lease break,
-flushes and acknowledges; B's open completes and B reads A's data. And a client killed in the
+flushes and acknowledges; B's open completes and B reads A's data. A holds a directory lease;
+its own new file in the directory keeps it, B's new file breaks it. And a client killed in the
 middle of writing under a byte-range lock leaves its lock to nobody once its durable timeout
 has passed.
 
@@ -36,6 +37,7 @@ from smbprotocol_client import connect
 
 UNSOLICITED = 0xFFFFFFFFFFFFFFFF
 R, H, W = 1, 2, 4
+PARENT_LEASE_KEY_SET = 4
 STATUS_LOCK_NOT_GRANTED = 0xC0000055
 RW = FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE
 SHARE_ALL = ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
@@ -58,11 +60,14 @@ class LeaseBreakAck(Structure):
         super().__init__()
 
 
-def lease_context(key, state):
+def lease_context(key, state, parent=None):
+    """A version 2 lease request; `parent` is the key of the lease on the parent directory."""
     lease = SMB2CreateRequestLeaseV2()
     lease["lease_key"] = key
     lease["lease_state"] = state
-    lease["parent_lease_key"] = b"\0" * 16
+    lease["parent_lease_key"] = parent or b"\0" * 16
+    if parent:
+        lease["lease_flags"] = PARENT_LEASE_KEY_SET
     lease["epoch"] = 0
     context = SMB2CreateContextRequest()
     context["buffer_name"] = CreateContextName.SMB2_CREATE_REQUEST_LEASE_V2
@@ -153,6 +158,55 @@ def test_lease_break_hands_writes_to_the_second_client(shared_smb3d):
         assert b.read(0, len(data)) == data
         b.close()
         a.close()
+    finally:
+        conn_a.disconnect()
+        conn_b.disconnect()
+
+
+def test_another_clients_new_file_breaks_a_directory_lease(shared_smb3d):
+    name = "two-clients-dir-lease"
+    conn_a, _, tree_a = connect(shared_smb3d)
+    conn_b, _, tree_b = connect(shared_smb3d)
+    try:
+        key = uuid.uuid4().bytes
+        directory = Open(tree_a, name)
+        contexts = directory.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                                    FileAttributes.FILE_ATTRIBUTE_DIRECTORY, SHARE_ALL, CreateDisposition.FILE_CREATE,
+                                    CreateOptions.FILE_DIRECTORY_FILE, create_contexts=[lease_context(key, R | W | H)],
+                                    oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE)
+        # Directories never get write caching.
+        assert granted_lease_state(contexts) == R | H
+        listener = listen_for_break(conn_a)
+
+        # A's own new file names the directory's lease as its parent: A knows of it.
+        own, contexts = open_file(tree_a, name + "\\mine.txt", CreateDisposition.FILE_CREATE,
+                                  [lease_context(uuid.uuid4().bytes, R | W | H, parent=key)],
+                                  RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE)
+        assert granted_lease_state(contexts) == R | W | H
+        assert not listener.response_event.wait(1), "A's own new file broke its directory lease"
+
+        # So does B's, naming the same key: MS-FSA 2.1.4.12.2 compares the keys alone.
+        named, _ = open_file(tree_b, name + "\\named.txt", CreateDisposition.FILE_CREATE,
+                             [lease_context(uuid.uuid4().bytes, R, parent=key)],
+                             RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE)
+        assert not listener.response_event.wait(1), "a new file naming the directory's lease broke it"
+
+        theirs, _ = open_file(tree_b, name + "\\theirs.txt", CreateDisposition.FILE_CREATE)
+        assert listener.response_event.wait(10), "B's new file did not break A's directory lease"
+        notification = listener.response["data"].get_value()
+        structure_size, _epoch, flags = struct.unpack_from("<HHI", notification)
+        current, new = struct.unpack_from("<II", notification, 24)
+        assert structure_size == 44 and flags & 1
+        assert notification[8:24] == key
+        assert (current, new) == (R | H, 0)
+
+        ack = LeaseBreakAck()
+        ack["lease_key"] = key
+        ack["lease_state"] = 0
+        request = conn_a.send(ack, sid=tree_a.session.session_id, tid=tree_a.tree_connect_id)
+        conn_a.receive(request)
+        for handle in (theirs, named, own, directory):
+            handle.close()
     finally:
         conn_a.disconnect()
         conn_b.disconnect()

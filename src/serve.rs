@@ -270,6 +270,7 @@ pub fn build_server(
         max_dialect: s.max_dialect.get_ref().revision(),
         require_signing: s.signing == SigningPolicy::Required,
         multichannel: s.multichannel,
+        directory_leases: s.directory_leases,
         max_io_size: *s.max_io_size.get_ref(),
         max_credits: *config.limits.max_credits.get_ref(),
         limits: limits(&config.limits),

@@ -27,6 +27,7 @@ const SERVER_VARIABLES: &[&str] = &[
     "SMB3D_USER_DB",
     "SMB3D_STATE_DIR",
     "SMB3D_MULTICHANNEL",
+    "SMB3D_DIRECTORY_LEASES",
     "SMB3D_SIGNING",
     "SMB3D_ENCRYPT",
     "SMB3D_CIPHERS",
@@ -230,6 +231,10 @@ impl Config {
                     s.multichannel = parse_bool(value)
                         .ok_or_else(|| fail(format!("{value:?}: expected true or false")))?;
                 }
+                "SMB3D_DIRECTORY_LEASES" => {
+                    s.directory_leases = parse_bool(value)
+                        .ok_or_else(|| fail(format!("{value:?}: expected true or false")))?;
+                }
                 "SMB3D_SIGNING" => {
                     s.signing = SigningPolicy::parse(value)
                         .ok_or_else(|| fail(format!("{value:?}: expected auto or required")))?;
@@ -364,6 +369,7 @@ mod tests {
                 ("SMB3D_AUDIT", "1"),
                 ("SMB3D_STATE_DIR", "/data/state"),
                 ("SMB3D_MULTICHANNEL", "no"),
+                ("SMB3D_DIRECTORY_LEASES", "off"),
                 ("SMB3D_LOG", "debug"),
                 ("PATH", "/bin"),
             ]))
@@ -395,6 +401,7 @@ mod tests {
         assert!(s.audit);
         assert_eq!(s.state_dir, Path::new("/data/state"));
         assert!(!s.multichannel);
+        assert!(!s.directory_leases);
         let c = base()
             .with_env(vars(&[("SMB3D_METRICS_LISTEN", "[::]:9445")]))
             .unwrap();

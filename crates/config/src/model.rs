@@ -241,6 +241,9 @@ pub struct ServerConfig {
     pub state_dir: PathBuf,
     /// Offer SMB 3 multichannel: a client may bind more connections to its session.
     pub multichannel: bool,
+    /// Offer SMB 3 directory leases (SMB2_GLOBAL_CAP_DIRECTORY_LEASING): clients may cache
+    /// directory listings until a change in the directory breaks their lease.
+    pub directory_leases: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize offered to clients (bytes).
     pub max_io_size: Spanned<u32>,
     /// Advertise the server with mDNS/DNS-SD (RFC 6762/6763) so that macOS Finder lists it.
@@ -279,6 +282,7 @@ impl Default for ServerConfig {
             user_db: PathBuf::from("/var/lib/smb3d/users"),
             state_dir: PathBuf::from(DEFAULT_STATE_DIR),
             multichannel: true,
+            directory_leases: true,
             max_io_size: Spanned::new(0..0, 8 * 1024 * 1024),
             mdns: false,
             mdns_model: DEFAULT_MDNS_MODEL.into(),

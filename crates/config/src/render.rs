@@ -67,6 +67,7 @@ impl Config {
         let _ = writeln!(out, "user_db = {}", toml_path(&s.user_db));
         let _ = writeln!(out, "state_dir = {}", toml_path(&s.state_dir));
         let _ = writeln!(out, "multichannel = {}", s.multichannel);
+        let _ = writeln!(out, "directory_leases = {}", s.directory_leases);
         let _ = writeln!(out, "max_io_size = {}", s.max_io_size.get_ref());
         let _ = writeln!(out, "mdns = {}", s.mdns);
         let _ = writeln!(out, "mdns_model = {}", toml_string(&s.mdns_model));
@@ -170,6 +171,7 @@ ciphers = ["aes-256-gcm"]
 user_db = "/var/lib/smb3d/users \"x\""
 state_dir = "/srv/state"
 multichannel = false
+directory_leases = false
 max_io_size = 65536
 mdns = true
 mdns_model = "MacPro7,1@ECOLOR=226,226,224"
@@ -221,6 +223,7 @@ path = "/srv/p"
         );
         assert!(again.server.mdns);
         assert!(!again.server.multichannel);
+        assert!(!again.server.directory_leases);
         assert_eq!(again.server.mdns_model, "MacPro7,1@ECOLOR=226,226,224");
         assert_eq!(again.share("plain").unwrap().encrypt, None);
         assert_eq!(again.share("plain").unwrap().audit, None);

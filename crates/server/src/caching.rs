@@ -9,6 +9,7 @@
 //! notifications to send ([`Breaks`]), which [`deliver`] sends once the lock is released.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -20,6 +21,7 @@ use smb3d_wire::Guid;
 
 use crate::connection::{Connection, Ctx};
 use crate::files::{FileKey, FileState, OpenEntry, SharedFile};
+use crate::notify::ShareKey;
 use crate::open::Open;
 use crate::pending::{Reply, wait_async};
 use crate::server::Server;
@@ -170,6 +172,9 @@ pub(crate) struct Opening {
     pub existed: bool,
     /// The open deletes the file when closed: handle caching of others conflicts with it.
     pub delete_on_close: bool,
+    /// The open is of a directory in this share: a lease it gets is a directory lease, which
+    /// changes to the directory's children break ([`crate::dir_leases`]).
+    pub directory: Option<ShareKey>,
 }
 
 /// What an open was granted.
@@ -706,6 +711,26 @@ pub(crate) fn breaks_for_rename(state: &mut FileState, renamer: u64, out: &mut B
     delay
 }
 
+/// A child of the directory whose state this is was added, removed, renamed or changed
+/// (MS-FSA 2.1.4.12 with PARENT_OBJECT, MS-SMB2 3.3.4.7): its leases break to none, except
+/// those whose key is `spared`, the ParentLeaseKey of the changing open: MS-FSA 2.1.4.12.2
+/// compares the parent oplock key with the lease's key alone, whichever client holds it. The
+/// change does not wait for the acknowledgments.
+pub(crate) fn breaks_for_child_change(
+    state: &mut FileState,
+    spared: Option<LeaseKey>,
+    out: &mut Breaks,
+) {
+    let generation = state.next_generation();
+    for lease in state
+        .leases
+        .iter_mut()
+        .filter(|l| l.stream.is_none() && l.state != 0 && Some(l.id.key) != spared)
+    {
+        break_lease(lease, 0, generation, out);
+    }
+}
+
 /// MS-SMB2 3.3.5.22.1: the acknowledgment of an oplock break through open `open`. Returns the
 /// level the open keeps.
 pub(crate) fn acknowledge_oplock(
@@ -836,6 +861,11 @@ pub(crate) fn released(state: &mut FileState, entry: &OpenEntry) -> Option<Lease
 #[derive(Default)]
 pub(crate) struct LeaseTable {
     leases: Mutex<HashMap<LeaseId, LeasedFile>>,
+    /// The directory leases among them, with the share each directory was opened in.
+    directories: Mutex<HashMap<LeaseId, (ShareKey, Weak<SharedFile>)>>,
+    /// `directories.len()`, so that changes to directories cost one atomic load while nobody
+    /// holds a directory lease.
+    directory_count: AtomicUsize,
 }
 
 /// The file (and stream) a lease is on.
@@ -854,17 +884,66 @@ impl LeaseTable {
         })
     }
 
-    pub fn bind(&self, id: LeaseId, file: &Arc<SharedFile>, stream: Option<&Arc<str>>) {
+    /// Records that lease `id` is on `file` (a directory of the share `directory`, for a
+    /// directory lease).
+    pub fn bind(
+        &self,
+        id: LeaseId,
+        file: &Arc<SharedFile>,
+        stream: Option<&Arc<str>>,
+        directory: Option<ShareKey>,
+    ) {
         let leased = LeasedFile {
             key: file.key,
             stream: stream.cloned(),
             file: Arc::downgrade(file),
         };
         self.leases.lock().insert(id, leased);
+        if directory.is_none() && !self.has_directory_leases() {
+            return;
+        }
+        let mut directories = self.directories.lock();
+        match directory {
+            Some(share) => {
+                directories.insert(id, (share, Arc::downgrade(file)));
+            }
+            None => {
+                directories.remove(&id);
+            }
+        }
+        self.directory_count
+            .store(directories.len(), Ordering::Relaxed);
     }
 
     pub fn unbind(&self, id: LeaseId) {
         self.leases.lock().remove(&id);
+        if self.has_directory_leases() {
+            let mut directories = self.directories.lock();
+            directories.remove(&id);
+            self.directory_count
+                .store(directories.len(), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether any directory lease exists.
+    pub fn has_directory_leases(&self) -> bool {
+        self.directory_count.load(Ordering::Relaxed) != 0
+    }
+
+    /// The directories of the share `share` that have leases, each once.
+    pub fn leased_directories(&self, share: ShareKey) -> Vec<Arc<SharedFile>> {
+        let mut found: Vec<Arc<SharedFile>> = Vec::new();
+        for (leased_in, file) in self.directories.lock().values() {
+            if *leased_in != share {
+                continue;
+            }
+            if let Some(file) = file.upgrade()
+                && !found.iter().any(|f| Arc::ptr_eq(f, &file))
+            {
+                found.push(file);
+            }
+        }
+        found
     }
 
     /// The file (and stream) a lease is on, if any open holds it.
@@ -1029,6 +1108,7 @@ mod tests {
             first_attempt: true,
             existed: true,
             delete_on_close: false,
+            directory: None,
         }
     }
 
@@ -1289,6 +1369,25 @@ mod tests {
         acknowledge_lease(&mut st, st_lease_id(2), R, &mut more).unwrap();
         let mut breaks = Breaks::default();
         assert!(!breaks_for_rename(&mut st, 1, &mut breaks));
+        assert!(breaks.notes.is_empty());
+    }
+
+    #[test]
+    fn a_child_change_breaks_directory_leases_to_none_but_spares_the_changers_parent() {
+        let mut st = state();
+        open(&mut st, 1, ALL, opening(lease(1, R | H)));
+        open(&mut st, 2, ALL, opening(lease(2, R)));
+        let mut breaks = Breaks::default();
+        breaks_for_child_change(&mut st, Some(LeaseKey([1; 16])), &mut breaks);
+        assert_eq!(lease_notes(&breaks), [(2, R, 0, false)]);
+        assert!(breaks.awaited.is_empty());
+        let mut breaks = Breaks::default();
+        breaks_for_child_change(&mut st, None, &mut breaks);
+        assert_eq!(lease_notes(&breaks), [(1, R | H, 0, true)]);
+        assert_eq!(breaks.awaited.len(), 1);
+        // While that break waits, further changes send nothing more.
+        let mut breaks = Breaks::default();
+        breaks_for_child_change(&mut st, None, &mut breaks);
         assert!(breaks.notes.is_empty());
     }
 

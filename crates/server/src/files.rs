@@ -299,7 +299,8 @@ impl FileTable {
                     if let caching::Request::Lease(lease) = &opening.request
                         && granted.caching == Caching::Lease(lease.id)
                     {
-                        self.leases.bind(lease.id, &file, entry.stream.as_ref());
+                        self.leases
+                            .bind(lease.id, &file, entry.stream.as_ref(), opening.directory);
                     }
                     entry.caching = granted.caching.clone();
                     state.opens.push(entry);
@@ -336,7 +337,7 @@ impl FileTable {
             match state.leases.iter_mut().find(|l| l.id == lease.id) {
                 Some(shared) => shared.opens += 1,
                 None => {
-                    self.leases.bind(lease.id, &file, None);
+                    self.leases.bind(lease.id, &file, None, None);
                     state.leases.push(lease);
                 }
             }
@@ -537,6 +538,7 @@ mod tests {
                 first_attempt: true,
                 existed: true,
                 delete_on_close: false,
+                directory: None,
             };
             match self.register(key, path, entry, &opening, &mut Breaks::default())? {
                 Admission::Granted(file, _) => Ok(file),

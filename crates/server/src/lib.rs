@@ -20,6 +20,7 @@ mod caching;
 mod conn_limits;
 pub mod connection;
 pub mod credits;
+mod dir_leases;
 mod durable;
 mod eas;
 mod encryption;

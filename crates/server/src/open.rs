@@ -148,13 +148,13 @@ impl Open {
     }
 
     /// Stores the last-write time this open leaves behind, if it changed it; done once, before
-    /// the close's answer and any delete.
-    pub fn finish_writes(&self) {
+    /// the close's answer and any delete. Returns whether the open had written.
+    pub fn finish_writes(&self) -> bool {
         if !self.writes.wrote() {
-            return;
+            return false;
         }
         let Ok(stat) = self.io(|| self.file.stat().status()) else {
-            return;
+            return true;
         };
         let disk = fileinfo::filetime(stat.mtime);
         let store = self
@@ -169,6 +169,7 @@ impl Open {
                     .status()
             });
         }
+        true
     }
 
     /// The open-file table's key of this open's named stream.

@@ -56,6 +56,9 @@ pub struct Settings {
     /// IsMultiChannelCapable (MS-SMB2 3.3.1.5): SMB 3 clients may bind more connections to a
     /// session.
     pub multichannel: bool,
+    /// SMB2_GLOBAL_CAP_DIRECTORY_LEASING (MS-SMB2 3.3.5.4): 3.x clients get leases on
+    /// directories.
+    pub directory_leases: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize.
     pub max_io_size: u32,
     /// Credits one connection may hold.
@@ -79,6 +82,7 @@ impl Default for Settings {
             max_dialect: 0x0311,
             require_signing: false,
             multichannel: true,
+            directory_leases: true,
             max_io_size: 8 * 1024 * 1024,
             max_credits: 8192,
             encryption: EncryptionPolicy::Auto,

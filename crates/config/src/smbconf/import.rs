@@ -317,6 +317,11 @@ impl Converter {
                         .bool_param(section, p)
                         .unwrap_or(self.server.multichannel);
                 }
+                "smb3directoryleases" => {
+                    self.server.directory_leases = self
+                        .bool_param(section, p)
+                        .unwrap_or(self.server.directory_leases);
+                }
                 "smbports" => ports = Some((self.ports(section, p), p.clone())),
                 "interfaces" => interfaces = Some(p.clone()),
                 "bindinterfacesonly" => bind_only = self.bool_param(section, p).unwrap_or(false),
@@ -775,7 +780,8 @@ mod tests {
              smb ports = 4445 139\ninterfaces = 127.0.0.1/8 lo eth0 ::1\nbind interfaces only = yes\n\
              smb2 max read = 1048576\nsmb2 max write = 4194304\nsecurity = USER\n\
              server role = standalone server\ndeadtime = 30\nsmb2 max credits = 512\n\
-             server multi channel support = no\n",
+             server multi channel support = no\n\
+             smb3 directory leases = no\n",
         );
         let l = &i.config.limits;
         assert_eq!(
@@ -792,6 +798,7 @@ mod tests {
         assert_eq!(s.encrypt, EncryptPolicy::Desired);
         assert_eq!(*s.max_io_size.get_ref(), 1 << 20);
         assert!(!s.multichannel);
+        assert!(!s.directory_leases);
         let listen: Vec<String> = s.listen.iter().map(ToString::to_string).collect();
         assert_eq!(listen, ["127.0.0.1:4445", "[::1]:4445"]);
         assert_eq!(

@@ -8,6 +8,7 @@ use smb3d_wire::Writer;
 
 use crate::audit;
 use crate::connection::Ctx;
+use crate::dir_leases;
 use crate::files::Deletion;
 use crate::handlers::lookup_open;
 use crate::notify::ShareKey;
@@ -29,7 +30,7 @@ pub(crate) async fn handle(
     // With POSTQUERY_ATTRIB the attributes are taken before a delete-on-close removes the
     // file; what is returned describes the file as it was closed.
     let mut response = CloseResponse { attributes: None };
-    open.finish_writes();
+    let wrote = open.finish_writes();
     if req.flags.contains(CloseFlags::POSTQUERY_ATTRIB)
         && let Ok(meta) = open.io(|| open.meta())
     {
@@ -44,7 +45,7 @@ pub(crate) async fn handle(
             file_attributes: meta.attributes().0,
         });
     }
-    close_open(&cx.conn.server, &open);
+    close_written(&cx.conn.server, &open, wrote);
     if cx.chain.file_id == Some(open.file_id) {
         cx.chain.file_id = None;
     }
@@ -56,7 +57,16 @@ pub(crate) async fn handle(
 /// file (or its stream) delete-pending, and the last open of a delete-pending file or stream
 /// deletes it (MS-FSA 2.1.5.4).
 pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
-    open.finish_writes();
+    close_written(server, open, false);
+}
+
+/// [`close_open`] for an open whose writes were finished already; `wrote` says whether it had
+/// written. The close of a file that was written changes it in its directory's listing, which
+/// breaks the directory's leases (smbtorture smb2.lease.v2_request), as does its deletion.
+fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
+    let wrote = open.finish_writes() || wrote;
+    // Known before the open leaves its lease behind.
+    let changed_by = dir_leases::spared_by(server, open);
     // Its locks go (MS-FSA 2.1.5.4), lock requests waiting on this open learn it closed, and
     // so do its change notifications.
     open.shared.locks.release_owner(open.file_id.volatile);
@@ -72,7 +82,11 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
             .set_delete_pending(&open.shared, open.stream_key().as_ref(), true);
     }
     let path = open.path();
-    let deleted = match server.files.release(&open.shared, open.file_id.volatile) {
+    let released = server.files.release(&open.shared, open.file_id.volatile);
+    if wrote && !matches!(released, Some(Deletion::File(_))) {
+        dir_leases::child_changed(server, ShareKey::of(&open.vfs), &path, changed_by);
+    }
+    let deleted = match released {
         None => {
             if open.is_directory && open.shared.delete_pending() {
                 server.notify.delete_pending(&open.shared);
@@ -91,6 +105,7 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
                     NotifyAction::REMOVED,
                     open.is_directory,
                 );
+                dir_leases::child_changed(server, ShareKey::of(&open.vfs), &path, changed_by);
             }),
         Some(Deletion::Stream) => match &open.stream {
             Some(stream) => open.io_long(|| stream.remove().status()),

@@ -175,11 +175,15 @@ fn negotiate(
         preauth = Some(hash);
     }
 
-    // MS-SMB2 3.3.5.4: multichannel when configured; persistent handles for a 3.x client that
-    // asks, when the server keeps them and serves a continuous-availability share.
+    // MS-SMB2 3.3.5.4: multichannel and directory leasing when configured; persistent handles
+    // for a 3.x client that asks, when the server keeps them and serves a
+    // continuous-availability share.
     let mut smb3 = Capabilities::empty();
     if conn.server.settings.multichannel {
         smb3 |= Capabilities::MULTI_CHANNEL;
+    }
+    if conn.server.settings.directory_leases {
+        smb3 |= Capabilities::DIRECTORY_LEASING;
     }
     if req.capabilities.contains(Capabilities::PERSISTENT_HANDLES)
         && conn.server.offers_persistent_handles()

@@ -97,6 +97,7 @@ pub(crate) async fn handle(
         crate::persistent::renamed(&cx.conn.server, &open.shared);
     }
     crate::notify::set_info_done(&cx.conn.server.notify, &open, &before, &req);
+    crate::dir_leases::set_info_done(&cx.conn.server, &open, &before, &req);
     SetInfoResponse.encode(&mut reply.writer());
     Ok(NtStatus::SUCCESS)
 }

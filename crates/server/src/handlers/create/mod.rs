@@ -29,6 +29,7 @@ use crate::blocking::as_user;
 use crate::caching::{Caching, Opening, Route};
 use crate::conn_limits::admit_open;
 use crate::connection::Ctx;
+use crate::dir_leases;
 use crate::durable::ReplayState;
 use crate::eas;
 use crate::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
@@ -263,7 +264,9 @@ pub(crate) async fn handle(
         first_attempt: true,
         existed: !opened.created && !stream_created,
         delete_on_close: req.create_options.contains(CreateOptions::DELETE_ON_CLOSE),
+        directory: meta.is_directory().then(|| ShareKey::of(&vfs)),
     };
+    let changed_by = dir_leases::requested_parent(&opening.request);
     let (shared, caching) = oplock::register(cx, reply, key, &vfs_path, entry, opening).await?;
     let file = opened.file;
     let touches_files = opened.created || overwritten || stream_name.is_some();
@@ -331,6 +334,9 @@ pub(crate) async fn handle(
             NotifyAction::ADDED,
             meta.is_directory(),
         );
+    }
+    if opened.created || overwritten {
+        dir_leases::child_changed(server, ShareKey::of(&vfs), &vfs_path, changed_by);
     }
     let open = Arc::new(Open {
         file_id,

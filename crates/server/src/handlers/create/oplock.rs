@@ -40,12 +40,26 @@ pub(super) fn check_lease_key(
 }
 
 /// The caching a CREATE asks for. Leases need SMB 2.1 (the version 2 context SMB 3), a nonzero
-/// key and a RequestedOplockLevel of LEASE; anything else is no request. Directories get
-/// neither oplocks nor leases.
+/// key and a RequestedOplockLevel of LEASE; anything else is no request. Directories get no
+/// oplocks; they get leases (R or RH, never W) only through the version 2 context, when the
+/// server offers directory leasing (MS-SMB2 3.3.5.9.11).
 pub(super) fn request(cx: &Ctx<'_>, req: &CreateRequest<'_>, directory: bool) -> Request {
-    if directory {
-        return Request::None;
+    if !directory {
+        return file_request(cx, req);
     }
+    match file_request(cx, req) {
+        Request::Lease(lease) if lease.v2.is_some() && cx.conn.server.settings.directory_leases => {
+            Request::Lease(LeaseRequest {
+                state: lease.state & (caching::R | caching::H),
+                ..lease
+            })
+        }
+        _ => Request::None,
+    }
+}
+
+/// The caching a CREATE of a file asks for.
+fn file_request(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Request {
     match req.requested_oplock_level {
         OplockLevel::LEASE => {
             let dialect = cx.negotiated.dialect;
