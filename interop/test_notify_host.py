@@ -1,16 +1,20 @@
-"""Issue 5: CHANGE_NOTIFY completes on changes made directly on the Linux file system, not only
-on those made through smb3d (smb3d sees them with fanotify, which needs root)."""
+"""Issue 5: CHANGE_NOTIFY completes, and directory leases break, on changes made directly on the
+Linux file system, not only on those made through smb3d (smb3d sees them with fanotify, which
+needs root)."""
 
 import os
+import struct
 import subprocess
 import time
+import uuid
 
 import pytest
 from smbprotocol.change_notify import ChangeNotifyFlags, CompletionFilter, FileAction, FileSystemWatcher
 from smbprotocol.open import (CreateDisposition, CreateOptions, DirectoryAccessMask, FileAttributes,
-                              ImpersonationLevel, Open, ShareAccess)
+                              FilePipePrinterAccessMask, ImpersonationLevel, Open, RequestedOplockLevel, ShareAccess)
 
 from smbprotocol_client import connect
+from test_two_clients import H, R, W, granted_lease_state, lease_context, listen_for_break
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="fanotify's file-system marks need root")
 
@@ -107,5 +111,26 @@ def test_the_servers_own_changes_are_reported_once(smb3d):
         # Had fanotify's event for made.txt been taken too, it would come again before the marker.
         on_host(smb3d.share_dir, "touch dir/marker")
         assert names.until((ADDED, "marker")) == [(ADDED, "made.txt"), (ADDED, "marker")]
+    finally:
+        conn.disconnect()
+
+
+def test_a_change_made_on_the_host_breaks_a_directory_lease(smb3d):
+    """A client caching a directory's listing under a lease must hear of files added on the host."""
+    conn, _, tree = connect(smb3d)
+    try:
+        key = uuid.uuid4().bytes
+        directory = Open(tree, "leased")
+        contexts = directory.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                                    FileAttributes.FILE_ATTRIBUTE_DIRECTORY, SHARE_ALL, CreateDisposition.FILE_CREATE,
+                                    CreateOptions.FILE_DIRECTORY_FILE, create_contexts=[lease_context(key, R | W | H)],
+                                    oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE)
+        assert granted_lease_state(contexts) == R | H
+        listener = listen_for_break(conn)
+        on_host(smb3d.share_dir, "touch leased/from-the-host.txt")
+        assert listener.response_event.wait(30), "a file added on the host did not break the directory lease"
+        notification = listener.response["data"].get_value()
+        assert notification[8:24] == key
+        assert struct.unpack_from("<II", notification, 24) == (R | H, 0)
     finally:
         conn.disconnect()

@@ -11,6 +11,8 @@
 //! ClientGuid (Windows spares it for another client naming it too, as the smbtorture of later
 //! Samba releases expects in `smb2.dirlease.seteof`, `setdos` and the time tests).
 
+use std::sync::Arc;
+
 use smb3d_fscc::FileInformationClass;
 use smb3d_smb2::create::{LeaseFlags, LeaseKey};
 use smb3d_smb2::query_info::InfoType;
@@ -19,6 +21,7 @@ use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
 use crate::caching::{self, Caching, Request};
+use crate::files::SharedFile;
 use crate::notify::ShareKey;
 use crate::open::Open;
 use crate::server::Server;
@@ -40,10 +43,26 @@ pub(crate) fn break_directory_leases(
         if !eq_ignore_case(file.path().as_str(), dir.as_str()) {
             continue;
         }
-        let ((), breaks) = file.start_breaks(|state, out| {
-            caching::breaks_for_child_change(state, by, out);
-        });
-        caching::deliver(server, &file, breaks);
+        break_for_children(server, &file, by);
+    }
+}
+
+/// Breaks the leases of the directory `dir` because its children changed (see
+/// [`break_directory_leases`] for `by`).
+fn break_for_children(server: &Server, dir: &Arc<SharedFile>, by: Option<LeaseKey>) {
+    let ((), breaks) = dir.start_breaks(|state, out| {
+        caching::breaks_for_child_change(state, by, out);
+    });
+    caching::deliver(server, dir, breaks);
+}
+
+/// Changes to the share `share` went unseen: every directory lease in it breaks.
+pub(crate) fn break_all(server: &Server, share: ShareKey) {
+    if !server.files.leases.has_directory_leases() {
+        return;
+    }
+    for file in server.files.leases.leased_directories(share) {
+        break_for_children(server, &file, None);
     }
 }
 

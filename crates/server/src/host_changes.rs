@@ -1,17 +1,20 @@
 //! Changes made on the host file system by other processes than smb3d, for change notify
-//! (MS-SMB2 3.3.5.19 completes a watch on any change to the directory, whoever made it).
+//! (MS-SMB2 3.3.5.19 completes a watch on any change to the directory, whoever made it) and
+//! directory leases (a client's cached listing is stale whoever changed the directory).
 //!
 //! A share's back end watches for them ([`Vfs::watch_outside`]) only while something needs
-//! them: each user acquires the share's watch and releases it when done, and the last release
-//! stops it. The changes go to the server's [`NotifyHub`](crate::notify::NotifyHub) as the
+//! them: a CHANGE_NOTIFY watch, or a directory open holding a directory lease. Each acquires
+//! the share's watch and releases it when done, and the last release stops it. The changes go
+//! to the server's [`NotifyHub`](crate::notify::NotifyHub) and break directory leases as the
 //! handlers' own do.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
-use smb3d_vfs::{OutsideWatch, Vfs};
+use smb3d_vfs::{OutsideChange, OutsideWatch, Vfs};
 
+use crate::dir_leases;
 use crate::notify::ShareKey;
 use crate::server::Server;
 
@@ -36,12 +39,18 @@ impl HostChanges {
             entry.users += 1;
             return;
         }
-        let server = Arc::downgrade(server);
-        let watch = vfs.watch_outside(Box::new(move |change| {
-            if let Some(server) = Weak::upgrade(&server) {
-                server.notify.outside_change(share, &change);
-            }
-        }));
+        // Lease breaks start their timers on the runtime, from the back end's own thread.
+        let watch = tokio::runtime::Handle::try_current()
+            .ok()
+            .and_then(|runtime| {
+                let server = Arc::downgrade(server);
+                vfs.watch_outside(Box::new(move |change| {
+                    if let Some(server) = Weak::upgrade(&server) {
+                        let _runtime = runtime.enter();
+                        deliver(&server, share, &change);
+                    }
+                }))
+            });
         running.insert(share, Running { users: 1, watch });
     }
 
@@ -66,5 +75,23 @@ impl HostChanges {
             .values()
             .filter(|entry| entry.watch.is_some())
             .count()
+    }
+}
+
+/// What a change made on the host means for the share's watches and directory leases.
+fn deliver(server: &Server, share: ShareKey, change: &OutsideChange) {
+    server.notify.outside_change(share, change);
+    match change {
+        OutsideChange::Added { path, .. }
+        | OutsideChange::Removed { path, .. }
+        | OutsideChange::Written { path }
+        | OutsideChange::MetadataChanged { path, .. } => {
+            dir_leases::child_changed(server, share, path, None);
+        }
+        OutsideChange::Renamed { from, to, .. } => {
+            dir_leases::child_changed(server, share, from, None);
+            dir_leases::child_changed(server, share, to, None);
+        }
+        OutsideChange::Lost => dir_leases::break_all(server, share),
     }
 }

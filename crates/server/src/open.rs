@@ -1,6 +1,6 @@
 //! Opens (MS-SMB2 3.3.1.10): a handle on a file or directory and what was granted with it.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
@@ -72,6 +72,9 @@ pub(crate) struct Open {
     pub audit: Option<Arc<audit::Subject>>,
     /// ChannelSequence and CREATE replay state.
     pub replay: ReplayState,
+    /// Whether the open holds its share's watch of changes made on the host (a directory open
+    /// granted a directory lease, which such changes break), released when it closes.
+    pub watches_host: AtomicBool,
 }
 
 impl Open {

@@ -14,7 +14,7 @@ use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -811,6 +811,7 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         opened_at: SystemTime::now(),
         audit: None,
         replay: ReplayState::restored(record.channel_sequence, record.lock_sequences),
+        watches_host: AtomicBool::new(false),
     });
     server.durable.restore(
         server,

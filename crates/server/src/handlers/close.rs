@@ -1,6 +1,7 @@
 //! CLOSE: MS-SMB2 3.3.5.10.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::close::{CloseAttributes, CloseFlags, CloseRequest, CloseResponse};
@@ -72,6 +73,9 @@ fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
     open.shared.locks.release_owner(open.file_id.volatile);
     if let Some(share) = server.notify.closed(open.file_id.volatile) {
         server.host_changes.release(share);
+    }
+    if open.watches_host.swap(false, Ordering::Relaxed) {
+        server.host_changes.release(ShareKey::of(&open.vfs));
     }
     if server.durable.forget(open.file_id) {
         crate::persistent::remove(server, open.file_id.persistent);

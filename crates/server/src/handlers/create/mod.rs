@@ -9,7 +9,7 @@ mod request;
 mod stream;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
@@ -338,6 +338,10 @@ pub(crate) async fn handle(
     if opened.created || overwritten {
         dir_leases::child_changed(server, ShareKey::of(&vfs), &vfs_path, changed_by);
     }
+    let watches_host = meta.is_directory() && caching.lease.is_some();
+    if watches_host {
+        server.host_changes.acquire(server, &vfs);
+    }
     let open = Arc::new(Open {
         file_id,
         tree_id: AtomicU32::new(tree.id),
@@ -360,6 +364,7 @@ pub(crate) async fn handle(
             u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default(),
             matches!(durable_ask, durable::Ask::V2(_)),
         ),
+        watches_host: AtomicBool::new(watches_host),
     });
     if let Some(who) = &open.audit {
         audit::opened(who, &vfs_path, action, granted, open.is_directory);
