@@ -11,10 +11,10 @@ import uuid
 import pytest
 from smbprotocol.change_notify import ChangeNotifyFlags, CompletionFilter, FileAction, FileSystemWatcher
 from smbprotocol.open import (CreateDisposition, CreateOptions, DirectoryAccessMask, FileAttributes,
-                              FilePipePrinterAccessMask, ImpersonationLevel, Open, RequestedOplockLevel, ShareAccess)
+                              ImpersonationLevel, Open, ShareAccess)
 
 from smbprotocol_client import connect
-from test_two_clients import H, R, W, granted_lease_state, lease_context, listen_for_break
+from test_two_clients import H, R, create_leased_directory, listen_for_break
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="fanotify's file-system marks need root")
 
@@ -120,12 +120,8 @@ def test_a_change_made_on_the_host_breaks_a_directory_lease(smb3d):
     conn, _, tree = connect(smb3d)
     try:
         key = uuid.uuid4().bytes
-        directory = Open(tree, "leased")
-        contexts = directory.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
-                                    FileAttributes.FILE_ATTRIBUTE_DIRECTORY, SHARE_ALL, CreateDisposition.FILE_CREATE,
-                                    CreateOptions.FILE_DIRECTORY_FILE, create_contexts=[lease_context(key, R | W | H)],
-                                    oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE)
-        assert granted_lease_state(contexts) == R | H
+        _, granted = create_leased_directory(tree, "leased", key)
+        assert granted == R | H
         listener = listen_for_break(conn)
         on_host(smb3d.share_dir, "touch leased/from-the-host.txt")
         assert listener.response_event.wait(30), "a file added on the host did not break the directory lease"

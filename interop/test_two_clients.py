@@ -107,6 +107,16 @@ def open_file(tree, name, disposition, contexts=None, oplock=RequestedOplockLeve
     return handle, response
 
 
+def create_leased_directory(tree, name, key):
+    """Creates directory `name` asking for an RWH lease with `key`; returns it and the state granted."""
+    directory = Open(tree, name)
+    contexts = directory.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                                FileAttributes.FILE_ATTRIBUTE_DIRECTORY, SHARE_ALL, CreateDisposition.FILE_CREATE,
+                                CreateOptions.FILE_DIRECTORY_FILE, create_contexts=[lease_context(key, R | W | H)],
+                                oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE)
+    return directory, granted_lease_state(contexts)
+
+
 def test_lease_break_hands_writes_to_the_second_client(shared_smb3d):
     name = "two-clients-lease.txt"
     data = b"written by A under its lease\n" * 100
@@ -169,13 +179,9 @@ def test_another_clients_new_file_breaks_a_directory_lease(shared_smb3d):
     conn_b, _, tree_b = connect(shared_smb3d)
     try:
         key = uuid.uuid4().bytes
-        directory = Open(tree_a, name)
-        contexts = directory.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
-                                    FileAttributes.FILE_ATTRIBUTE_DIRECTORY, SHARE_ALL, CreateDisposition.FILE_CREATE,
-                                    CreateOptions.FILE_DIRECTORY_FILE, create_contexts=[lease_context(key, R | W | H)],
-                                    oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE)
+        directory, granted = create_leased_directory(tree_a, name, key)
         # Directories never get write caching.
-        assert granted_lease_state(contexts) == R | H
+        assert granted == R | H
         listener = listen_for_break(conn_a)
 
         # A's own new file names the directory's lease as its parent: A knows of it.
