@@ -101,6 +101,14 @@ impl PosixFile {
 
     fn xattr_value(&self, name: &str) -> io::Result<Vec<u8>> {
         if self.path_only {
+            // An O_PATH descriptor has no f*xattr calls: a directory is reached as `.` below
+            // itself with getxattrat where the kernel has it (whose AT_EMPTY_PATH refuses
+            // O_PATH), anything else through its /proc link.
+            if self.file_type == FileType::Directory
+                && let Some(value) = xattrat::read(self.fd.as_fd(), ".", name)
+            {
+                return value;
+            }
             let path = self.proc_path();
             read_sized(
                 || getxattr_query(&path, name),
@@ -128,7 +136,7 @@ impl PosixFile {
 }
 
 /// getxattrat(2), Linux 6.13, which rustix does not wrap yet.
-mod child_xattr {
+mod xattrat {
     use std::ffi::CString;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -149,8 +157,9 @@ mod child_xattr {
         flags: u32,
     }
 
-    /// The value of `xattr` on the entry `name` of `dir`, not following a symlink; `None`
-    /// when the kernel has no getxattrat (or a name holds a NUL), for the caller's fallback.
+    /// The value of `xattr` on the entry `name` of `dir` (`.`: `dir` itself), not following a
+    /// symlink; `None` when the kernel has no getxattrat (or a name holds a NUL), for the
+    /// caller's fallback.
     pub(super) fn read(
         dir: BorrowedFd<'_>,
         name: &str,
@@ -510,7 +519,7 @@ impl VfsFile for PosixFile {
         // share, and is not followed if it is a symlink: with getxattrat where the kernel has
         // it, else lgetxattr through the descriptor's /proc link (a path walk of five more
         // components).
-        let value = match child_xattr::read(self.fd.as_fd(), name, xattr) {
+        let value = match xattrat::read(self.fd.as_fd(), name, xattr) {
             Some(value) => value,
             None => {
                 let path = format!("{}/{name}", self.proc_path());

@@ -381,3 +381,19 @@ fn child_xattrs_never_follow_a_symlink() {
         None
     );
 }
+
+/// A directory opened for metadata only (an O_PATH descriptor) reads its own xattrs, small and
+/// large, and says which it lacks.
+#[test]
+fn a_metadata_only_directory_reads_its_own_xattrs() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = vec![0x5a; 3000];
+    for (name, value) in [("user.DOSATTRIB", &b"dos"[..]), ("user.big", &big)] {
+        rustix::fs::setxattr(dir.path(), name, value, rustix::fs::XattrFlags::empty()).unwrap();
+    }
+    let vfs = PosixVfs::new(dir.path()).unwrap();
+    let root = open_root(&vfs);
+    assert_eq!(root.get_xattr("user.DOSATTRIB").unwrap().unwrap(), b"dos");
+    assert_eq!(root.get_xattr("user.big").unwrap().unwrap(), big);
+    assert_eq!(root.get_xattr("user.missing").unwrap(), None);
+}
