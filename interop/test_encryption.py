@@ -2,6 +2,7 @@
 
 import filecmp
 import os
+import time
 
 import pytest
 from smbprotocol.connection import Ciphers, Connection, Dialects
@@ -159,6 +160,10 @@ def assert_refused(server, conn, tree, name, expect_status=None, dropped_for=Non
         pass
     assert not (server.share_dir / name).exists()
     if dropped_for is not None:
+        # The client may see the connection end before the server has logged why.
+        deadline = time.monotonic() + 10
+        while "dropped connection: " + dropped_for not in server.log_tail(200) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert "dropped connection: " + dropped_for in server.log_tail(200), server.log_tail()
     # Another client is still served.
     conn2, _, tree2 = session_on(server)

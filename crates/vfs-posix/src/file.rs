@@ -103,11 +103,15 @@ impl PosixFile {
         if self.path_only {
             // An O_PATH descriptor has no f*xattr calls: a directory is reached as `.` below
             // itself with getxattrat where the kernel has it (whose AT_EMPTY_PATH refuses
-            // O_PATH), anything else through its /proc link.
-            if self.file_type == FileType::Directory
-                && let Some(value) = xattrat::read(self.fd.as_fd(), ".", name)
-            {
-                return value;
+            // O_PATH), anything else through its /proc link. Looking up `.` needs search
+            // permission on the directory, which the /proc link does not: any other failure
+            // is asked again that way.
+            if self.file_type == FileType::Directory {
+                match xattrat::read(self.fd.as_fd(), ".", name) {
+                    Some(Ok(value)) => return Ok(value),
+                    Some(Err(Errno::NODATA)) => return Err(Errno::NODATA),
+                    _ => {}
+                }
             }
             let path = self.proc_path();
             read_sized(

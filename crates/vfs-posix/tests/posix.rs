@@ -397,3 +397,41 @@ fn a_metadata_only_directory_reads_its_own_xattrs() {
     assert_eq!(root.get_xattr("user.big").unwrap().unwrap(), big);
     assert_eq!(root.get_xattr("user.missing").unwrap(), None);
 }
+
+/// A user who may read a directory but not search it still reads its xattrs through a
+/// metadata-only handle (getxattrat's lookup of `.` needs search permission; the /proc link the
+/// handle falls back to does not).
+#[test]
+fn a_directory_without_search_permission_still_reads_its_xattrs() {
+    use smb3d_vfs::Credentials;
+
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    fs::set_permissions(top.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let share = top.path().join("share");
+    fs::create_dir(&share).unwrap();
+    rustix::fs::setxattr(
+        &share,
+        "user.DOSATTRIB",
+        b"dos",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    fs::set_permissions(&share, fs::Permissions::from_mode(0o744)).unwrap();
+    let vfs = PosixVfs::new(&share)
+        .unwrap()
+        .with_credential_switching(true);
+    let root = open_root(&vfs);
+    let nobody = Credentials {
+        uid: NOBODY,
+        gid: NOBODY,
+        groups: vec![],
+    };
+    let mut read = None;
+    vfs.run_as(&nobody, &mut || {
+        read = Some(root.get_xattr("user.DOSATTRIB"))
+    });
+    assert_eq!(read.unwrap().unwrap().unwrap(), b"dos");
+}
