@@ -141,11 +141,12 @@ impl PosixFile {
 
 /// getxattrat(2), Linux 6.13, which rustix does not wrap yet.
 mod xattrat {
-    use std::ffi::CString;
+    use std::ffi::CStr;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use rustix::fd::{AsRawFd, BorrowedFd};
     use rustix::io::{self, Errno};
+    use rustix::path::Arg;
 
     /// The system call's number, the same on every architecture.
     const SYS_GETXATTRAT: libc::c_long = 464;
@@ -162,8 +163,8 @@ mod xattrat {
     }
 
     /// The value of `xattr` on the entry `name` of `dir` (`.`: `dir` itself), not following a
-    /// symlink; `None` when the kernel has no getxattrat (or a name holds a NUL), for the
-    /// caller's fallback.
+    /// symlink; `None` when the kernel has no getxattrat, for the caller's fallback. The names
+    /// are made NUL-terminated on the stack: this runs once per listed entry.
     pub(super) fn read(
         dir: BorrowedFd<'_>,
         name: &str,
@@ -172,11 +173,14 @@ mod xattrat {
         if MISSING.load(Ordering::Relaxed) {
             return None;
         }
-        let (name, xattr) = (CString::new(name).ok()?, CString::new(xattr).ok()?);
-        let result = super::read_sized(
-            || call(dir, &name, &xattr, &mut []),
-            |buf| call(dir, &name, &xattr, buf),
-        );
+        let result = name.into_with_c_str(|name| {
+            xattr.into_with_c_str(|xattr| {
+                super::read_sized(
+                    || call(dir, name, xattr, &mut []),
+                    |buf| call(dir, name, xattr, buf),
+                )
+            })
+        });
         if result == Err(Errno::NOSYS) {
             MISSING.store(true, Ordering::Relaxed);
             return None;
@@ -185,12 +189,7 @@ mod xattrat {
     }
 
     #[allow(unsafe_code)]
-    fn call(
-        dir: BorrowedFd<'_>,
-        name: &CString,
-        xattr: &CString,
-        buf: &mut [u8],
-    ) -> io::Result<usize> {
+    fn call(dir: BorrowedFd<'_>, name: &CStr, xattr: &CStr, buf: &mut [u8]) -> io::Result<usize> {
         let mut args = XattrArgs {
             value: buf.as_mut_ptr() as u64,
             size: u32::try_from(buf.len()).map_err(|_| Errno::INVAL)?,
