@@ -11,8 +11,6 @@
 //! ClientGuid (Windows spares it for another client naming it too, as the smbtorture of later
 //! Samba releases expects in `smb2.dirlease.seteof`, `setdos` and the time tests).
 
-use std::sync::Arc;
-
 use smb3d_fscc::FileInformationClass;
 use smb3d_smb2::create::{LeaseFlags, LeaseKey};
 use smb3d_smb2::query_info::InfoType;
@@ -21,48 +19,32 @@ use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
 use crate::caching::{self, Caching, Request};
-use crate::files::SharedFile;
 use crate::notify::ShareKey;
 use crate::open::Open;
 use crate::server::Server;
 
 /// Breaks the leases on the directory `dir` of the share `share` ([`ShareKey::of`] its file
-/// system), because one of its children changed. `by` is the changing open's ParentLeaseKey
-/// (see [`spared_by`]); `None` for a change from outside SMB, which breaks every lease. Costs
-/// one atomic load while no directory lease exists anywhere.
+/// system), because one of its children changed; `None` for every leased directory of the
+/// share, when changes went unseen. `by` is the changing open's ParentLeaseKey (see
+/// [`spared_by`]); `None` for a change from outside SMB, which breaks every lease. Costs one
+/// atomic load while no directory lease exists anywhere.
 pub(crate) fn break_directory_leases(
     server: &Server,
     share: ShareKey,
-    dir: &VfsPath,
+    dir: Option<&VfsPath>,
     by: Option<LeaseKey>,
 ) {
     if !server.files.leases.has_directory_leases() {
         return;
     }
     for file in server.files.leases.leased_directories(share) {
-        if !eq_ignore_case(file.path().as_str(), dir.as_str()) {
+        if dir.is_some_and(|dir| !eq_ignore_case(file.path().as_str(), dir.as_str())) {
             continue;
         }
-        break_for_children(server, &file, by);
-    }
-}
-
-/// Breaks the leases of the directory `dir` because its children changed (see
-/// [`break_directory_leases`] for `by`).
-fn break_for_children(server: &Server, dir: &Arc<SharedFile>, by: Option<LeaseKey>) {
-    let ((), breaks) = dir.start_breaks(|state, out| {
-        caching::breaks_for_child_change(state, by, out);
-    });
-    caching::deliver(server, dir, breaks);
-}
-
-/// Changes to the share `share` went unseen: every directory lease in it breaks.
-pub(crate) fn break_all(server: &Server, share: ShareKey) {
-    if !server.files.leases.has_directory_leases() {
-        return;
-    }
-    for file in server.files.leases.leased_directories(share) {
-        break_for_children(server, &file, None);
+        let ((), breaks) = file.start_breaks(|state, out| {
+            caching::breaks_for_child_change(state, by, out);
+        });
+        caching::deliver(server, &file, breaks);
     }
 }
 
@@ -78,7 +60,7 @@ pub(crate) fn child_changed(
         return;
     }
     if let Some((dir, _)) = path.parent_and_name() {
-        break_directory_leases(server, share, &dir, by);
+        break_directory_leases(server, share, Some(&dir), by);
     }
 }
 

@@ -92,6 +92,6 @@ fn deliver(server: &Server, share: ShareKey, change: &OutsideChange) {
             dir_leases::child_changed(server, share, from, None);
             dir_leases::child_changed(server, share, to, None);
         }
-        OutsideChange::Lost => dir_leases::break_all(server, share),
+        OutsideChange::Lost => dir_leases::break_directory_leases(server, share, None, None),
     }
 }
