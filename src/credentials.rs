@@ -26,6 +26,17 @@ impl ReloadingUserDb {
 
 impl CredentialStore for ReloadingUserDb {
     fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        // The database is the service's to read, whatever user's work this thread did last.
+        smb3d_credentials::as_service(|| self.current_hash(user))
+    }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        self.cached.lock().1.as_ref()?.uid(user)
+    }
+}
+
+impl ReloadingUserDb {
+    fn current_hash(&self, user: &str) -> Option<[u8; 16]> {
         let mut cached = self.cached.lock();
         let modified = std::fs::metadata(&self.path)
             .and_then(|m| m.modified())
@@ -39,9 +50,5 @@ impl CredentialStore for ReloadingUserDb {
             *cached = (modified, db);
         }
         cached.1.as_ref()?.nt_hash(user)
-    }
-
-    fn uid(&self, user: &str) -> Option<u32> {
-        self.cached.lock().1.as_ref()?.uid(user)
     }
 }

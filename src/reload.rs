@@ -229,6 +229,8 @@ pub struct Reloader {
 impl Reloader {
     /// Rereads and applies the configuration; the errors when it was refused.
     pub fn reload(&mut self) -> Result<Outcome, Vec<String>> {
+        // The configuration and the shares' roots are read with the service's credentials.
+        smb3d_credentials::settle();
         let Some(path) = &self.path else {
             let why = "serve --demo has no configuration file to reread".to_owned();
             tracing::warn!("reload refused: {why}");

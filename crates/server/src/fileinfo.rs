@@ -205,7 +205,20 @@ pub(crate) fn load(
     name: &str,
     presentation: &Presentation,
 ) -> Result<Meta, VfsError> {
-    let stat = file.stat()?;
+    load_with(file, None, name, presentation)
+}
+
+/// [`load`], with the file's status when the caller has it already (from the open).
+pub(crate) fn load_with(
+    file: &dyn VfsFile,
+    stat: Option<FileStat>,
+    name: &str,
+    presentation: &Presentation,
+) -> Result<Meta, VfsError> {
+    let stat = match stat {
+        Some(stat) => stat,
+        None => file.stat()?,
+    };
     let dos = match file.get_xattr(XATTR_DOSATTRIB_NAME) {
         Ok(value) => decode(value),
         Err(VfsError::Unsupported | VfsError::PermissionDenied) => None,

@@ -552,17 +552,20 @@ pub(crate) fn save(server: &Server, open: &Open) -> io::Result<()> {
         return Ok(());
     }
     blocking(|| {
-        store.exclusive(|| {
-            // Decided under the store's guard, so that a record never lands after the
-            // open's close removed it.
-            match server
-                .durable
-                .durability(open.file_id.volatile)
-                .filter(|d| d.persistent)
-            {
-                Some(durability) => store.write(&record_of(open, &durability)),
-                None => Ok(()),
-            }
+        // The state directory is the service's, whatever user's work this thread did last.
+        smb3d_credentials::as_service(|| {
+            store.exclusive(|| {
+                // Decided under the store's guard, so that a record never lands after the
+                // open's close removed it.
+                match server
+                    .durable
+                    .durability(open.file_id.volatile)
+                    .filter(|d| d.persistent)
+                {
+                    Some(durability) => store.write(&record_of(open, &durability)),
+                    None => Ok(()),
+                }
+            })
         })
     })
 }
@@ -608,7 +611,9 @@ pub(crate) fn remove(server: &Server, persistent_id: u64) {
     let Some(store) = &server.persistent else {
         return;
     };
-    if let Err(e) = blocking(|| store.exclusive(|| store.remove(persistent_id))) {
+    if let Err(e) = blocking(|| {
+        smb3d_credentials::as_service(|| store.exclusive(|| store.remove(persistent_id)))
+    }) {
         tracing::error!(
             dir = %store.dir().display(),
             "the record of closed persistent open {persistent_id:#x} could not be removed: {e}"
@@ -635,7 +640,7 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
     let Some(store) = &server.persistent else {
         return 0;
     };
-    let records = store.load();
+    let records = smb3d_credentials::as_service(|| store.load());
     // Ids of new opens must not meet those of restored ones.
     for record in &records {
         server.file_ids_above(record.file_id.persistent.max(record.file_id.volatile));
@@ -660,12 +665,17 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
                     path = record.path,
                     "persistent open {id:#x} dropped: {why}"
                 );
-                if let Err(e) = store.exclusive(|| store.remove(id)) {
+                let removed =
+                    smb3d_credentials::as_service(|| store.exclusive(|| store.remove(id)));
+                if let Err(e) = removed {
                     tracing::error!(dir = %store.dir().display(), "record {id:#x}: {e}");
                 }
             }
         }
     }
+    // Restoring ran users' work on this thread; what the caller does next (binding sockets)
+    // needs the service's credentials.
+    smb3d_credentials::settle();
     restored
 }
 

@@ -392,6 +392,7 @@ impl VfsFile for PosixFile {
     }
 
     fn set_times(&self, atime: Option<Timespec>, mtime: Option<Timespec>) -> VfsResult<()> {
+        smb3d_credentials::settle();
         let times = Timestamps {
             last_access: to_timespec(atime),
             last_modification: to_timespec(mtime),
@@ -405,6 +406,7 @@ impl VfsFile for PosixFile {
     }
 
     fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> VfsResult<()> {
+        smb3d_credentials::settle();
         let uid = uid.map(Uid::from_raw);
         let gid = gid.map(Gid::from_raw);
         if self.path_only {
@@ -416,6 +418,7 @@ impl VfsFile for PosixFile {
     }
 
     fn set_mode(&self, mode: u32) -> VfsResult<()> {
+        smb3d_credentials::settle();
         let mode = Mode::from_raw_mode(mode & 0o7777);
         if self.path_only {
             // The /proc link resolves to this object, never to a symlink's target: an O_PATH
@@ -428,17 +431,14 @@ impl VfsFile for PosixFile {
     }
 
     fn read_dir(&self) -> VfsResult<Vec<DirEntry>> {
+        smb3d_credentials::settle();
         self.check_directory()?;
         // A descriptor of its own, so that concurrent listings do not share a position, and
         // readable even when this handle is `O_PATH`.
         let listing = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let reopen = || openat(&self.fd, ".", listing, Mode::empty());
         let fd = match reopen() {
-            Err(Errno::ACCESS) if self.opened_for_creator => {
-                let mut reopened = Err(Errno::ACCESS);
-                crate::identity::run_as_service(&mut || reopened = reopen());
-                reopened
-            }
+            Err(Errno::ACCESS) if self.opened_for_creator => smb3d_credentials::as_service(reopen),
             result => result,
         }
         .map_err(map_errno)?;
@@ -476,12 +476,14 @@ impl VfsFile for PosixFile {
     }
 
     fn stat_child(&self, name: &str) -> VfsResult<FileStat> {
+        smb3d_credentials::settle();
         validate_name(name)?;
         self.check_directory()?;
         statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(map_errno)
     }
 
     fn lookup_child(&self, name: &str) -> VfsResult<Option<(String, FileStat)>> {
+        smb3d_credentials::settle();
         validate_name(name)?;
         self.check_directory()?;
         match statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -506,6 +508,7 @@ impl VfsFile for PosixFile {
     }
 
     fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {
+        smb3d_credentials::settle();
         validate_name_of_xattr(name)?;
         match self.xattr_value(name) {
             Ok(value) => Ok(Some(value)),
@@ -515,6 +518,7 @@ impl VfsFile for PosixFile {
     }
 
     fn get_child_xattr(&self, name: &str, xattr: &str) -> VfsResult<Option<Vec<u8>>> {
+        smb3d_credentials::settle();
         validate_name(name)?;
         validate_name_of_xattr(xattr)?;
         self.check_directory()?;
@@ -540,6 +544,7 @@ impl VfsFile for PosixFile {
     }
 
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
+        smb3d_credentials::settle();
         validate_name_of_xattr(name)?;
         validate_xattr_value(value)?;
         if self.path_only {
@@ -551,6 +556,7 @@ impl VfsFile for PosixFile {
     }
 
     fn remove_xattr(&self, name: &str) -> VfsResult<()> {
+        smb3d_credentials::settle();
         validate_name_of_xattr(name)?;
         if self.path_only {
             removexattr(self.proc_path(), name)
@@ -638,6 +644,7 @@ impl VfsFile for PosixFile {
     }
 
     fn list_xattr(&self) -> VfsResult<Vec<String>> {
+        smb3d_credentials::settle();
         let names = self.xattr_names().map_err(map_errno)?;
         Ok(names
             .split(|&byte| byte == 0)

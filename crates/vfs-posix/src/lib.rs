@@ -29,7 +29,6 @@ mod caseless;
 mod copy;
 mod errno;
 mod file;
-mod identity;
 mod listing_cache;
 mod outside;
 mod resolve;
@@ -59,7 +58,7 @@ pub use crate::file::PosixFile;
 pub use crate::listing_cache::ListingCacheLimits;
 pub use crate::resolve::Resolver;
 use crate::resolve::{DirFd, Root};
-use crate::stat::{file_type, statx_fd};
+use crate::stat::statx_fd;
 
 /// Flags for opens that may touch data: never acquire a controlling terminal, never block on
 /// a FIFO without a peer.
@@ -95,7 +94,7 @@ impl PosixVfs {
         Ok(Self {
             root: Root::new(fd, resolver),
             names: default_name_rules(),
-            switch_credentials: identity::can_switch(),
+            switch_credentials: smb3d_credentials::can_switch(),
             can_clone,
         })
     }
@@ -108,7 +107,7 @@ impl PosixVfs {
         Ok(Self {
             root: Root::new(fd, resolver),
             names: default_name_rules(),
-            switch_credentials: identity::can_switch(),
+            switch_credentials: smb3d_credentials::can_switch(),
             can_clone,
         })
     }
@@ -133,7 +132,7 @@ impl PosixVfs {
     /// or running everything as the server's own user (`false`).
     #[must_use]
     pub fn with_credential_switching(mut self, switch: bool) -> Self {
-        self.switch_credentials = switch && identity::can_switch();
+        self.switch_credentials = switch && smb3d_credentials::can_switch();
         self
     }
 
@@ -203,7 +202,7 @@ impl PosixVfs {
         path: &VfsPath,
         req: &OpenRequest,
         truncate: bool,
-    ) -> VfsResult<PosixFile> {
+    ) -> VfsResult<(PosixFile, Option<FileStat>)> {
         let listing = OFlags::RDONLY | OFlags::DIRECTORY;
         let (flags, path_only) = match (req.kind, req.access) {
             (Kind::Directory, Access::MetadataOnly) => (OFlags::PATH | OFlags::DIRECTORY, true),
@@ -226,18 +225,17 @@ impl PosixVfs {
             opened => (opened, path_only),
         };
         let fd = fd.map_err(|errno| self.classify(path, errno))?;
-        let file_type = file_type(fstat(&fd).map_err(map_errno)?.st_mode);
+        // The whole status, not just the type: the caller needs it next.
+        let stat = statx_fd(&fd).map_err(map_errno)?;
+        let file_type = stat.file_type;
         match (req.kind, file_type) {
             (Kind::File, FileType::Directory) => Err(VfsError::IsADirectory),
             (Kind::Directory, FileType::File | FileType::Symlink | FileType::Other) => {
                 Err(VfsError::NotADirectory)
             }
-            _ => Ok(PosixFile::new(
-                fd,
-                req.access,
-                file_type,
-                path_only,
-                self.names.clone(),
+            _ => Ok((
+                PosixFile::new(fd, req.access, file_type, path_only, self.names.clone()),
+                Some(stat),
             )),
         }
     }
@@ -263,11 +261,10 @@ impl PosixVfs {
                 // A parent's default POSIX ACL can leave the creator without read permission
                 // on the directory it just made; its creator gets what it asked for all the
                 // same (as a new file's O_CREAT open does), so the service opens it.
-                Err(Errno::ACCESS) if self.switch_credentials => {
-                    let mut reopened = Err(Errno::ACCESS);
-                    identity::run_as_service(&mut || reopened = reopen());
-                    (reopened.map_err(map_errno)?, true)
-                }
+                Err(Errno::ACCESS) if self.switch_credentials => (
+                    smb3d_credentials::as_service(reopen).map_err(map_errno)?,
+                    true,
+                ),
                 result => (result.map_err(map_errno)?, false),
             };
             let file = PosixFile::new(
@@ -339,6 +336,7 @@ fn default_name_rules() -> NameRules {
 }
 
 fn open_root(root: &Path) -> VfsResult<rustix::fd::OwnedFd> {
+    smb3d_credentials::settle();
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     openat(CWD, root, flags, Mode::empty()).map_err(map_errno)
 }
@@ -360,11 +358,11 @@ fn parent_error(errno: Errno) -> VfsError {
 }
 
 impl Vfs for PosixVfs {
-    /// As root, the work runs with the user's credentials (see `identity`); a failure to switch
-    /// runs nothing, so the work's own result stays unset and the caller reports it.
+    /// As root, the work runs with the user's credentials (see `smb3d_credentials`); a failure
+    /// to switch runs nothing, so the work's own result stays unset and the caller reports it.
     fn run_as(&self, who: &Credentials, work: &mut dyn FnMut()) {
         if self.switch_credentials {
-            if !identity::run_as(who, work) {
+            if !smb3d_credentials::run_as(who.uid, who.gid, &who.groups, work) {
                 tracing::error!(
                     uid = who.uid,
                     gid = who.gid,
@@ -382,29 +380,32 @@ impl Vfs for PosixVfs {
 
     fn run_privileged(&self, work: &mut dyn FnMut()) {
         if self.switch_credentials {
-            identity::run_as_service(work);
+            smb3d_credentials::as_service(work);
         } else {
             work();
         }
     }
 
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened> {
+        smb3d_credentials::settle();
         req.validate()?;
-        let (file, created) = open_caseless(
+        let ((file, stat), created) = open_caseless(
             self.names.case,
             path,
             req.disposition,
             |path, truncate| self.open_existing(path, req, truncate),
-            |path| self.create_new(path, req),
+            |path| Ok((self.create_new(path, req)?, None)),
             |path| self.real_path(path),
         )?;
         Ok(Opened {
             file: Box::new(file),
             created,
+            stat,
         })
     }
 
     fn stat(&self, path: &VfsPath) -> VfsResult<FileStat> {
+        smb3d_credentials::settle();
         retry_caseless(
             self.names.case,
             path,
@@ -421,6 +422,7 @@ impl Vfs for PosixVfs {
     }
 
     fn unlink(&self, path: &VfsPath) -> VfsResult<()> {
+        smb3d_credentials::settle();
         retry_caseless(
             self.names.case,
             path,
@@ -431,6 +433,7 @@ impl Vfs for PosixVfs {
     }
 
     fn rename(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
+        smb3d_credentials::settle();
         if self.names.case == CaseSensitivity::Sensitive {
             return self.rename_exact(from, to, replace);
         }
@@ -442,6 +445,7 @@ impl Vfs for PosixVfs {
     }
 
     fn symlink(&self, target: &str, link: &VfsPath) -> VfsResult<()> {
+        smb3d_credentials::settle();
         validate_symlink_target(target)?;
         let real = self.spelled(link);
         let (parent, name) = real
@@ -454,6 +458,7 @@ impl Vfs for PosixVfs {
     }
 
     fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>> {
+        smb3d_credentials::settle();
         let real = self.spelled(path);
         let (parent, name) = real
             .as_ref()
@@ -474,10 +479,12 @@ impl Vfs for PosixVfs {
     }
 
     fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {
+        smb3d_credentials::settle();
         outside::watch(self.root.fd(), sink)
     }
 
     fn link(&self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()> {
+        smb3d_credentials::settle();
         let (existing_real, new_real) = (self.spelled(existing), self.spelled(new));
         let (Some((from_parent, from_name)), Some((to_parent, to_name))) = (
             existing_real.as_ref().unwrap_or(existing).parent_and_name(),
@@ -491,6 +498,7 @@ impl Vfs for PosixVfs {
     }
 
     fn sync_dir(&self, path: &VfsPath) -> VfsResult<()> {
+        smb3d_credentials::settle();
         retry_caseless(
             self.names.case,
             path,

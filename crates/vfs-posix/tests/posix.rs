@@ -170,7 +170,9 @@ fn fs_stat_reports_the_file_system() {
 }
 
 /// As root, work run as another user creates files owned by that user and meets that user's
-/// permission checks; the thread is root again afterwards, whatever happened in between.
+/// permission checks. The thread keeps the user's credentials afterwards (switching is lazy),
+/// but calls outside the work that depend on credentials run as root again, also on threads
+/// started while the user's were held.
 #[test]
 fn run_as_switches_and_restores_credentials() {
     use smb3d_vfs::{Credentials, Disposition, Kind, OpenRequest};
@@ -228,14 +230,34 @@ fn run_as_switches_and_restores_credentials() {
         std::fs::metadata(dir.path().join("mine")).unwrap().uid(),
         65534
     );
+    assert_eq!(
+        rustix::process::geteuid().as_raw(),
+        65534,
+        "the user's credentials are kept for the next work"
+    );
+    let secret = VfsPath::parse("secret").unwrap();
+    let on_new_thread = std::thread::scope(|s| {
+        s.spawn(|| vfs.open(&secret, &read).map(|_| ()))
+            .join()
+            .unwrap()
+    });
+    assert_eq!(on_new_thread, Ok(()), "a thread that inherited them");
+    assert_eq!(vfs.open(&secret, &read).map(|_| ()), Ok(()));
     assert!(rustix::process::geteuid().is_root(), "credentials restored");
     // Inside the user's work, privileged work runs as root and the user's credentials return.
     let mut inside = Vec::new();
     vfs.run_as(&nobody, &mut || {
-        vfs.run_privileged(&mut || inside.push(rustix::process::geteuid().as_raw()));
+        vfs.run_privileged(&mut || {
+            vfs.run_privileged(&mut || inside.push(rustix::process::geteuid().as_raw()));
+            inside.push(rustix::process::geteuid().as_raw());
+        });
         inside.push(rustix::process::geteuid().as_raw());
     });
-    assert_eq!(inside, [0, 65534]);
+    assert_eq!(
+        inside,
+        [0, 0, 65534],
+        "nested privileged work stays privileged"
+    );
     // Without switching, the same work runs as root.
     let plain = PosixVfs::new(dir.path())
         .unwrap()

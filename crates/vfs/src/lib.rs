@@ -62,6 +62,9 @@ pub struct Opened {
     pub file: Box<dyn VfsFile>,
     /// Whether the open created it.
     pub created: bool,
+    /// The file's status as the open found it, when the back end learned it on the way (it
+    /// saves the caller a stat).
+    pub stat: Option<FileStat>,
 }
 
 /// A share's file system: the operations that take a path.

@@ -211,6 +211,7 @@ impl Vfs for MemoryVfs {
         Ok(Opened {
             file: Box::new(file),
             created,
+            stat: None,
         })
     }
 

@@ -165,8 +165,13 @@ pub(crate) async fn handle(
     let (opened, meta, granted, maximal, named_stream) =
         as_user(vfs.as_ref(), &identity, tree.share.metadata_wait(), || {
             let opened = open_widest(vfs.as_ref(), &vfs_path, open_request, intent.desired)?;
-            let meta =
-                fileinfo::load(opened.file.as_ref(), leaf, &tree.share.presentation).status()?;
+            let meta = fileinfo::load_with(
+                opened.file.as_ref(),
+                opened.stat,
+                leaf,
+                &tree.share.presentation,
+            )
+            .status()?;
             let parent = security::Parent::of(vfs.as_ref(), &vfs_path, &server.ids);
             let (granted, sd) = if opened.created {
                 admit_new(

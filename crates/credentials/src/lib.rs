@@ -1,0 +1,195 @@
+//! Per-thread Unix credentials. A server running as root does each user's file-system work
+//! with that user's uid, gid and groups, so that the kernel's permission checks, ownership of
+//! new files and quotas apply to the user. Linux keeps credentials per thread at the
+//! system-call level, so one thread switching leaves the others alone.
+//!
+//! Switching is lazy. Each change of credentials costs a system call that copies the thread's
+//! credentials and frees the old ones through RCU: switching to the user and back around every
+//! request cost four of them per open and close (a third of smb3d's CPU time in a loop of
+//! opens and closes by one user). So a thread keeps the last user's credentials after the
+//! work ([`run_as`]), and the next work for the same user (the same client's next request,
+//! typically) switches nothing.
+//!
+//! The rule that makes this safe: code outside a user's work must not depend on which
+//! credentials its thread holds. Calls that do (opening or looking up paths, reading or
+//! writing xattrs, changing owners, modes or times, reading the server's own files) call
+//! [`settle`] first, or run in [`as_service`]; outside a user's work that takes the service's
+//! credentials back. Calls on an open descriptor that the kernel does not check again
+//! (read, write, stat, truncate, sync, close) need neither: that is the data path and the close
+//! that lazy switching saves. A call that forgets can only run as a user, never with more
+//! rights than the service's, so the failure is a refusal, not an escalation.
+//!
+//! The saved set-user-id stays 0 while a user's credentials are held, which is what lets the
+//! thread take root's back. Threads inherit their creator's credentials: a thread's first use
+//! asks the kernel what it holds.
+
+use std::cell::{Cell, RefCell};
+
+use rustix::process::{Gid, Uid};
+use rustix::thread::{set_thread_groups, set_thread_res_gid, set_thread_res_uid};
+
+/// What this thread's credentials are, as far as this module knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Not asked yet (a new thread has its creator's credentials).
+    Unknown,
+    /// The service's: effective uid and gid 0.
+    Service,
+    /// A user's, set by [`run_as`]; the groups are in [`GROUPS`].
+    User { uid: u32, gid: u32 },
+    /// Someone else's, set before this module saw the thread: taken back before any use.
+    Other,
+    /// The process does not run as root and never switches.
+    Fixed,
+}
+
+/// The credentials the work running on this thread needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// No user's work: credential-sensitive calls need the service's credentials.
+    Outside,
+    /// A user's work ([`run_as`]): the user's credentials.
+    User,
+    /// Service work inside a user's ([`as_service`]).
+    Service,
+}
+
+thread_local! {
+    static HELD: Cell<Held> = const { Cell::new(Held::Unknown) };
+    static WORK: Cell<Work> = const { Cell::new(Work::Outside) };
+    /// The supplementary groups this thread last set, if it set any successfully.
+    static GROUPS: RefCell<Option<Vec<u32>>> = const { RefCell::new(None) };
+}
+
+/// Whether this process may switch credentials: its real uid is root. (The effective uid is
+/// no guide: a thread holding a user's credentials would answer for that user.)
+pub fn can_switch() -> bool {
+    rustix::process::getuid().is_root()
+}
+
+fn held() -> Held {
+    let held = HELD.get();
+    if held != Held::Unknown {
+        return held;
+    }
+    let held = if !can_switch() {
+        Held::Fixed
+    } else if rustix::process::geteuid().is_root() && rustix::process::getegid().is_root() {
+        Held::Service
+    } else {
+        Held::Other
+    };
+    HELD.set(held);
+    held
+}
+
+/// Takes the service's uid and gid back (the supplementary groups stay: a thread whose
+/// effective uid is 0 passes permission checks through its capabilities, which groups do not
+/// widen, and keeping them saves a call when the same user comes back).
+fn regain_service() -> bool {
+    let regained = set_thread_res_uid(None, Uid::ROOT, None).is_ok()
+        && set_thread_res_gid(None, Gid::ROOT, None).is_ok();
+    if regained {
+        HELD.set(Held::Service);
+    } else {
+        tracing::error!("cannot regain the service's credentials");
+        HELD.set(Held::Unknown);
+    }
+    regained
+}
+
+/// Makes this thread's credentials those the next credential-sensitive call needs: the user's
+/// inside [`run_as`] work (held already), the service's outside it.
+pub fn settle() {
+    if WORK.get() == Work::Outside && matches!(held(), Held::User { .. } | Held::Other) {
+        regain_service();
+    }
+}
+
+/// Sets this thread's supplementary groups, unless they are these already.
+fn set_groups(groups: &[u32]) -> bool {
+    GROUPS.with_borrow_mut(|current| {
+        if current.as_deref() == Some(groups) {
+            return true;
+        }
+        let gids: Vec<Gid> = groups.iter().map(|&g| Gid::from_raw(g)).collect();
+        let set = set_thread_groups(&gids).is_ok();
+        *current = set.then(|| groups.to_vec());
+        set
+    })
+}
+
+/// Puts `work` back to the kind of work it interrupted when dropped, also on a panic.
+struct Scope(Work);
+
+impl Scope {
+    fn enter(work: Work) -> Self {
+        Self(WORK.replace(work))
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        WORK.set(self.0);
+    }
+}
+
+/// Runs `work` with `uid`, `gid` and `groups` as this thread's effective credentials, and
+/// leaves them held afterwards (see the module's documentation). If switching fails, `work`
+/// does not run, the thread has the service's credentials again and false is returned. User
+/// work does not nest: work inside it for another user leaves that user's credentials behind.
+pub fn run_as(uid: u32, gid: u32, groups: &[u32], work: &mut dyn FnMut()) -> bool {
+    let wanted = Held::User { uid, gid };
+    let same = held() == wanted && GROUPS.with_borrow(|g| g.as_deref() == Some(groups));
+    if !same {
+        // Groups and gid can change only with root's privilege, so take it back first.
+        if held() != Held::Service && !regain_service() {
+            return false;
+        }
+        let switched = set_groups(groups)
+            && set_thread_res_gid(None, Gid::from_raw(gid), None).is_ok()
+            && set_thread_res_uid(None, Uid::from_raw(uid), None).is_ok();
+        if !switched {
+            regain_service();
+            return false;
+        }
+        HELD.set(wanted);
+    }
+    let _scope = Scope::enter(Work::User);
+    work();
+    true
+}
+
+/// Runs `work` with the service's credentials: inside a user's work only the effective uid
+/// becomes root, and the user's returns afterwards (the process aborts if it cannot:
+/// continuing as root on a user's behalf would be worse than stopping); outside, the
+/// service's credentials are taken back. In a process that does not switch, `work` just runs.
+pub fn as_service<T>(work: impl FnOnce() -> T) -> T {
+    match WORK.get() {
+        Work::Outside => {
+            settle();
+            return work();
+        }
+        Work::Service => return work(),
+        Work::User => {}
+    }
+    let Held::User { uid, .. } = held() else {
+        let _scope = Scope::enter(Work::Service);
+        return work();
+    };
+    if set_thread_res_uid(None, Uid::ROOT, None).is_err() {
+        tracing::error!("cannot regain the service's credentials");
+        std::process::abort();
+    }
+    struct Back(u32);
+    impl Drop for Back {
+        fn drop(&mut self) {
+            if set_thread_res_uid(None, Uid::from_raw(self.0), None).is_err() {
+                std::process::abort();
+            }
+        }
+    }
+    let _back = Back(uid);
+    let _scope = Scope::enter(Work::Service);
+    work()
+}
