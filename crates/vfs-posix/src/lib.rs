@@ -479,8 +479,9 @@ impl Vfs for PosixVfs {
     }
 
     fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {
-        smb3d_credentials::settle();
-        outside::watch(self.root.fd(), sink)
+        // fanotify needs the service's capabilities, also when a user's work starts the watch;
+        // its reader thread inherits them.
+        smb3d_credentials::as_service(|| outside::watch(self.root.fd(), sink))
     }
 
     fn link(&self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()> {

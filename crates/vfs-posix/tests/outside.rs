@@ -135,3 +135,36 @@ fn other_processes_changes_arrive_in_order_and_the_servers_own_do_not() {
         }
     }
 }
+
+/// A user's work may start the watch (a directory lease granted in a CREATE): fanotify needs
+/// the service's privilege, which the watch takes back for itself.
+#[test]
+fn a_watch_started_in_a_users_work_sees_changes() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    let share = top.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let vfs = PosixVfs::new(&share).unwrap();
+    let nobody = smb3d_vfs::Credentials {
+        uid: 65534,
+        gid: 65534,
+        groups: vec![],
+    };
+    let (send, changes) = channel();
+    let mut sink = Some(Box::new(move |change| {
+        let _ = send.send(change);
+    }) as smb3d_vfs::OutsideSink);
+    let mut watch = None;
+    vfs.run_as(&nobody, &mut || {
+        watch = sink.take().and_then(|sink| vfs.watch_outside(sink));
+    });
+    let _watch = watch.expect("the watch starts");
+    outside(top.path(), "touch share/new");
+    let added = OutsideChange::Added {
+        path: path("new"),
+        directory: false,
+    };
+    until(&changes, &added);
+}
