@@ -173,7 +173,7 @@ pub fn as_service<T>(work: impl FnOnce() -> T) -> T {
         Work::Service => return work(),
         Work::User => {}
     }
-    let Held::User { uid, .. } = held() else {
+    let user @ Held::User { uid, .. } = held() else {
         let _scope = Scope::enter(Work::Service);
         return work();
     };
@@ -181,15 +181,21 @@ pub fn as_service<T>(work: impl FnOnce() -> T) -> T {
         tracing::error!("cannot regain the service's credentials");
         std::process::abort();
     }
-    struct Back(u32);
+    // Root's uid with the user's gid and groups: no user's work may take this for the user's.
+    HELD.set(Held::Other);
+    struct Back(Held, u32);
     impl Drop for Back {
         fn drop(&mut self) {
-            if set_thread_res_uid(None, Uid::from_raw(self.0), None).is_err() {
-                std::process::abort();
+            // Unless work inside switched again (and recorded what it holds).
+            if HELD.get() == Held::Other {
+                if set_thread_res_uid(None, Uid::from_raw(self.1), None).is_err() {
+                    std::process::abort();
+                }
+                HELD.set(self.0);
             }
         }
     }
-    let _back = Back(uid);
+    let _back = Back(user, uid);
     let _scope = Scope::enter(Work::Service);
     work()
 }

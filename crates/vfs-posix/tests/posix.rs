@@ -258,6 +258,17 @@ fn run_as_switches_and_restores_credentials() {
         [0, 0, 65534],
         "nested privileged work stays privileged"
     );
+    // The user's work inside privileged work is the user's again, not root's.
+    let mut nested = Vec::new();
+    vfs.run_as(&nobody, &mut || {
+        vfs.run_privileged(&mut || {
+            vfs.run_as(&nobody, &mut || {
+                nested.push(rustix::process::geteuid().as_raw());
+            });
+        });
+        nested.push(rustix::process::geteuid().as_raw());
+    });
+    assert_eq!(nested, [65534, 65534]);
     // Without switching, the same work runs as root.
     let plain = PosixVfs::new(dir.path())
         .unwrap()
