@@ -173,7 +173,7 @@ pub fn as_service<T>(work: impl FnOnce() -> T) -> T {
         Work::Service => return work(),
         Work::User => {}
     }
-    let user @ Held::User { uid, .. } = held() else {
+    let Held::User { uid, gid } = held() else {
         let _scope = Scope::enter(Work::Service);
         return work();
     };
@@ -183,19 +183,25 @@ pub fn as_service<T>(work: impl FnOnce() -> T) -> T {
     }
     // Root's uid with the user's gid and groups: no user's work may take this for the user's.
     HELD.set(Held::Other);
-    struct Back(Held, u32);
+    struct Back {
+        uid: u32,
+        gid: u32,
+    }
     impl Drop for Back {
         fn drop(&mut self) {
             // Unless work inside switched again (and recorded what it holds).
             if HELD.get() == Held::Other {
-                if set_thread_res_uid(None, Uid::from_raw(self.1), None).is_err() {
+                if set_thread_res_uid(None, Uid::from_raw(self.uid), None).is_err() {
                     std::process::abort();
                 }
-                HELD.set(self.0);
+                HELD.set(Held::User {
+                    uid: self.uid,
+                    gid: self.gid,
+                });
             }
         }
     }
-    let _back = Back(user, uid);
+    let _back = Back { uid, gid };
     let _scope = Scope::enter(Work::Service);
     work()
 }

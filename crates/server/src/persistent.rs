@@ -387,10 +387,11 @@ impl Store {
     }
 
     /// Runs `work` while no other write or removal runs; `work` decides under that guard
-    /// whether there is still something to write.
+    /// whether there is still something to write. The directory is the service's, whatever
+    /// user's work the thread did last.
     pub fn exclusive<T>(&self, work: impl FnOnce() -> T) -> T {
         let _guard = self.writing.lock();
-        work()
+        smb3d_credentials::as_service(work)
     }
 
     /// Writes `record` in place of the open's previous one, durably. Call under
@@ -431,6 +432,10 @@ impl Store {
     /// Every record in the directory. Files that are not whole records (a write cut short,
     /// damage, another version) are logged and removed.
     pub fn load(&self) -> Vec<Record> {
+        smb3d_credentials::as_service(|| self.read_all())
+    }
+
+    fn read_all(&self) -> Vec<Record> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
@@ -552,20 +557,17 @@ pub(crate) fn save(server: &Server, open: &Open) -> io::Result<()> {
         return Ok(());
     }
     blocking(|| {
-        // The state directory is the service's, whatever user's work this thread did last.
-        smb3d_credentials::as_service(|| {
-            store.exclusive(|| {
-                // Decided under the store's guard, so that a record never lands after the
-                // open's close removed it.
-                match server
-                    .durable
-                    .durability(open.file_id.volatile)
-                    .filter(|d| d.persistent)
-                {
-                    Some(durability) => store.write(&record_of(open, &durability)),
-                    None => Ok(()),
-                }
-            })
+        store.exclusive(|| {
+            // Decided under the store's guard, so that a record never lands after the
+            // open's close removed it.
+            match server
+                .durable
+                .durability(open.file_id.volatile)
+                .filter(|d| d.persistent)
+            {
+                Some(durability) => store.write(&record_of(open, &durability)),
+                None => Ok(()),
+            }
         })
     })
 }
@@ -611,9 +613,7 @@ pub(crate) fn remove(server: &Server, persistent_id: u64) {
     let Some(store) = &server.persistent else {
         return;
     };
-    if let Err(e) = blocking(|| {
-        smb3d_credentials::as_service(|| store.exclusive(|| store.remove(persistent_id)))
-    }) {
+    if let Err(e) = blocking(|| store.exclusive(|| store.remove(persistent_id))) {
         tracing::error!(
             dir = %store.dir().display(),
             "the record of closed persistent open {persistent_id:#x} could not be removed: {e}"
@@ -640,7 +640,7 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
     let Some(store) = &server.persistent else {
         return 0;
     };
-    let records = smb3d_credentials::as_service(|| store.load());
+    let records = store.load();
     // Ids of new opens must not meet those of restored ones.
     for record in &records {
         server.file_ids_above(record.file_id.persistent.max(record.file_id.volatile));
@@ -665,9 +665,7 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
                     path = record.path,
                     "persistent open {id:#x} dropped: {why}"
                 );
-                let removed =
-                    smb3d_credentials::as_service(|| store.exclusive(|| store.remove(id)));
-                if let Err(e) = removed {
+                if let Err(e) = store.exclusive(|| store.remove(id)) {
                     tracing::error!(dir = %store.dir().display(), "record {id:#x}: {e}");
                 }
             }

@@ -202,7 +202,7 @@ impl PosixVfs {
         path: &VfsPath,
         req: &OpenRequest,
         truncate: bool,
-    ) -> VfsResult<(PosixFile, Option<FileStat>)> {
+    ) -> VfsResult<(PosixFile, FileStat)> {
         let listing = OFlags::RDONLY | OFlags::DIRECTORY;
         let (flags, path_only) = match (req.kind, req.access) {
             (Kind::Directory, Access::MetadataOnly) => (OFlags::PATH | OFlags::DIRECTORY, true),
@@ -235,7 +235,7 @@ impl PosixVfs {
             }
             _ => Ok((
                 PosixFile::new(fd, req.access, file_type, path_only, self.names.clone()),
-                Some(stat),
+                stat,
             )),
         }
     }
@@ -393,7 +393,10 @@ impl Vfs for PosixVfs {
             self.names.case,
             path,
             req.disposition,
-            |path, truncate| self.open_existing(path, req, truncate),
+            |path, truncate| {
+                let (file, stat) = self.open_existing(path, req, truncate)?;
+                Ok((file, Some(stat)))
+            },
             |path| Ok((self.create_new(path, req)?, None)),
             |path| self.real_path(path),
         )?;
