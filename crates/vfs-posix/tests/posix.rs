@@ -90,6 +90,26 @@ fn names_that_are_not_utf8_are_skipped() {
 /// The uid and gid tests switch to when run as root, so that permissions apply.
 const NOBODY: u32 = 65_534;
 
+/// The account tests switch to.
+fn nobody() -> smb3d_vfs::Credentials {
+    smb3d_vfs::Credentials {
+        uid: NOBODY,
+        gid: NOBODY,
+        groups: vec![],
+    }
+}
+
+/// A temporary directory with `mode`, for tests that switch credentials: `None` unless the
+/// tests run as root.
+fn dir_for_switching(mode: u32) -> Option<tempfile::TempDir> {
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(mode)).unwrap();
+    Some(dir)
+}
+
 /// Runs `check` on a thread with an unprivileged uid (only that thread: the raw system calls
 /// change one thread's credentials), or directly when not root.
 fn unprivileged(check: impl FnOnce() + Send) {
@@ -175,14 +195,12 @@ fn fs_stat_reports_the_file_system() {
 /// started while the user's were held.
 #[test]
 fn run_as_switches_and_restores_credentials() {
-    use smb3d_vfs::{Credentials, Disposition, Kind, OpenRequest};
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use smb3d_vfs::{Disposition, Kind, OpenRequest};
+    use std::os::unix::fs::MetadataExt;
 
-    if !rustix::process::geteuid().is_root() {
+    let Some(dir) = dir_for_switching(0o777) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    };
     std::fs::write(dir.path().join("secret"), b"root only").unwrap();
     std::fs::set_permissions(
         dir.path().join("secret"),
@@ -192,11 +210,7 @@ fn run_as_switches_and_restores_credentials() {
     let vfs = PosixVfs::new(dir.path())
         .unwrap()
         .with_credential_switching(true);
-    let nobody = Credentials {
-        uid: 65534,
-        gid: 65534,
-        groups: vec![],
-    };
+    let nobody = nobody();
     let create = OpenRequest {
         access: Access::ReadWrite,
         disposition: Disposition::Create,
@@ -332,13 +346,9 @@ fn posix_acls_are_xattrs() {
 /// user meets the permissions the ACL gave it.
 #[test]
 fn new_directory_opens_for_its_creator_whatever_its_acl() {
-    use smb3d_vfs::Credentials;
-
-    if !rustix::process::geteuid().is_root() {
+    let Some(dir) = dir_for_switching(0o777) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    };
     let vfs = PosixVfs::new(dir.path())
         .unwrap()
         .with_credential_switching(true);
@@ -357,11 +367,7 @@ fn new_directory_opens_for_its_creator_whatever_its_acl() {
     {
         return;
     }
-    let nobody = Credentials {
-        uid: NOBODY,
-        gid: NOBODY,
-        groups: vec![],
-    };
+    let nobody = nobody();
     let create = OpenRequest {
         access: Access::Read,
         disposition: Disposition::Create,
@@ -436,13 +442,9 @@ fn a_metadata_only_directory_reads_its_own_xattrs() {
 /// handle falls back to does not).
 #[test]
 fn a_directory_without_search_permission_still_reads_its_xattrs() {
-    use smb3d_vfs::Credentials;
-
-    if !rustix::process::geteuid().is_root() {
+    let Some(top) = dir_for_switching(0o755) else {
         return;
-    }
-    let top = tempfile::tempdir().unwrap();
-    fs::set_permissions(top.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    };
     let share = top.path().join("share");
     fs::create_dir(&share).unwrap();
     rustix::fs::setxattr(
@@ -457,11 +459,7 @@ fn a_directory_without_search_permission_still_reads_its_xattrs() {
         .unwrap()
         .with_credential_switching(true);
     let root = open_root(&vfs);
-    let nobody = Credentials {
-        uid: NOBODY,
-        gid: NOBODY,
-        groups: vec![],
-    };
+    let nobody = nobody();
     let mut read = None;
     vfs.run_as(&nobody, &mut || {
         read = Some(root.get_xattr("user.DOSATTRIB"))
