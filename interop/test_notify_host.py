@@ -14,7 +14,7 @@ from smbprotocol.open import (CreateDisposition, CreateOptions, DirectoryAccessM
                               ImpersonationLevel, Open, ShareAccess)
 
 from smbprotocol_client import connect
-from test_two_clients import H, R, create_leased_directory, listen_for_break
+from test_two_clients import ASKS_FOR_DIRECTORY_LEASES, H, R, create_leased_directory, listen_for_break
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="fanotify's file-system marks need root")
 
@@ -117,7 +117,7 @@ def test_the_servers_own_changes_are_reported_once(smb3d):
 
 def test_a_change_made_on_the_host_breaks_a_directory_lease(smb3d):
     """A client caching a directory's listing under a lease must hear of files added on the host."""
-    conn, _, tree = connect(smb3d)
+    conn, _, tree = connect(smb3d, capabilities=ASKS_FOR_DIRECTORY_LEASES)
     try:
         key = uuid.uuid4().bytes
         _, granted = create_leased_directory(tree, "leased", key)

@@ -22,7 +22,7 @@ import uuid
 from collections import OrderedDict
 
 import pytest
-from smbprotocol.connection import Request
+from smbprotocol.connection import Capabilities, Request
 from smbprotocol.create_contexts import (CreateContextName, SMB2CreateContextRequest,
                                          SMB2CreateDurableHandleRequestV2, SMB2CreateRequestLeaseV2,
                                          SMB2CreateResponseLeaseV2)
@@ -107,6 +107,10 @@ def open_file(tree, name, disposition, contexts=None, oplock=RequestedOplockLeve
     return handle, response
 
 
+# smbprotocol does not ask for directory leasing; MS-SMB2 3.3.5.4 offers it only to clients that do.
+ASKS_FOR_DIRECTORY_LEASES = Capabilities.SMB2_GLOBAL_CAP_DIRECTORY_LEASING
+
+
 def create_leased_directory(tree, name, key):
     """Creates directory `name` asking for an RWH lease with `key`; returns it and the state granted."""
     directory = Open(tree, name)
@@ -175,7 +179,7 @@ def test_lease_break_hands_writes_to_the_second_client(shared_smb3d):
 
 def test_another_clients_new_file_breaks_a_directory_lease(shared_smb3d):
     name = "two-clients-dir-lease"
-    conn_a, _, tree_a = connect(shared_smb3d)
+    conn_a, _, tree_a = connect(shared_smb3d, capabilities=ASKS_FOR_DIRECTORY_LEASES)
     conn_b, _, tree_b = connect(shared_smb3d)
     try:
         key = uuid.uuid4().bytes

@@ -580,6 +580,22 @@ mod tests {
         300c060a2b06010401823702020aa32a3028a0261b246e6f745f646566696e65645f696e5f5246433431373840706c65
         6173655f69676e6f7265";
 
+    // impacket 0.13.1 (SMBConnection) against Samba 4.17: Capabilities asks for encryption
+    // alone; the contexts are padded with 0xFF.
+    const REQ_311_IMPACKET: &str = "
+        fe534d42400001000000000000000000000000000100000000000000000000000000000000000000000000000000
+        0000000000000000000000000000000000002400050001000000400000007555796b53616c675876714b58426861
+        700000000200000002021002000302031103ffff01002600000000000100200001006e4a5761614374474851556f
+        7841566258685373524f48434d744c4541757846ffff020004000000000001000100";
+    // Samba grants none of the 3.x capabilities it was not asked for.
+    const RSP_311_IMPACKET: &str = "
+        fe534d424000010000000000000001000100000000000000010000000000000000000000000000000000000000000000
+        000000000000000000000000000000004100010011030200766d00000000000000000000000000000700000000008000
+        000080000000800010ad180f227edd01000000000000000080004a00d0000000604806062b0601050502a03e303ca00e
+        300c060a2b06010401823702020aa32a3028a0261b246e6f745f646566696e65645f696e5f5246433431373840706c65
+        6173655f69676e6f72650000000000000100260000000000010020000100a4c76de6f47f0c2315da80a49a71b01fd4ab
+        320f761e7af767f9ddf2cc34d4350000020004000000000001000100";
+
     fn request_round_trip(pdu: &[u8]) -> NegotiateRequest<'_> {
         let req = NegotiateRequest::decode(pdu).unwrap();
         assert_eq!(with_header(pdu, |w| req.encode(w)), pdu);
@@ -637,6 +653,28 @@ mod tests {
         assert_eq!(rsp.dialect_revision, Dialect::SMB3_0_2);
         assert!(rsp.dialect_revision.is_smb3());
         assert!(rsp.capabilities.contains(Capabilities::ENCRYPTION));
+    }
+
+    #[test]
+    fn smb3_1_1_from_a_client_that_asks_for_encryption_alone() {
+        let pdu = hex(REQ_311_IMPACKET);
+        let req = NegotiateRequest::decode(&pdu).unwrap();
+        assert_eq!(req.capabilities, Capabilities::ENCRYPTION);
+        assert_eq!(req.dialects.len(), 5);
+        assert_eq!(req.contexts.len(), 2);
+        assert_eq!(
+            req.contexts[1],
+            NegotiateContext::Encryption {
+                ciphers: vec![Cipher::AES128_CCM]
+            }
+        );
+        let pdu = hex(RSP_311_IMPACKET);
+        let rsp = response_round_trip(&pdu);
+        assert_eq!(rsp.dialect_revision, Dialect::SMB3_1_1);
+        assert_eq!(
+            rsp.capabilities,
+            Capabilities::DFS | Capabilities::LEASING | Capabilities::LARGE_MTU
+        );
     }
 
     #[test]

@@ -45,6 +45,15 @@ fn request(command: Command, body: Vec<u8>) -> Op {
     Op::Request(RequestSpec::new(command, body))
 }
 
+/// The capabilities a Windows client asks for (MS-SMB2 2.2.3), except persistent handles, which
+/// the server then grants on continuous-availability shares.
+pub const CLIENT_CAPABILITIES: Capabilities = Capabilities::DFS
+    .union(Capabilities::LEASING)
+    .union(Capabilities::LARGE_MTU)
+    .union(Capabilities::MULTI_CHANNEL)
+    .union(Capabilities::DIRECTORY_LEASING)
+    .union(Capabilities::ENCRYPTION);
+
 /// A NEGOTIATE offering `dialects`; with 3.1.1, the contexts Windows sends (SHA-512 preauth,
 /// the four ciphers, AES-GMAC and AES-CMAC signing).
 pub fn negotiate(dialects: &[Dialect]) -> Op {
@@ -78,10 +87,7 @@ pub fn negotiate_body(dialects: &[Dialect]) -> Vec<u8> {
     body(|w| {
         NegotiateRequest {
             security_mode: SecurityMode::SIGNING_ENABLED,
-            capabilities: Capabilities::DFS
-                .union(Capabilities::LEASING)
-                .union(Capabilities::LARGE_MTU)
-                .union(Capabilities::ENCRYPTION),
+            capabilities: CLIENT_CAPABILITIES,
             client_guid: Guid([0x11; 16]),
             dialects: dialects.to_vec(),
             contexts,
@@ -255,10 +261,7 @@ fn flush_body() -> Vec<u8> {
 fn validate_negotiate_body(dialects: &[Dialect]) -> Vec<u8> {
     let mut input = Vec::new();
     ValidateNegotiateInfoRequest {
-        capabilities: Capabilities::DFS
-            .union(Capabilities::LEASING)
-            .union(Capabilities::LARGE_MTU)
-            .union(Capabilities::ENCRYPTION),
+        capabilities: CLIENT_CAPABILITIES,
         guid: Guid([0x11; 16]),
         security_mode: SecurityMode::SIGNING_ENABLED,
         dialects: dialects.to_vec(),
@@ -521,7 +524,8 @@ const SHARE_ENUM: &str = "05000003100000005c000000020000004400000000000f00000002
     000000000a0000003100320037002e0030002e0030002e0031000000010000000100000004000200000000000000\
     0000ffffffff0800020000000000";
 
-fn hex(text: &str) -> Vec<u8> {
+/// Bytes from hex digits; anything else (spaces, line breaks) is skipped.
+pub fn hex(text: &str) -> Vec<u8> {
     let digits: Vec<u8> = text
         .bytes()
         .filter(u8::is_ascii_hexdigit)

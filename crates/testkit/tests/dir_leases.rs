@@ -1,7 +1,9 @@
 //! Directory leases over the in-memory server (MS-SMB2 3.3.5.4, 3.3.5.9.11, 3.3.4.7): an SMB
 //! 3.x client gets R or RH (never W) on a directory; another client's new file in it breaks
 //! the lease to none, while the holder's own new file, naming the lease as its parent, does
-//! not; with `directory_leases` off, neither the capability nor the lease is offered.
+//! not; with `directory_leases` off, or to a client whose NEGOTIATE does not ask for it (impacket,
+//! replayed from a capture and compared with Samba's answer), neither the capability nor the
+//! lease is offered.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +22,25 @@ use smb3d_smb2::oplock_break::{LeaseBreakFlags, LeaseBreakNotification};
 use smb3d_testkit::client::{Client, TEST_USER};
 use smb3d_testkit::harness::{self, SHARE_UNC, TestServer};
 use smb3d_testkit::packet::body;
-use smb3d_testkit::seeds::negotiate_body;
+use smb3d_testkit::seeds::{hex, negotiate_body};
 
+/// impacket 0.13.1's NEGOTIATE (SMBConnection, captured on loopback): every dialect to 3.1.1,
+/// Capabilities SMB2_GLOBAL_CAP_ENCRYPTION alone, preauth and encryption contexts (padded with
+/// 0xFF). It does not ask for directory leasing, and crashes on a CREATE in the share root when
+/// the answer offers it.
+const IMPACKET_NEGOTIATE: &str = "
+    fe534d42400001000000000000000000000000000100000000000000000000000000000000000000000000000000
+    0000000000000000000000000000000000002400050001000000400000007555796b53616c675876714b58426861
+    700000000200000002021002000302031103ffff01002600000000000100200001006e4a5761614374474851556f
+    7841566258685373524f48434d744c4541757846ffff020004000000000001000100";
+/// Samba 4.17's answer to it in the same capture: 3.1.1, DFS | LEASING | LARGE_MTU.
+const SAMBA_ANSWER: &str = "
+    fe534d424000010000000000000001000100000000000000010000000000000000000000000000000000000000000000
+    000000000000000000000000000000004100010011030200766d00000000000000000000000000000700000000008000
+    000080000000800010ad180f227edd01000000000000000080004a00d0000000604806062b0601050502a03e303ca00e
+    300c060a2b06010401823702020aa32a3028a0261b246e6f745f646566696e65645f696e5f5246433431373840706c65
+    6173655f69676e6f72650000000000000100260000000000010020000100a4c76de6f47f0c2315da80a49a71b01fd4ab
+    320f761e7af767f9ddf2cc34d4350000020004000000000001000100";
 const DIR_KEY: LeaseKey = LeaseKey([0xd1; 16]);
 const RH: LeaseState = LeaseState(LeaseState::READ_CACHING.0 | LeaseState::HANDLE_CACHING.0);
 const RWH: LeaseState = LeaseState(RH.0 | LeaseState::WRITE_CACHING.0);
@@ -168,5 +187,42 @@ fn without_directory_leasing_directories_get_no_lease() {
     assert_eq!(granted.lease_state, LeaseState(0));
     // Files still get their leases.
     let file = create_leased(&mut a, "plain\\f.txt", false, LeaseKey([2; 16]), RWH, None);
+    assert_eq!(file.lease_state, RWH);
+}
+
+/// MS-SMB2 3.3.5.4 offers directory leasing (and multichannel) only to a client whose
+/// Capabilities ask for it, as Samba does: answering impacket's NEGOTIATE, smb3d offers no
+/// capability Samba did not, and a version 2 lease on a directory is then not granted.
+#[test]
+fn a_client_that_does_not_ask_for_directory_leasing_is_not_offered_it() {
+    let server = server(harness::settings());
+    let mut client = Client::new(server.connect());
+    let request = hex(IMPACKET_NEGOTIATE);
+    let reply = client.call(Command::NEGOTIATE, &request[64..], None);
+    let response = reply.responses.last().unwrap();
+    assert_eq!(response.status(), NtStatus::SUCCESS);
+    let ours = NegotiateResponse::decode(&response.pdu).unwrap();
+    let answer = hex(SAMBA_ANSWER);
+    let samba = NegotiateResponse::decode(&answer).unwrap();
+    assert_eq!(ours.dialect_revision, samba.dialect_revision);
+    assert!(
+        samba.capabilities.contains(ours.capabilities),
+        "smb3d offers {:#x}, Samba {:#x}",
+        ours.capabilities.0,
+        samba.capabilities.0
+    );
+    client.login_as(&TEST_USER);
+    assert_eq!(client.tree_connect(SHARE_UNC), Some(NtStatus::SUCCESS));
+    let granted = create_leased(&mut client, "unasked", true, DIR_KEY, RH, None);
+    assert_eq!(granted.lease_state, LeaseState(0));
+    // Its files still get their leases.
+    let file = create_leased(
+        &mut client,
+        "unasked\\f.txt",
+        false,
+        LeaseKey([3; 16]),
+        RWH,
+        None,
+    );
     assert_eq!(file.lease_state, RWH);
 }

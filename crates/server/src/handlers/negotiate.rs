@@ -175,9 +175,11 @@ fn negotiate(
         preauth = Some(hash);
     }
 
-    // MS-SMB2 3.3.5.4: multichannel and directory leasing when configured; persistent handles
-    // for a 3.x client that asks, when the server keeps them and serves a
-    // continuous-availability share.
+    // MS-SMB2 3.3.5.4: multichannel, directory leasing and persistent handles go to a 3.x
+    // client whose Capabilities ask for them, when the server offers them (persistent handles
+    // when it keeps them and serves a continuous-availability share). Clients that do not ask
+    // may not expect them: impacket fails every CREATE in a share root when offered directory
+    // leasing.
     let mut smb3 = Capabilities::empty();
     if conn.server.settings.multichannel {
         smb3 |= Capabilities::MULTI_CHANNEL;
@@ -190,6 +192,7 @@ fn negotiate(
     {
         smb3 |= Capabilities::PERSISTENT_HANDLES;
     }
+    smb3 = smb3 & req.capabilities;
     let capabilities = server_capabilities(dialect, cipher.is_some(), smb3);
     let init_token = smb3d_auth::server_initial_token();
     response(conn, dialect, capabilities, &init_token, response_contexts)

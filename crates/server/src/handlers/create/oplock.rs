@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::create::{CreateContext, CreateRequest, LeaseKey, OplockLevel};
+use smb3d_smb2::negotiate::Capabilities;
 use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
@@ -41,14 +42,16 @@ pub(super) fn check_lease_key(
 
 /// The caching a CREATE asks for. Leases need SMB 2.1 (the version 2 context SMB 3), a nonzero
 /// key and a RequestedOplockLevel of LEASE; anything else is no request. Directories get no
-/// oplocks; they get leases (R or RH, never W) only through the version 2 context, when the
-/// server offers directory leasing (MS-SMB2 3.3.5.9.11).
+/// oplocks; they get leases (R or RH, never W) only through the version 2 context, on a
+/// connection that negotiated directory leasing (MS-SMB2 3.3.5.9.11).
 pub(super) fn request(cx: &Ctx<'_>, req: &CreateRequest<'_>, directory: bool) -> Request {
     if !directory {
         return file_request(cx, req);
     }
+    let directory_leasing =
+        Capabilities(cx.negotiated.server_capabilities).contains(Capabilities::DIRECTORY_LEASING);
     match file_request(cx, req) {
-        Request::Lease(lease) if lease.v2.is_some() && cx.conn.server.settings.directory_leases => {
+        Request::Lease(lease) if lease.v2.is_some() && directory_leasing => {
             Request::Lease(LeaseRequest {
                 state: lease.state & (caching::R | caching::H),
                 ..lease
