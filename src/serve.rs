@@ -3,8 +3,10 @@
 //! serves the admin socket, the metrics endpoint and the mDNS advertisement when configured,
 //! and stops gracefully on SIGTERM or SIGINT.
 
+use std::io;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
@@ -305,16 +307,21 @@ fn hostname() -> String {
 /// The embedded default: one share, one user with a fresh random password, loopback only.
 /// Returns the configuration and the lines to print once the server listens.
 fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, String), AnyError> {
-    let state = std::env::temp_dir().join(format!("smb3d-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&state)?;
+    let state = private_state_dir(&std::env::temp_dir()).map_err(|e| {
+        format!(
+            "a directory for the demo in {}: {e}",
+            std::env::temp_dir().display()
+        )
+    })?;
     let share_dir = match dir {
+        // The administrator's choice, used as it is.
         Some(dir) => {
             std::fs::create_dir_all(&dir)?;
             dir.canonicalize()?
         }
         None => {
             let dir = state.join("share");
-            std::fs::create_dir_all(&dir)?;
+            std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
             dir
         }
     };
@@ -340,6 +347,45 @@ fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, String), AnyE
     Ok((config, banner))
 }
 
+/// A new directory in `parent`, made as mkdtemp(3) makes one: a random name, mode 0700, and
+/// nothing that is already there (a directory, a symlink) taken instead. The demo keeps its
+/// user database, share and admin socket in it; at a name known in advance, another local user
+/// could have made it first and held all three.
+fn private_state_dir(parent: &Path) -> io::Result<PathBuf> {
+    // Whoever may rename entries in `parent` could swap the new directory for one of theirs:
+    // its owner, and others who may write to it unless it is sticky (as /tmp is).
+    let meta = std::fs::metadata(parent)?;
+    let owner_is_trusted = meta.uid() == 0 || meta.uid() == current_uid();
+    let others_rename = meta.mode() & 0o022 != 0 && meta.mode() & libc::S_ISVTX == 0;
+    if !owner_is_trusted || others_rename {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "others may rename what is in it; set TMPDIR to a directory they may not write to",
+        ));
+    }
+    const TRIES: usize = 16;
+    for _ in 0..TRIES {
+        let mut random = [0u8; 9];
+        getrandom::fill(&mut random).map_err(io::Error::other)?;
+        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let path = parent.join(format!("smb3d-demo-{name}"));
+        // mkdir(2) makes a new entry or fails; it never follows a symlink found at the name.
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => {
+                // The umask may have taken bits from the owner too.
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{TRIES} random names were all taken"),
+    ))
+}
+
 fn random_password() -> String {
     const ALPHABET: &[u8] = b"abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
     let mut bytes = [0u8; 16];
@@ -354,4 +400,40 @@ fn current_uid() -> u32 {
     std::fs::metadata("/proc/self")
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_state_dirs_are_new_and_0700() {
+        let parent = tempfile::tempdir().unwrap();
+        let first = private_state_dir(parent.path()).unwrap();
+        let second = private_state_dir(parent.path()).unwrap();
+        assert_ne!(first, second);
+        for dir in [first, second] {
+            let meta = std::fs::symlink_metadata(&dir).unwrap();
+            assert!(meta.is_dir());
+            assert_eq!(meta.mode() & 0o7777, 0o700);
+        }
+    }
+
+    #[test]
+    fn a_parent_where_others_may_rename_is_refused() {
+        let parent = tempfile::tempdir().unwrap();
+        for (mode, refused) in [
+            (0o777, true),
+            (0o775, true),
+            (0o1777, false),
+            (0o755, false),
+        ] {
+            std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(
+                private_state_dir(parent.path()).is_err(),
+                refused,
+                "{mode:o}"
+            );
+        }
+    }
 }

@@ -379,3 +379,102 @@ fn every_option_of_every_subcommand_has_help() {
         "options without help: {undocumented:#?}"
     );
 }
+
+/// `serve --demo` started by `sh`, which first plants `plant` (a shell command) at the name the
+/// demo once used, `$TMPDIR/smb3d-demo-$$`, then execs smb3d under its own pid. Returns the
+/// directory of the admin socket the banner names, once the demo listens, and the pid.
+fn demo_after_plant(tmp: &Path, plant: &str) -> (PathBuf, u32) {
+    use std::io::BufRead;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = format!("{plant} && exec \"$0\" serve --demo --port \"$1\"");
+    let mut child = Command::new("sh")
+        .args(["-c", &script, BIN, &port.to_string()])
+        .env("TMPDIR", tmp)
+        .env("ATTACKER", tmp.join("attacker"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, banner) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut socket = None;
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match banner.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(path) = line.strip_prefix("status with: smb3d status --socket ") {
+                    socket = Some(PathBuf::from(path));
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let pid = child.id();
+    let _ = child.kill();
+    let _ = child.wait();
+    let socket = socket.expect("the demo printed no banner");
+    (socket.parent().unwrap().to_path_buf(), pid)
+}
+
+/// The demo keeps its user database, share and admin socket in a directory it made itself, as
+/// mkdtemp(3) does: fresh, of a name no one could know in advance, mode 0700, owned by the
+/// server. A directory or a symlink that another local user made first at a predictable name
+/// is neither used nor written to.
+#[test]
+fn demo_state_is_a_fresh_private_directory() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let plants = [
+        "mkdir -m 777 \"$TMPDIR/smb3d-demo-$$\"",
+        "mkdir -m 777 \"$ATTACKER\" && ln -s \"$ATTACKER\" \"$TMPDIR/smb3d-demo-$$\"",
+    ];
+    let me = std::fs::metadata("/proc/self").unwrap().uid();
+    for plant in plants {
+        let tmp = tempfile::tempdir().unwrap();
+        let (state, pid) = demo_after_plant(tmp.path(), plant);
+        let planted = tmp.path().join(format!("smb3d-demo-{pid}"));
+        assert!(
+            std::fs::symlink_metadata(&planted).is_ok(),
+            "{plant}: nothing was planted"
+        );
+        assert_ne!(state, planted, "{plant}: the demo took what was planted");
+        let written: Vec<_> = std::fs::read_dir(std::fs::canonicalize(&planted).unwrap())
+            .unwrap()
+            .collect();
+        assert!(
+            written.is_empty(),
+            "{plant}: the demo wrote into what was planted: {written:?}"
+        );
+        assert_eq!(state.parent(), Some(tmp.path()), "{plant}");
+        let meta = std::fs::symlink_metadata(&state).unwrap();
+        assert!(
+            meta.is_dir(),
+            "{plant}: {} is no directory",
+            state.display()
+        );
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o700, "{plant}");
+        assert_eq!(meta.uid(), me, "{plant}");
+        let name = state.file_name().unwrap().to_str().unwrap();
+        let random = name.strip_prefix("smb3d-demo-").unwrap_or_default();
+        assert!(
+            random.len() >= 12 && random != pid.to_string(),
+            "{plant}: {name} is predictable"
+        );
+        for inside in ["users", "share"] {
+            assert!(state.join(inside).exists(), "{plant}: no {inside}");
+        }
+    }
+}
