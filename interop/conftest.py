@@ -1,6 +1,7 @@
 """Fixtures for interop tests: a running smb3d with a share and a user, driven by third-party
-clients (smbclient, smbtorture, smbprotocol)."""
+clients (smbclient, smbtorture, smbprotocol, impacket, pysmb)."""
 
+import importlib.util
 import os
 import pwd
 import secrets
@@ -199,6 +200,9 @@ def pytest_sessionstart(session):
     for tool in ("smbclient", "smbtorture"):
         if shutil.which(tool) is None:
             raise pytest.UsageError("%s is not installed (Debian: smbclient samba-testsuite)" % tool)
+    for module, package in (("smbprotocol", "smbprotocol"), ("impacket", "impacket"), ("smb", "pysmb")):
+        if importlib.util.find_spec(module) is None:
+            raise pytest.UsageError("Python package %s is not installed (pip install %s)" % (package, package))
 
 
 @pytest.fixture(scope="module")
