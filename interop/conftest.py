@@ -1,5 +1,5 @@
 """Fixtures for interop tests: a running smb3d with a share and a user, driven by third-party
-clients (smbclient, smbtorture, smbprotocol, impacket, pysmb)."""
+clients (smbclient, smbtorture, smbprotocol, impacket, pysmb, pysmbc)."""
 
 import importlib.util
 import os
@@ -200,7 +200,8 @@ def pytest_sessionstart(session):
     for tool in ("smbclient", "smbtorture"):
         if shutil.which(tool) is None:
             raise pytest.UsageError("%s is not installed (Debian: smbclient samba-testsuite)" % tool)
-    for module, package in (("smbprotocol", "smbprotocol"), ("impacket", "impacket"), ("smb", "pysmb")):
+    for module, package in (("smbprotocol", "smbprotocol"), ("impacket", "impacket"), ("smb", "pysmb"),
+                            ("smbc", "pysmbc")):
         if importlib.util.find_spec(module) is None:
             raise pytest.UsageError("Python package %s is not installed (pip install %s)" % (package, package))
 

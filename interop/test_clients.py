@@ -1,7 +1,8 @@
 """Other SMB client implementations against smb3d: impacket's SMBConnection (SMB 3.1.1 signed,
-and SMB 3.0 encrypted) and pysmb (SMB 2.0.2 signed), each listing shares, making a directory,
-writing a file of a few MiB and one with a non-ASCII name, reading them back, renaming and
-deleting. What each client did is checked on the share's disk as well.
+and SMB 3.0 encrypted), pysmb (SMB 2.0.2 signed) and Samba's libsmbclient through pysmbc (its
+smbc_* file API, signed), each listing shares, making a directory, writing a file of a few MiB
+and one with a non-ASCII name, reading them back, renaming and deleting. What each client did
+is checked on the share's disk as well.
 
 impacket does not ask for SMB2_GLOBAL_CAP_DIRECTORY_LEASING and, offered it, fails every CREATE
 whose parent it has not tracked (the share root first of all): MS-SMB2 3.3.5.4 offers it only to
@@ -12,6 +13,7 @@ import io
 import os
 
 import pytest
+import smbc
 from impacket.smb3structs import SMB2_DIALECT_30, SMB2_SESSION_FLAG_ENCRYPT_DATA
 from impacket.smbconnection import SMBConnection as ImpacketConnection
 from smb.SMBConnection import SMBConnection as PysmbConnection
@@ -148,6 +150,55 @@ class Pysmb:
         self.conn.close()
 
 
+class Libsmbclient:
+    """Samba's libsmbclient through pysmbc: URLs and POSIX-like calls; it signs when the server
+    requires it."""
+
+    def __init__(self, server):
+        self.ctx = smbc.Context(auth_fn=lambda *_: ("WORKGROUP", server.user, server.password))
+        self.ctx.optionNoAutoAnonymousLogin = True
+        self.base = "smb://127.0.0.1:%d" % server.port
+        self.share = server.share
+
+    def url(self, path):
+        return "%s/%s/%s" % (self.base, self.share, path.replace("\\", "/"))
+
+    def shares(self):
+        return [d.name for d in self.ctx.opendir(self.base + "/").getdents() if d.smbc_type == smbc.FILE_SHARE]
+
+    def mkdir(self, path):
+        self.ctx.mkdir(self.url(path), 0o755)
+
+    def rmdir(self, path):
+        self.ctx.rmdir(self.url(path))
+
+    def put(self, path, data):
+        f = self.ctx.open(self.url(path), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        try:
+            assert f.write(data) == len(data)
+        finally:
+            f.close()
+
+    def get(self, path):
+        f = self.ctx.open(self.url(path))
+        try:
+            return f.read()
+        finally:
+            f.close()
+
+    def listing(self, path):
+        return sorted(d.name for d in self.ctx.opendir(self.url(path)).getdents() if d.name not in (".", ".."))
+
+    def rename(self, old, new):
+        self.ctx.rename(self.url(old), self.url(new))
+
+    def delete(self, path):
+        self.ctx.unlink(self.url(path))
+
+    def close(self):
+        pass
+
+
 def workload(client, server, tag):
     """The same steps for every client; `tag` keeps the names of two clients apart."""
     disk = server.share_dir
@@ -215,3 +266,9 @@ def test_pysmb_workload(signed_smb3d):
         workload(client, signed_smb3d, "pysmb")
     finally:
         client.close()
+
+
+def test_libsmbclient_workload(signed_smb3d):
+    # The server requires signing: an unsigned request would be refused.
+    client = Libsmbclient(signed_smb3d)
+    workload(client, signed_smb3d, "libsmbclient")
