@@ -2,7 +2,7 @@
 //! value is passed explicitly to every connection; there is no global state.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
@@ -129,7 +129,7 @@ pub struct Server {
     pub(crate) limit_counters: LimitCounters,
     /// Failed logons by client address.
     pub(crate) logon_throttle: LogonThrottle,
-    next_session_id: AtomicU64,
+    next_session_id: AtomicU32,
     next_file_id: AtomicU64,
     next_connection_id: AtomicU64,
 }
@@ -168,7 +168,7 @@ impl Server {
             ids,
             limit_counters: LimitCounters::default(),
             logon_throttle: LogonThrottle::default(),
-            next_session_id: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16 | 1),
+            next_session_id: AtomicU32::new(u32::from_le_bytes(seed)),
             next_file_id: AtomicU64::new(1),
             next_connection_id: AtomicU64::new(1),
         })
@@ -233,8 +233,12 @@ impl Server {
             .collect()
     }
 
+    /// A SessionId for a new session (MS-SMB2 3.3.5.5.1): unique and never 0. Ids stay within
+    /// 32 bits, as Samba's do (its SessionId is its 32-bit global session id): clients tested
+    /// only against Samba may keep just the low half (smbtorture smb2.session-id does).
     pub(crate) fn allocate_session_id(&self) -> u64 {
-        self.next_session_id.fetch_add(1, Ordering::Relaxed)
+        let sessions = self.sessions.lock();
+        next_free_id(&self.next_session_id, |id| sessions.contains_key(&id))
     }
 
     /// Reads back the persistent opens kept in the state directory, disconnected, for their
@@ -282,5 +286,30 @@ impl Server {
             opens += st.opens.len() + st.trees.values().map(|t| t.pipes.len()).sum::<usize>();
         }
         (sessions.len(), trees, opens, self.files.len())
+    }
+}
+
+/// The next value of `counter` that is neither 0 nor `taken`; the counter wraps.
+fn next_free_id(counter: &AtomicU32, taken: impl Fn(u64) -> bool) -> u64 {
+    loop {
+        let id = u64::from(counter.fetch_add(1, Ordering::Relaxed));
+        if id != 0 && !taken(id) {
+            return id;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_wrap_past_zero_and_skip_those_in_use() {
+        let counter = AtomicU32::new(u32::MAX - 1);
+        let in_use = [u64::from(u32::MAX), 1];
+        let taken = |id| in_use.contains(&id);
+        assert_eq!(next_free_id(&counter, taken), u64::from(u32::MAX - 1));
+        assert_eq!(next_free_id(&counter, taken), 2);
+        assert_eq!(next_free_id(&counter, taken), 3);
     }
 }
