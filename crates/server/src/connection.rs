@@ -361,7 +361,7 @@ impl Connection {
     /// decrypted it, `piped` holds the data of a WRITE that the frame ends before.
     pub(crate) fn on_smb2(
         self: &Arc<Self>,
-        frame: Vec<u8>,
+        mut frame: Vec<u8>,
         base: usize,
         sealed_by: Option<Seal>,
         inflight: Inflight,
@@ -450,11 +450,21 @@ impl Connection {
         let mut waiting = Vec::new();
         let arrival = {
             let mut st = self.state.lock();
-            for (hdr, _) in &requests {
+            // A related request acts in the session of the one before it (3.3.5.2.7.2).
+            let mut chain_session = 0;
+            for (hdr, range) in &requests {
+                let session_id = if hdr.is_related() {
+                    chain_session
+                } else {
+                    hdr.session_id
+                };
+                chain_session = session_id;
                 if hdr.command == Command::CANCEL {
-                    Self::cancel(&st, hdr);
+                    // Verified in place: nothing reads a CANCEL after this.
+                    let pdu = frame.get_mut(range.clone()).unwrap_or_default();
+                    self.cancel(&st, hdr, pdu, sealed_by.is_some());
                 } else if pending::may_wait(hdr.command) || Self::is_pipe_io(&st, hdr) {
-                    let request = Arc::new(PendingRequest::new(hdr.message_id, hdr.session_id));
+                    let request = Arc::new(PendingRequest::new(hdr.message_id, session_id));
                     st.pending.insert(hdr.message_id, request.clone());
                     waiting.push(request);
                 }
@@ -527,8 +537,14 @@ impl Connection {
     }
 
     /// MS-SMB2 3.3.5.16: the request named by AsyncId (async header) or MessageId ends with
-    /// STATUS_CANCELLED; an unknown one is ignored.
-    fn cancel(st: &ConnState, hdr: &Header) {
+    /// STATUS_CANCELLED, if it is a request of the session the CANCEL names (whose SessionId
+    /// the client copies from the request, 3.2.4.24): one session on a shared connection
+    /// cannot end another's. A CANCEL that names no request of its session, or that is not
+    /// its session's ([`Connection::speaks_for_session`]), is ignored; it has no response.
+    fn cancel(&self, st: &ConnState, hdr: &Header, pdu: &mut [u8], sealed: bool) {
+        if !self.speaks_for_session(st, hdr, pdu, sealed) {
+            return;
+        }
         let target = if hdr.is_async() {
             st.pending
                 .values()
@@ -536,8 +552,43 @@ impl Connection {
         } else {
             st.pending.get(&hdr.message_id)
         };
-        if let Some(request) = target {
+        if let Some(request) = target.filter(|p| p.session_id == hdr.session_id) {
             request.cancel(NtStatus::CANCELLED);
+        }
+    }
+
+    /// Whether a CANCEL comes from the session it names, as any request must: the session is
+    /// on this connection (3.3.5.2.9), and the CANCEL was sealed with its key, or carries a
+    /// signature that holds under the channel's key (3.3.5.2.4), or is plain where the session
+    /// neither requires signing nor encrypts (3.3.5.2.9 Session.EncryptData). A related CANCEL
+    /// names no session of its own and is never one.
+    fn speaks_for_session(
+        &self,
+        st: &ConnState,
+        hdr: &Header,
+        pdu: &mut [u8],
+        sealed: bool,
+    ) -> bool {
+        if hdr.is_related() {
+            return false;
+        }
+        let Some(session) = st.sessions.get(&hdr.session_id) else {
+            return false;
+        };
+        // `on_smb2` refused a transform holding another session's request.
+        if sealed {
+            return true;
+        }
+        let Some((signer, signing_required)) = session.signing(self.id) else {
+            return false;
+        };
+        if session.encryption().is_some_and(|(_, required)| required) {
+            return false;
+        }
+        if hdr.flags.contains(HeaderFlags::SIGNED) {
+            signer.is_some_and(|s| s.verify(pdu))
+        } else {
+            !signing_required
         }
     }
 
