@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
-use smb3d_auth::{CredentialStore, UserDb};
+use smb3d_auth::{Account, CredentialStore, UserDb};
 
 pub struct ReloadingUserDb {
     path: PathBuf,
@@ -25,9 +25,9 @@ impl ReloadingUserDb {
 }
 
 impl CredentialStore for ReloadingUserDb {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+    fn account(&self, user: &str) -> Option<Account> {
         // The database is the service's to read, whatever user's work this thread did last.
-        smb3d_credentials::as_service(|| self.current_hash(user))
+        smb3d_credentials::as_service(|| self.current_account(user))
     }
 
     fn uid(&self, user: &str) -> Option<u32> {
@@ -36,7 +36,7 @@ impl CredentialStore for ReloadingUserDb {
 }
 
 impl ReloadingUserDb {
-    fn current_hash(&self, user: &str) -> Option<[u8; 16]> {
+    fn current_account(&self, user: &str) -> Option<Account> {
         let mut cached = self.cached.lock();
         let modified = std::fs::metadata(&self.path)
             .and_then(|m| m.modified())
@@ -49,6 +49,6 @@ impl ReloadingUserDb {
                 .ok();
             *cached = (modified, db);
         }
-        cached.1.as_ref()?.nt_hash(user)
+        cached.1.as_ref()?.account(user)
     }
 }

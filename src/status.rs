@@ -515,6 +515,7 @@ mod tests {
                     user: Some(UserInfo {
                         name: Some("bench".into()),
                         domain: "SMB3D".into(),
+                        claimed_domain: "WORKGROUP".into(),
                         uid: 1001,
                         gid: 1001,
                     }),

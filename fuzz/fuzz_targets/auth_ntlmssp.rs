@@ -9,16 +9,15 @@ use smb3d_auth::ntlm::{
     AuthenticateMessage, AvPairs, ChallengeMessage, NegotiateFlags, NegotiateMessage, Version,
 };
 use smb3d_auth::{
-    Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
+    Account, Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
 };
 use smb3d_wire::FileTime;
 
 struct OneUser;
 
 impl CredentialStore for OneUser {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("alice")
-            .then(|| *smb3d_auth::ntlm::crypto::nt_hash("Secret1!"))
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, "alice", *smb3d_auth::ntlm::crypto::nt_hash("Secret1!"))
     }
 }
 

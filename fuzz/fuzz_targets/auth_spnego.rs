@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use smb3d_auth::spnego::{NegTokenInit2, NegTokenResp, NegotiationToken};
-use smb3d_auth::{Acceptor, CredentialStore, ServerIdentity, Step};
+use smb3d_auth::{Account, Acceptor, CredentialStore, ServerIdentity, Step};
 use smb3d_wire::FileTime;
 
 struct NoUsers;
 
 impl CredentialStore for NoUsers {
-    fn nt_hash(&self, _user: &str) -> Option<[u8; 16]> {
+    fn account(&self, _user: &str) -> Option<Account> {
         None
     }
 }

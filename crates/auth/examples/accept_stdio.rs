@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use smb3d_auth::{
-    Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
+    Acceptor, Account, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
 };
 use smb3d_wire::FileTime;
 
@@ -26,8 +26,8 @@ struct OneUser {
 }
 
 impl CredentialStore for OneUser {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        self.name.eq_ignore_ascii_case(user).then_some(self.nt_hash)
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, &self.name, self.nt_hash)
     }
 }
 
@@ -104,7 +104,10 @@ fn main() -> ExitCode {
                 session_key,
             }) => {
                 let who = match principal {
-                    Principal::User { name, domain } => format!("{name} {domain}"),
+                    Principal::User {
+                        name,
+                        claimed_domain,
+                    } => format!("{name} {claimed_domain}"),
                     Principal::Anonymous => "anonymous -".to_owned(),
                 };
                 // An empty final token (bare NTLMSSP) prints as "-".

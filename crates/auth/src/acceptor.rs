@@ -6,14 +6,36 @@ use std::sync::Arc;
 use smb3d_dtyp::NtStatus;
 use smb3d_wire::FileTime;
 use subtle::ConstantTimeEq;
+use zeroize::Zeroizing;
 
+use crate::names;
 use crate::ntlm::{ChallengeState, Direction, NtlmOutcome, messages::SIGNATURE};
 use crate::spnego::{self, NegState, NegTokenResp, NegotiationToken};
 
-/// Where NT hashes come from (MS-NLMP 3.3.1 NTOWFv1); user names match case-insensitively.
+/// An account as its store holds it.
+pub struct Account {
+    /// The account's name as the store spells it: what the session acts as once the password
+    /// is proven, whatever spelling the client sent.
+    pub name: String,
+    /// The NT hash of its password (MS-NLMP 3.3.1 NTOWFv1).
+    pub nt_hash: Zeroizing<[u8; 16]>,
+}
+
+impl Account {
+    /// The account `name` with `nt_hash` when `asked` names it ([`names::same`]), for stores
+    /// of a single account.
+    pub fn if_named(asked: &str, name: &str, nt_hash: [u8; 16]) -> Option<Account> {
+        names::same(asked, name).then(|| Account {
+            name: name.to_owned(),
+            nt_hash: Zeroizing::new(nt_hash),
+        })
+    }
+}
+
+/// Where accounts come from; a name finds an account as [`names`] compares them.
 pub trait CredentialStore: Send + Sync {
-    /// The NT hash of `user`'s password, or None when the user does not exist or may not log on.
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]>;
+    /// The account `user` names, or None when there is none or it may not log on.
+    fn account(&self, user: &str) -> Option<Account>;
 
     /// The Unix uid `user`'s files are owned by, if the store knows one.
     fn uid(&self, _user: &str) -> Option<u32> {
@@ -33,8 +55,13 @@ pub struct ServerIdentity {
 /// Who authenticated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Principal {
-    /// A user whose password was proven; name and domain as the client sent them.
-    User { name: String, domain: String },
+    /// A user whose password was proven: the account's name as the store spells it, and the
+    /// domain the client claimed, which nothing checks (any domain, or none, proves the same
+    /// password).
+    User {
+        name: String,
+        claimed_domain: String,
+    },
     /// An anonymous logon (MS-NLMP 3.2.5.1.2): no user name and no NT response.
     Anonymous,
 }

@@ -17,12 +17,14 @@
 
 mod acceptor;
 mod der;
+pub mod names;
 pub mod ntlm;
 pub mod spnego;
 pub mod userdb;
 
 pub use acceptor::{
-    Acceptor, AuthError, CredentialStore, OsRandom, Principal, RandomSource, ServerIdentity, Step,
+    Acceptor, Account, AuthError, CredentialStore, OsRandom, Principal, RandomSource,
+    ServerIdentity, Step,
 };
 pub use spnego::server_initial_token;
 pub use userdb::{UserDb, UserDbError};

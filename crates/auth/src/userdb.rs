@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use zeroize::Zeroizing;
 
-use crate::CredentialStore;
 use crate::ntlm::crypto;
+use crate::{Account, CredentialStore, names};
 
 /// The longest user name accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -87,13 +87,13 @@ pub struct UserInfo {
 /// The smbpasswd-format user database, kept in memory and written back atomically.
 pub struct UserDb {
     path: PathBuf,
-    /// Keyed by the lower-cased name, since names match case-insensitively.
+    /// Keyed by the name as account names compare (`names::fold`); each entry keeps its own
+    /// spelling, the one sessions act as.
     users: BTreeMap<String, Entry>,
 }
 
-/// The key names are matched by.
 fn fold(name: &str) -> String {
-    name.to_lowercase()
+    names::fold(name)
 }
 
 /// Checks a user name: 1 to 64 characters, no `:` (the field separator), no control characters.
@@ -364,11 +364,14 @@ impl UserDb {
 }
 
 impl CredentialStore for UserDb {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+    fn account(&self, user: &str) -> Option<Account> {
         self.users
             .get(&fold(user))
             .filter(|e| e.may_log_on())
-            .map(|e| *e.nt_hash)
+            .map(|e| Account {
+                name: e.name.clone(),
+                nt_hash: e.nt_hash.clone(),
+            })
     }
 
     fn uid(&self, user: &str) -> Option<u32> {
@@ -382,6 +385,11 @@ mod tests {
 
     /// `pdbedit -s smb.conf -L -w` from the reference Samba 4.17, user bench, password "pass".
     const PDBEDIT_LINE: &str = "bench:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:36AA83BDCAB3C9FDAF321CA42A31C3FC:[U          ]:LCT-6B0246E4:";
+
+    /// The NT hash of the account `user` names.
+    fn hash(db: &UserDb, user: &str) -> Option<[u8; 16]> {
+        db.account(user).map(|a| *a.nt_hash)
+    }
 
     /// A fresh directory under the system temp dir, removed on drop.
     struct TempDir(PathBuf);
@@ -425,8 +433,8 @@ mod tests {
                 last_change: 0x6B02_46E4,
             }]
         );
-        assert_eq!(db.nt_hash("BENCH"), Some(*crypto::nt_hash("pass")));
-        assert_eq!(db.nt_hash("nobody"), None);
+        assert_eq!(hash(&db, "BENCH"), Some(*crypto::nt_hash("pass")));
+        assert_eq!(hash(&db, "nobody"), None);
         db.save().unwrap();
         assert_eq!(
             fs::read_to_string(&path).unwrap(),
@@ -512,7 +520,7 @@ mod tests {
         db.add_or_update("Alice", "one", Some(1000)).unwrap();
         db.add_or_update("bob", "two", Some(1001)).unwrap();
         db.add_or_update("ALICE", "three", None).unwrap();
-        assert_eq!(db.nt_hash("alice"), Some(*crypto::nt_hash("three")));
+        assert_eq!(hash(&db, "alice"), Some(*crypto::nt_hash("three")));
         let names: Vec<_> = db.list().into_iter().map(|u| (u.name, u.uid)).collect();
         assert_eq!(
             names,
@@ -522,11 +530,11 @@ mod tests {
 
         let reloaded = UserDb::load(&path).unwrap();
         assert_eq!(reloaded.list(), db.list());
-        assert_eq!(reloaded.nt_hash("BOB"), Some(*crypto::nt_hash("two")));
+        assert_eq!(hash(&reloaded, "BOB"), Some(*crypto::nt_hash("two")));
 
         db.remove("BOB").unwrap();
         assert!(matches!(db.remove("bob"), Err(UserDbError::NoSuchUser(_))));
-        assert_eq!(db.nt_hash("bob"), None);
+        assert_eq!(hash(&db, "bob"), None);
         assert!(matches!(
             db.add_or_update("no-such-system-account-smb3d", "x", None),
             Err(UserDbError::NoUid(_))
@@ -536,7 +544,7 @@ mod tests {
         write_with_mode(&path, &disabled, 0o600);
         let db = UserDb::load(&path).unwrap();
         assert_eq!(db.list()[0].flags, "DU");
-        assert_eq!(db.nt_hash("bench"), None);
+        assert_eq!(hash(&db, "bench"), None);
     }
 
     #[test]
@@ -550,8 +558,8 @@ mod tests {
             db.import_line(&format!("{PDBEDIT_LINE}\n")),
             Ok("bench".into())
         );
-        assert_eq!(db.nt_hash("bench"), Some(*crypto::nt_hash("pass")));
-        assert_eq!(db.nt_hash("carol"), Some(*crypto::nt_hash("c")));
+        assert_eq!(hash(&db, "bench"), Some(*crypto::nt_hash("pass")));
+        assert_eq!(hash(&db, "carol"), Some(*crypto::nt_hash("c")));
         let bench = db.list().into_iter().find(|u| u.name == "bench").unwrap();
         assert_eq!((bench.uid, bench.last_change), (1001, 0x6B02_46E4));
         db.save().unwrap();
@@ -573,6 +581,37 @@ mod tests {
             Err("a machine or trust account, not a user")
         );
         assert_eq!(db.list().len(), 2);
+    }
+
+    /// A name finds the account that folds the same (`names`), which answers with its own
+    /// spelling; two accounts that fold the same cannot both be listed.
+    #[test]
+    fn accounts_answer_with_their_own_spelling() {
+        let dir = TempDir::new("spelling");
+        let path = dir.0.join("users");
+        let mut db = UserDb::new(&path);
+        db.add_or_update("Kate", "k", Some(1)).unwrap();
+        db.add_or_update("sam", "s", Some(2)).unwrap();
+        let name = |user: &str| db.account(user).map(|a| a.name);
+        assert_eq!(name("KATE").as_deref(), Some("Kate"));
+        assert_eq!(name("\u{212A}ate"), None);
+        assert_eq!(name("\u{17F}AM"), None);
+        assert_eq!(name("SAM").as_deref(), Some("sam"));
+        assert_eq!(db.uid("Sam"), Some(2));
+
+        db.add_or_update("KATE", "other", None).unwrap();
+        assert_eq!(db.list().len(), 2, "an update of Kate, not a new account");
+        let twice = PDBEDIT_LINE.replace("bench", "SAM");
+        let text = format!("{}\n{twice}\n", PDBEDIT_LINE.replace("bench", "sam"));
+        write_with_mode(&path, &text, 0o600);
+        assert!(matches!(
+            UserDb::load(&path),
+            Err(UserDbError::Parse {
+                line: 2,
+                reason: "user listed twice",
+                ..
+            })
+        ));
     }
 
     #[test]

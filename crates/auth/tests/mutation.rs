@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use smb3d_auth::ntlm::{AuthenticateMessage, ChallengeMessage, NegotiateMessage};
 use smb3d_auth::spnego::{NegTokenInit2, NegotiationToken};
-use smb3d_auth::{Acceptor, AuthError, CredentialStore, RandomSource, ServerIdentity, Step};
+use smb3d_auth::{
+    Acceptor, Account, AuthError, CredentialStore, RandomSource, ServerIdentity, Step,
+};
 use smb3d_wire::FileTime;
 
 // The captured Samba exchange of tests/samba_capture.rs.
@@ -33,9 +35,8 @@ impl RandomSource for Fixed {
 struct Bench;
 
 impl CredentialStore for Bench {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("bench")
-            .then(|| *smb3d_auth::ntlm::crypto::nt_hash("pass"))
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, "bench", *smb3d_auth::ntlm::crypto::nt_hash("pass"))
     }
 }
 

@@ -32,7 +32,7 @@ fn spec_4_2_4_authenticate_is_accepted_with_the_example_key() {
         outcome.principal,
         Principal::User {
             name: "User".into(),
-            domain: "Domain".into()
+            claimed_domain: "Domain".into()
         }
     );
     assert_eq!(*outcome.exported_session_key, [0x55; 16]);
@@ -130,7 +130,7 @@ fn raw_ntlmssp_with_and_without_mic() {
             principal,
             Principal::User {
                 name: "alice".into(),
-                domain: "WORKGROUP".into()
+                claimed_domain: "WORKGROUP".into()
             }
         );
     }

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use smb3d_auth::{
-    Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
+    Acceptor, Account, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
 };
 use smb3d_wire::FileTime;
 
@@ -35,8 +35,8 @@ impl RandomSource for Fixed {
 struct OneUser(String, [u8; 16]);
 
 impl CredentialStore for OneUser {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        self.0.eq_ignore_ascii_case(user).then_some(self.1)
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, &self.0, self.1)
     }
 }
 
@@ -61,7 +61,10 @@ fn render(step: Result<Step, AuthError>) -> String {
             session_key,
         }) => {
             let who = match principal {
-                Principal::User { name, domain } => format!("{name} {domain}"),
+                Principal::User {
+                    name,
+                    claimed_domain,
+                } => format!("{name} {claimed_domain}"),
                 Principal::Anonymous => "anonymous -".to_owned(),
             };
             let token = if token.is_empty() {

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use smb3d_auth::{
-    Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
+    Acceptor, Account, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
     server_initial_token,
 };
 use smb3d_wire::FileTime;
@@ -51,9 +51,8 @@ impl RandomSource for FixedChallenge {
 struct Bench;
 
 impl CredentialStore for Bench {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("bench")
-            .then(|| *smb3d_auth::ntlm::crypto::nt_hash("pass"))
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, "bench", *smb3d_auth::ntlm::crypto::nt_hash("pass"))
     }
 }
 
@@ -100,7 +99,7 @@ fn samba_exchange_replays_byte_for_byte() {
         principal,
         Principal::User {
             name: "bench".into(),
-            domain: "WORKGROUP".into()
+            claimed_domain: "WORKGROUP".into()
         }
     );
     assert_ne!(session_key, [0; 16]);
@@ -126,15 +125,15 @@ fn ntlm_offset(token: &[u8]) -> usize {
 struct WrongPassword;
 
 impl CredentialStore for WrongPassword {
-    fn nt_hash(&self, _user: &str) -> Option<[u8; 16]> {
-        Some(*smb3d_auth::ntlm::crypto::nt_hash("Pass"))
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, user, *smb3d_auth::ntlm::crypto::nt_hash("Pass"))
     }
 }
 
 struct Nobody;
 
 impl CredentialStore for Nobody {
-    fn nt_hash(&self, _user: &str) -> Option<[u8; 16]> {
+    fn account(&self, _user: &str) -> Option<Account> {
         None
     }
 }

@@ -82,7 +82,7 @@ fn counter_proposal_with_mech_list_mic_succeeds() {
         principal,
         Principal::User {
             name: "alice".into(),
-            domain: "WORKGROUP".into()
+            claimed_domain: "WORKGROUP".into()
         }
     );
 }

@@ -72,9 +72,14 @@ pub struct ConnectionInfo {
 /// Who an established session is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserInfo {
-    /// The account name; None for an anonymous (null) session.
+    /// The account's name as the user database spells it; None for an anonymous (null)
+    /// session.
     pub name: Option<String>,
+    /// The account's domain: this server's NetBIOS name, which every account of the user
+    /// database belongs to; empty for an anonymous session.
     pub domain: String,
+    /// The domain the client sent at logon, which proves nothing.
+    pub claimed_domain: String,
     /// The Unix ids file-system work runs with.
     pub uid: u32,
     pub gid: u32,
@@ -254,13 +259,21 @@ impl Server {
                 let (signing, encryption) = session_protection(&session, signing_algorithm);
                 let st = session.state.lock();
                 let user = st.established.as_ref().map(|e| {
-                    let (name, domain) = match &e.user {
-                        SessionUser::User { name, domain } => (Some(name.clone()), domain.clone()),
-                        SessionUser::Anonymous => (None, String::new()),
+                    let (name, domain, claimed_domain) = match &e.user {
+                        SessionUser::User {
+                            name,
+                            claimed_domain,
+                        } => (
+                            Some(name.clone()),
+                            self.identity.netbios_name.clone(),
+                            claimed_domain.clone(),
+                        ),
+                        SessionUser::Anonymous => (None, String::new(), String::new()),
                     };
                     UserInfo {
                         name,
                         domain,
+                        claimed_domain,
                         uid: e.identity.unix.uid,
                         gid: e.identity.unix.gid,
                     }

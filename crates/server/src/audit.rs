@@ -51,8 +51,14 @@ pub(crate) fn subject(
         return None;
     }
     let user = match user {
-        SessionUser::User { name, domain } if domain.is_empty() => name.clone(),
-        SessionUser::User { name, domain } => format!("{domain}\\{name}"),
+        SessionUser::User {
+            name,
+            claimed_domain,
+        } if claimed_domain.is_empty() => name.clone(),
+        SessionUser::User {
+            name,
+            claimed_domain,
+        } => format!("{claimed_domain}\\{name}"),
         SessionUser::Anonymous => "(anonymous)".into(),
     };
     Some(Arc::new(Subject {

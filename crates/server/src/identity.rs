@@ -4,6 +4,7 @@
 
 use std::fs;
 
+use smb3d_auth::names;
 use smb3d_dtyp::{Privileges, Sid, Token};
 use smb3d_vfs::Credentials;
 
@@ -95,14 +96,22 @@ impl IdMap {
         }
     }
 
-    /// The identity of a Unix account: its user SID, its primary and supplementary groups
-    /// (from /etc/passwd and /etc/group), Everyone, Authenticated Users and BUILTIN\Users,
-    /// and, as Samba adds them, the Unix-id SIDs of the user and its groups (S-1-22-1-uid,
-    /// S-1-22-2-gid), so that ACEs Samba wrote for unmapped ids still apply.
-    pub fn identity(&self, user: &str, uid: u32) -> Identity {
-        let accounts = Accounts::read();
+    /// The identity of the Unix account `uid`: its user SID, its primary and supplementary
+    /// groups (from /etc/passwd and /etc/group, the groups listing the account's Unix name as
+    /// getgrouplist(3) finds them, whatever name the session logged on with), Everyone,
+    /// Authenticated Users and BUILTIN\Users, and, as Samba adds them, the Unix-id SIDs of the
+    /// user and its groups (S-1-22-1-uid, S-1-22-2-gid), so that ACEs Samba wrote for unmapped
+    /// ids still apply.
+    pub fn identity(&self, uid: u32) -> Identity {
+        self.identity_in(&Accounts::read(), uid)
+    }
+
+    fn identity_in(&self, accounts: &Accounts, uid: u32) -> Identity {
         let gid = accounts.primary_gid(uid).unwrap_or(uid);
-        let supplementary: Vec<u32> = accounts.groups_of(user).filter(|&g| g != gid).collect();
+        let supplementary: Vec<u32> = accounts
+            .user_name(uid)
+            .map(|name| accounts.groups_of(name).filter(|&g| g != gid).collect())
+            .unwrap_or_default();
         let unix_gids = || std::iter::once(gid).chain(supplementary.iter().copied());
         let mut groups: Vec<Sid> = unix_gids().map(|g| self.group_sid(g)).collect();
         groups.extend([Sid::EVERYONE, Sid::AUTHENTICATED_USERS, Sid::BUILTIN_USERS]);
@@ -122,18 +131,13 @@ impl IdMap {
         }
     }
 
-    /// The identity `session` has on a share that forces a user (its name and uid) and/or a
-    /// group, as Samba's `force user` and `force group`: the forced user's token and
-    /// credentials in place of the session's own, and the forced group as the primary group
-    /// (the former primary group staying a supplementary one).
-    pub fn forced(
-        &self,
-        session: &Identity,
-        user: Option<(&str, u32)>,
-        group: Option<u32>,
-    ) -> Identity {
+    /// The identity `session` has on a share that forces a user (its uid) and/or a group, as
+    /// Samba's `force user` and `force group`: the forced user's token and credentials in
+    /// place of the session's own, and the forced group as the primary group (the former
+    /// primary group staying a supplementary one).
+    pub fn forced(&self, session: &Identity, user: Option<u32>, group: Option<u32>) -> Identity {
         let mut identity = match user {
-            Some((name, uid)) => self.identity(name, uid),
+            Some(uid) => self.identity(uid),
             None => session.clone(),
         };
         if let Some(gid) = group {
@@ -200,12 +204,12 @@ impl Accounts {
         })
     }
 
-    /// The uid of the user `name` (matched case-insensitively, as Windows names are).
+    /// The uid of the user `name` ([`id_of`]).
     pub fn uid_of(&self, name: &str) -> Option<u32> {
         id_of(&self.passwd, name)
     }
 
-    /// The gid of the group `name` (case-insensitively).
+    /// The gid of the group `name` ([`id_of`]).
     pub fn gid_of(&self, name: &str) -> Option<u32> {
         id_of(&self.group, name)
     }
@@ -220,6 +224,8 @@ impl Accounts {
         name_of(&self.group, gid)
     }
 
+    /// The groups whose member list names the Unix account `user` (exactly: Unix names are
+    /// case-sensitive).
     fn groups_of<'a>(&'a self, user: &'a str) -> impl Iterator<Item = u32> + 'a {
         self.group.lines().filter_map(move |line| {
             let mut fields = line.split(':');
@@ -231,23 +237,28 @@ impl Accounts {
             );
             members
                 .split(',')
-                .any(|m| m.eq_ignore_ascii_case(user))
+                .any(|m| m == user)
                 .then(|| gid.parse().ok())
                 .flatten()
         })
     }
 }
 
-/// The id (third field) of the entry `name` in a passwd- or group-format file.
+/// The id (third field) of the entry `name` in a passwd- or group-format file, for names an
+/// administrator configured (`force_user`, `@group`): the entry of exactly that name, else one
+/// whose name is the same as account names compare (`names::same`).
 fn id_of(file: &str, name: &str) -> Option<u32> {
-    file.lines().find_map(|line| {
-        let mut fields = line.split(':');
-        let (entry, _, id) = (fields.next()?, fields.next()?, fields.next()?);
-        entry
-            .eq_ignore_ascii_case(name)
-            .then(|| id.parse().ok())
-            .flatten()
-    })
+    let entries = || {
+        file.lines().filter_map(|line| {
+            let mut fields = line.split(':');
+            let (entry, _, id) = (fields.next()?, fields.next()?, fields.next()?);
+            Some((entry, id.parse().ok()?))
+        })
+    };
+    entries()
+        .find(|(entry, _)| *entry == name)
+        .or_else(|| entries().find(|(entry, _)| names::same(entry, name)))
+        .map(|(_, id)| id)
 }
 
 /// The name of the entry with id `id` in a passwd- or group-format file.
@@ -281,17 +292,40 @@ mod tests {
     #[test]
     fn accounts_parse() {
         let accounts = Accounts {
-            passwd: "root:x:0:0:root:/root:/bin/sh\nalice:x:1000:100::/home/alice:/bin/sh\n".into(),
-            group: "users:x:100:\nstaff:x:50:bob,alice\nwheel:x:10:bob\n".into(),
+            passwd: "root:x:0:0:root:/root:/bin/sh\nalice:x:1000:100::/home/alice:/bin/sh\n\
+                     Alice:x:1001:100::/:/bin/sh\n"
+                .into(),
+            group: "users:x:100:\nstaff:x:50:bob,alice\nwheel:x:10:bob,Alice\n".into(),
         };
         assert_eq!(accounts.primary_gid(1000), Some(100));
         assert_eq!(accounts.groups_of("alice").collect::<Vec<_>>(), [50]);
+        assert_eq!(accounts.groups_of("Alice").collect::<Vec<_>>(), [10]);
+        assert_eq!(accounts.uid_of("alice"), Some(1000));
+        assert_eq!(accounts.uid_of("Alice"), Some(1001));
         assert_eq!(accounts.uid_of("ALICE"), Some(1000));
+        assert_eq!(accounts.uid_of("al\u{131}ce"), None);
         assert_eq!(accounts.uid_of("staff"), None);
         assert_eq!(accounts.gid_of("Staff"), Some(50));
         assert_eq!(accounts.user_name(0), Some("root"));
         assert_eq!(accounts.group_name(10), Some("wheel"));
         assert_eq!(accounts.group_name(11), None);
+    }
+
+    /// Supplementary groups are those of the Unix account the session acts as, found by its
+    /// Unix name, not by the name the session logged on with.
+    #[test]
+    fn groups_follow_the_unix_account() {
+        let map = IdMap::new("FILES");
+        let accounts = Accounts {
+            passwd: "katherine:x:1000:100::/:/bin/sh\nkate:x:1001:100::/:/bin/sh\n".into(),
+            group: "users:x:100:\nstaff:x:50:katherine\nwheel:x:10:kate\n".into(),
+        };
+        let katherine = map.identity_in(&accounts, 1000);
+        assert_eq!((katherine.unix.gid, katherine.unix.groups), (100, vec![50]));
+        assert!(katherine.token.groups.contains(&map.group_sid(50)));
+        assert!(!katherine.token.groups.contains(&map.group_sid(10)));
+        let unknown = map.identity_in(&accounts, 4242);
+        assert_eq!((unknown.unix.gid, unknown.unix.groups), (4242, vec![]));
     }
 
     #[test]

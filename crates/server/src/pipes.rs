@@ -242,10 +242,14 @@ impl Directory for ServerDirectory {
         }
         let accounts = Accounts::read();
         // A user of the database acts as its uid, or as the server's own account (as at logon).
-        let uid = if server.credentials.nt_hash(name).is_some() {
-            Some(server.credentials.uid(name).unwrap_or_else(process_uid))
-        } else {
-            accounts.uid_of(name)
+        let uid = match server.credentials.account(name) {
+            Some(account) => Some(
+                server
+                    .credentials
+                    .uid(&account.name)
+                    .unwrap_or_else(process_uid),
+            ),
+            None => accounts.uid_of(name),
         };
         if let Some(uid) = uid {
             return Some((server.ids.user_sid(uid), SidType::User, machine.clone()));
@@ -299,7 +303,7 @@ fn windows_path(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use smb3d_auth::{CredentialStore, ServerIdentity};
+    use smb3d_auth::{Account, CredentialStore, ServerIdentity};
 
     use super::*;
     use crate::identity::IdMap;
@@ -310,15 +314,14 @@ mod tests {
     struct Users;
 
     impl CredentialStore for Users {
-        fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        fn account(&self, user: &str) -> Option<Account> {
             ["alice", "bob"]
                 .iter()
-                .any(|u| u.eq_ignore_ascii_case(user))
-                .then_some([0; 16])
+                .find_map(|name| Account::if_named(user, name, [0; 16]))
         }
 
         fn uid(&self, user: &str) -> Option<u32> {
-            user.eq_ignore_ascii_case("alice").then_some(4242)
+            (user == "alice").then_some(4242)
         }
     }
 
@@ -381,11 +384,10 @@ mod tests {
         };
         let user = |name: &str| SessionUser::User {
             name: name.into(),
-            domain: "WORKGROUP".into(),
+            claimed_domain: "WORKGROUP".into(),
         };
         let seen_by = |name: &str| {
-            ServerDirectory::new(&server)
-                .seen_by(user(name), Arc::new(server.ids.identity(name, 4242)))
+            ServerDirectory::new(&server).seen_by(user(name), Arc::new(server.ids.identity(4242)))
         };
         assert_eq!(names(seen_by("alice")), ["IPC$", "private"]);
         assert_eq!(names(seen_by("bob")), ["IPC$"]);

@@ -22,8 +22,11 @@ use crate::share::Share;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionUser {
     User {
+        /// The account's name as the user database spells it, fixed at logon: what every
+        /// later check, log line and audit record uses.
         name: String,
-        domain: String,
+        /// The domain the client sent, which proves nothing (`smb3d_auth::Principal`).
+        claimed_domain: String,
     },
     /// A null session (MS-SMB2 SMB2_SESSION_FLAG_IS_NULL): no user, no keys.
     Anonymous,

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use smb3d_auth::names;
 use smb3d_fscc::Expression;
 use smb3d_vfs::{Vfs, VfsPath, VfsResult};
 
@@ -245,14 +246,16 @@ impl Share {
     }
 }
 
-/// A list of users as Samba's share options write one: user names (case-insensitive), and
-/// `@group` or `+group` for the members of a Unix group.
+/// A list of users as Samba's share options write one: user names (compared as the user
+/// database compares them, `smb3d_auth::names`), and `@group` or `+group` for the members of a
+/// Unix group.
 pub(crate) struct UserList<'a>(pub &'a [String]);
 
 impl UserList<'_> {
-    /// Whether the list names the user `name`, whose Unix groups are those of `who`.
+    /// Whether the list names the user `name` (the database's spelling, fixed at logon), whose
+    /// Unix groups are those of `who`.
     pub fn names(&self, name: &str, who: &Identity) -> bool {
-        if self.0.iter().any(|entry| entry.eq_ignore_ascii_case(name)) {
+        if self.0.iter().any(|entry| names::same(entry, name)) {
             return true;
         }
         let mut groups = self
@@ -295,7 +298,7 @@ mod tests {
         };
         let user = SessionUser::User {
             name: name.into(),
-            domain: "WORKGROUP".into(),
+            claimed_domain: "WORKGROUP".into(),
         };
         (user, who)
     }
@@ -305,6 +308,8 @@ mod tests {
         let (alice, who) = member_of_root("alice");
         let list = |entries: &[&str]| entries.iter().map(|e| (*e).to_owned()).collect::<Vec<_>>();
         assert!(UserList(&list(&["bob", "ALICE"])).names("alice", &who));
+        assert!(UserList(&list(&["JÖRG"])).names("jörg", &who));
+        assert!(!UserList(&list(&["\u{212A}ate"])).names("kate", &who));
         assert!(UserList(&list(&["@root"])).names("alice", &who));
         assert!(UserList(&list(&["+root"])).names("alice", &who));
         assert!(!UserList(&list(&["bob", "@no-such-group-here"])).names("alice", &who));

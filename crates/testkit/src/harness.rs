@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use smb3d_auth::{CredentialStore, ServerIdentity};
+use smb3d_auth::{Account, CredentialStore, ServerIdentity};
 use smb3d_crypto::CryptoProvider;
 use smb3d_server::connection::{Connection, FrameSink, OutFrame};
 use smb3d_server::share::Share;
@@ -71,9 +71,8 @@ impl Counts {
 struct OneUser;
 
 impl CredentialStore for OneUser {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case(USER)
-            .then(|| *smb3d_auth::ntlm::crypto::nt_hash(PASSWORD))
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, USER, *smb3d_auth::ntlm::crypto::nt_hash(PASSWORD))
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use smb3d_auth::CredentialStore;
+use smb3d_auth::{Account, CredentialStore};
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::NtStatus;
 use smb3d_fscc::{EaFlags, FullEa, FullEaListEncoder};
@@ -557,9 +557,13 @@ fn repeated_failures_from_one_address_are_slowed_down() {
 struct PanicOn;
 
 impl CredentialStore for PanicOn {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+    fn account(&self, user: &str) -> Option<Account> {
         assert_ne!(user, "crash", "injected panic");
-        (user == harness::USER).then(|| *smb3d_auth::ntlm::crypto::nt_hash(harness::PASSWORD))
+        Account::if_named(
+            user,
+            harness::USER,
+            *smb3d_auth::ntlm::crypto::nt_hash(harness::PASSWORD),
+        )
     }
 }
 

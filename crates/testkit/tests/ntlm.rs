@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use smb3d_auth::ntlm::crypto::nt_hash;
 use smb3d_auth::{
-    Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
+    Acceptor, Account, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
 };
 use smb3d_testkit::ntlm::{Logon, NtlmClient};
 use smb3d_wire::FileTime;
@@ -13,9 +13,8 @@ use smb3d_wire::FileTime;
 struct Alice;
 
 impl CredentialStore for Alice {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("alice")
-            .then(|| *nt_hash("Secret1!"))
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, "alice", *nt_hash("Secret1!"))
     }
 }
 

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use smb3d_auth::{CredentialStore, ServerIdentity};
+use smb3d_auth::{Account, CredentialStore, ServerIdentity};
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_server::share::Share;
@@ -28,9 +28,8 @@ use smb3d_vfs::MemoryVfs;
 struct Users;
 
 impl CredentialStore for Users {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("tester")
-            .then(|| *smb3d_auth::ntlm::crypto::nt_hash("pw"))
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, "tester", *smb3d_auth::ntlm::crypto::nt_hash("pw"))
     }
 }
 

@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use smb3d_auth::{CredentialStore, ServerIdentity};
+use smb3d_auth::{Account, CredentialStore, ServerIdentity};
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_server::share::Share;
 use smb3d_server::{Limit, Limits, Server, Settings};
@@ -25,10 +25,9 @@ use smb3d_vfs::MemoryVfs;
 struct Users;
 
 impl CredentialStore for Users {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+    fn account(&self, user: &str) -> Option<Account> {
         assert!(!user.eq_ignore_ascii_case("crash"), "injected panic");
-        user.eq_ignore_ascii_case("tester")
-            .then(|| *smb3d_auth::ntlm::crypto::nt_hash("pw"))
+        Account::if_named(user, "tester", *smb3d_auth::ntlm::crypto::nt_hash("pw"))
     }
 }
 

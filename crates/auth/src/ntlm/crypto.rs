@@ -42,25 +42,11 @@ pub fn nt_hash(password: &str) -> Key16 {
     Zeroizing::new(Md4::digest(utf16.as_slice()).into())
 }
 
-/// Upper-cases one character at a time with the simple (one-to-one) mapping, as Windows'
-/// RtlUpcaseUnicodeString does; characters whose full mapping expands (like 'ß') stay.
-fn upcase_simple(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            let mut up = c.to_uppercase();
-            match (up.next(), up.next()) {
-                (Some(u), None) => u,
-                _ => c,
-            }
-        })
-        .collect()
-}
-
 /// NTOWFv2 from the NT hash: HMAC_MD5(NT hash, UNICODE(Uppercase(User) ‖ UserDom))
-/// (MS-NLMP 3.3.2).
+/// (MS-NLMP 3.3.2), Uppercase being Windows' (`names::fold`).
 pub fn ntowf_v2(nt_hash: &[u8; 16], user: &str, domain: &str) -> Key16 {
     let mut identity = Vec::new();
-    smb3d_wire::encode_utf16le(&upcase_simple(user), &mut identity);
+    smb3d_wire::encode_utf16le(&crate::names::fold(user), &mut identity);
     smb3d_wire::encode_utf16le(domain, &mut identity);
     Zeroizing::new(hmac_md5(nt_hash, &[&identity]))
 }

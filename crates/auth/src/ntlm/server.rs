@@ -217,7 +217,8 @@ impl ChallengeState {
         let user = decode_utf16le(auth.user, "UserName").map_err(invalid)?;
         let domain = decode_utf16le(auth.domain, "DomainName").map_err(invalid)?;
 
-        let base_key = self.verify_response(&user, &domain, sent_proof, client_blob, store)?;
+        let (account, base_key) =
+            self.verify_response(&user, &domain, sent_proof, client_blob, store)?;
         let exported_session_key = exported(&base_key);
 
         if let Some(sent_mic) = sent_mic {
@@ -236,7 +237,10 @@ impl ChallengeState {
         }
 
         Ok(NtlmOutcome {
-            principal: Principal::User { name: user, domain },
+            principal: Principal::User {
+                name: account,
+                claimed_domain: domain,
+            },
             exported_session_key,
             flags,
             mic_present,
@@ -244,9 +248,10 @@ impl ChallengeState {
     }
 
     /// Checks the NTProofStr against the stored NT hash with the domain as sent and with an
-    /// empty domain (clients differ in which they use), and returns the SessionBaseKey. Both
-    /// candidates are always computed, the comparison is constant-time, and a user the store
-    /// does not know is checked against a stand-in hash whose result is then discarded.
+    /// empty domain (clients differ in which they use), and returns the account's name as the
+    /// store spells it and the SessionBaseKey. Both candidates are always computed, the
+    /// comparison is constant-time, and a user the store does not know is checked against a
+    /// stand-in hash whose result is then discarded.
     fn verify_response(
         &self,
         user: &str,
@@ -254,10 +259,13 @@ impl ChallengeState {
         sent_proof: &[u8],
         client_blob: &[u8],
         store: &Arc<dyn CredentialStore>,
-    ) -> Result<Key16, AuthError> {
-        let stored = store.nt_hash(user).map(Zeroizing::new);
-        let known = Choice::from(u8::from(stored.is_some()));
-        let hash = stored.unwrap_or_else(|| Zeroizing::new([0x5a; 16]));
+    ) -> Result<(String, Key16), AuthError> {
+        let account = store.account(user);
+        let known = Choice::from(u8::from(account.is_some()));
+        let (name, hash) = match account {
+            Some(account) => (account.name, account.nt_hash),
+            None => (String::new(), Zeroizing::new([0x5a; 16])),
+        };
         let mut matched = Choice::from(0);
         let mut base_key = Zeroizing::new([0u8; 16]);
         for candidate_domain in [domain, ""] {
@@ -272,7 +280,7 @@ impl ChallengeState {
             matched |= equal;
         }
         if bool::from(matched & known) {
-            Ok(base_key)
+            Ok((name, base_key))
         } else {
             Err(AuthError::LogonFailure)
         }

@@ -10,7 +10,7 @@ use smb3d_auth::ntlm::{
     AuthenticateMessage, AvFlags, AvId, AvPairWriter, AvPairs, ChallengeMessage, NegotiateFlags,
     NegotiateMessage, Version,
 };
-use smb3d_auth::{AuthError, CredentialStore, RandomSource, ServerIdentity};
+use smb3d_auth::{Account, AuthError, CredentialStore, RandomSource, ServerIdentity};
 use smb3d_wire::FileTime;
 
 pub fn hex(s: &str) -> Vec<u8> {
@@ -39,11 +39,10 @@ impl RandomSource for FixedChallenge {
 pub struct Users(pub Vec<(&'static str, &'static str)>);
 
 impl CredentialStore for Users {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+    fn account(&self, user: &str) -> Option<Account> {
         self.0
             .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(user))
-            .map(|(_, password)| *crypto::nt_hash(password))
+            .find_map(|(name, password)| Account::if_named(user, name, *crypto::nt_hash(password)))
     }
 }
 

@@ -81,10 +81,12 @@ pub(crate) fn create(
     crate::conn_limits::admit_open(cx.conn, &session)?;
     let identity = cx.identity()?;
     let user = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let server = &cx.conn.server;
     let caller = match user.clone() {
-        SessionUser::User { name, domain } => CallerInfo {
+        // Every account of the user database is the server's own (a standalone server).
+        SessionUser::User { name, .. } => CallerInfo {
             user: name,
-            domain,
+            domain: server.identity.netbios_name.clone(),
             sid: identity.token.user,
         },
         SessionUser::Anonymous => CallerInfo {
@@ -93,7 +95,6 @@ pub(crate) fn create(
             sid: Sid::ANONYMOUS,
         },
     };
-    let server = &cx.conn.server;
     let directory = Arc::new(ServerDirectory::new(server).seen_by(user, identity));
     let endpoint =
         PipeEndpoint::open(&name, directory, caller).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;

@@ -113,10 +113,7 @@ fn forced_identity(
         NtStatus::NO_SUCH_USER
     };
     let user = match &share.force_user {
-        Some(name) => Some((
-            name.as_str(),
-            accounts.uid_of(name).ok_or_else(|| unknown("user", name))?,
-        )),
+        Some(name) => Some(accounts.uid_of(name).ok_or_else(|| unknown("user", name))?),
         None => None,
     };
     let group = match &share.force_group {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use smb3d_auth::{
-    Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
+    Account, Acceptor, AuthError, CredentialStore, Principal, RandomSource, ServerIdentity, Step,
 };
 use smb3d_wire::FileTime;
 use sspi::builders::{AcquireCredentialsHandle, WithoutCredentialUse};
@@ -30,9 +30,8 @@ impl RandomSource for Fixed {
 
 struct OneUser;
 impl CredentialStore for OneUser {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("alice")
-            .then(|| *smb3d_auth::ntlm::crypto::nt_hash("Secret1!"))
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, "alice", *smb3d_auth::ntlm::crypto::nt_hash("Secret1!"))
     }
 }
 
@@ -49,7 +48,10 @@ fn render(step: &Result<Step, AuthError>) -> String {
             session_key,
         }) => {
             let who = match principal {
-                Principal::User { name, domain } => format!("{name} {domain}"),
+                Principal::User {
+                    name,
+                    claimed_domain,
+                } => format!("{name} {claimed_domain}"),
                 Principal::Anonymous => "anonymous -".to_owned(),
             };
             let token = if token.is_empty() {

@@ -62,10 +62,11 @@ pub(super) async fn handle(
             principal,
             session_key,
         }) => {
-            // Only the session's own user may bind to it.
+            // Only the session's own user may bind to it; both names are the database's
+            // spelling.
             let same_user = match (principal, session.user()) {
                 (Principal::User { name, .. }, Some(SessionUser::User { name: owner, .. })) => {
-                    name.eq_ignore_ascii_case(&owner)
+                    name == owner
                 }
                 _ => false,
             };

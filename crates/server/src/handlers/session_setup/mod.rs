@@ -193,7 +193,13 @@ fn complete(
     let exchange = session.state.lock().exchange.take();
     let preauth = exchange.and_then(|e| e.preauth);
     let user = match principal {
-        Principal::User { name, domain } => SessionUser::User { name, domain },
+        Principal::User {
+            name,
+            claimed_domain,
+        } => SessionUser::User {
+            name,
+            claimed_domain,
+        },
         Principal::Anonymous => SessionUser::Anonymous,
     };
     let anonymous = user == SessionUser::Anonymous;
@@ -202,7 +208,7 @@ fn complete(
         // account: file work then runs exactly as without impersonation.
         SessionUser::User { name, .. } => {
             let uid = server.credentials.uid(name).unwrap_or_else(process_uid);
-            server.ids.identity(name, uid)
+            server.ids.identity(uid)
         }
         SessionUser::Anonymous => server.ids.anonymous(),
     });
