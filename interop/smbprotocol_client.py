@@ -1,5 +1,6 @@
 """Small helpers over Python smbprotocol, a third-party client independent of Samba's."""
 
+import unicodedata
 import uuid
 
 from smbprotocol.connection import Connection
@@ -30,6 +31,42 @@ def connect(server, dialect=None, require_signing=True, encrypt=False, client_gu
     tree = TreeConnect(session, r"\\127.0.0.1\%s" % server.share)
     tree.connect()
     return conn, session, tree
+
+
+# Text a client chooses that would end or forge a log line, drive a terminal or reorder what is
+# shown, were it written as it came: an NTLM domain (which nothing checks), a file name with a
+# right-to-left override, and a stream name (streams may hold control characters).
+FORGING_DOMAIN = "EV\x1b[31mIL\nINFO audit: forged"
+BIDI_NAME = "evil\u202etxt.exe"
+FORGING_STREAM = "\x1b[2J\x9bred\nINFO audit forged"
+
+
+def connect_claiming(server, domain):
+    """Logs on as the test user spelled in upper case, claiming `domain`, and connects to the
+    share."""
+    conn = Connection(uuid.uuid4(), "127.0.0.1", server.port, require_signing=True)
+    conn.connect()
+    session = Session(conn, "%s\\%s" % (domain, server.user.upper()), server.password)
+    session.connect()
+    tree = TreeConnect(session, r"\\127.0.0.1\%s" % server.share)
+    tree.connect()
+    return conn, session, tree
+
+
+def create(tree, name, options=CreateOptions.FILE_NON_DIRECTORY_FILE):
+    """Creates (or overwrites) `name` for every access, sharing everything; returns the open."""
+    handle = Open(tree, name)
+    handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_ALL,
+                  FileAttributes.FILE_ATTRIBUTE_NORMAL,
+                  ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE,
+                  CreateDisposition.FILE_OVERWRITE_IF, options)
+    return handle
+
+
+def unshowable(text):
+    """The characters of `text`, line ends aside, that a log or terminal must not get as they
+    are: controls, format characters (bidirectional overrides, zero-width ones), separators."""
+    return sorted({c for c in text if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")})
 
 
 def open_status(server, name):

@@ -10,7 +10,7 @@ from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
                               ImpersonationLevel, LockFlags, Open, ShareAccess, SMB2LockElement)
 
-from smbprotocol_client import connect
+from smbprotocol_client import BIDI_NAME, FORGING_DOMAIN, FORGING_STREAM, connect, connect_claiming, create, unshowable
 
 
 def open_rw(tree, name):
@@ -114,3 +114,29 @@ def test_close_file_and_close_session(two_clients):
 
     missing = server.ctl("close-session", second_id, check=False)
     assert missing.returncode != 0 and "no session has id" in missing.stderr
+
+
+def test_status_shows_the_proven_account_and_escapes_what_clients_chose(smb3d):
+    """Issue 16: a session that claims a domain able to forge lines and holds a file whose name
+    holds a right-to-left override (and a stream named with terminal escapes) shows, in
+    `smb3d status` and its JSON, the account it proved, the server's domain, the claimed domain
+    apart, and every client string escaped."""
+    conn, _, tree = connect_claiming(smb3d, FORGING_DOMAIN)
+    try:
+        held = [create(tree, BIDI_NAME), create(tree, "f.txt"), create(tree, "f.txt:" + FORGING_STREAM)]
+        table = smb3d.ctl("status").stdout
+        report = status(smb3d)
+        for handle in held:
+            handle.close()
+    finally:
+        conn.disconnect()
+    assert not unshowable(table), table
+    assert "evil\\u{202e}txt.exe" in table, table
+    (session,) = report["sessions"].values()
+    assert session["username"] == smb3d.user, session
+    assert session["domain"] == "SMB3D", session
+    assert session["claimed_domain"] == "EV\\u{1b}[31mIL\\nINFO audit: forged", session
+    # An open of a stream is listed under its file.
+    names = {f["filename"] for f in report["open_files"].values()}
+    assert names == {"evil\\u{202e}txt.exe", "f.txt"}, names
+    assert not unshowable(json.dumps(report, ensure_ascii=False)), report

@@ -1,6 +1,7 @@
 //! The status report: the server's snapshot as JSON with `smbstatus --json`'s keys where they
 //! map (built by the running server), and its rendering as smbstatus-like tables (by
-//! `smb3d status`).
+//! `smb3d status`). Names and paths are escaped as they enter the report (`escape`), so both
+//! renderings show what clients chose without letting it drive a terminal.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value, json};
 use smb3d_dtyp::AccessMask;
 use smb3d_server::admin::{self, Degree, Protection, Snapshot};
+use smb3d_server::escape::escape;
 use smb3d_smb2::create::ShareAccess;
 
 /// Samba's "vnn" of a server that is not part of a cluster.
@@ -31,19 +33,23 @@ pub fn report(snapshot: &Snapshot, config: &Path, now: SystemTime) -> Value {
 
     let mut sessions = Map::new();
     for s in &snapshot.sessions {
-        let (uid, gid, username, groupname, domain) = match &s.user {
+        let (uid, gid, username, groupname, domain, claimed_domain) = match &s.user {
             Some(u) => (
                 json!(u.uid),
                 json!(u.gid),
-                u.name.clone().unwrap_or_else(|| "(anonymous)".into()),
-                groups.name(u.gid),
-                u.domain.clone(),
+                u.name
+                    .as_deref()
+                    .map_or_else(|| "(anonymous)".into(), |n| escape(n).into_owned()),
+                escape(&groups.name(u.gid)).into_owned(),
+                escape(&u.domain).into_owned(),
+                escape(&u.claimed_domain).into_owned(),
             ),
             None => (
                 json!(-1),
                 json!(-1),
                 "(auth in progress)".into(),
                 "(auth in progress)".into(),
+                String::new(),
                 String::new(),
             ),
         };
@@ -58,6 +64,7 @@ pub fn report(snapshot: &Snapshot, config: &Path, now: SystemTime) -> Value {
                 "username": username,
                 "groupname": groupname,
                 "domain": domain,
+                "claimed_domain": claimed_domain,
                 "remote_machine": machine,
                 "hostname": hostname,
                 "session_dialect": s.connection.dialect.map_or_else(String::new, admin::dialect_name),
@@ -79,7 +86,7 @@ pub fn report(snapshot: &Snapshot, config: &Path, now: SystemTime) -> Value {
         tcons.insert(
             format!("{}/{}", t.session_id, t.id),
             json!({
-                "service": t.share,
+                "service": escape(&t.share),
                 "server_id": server_id(connection),
                 "tcon_id": t.id.to_string(),
                 "session_id": t.session_id.to_string(),
@@ -103,8 +110,8 @@ pub fn report(snapshot: &Snapshot, config: &Path, now: SystemTime) -> Value {
             (
                 json!({
                     "service_path": service_path,
-                    "service": o.share,
-                    "filename": shown_path(&o.path),
+                    "service": escape(&o.share),
+                    "filename": escape(shown_path(&o.path)),
                     "fileid": {"devid": o.device, "inode": o.inode, "extid": 0},
                 }),
                 Map::new(),
@@ -155,7 +162,7 @@ pub fn report(snapshot: &Snapshot, config: &Path, now: SystemTime) -> Value {
         let file = byte_range_locks.entry(key).or_insert_with(|| {
             json!({
                 "fileid": {"devid": l.device, "inode": l.inode, "extid": 0},
-                "file_name": shown_path(&l.path),
+                "file_name": escape(shown_path(&l.path)),
                 "share_path": share_path,
                 "server_id": server_id(connection),
                 "locks": [],
@@ -184,9 +191,9 @@ pub fn report(snapshot: &Snapshot, config: &Path, now: SystemTime) -> Value {
     })
 }
 
-/// The share directory and the key smbstatus uses for a file: its full path.
+/// The share directory and the key smbstatus uses for a file: its full path; both escaped.
 fn file_key(share: &str, share_path: Option<&Path>, path: &str) -> (String, String) {
-    match share_path {
+    let (root, full) = match share_path {
         Some(root) => {
             let root = root.display().to_string();
             let full = if path.is_empty() {
@@ -197,7 +204,8 @@ fn file_key(share: &str, share_path: Option<&Path>, path: &str) -> (String, Stri
             (root, full)
         }
         None => (String::new(), format!("{share}:{path}")),
-    }
+    };
+    (escape(&root).into_owned(), escape(&full).into_owned())
 }
 
 /// A path within its share as shown: the share's root is ".".
@@ -680,6 +688,33 @@ mod tests {
             (&json!("W"), &json!("Windows"), &json!(2), &json!(5))
         );
         assert_eq!(l["share_file_id"], "12");
+    }
+
+    /// What clients chose (a claimed domain, file and stream names) reaches the report and the
+    /// tables escaped: nothing in them can end a line, drive a terminal or reorder the text.
+    #[test]
+    fn client_strings_are_escaped() {
+        let mut snapshot = sample();
+        if let Some(user) = snapshot.sessions[0].user.as_mut() {
+            user.claimed_domain = "EV\u{1b}[31mIL\nforged".into();
+        }
+        snapshot.opens[0].path = "dir/evil\u{202e}txt.exe:\u{9b}2J".into();
+        snapshot.locks[0].path = snapshot.opens[0].path.clone();
+        let r = report(&snapshot, Path::new("/etc/smb3d/smb3d.toml"), UNIX_EPOCH);
+        let s = &r["sessions"]["2630074081"];
+        assert_eq!(s["username"], "bench");
+        assert_eq!(s["domain"], "SMB3D");
+        assert_eq!(s["claimed_domain"], "EV\\u{1b}[31mIL\\nforged");
+        let shown = "dir/evil\\u{202e}txt.exe:\\u{9b}2J";
+        let key = format!("/srv/share/{shown}");
+        assert_eq!(r["open_files"][&key]["filename"], shown);
+        assert_eq!(r["byte_range_locks"][&key]["file_name"], shown);
+        let text = render(&r);
+        assert!(text.contains(shown), "{text}");
+        let unshowable =
+            |c: char| c != '\n' && (c.is_control() || ('\u{2000}'..='\u{206F}').contains(&c));
+        assert!(!r.to_string().contains(unshowable), "{r}");
+        assert!(!text.contains(unshowable), "{text}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use smb3d_crypto::{Cipher, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
 use smb3d_smb2::create::ShareAccess;
 
+use crate::escape::escape;
 use crate::files::SharedFile;
 use crate::handlers::close::close_open;
 use crate::handlers::logoff;
@@ -409,7 +410,7 @@ impl Server {
                 close_open(self, &open);
                 tracing::info!(
                     file = id,
-                    path = open.path().as_str(),
+                    path = &*escape(open.path().as_str()),
                     "open closed by the administrator"
                 );
                 return true;

@@ -1,5 +1,6 @@
 //! The audit trail: opens, renames and deletes on audited shares, one event each at the
-//! `audit` tracing target with the user, client address, share and path. Nothing is built or
+//! `audit` tracing target with the user (the account proven at logon), the domain the client
+//! claimed, the client address, share and path, each escaped (`escape`). Nothing is built or
 //! logged for shares that are not audited.
 
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use smb3d_smb2::create::CreateAction;
 use smb3d_vfs::VfsPath;
 
 use crate::connection::Connection;
+use crate::escape::escape;
 use crate::session::SessionUser;
 use crate::share::Share;
 
@@ -33,10 +35,12 @@ fn shown(path: &VfsPath) -> &str {
     if path.is_root() { "." } else { path.as_str() }
 }
 
-/// Who acts where, fixed for a tree connect.
+/// Who acts where, fixed for a tree connect, escaped.
 pub(crate) struct Subject {
-    /// `DOMAIN\user`, or `(anonymous)`.
+    /// The account's name as the user database spells it, or `(anonymous)`.
     user: String,
+    /// The domain the client sent at logon; nothing checked it.
+    claimed_domain: String,
     client: String,
     share: String,
 }
@@ -50,23 +54,23 @@ pub(crate) fn subject(
     if !share.audit {
         return None;
     }
-    let user = match user {
+    let (user, claimed_domain) = match user {
         SessionUser::User {
             name,
             claimed_domain,
-        } if claimed_domain.is_empty() => name.clone(),
-        SessionUser::User {
-            name,
-            claimed_domain,
-        } => format!("{claimed_domain}\\{name}"),
-        SessionUser::Anonymous => "(anonymous)".into(),
+        } => (
+            escape(name).into_owned(),
+            escape(claimed_domain).into_owned(),
+        ),
+        SessionUser::Anonymous => ("(anonymous)".into(), String::new()),
     };
     Some(Arc::new(Subject {
         user,
+        claimed_domain,
         client: conn
             .peer
             .map_or_else(|| "(unknown)".into(), |a| a.ip().to_string()),
-        share: share.name.clone(),
+        share: escape(&share.name).into_owned(),
     }))
 }
 
@@ -93,10 +97,11 @@ pub(crate) fn opened(
     }
     tracing::info!(
         target: TARGET,
-        user = %who.user,
+        user = who.user.as_str(),
+        claimed_domain = who.claimed_domain.as_str(),
         client = %who.client,
-        share = %who.share,
-        path = shown(path),
+        share = who.share.as_str(),
+        path = &*escape(shown(path)),
         action = action_name(action),
         access = %format_args!("{:#010x}", access.0),
         directory,
@@ -108,11 +113,12 @@ pub(crate) fn opened(
 pub(crate) fn renamed(who: &Subject, from: &VfsPath, to: &VfsPath) {
     tracing::info!(
         target: TARGET,
-        user = %who.user,
+        user = who.user.as_str(),
+        claimed_domain = who.claimed_domain.as_str(),
         client = %who.client,
-        share = %who.share,
-        path = shown(from),
-        to = shown(to),
+        share = who.share.as_str(),
+        path = &*escape(shown(from)),
+        to = &*escape(shown(to)),
         "rename"
     );
 }
@@ -125,10 +131,11 @@ pub(crate) fn deleted(who: &Subject, path: &VfsPath, stream: Option<&str>, direc
     };
     tracing::info!(
         target: TARGET,
-        user = %who.user,
+        user = who.user.as_str(),
+        claimed_domain = who.claimed_domain.as_str(),
         client = %who.client,
-        share = %who.share,
-        path = %path,
+        share = who.share.as_str(),
+        path = &*escape(&path),
         directory,
         "delete"
     );

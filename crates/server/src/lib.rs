@@ -24,6 +24,7 @@ mod dir_leases;
 mod durable;
 mod eas;
 mod encryption;
+pub mod escape;
 mod file_tail;
 mod fileinfo;
 mod files;

@@ -28,6 +28,7 @@ use smb3d_wire::{DecodeError, Guid, Reader, Writer};
 use crate::blocking::{Wait, as_user, blocking};
 use crate::caching::{Caching, LeaseId, LeaseRecord, Route};
 use crate::durable::{Durability, ReplayState};
+use crate::escape::escape;
 use crate::files::{FileKey, OpenEntry, SharedFile};
 use crate::handlers::create::open_widest;
 use crate::identity::Identity;
@@ -601,7 +602,7 @@ pub(crate) fn renamed(server: &Server, file: &SharedFile) {
         if let Err(e) = save(server, &open) {
             // The rename is done; the record names the old path until its next write.
             tracing::error!(
-                path = open.path().as_str(),
+                path = &*escape(open.path().as_str()),
                 "the new name of a persistent open could not be recorded: {e}"
             );
         }
@@ -652,17 +653,17 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
             Ok(()) => {
                 restored += 1;
                 tracing::info!(
-                    share = record.share,
-                    path = record.path,
-                    user = record.user,
+                    share = &*escape(&record.share),
+                    path = &*escape(&record.path),
+                    user = &*escape(&record.user),
                     timeout = ?record.timeout,
                     "persistent open restored; waiting for its client"
                 );
             }
             Err(why) => {
                 tracing::warn!(
-                    share = record.share,
-                    path = record.path,
+                    share = &*escape(&record.share),
+                    path = &*escape(&record.path),
                     "persistent open {id:#x} dropped: {why}"
                 );
                 if let Err(e) = store.exclusive(|| store.remove(id)) {

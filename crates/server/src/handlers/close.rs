@@ -10,6 +10,7 @@ use smb3d_wire::Writer;
 use crate::audit;
 use crate::connection::Ctx;
 use crate::dir_leases;
+use crate::escape::escape;
 use crate::files::Deletion;
 use crate::handlers::lookup_open;
 use crate::notify::ShareKey;
@@ -123,6 +124,9 @@ fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
                 audit::deleted(who, &path, stream.as_deref(), open.is_directory);
             }
         }
-        Err(e) => tracing::debug!(path = path.as_str(), "delete on close failed: {e}"),
+        Err(e) => tracing::debug!(
+            path = &*escape(path.as_str()),
+            "delete on close failed: {e}"
+        ),
     }
 }

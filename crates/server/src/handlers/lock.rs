@@ -7,6 +7,7 @@ use smb3d_smb2::lock::{LockElement, LockFlags, LockRequest, LockResponse};
 use smb3d_smb2::negotiate::Capabilities;
 
 use crate::connection::Ctx;
+use crate::escape::escape;
 use crate::handlers::lookup_open;
 use crate::limits::Limit;
 use crate::locks::{RangeLock, check_range};
@@ -94,7 +95,7 @@ pub(crate) async fn handle(
     // than its record says until the next write of it).
     if let Err(e) = persistent::save(&cx.conn.server, &open) {
         tracing::error!(
-            path = open.path().as_str(),
+            path = &*escape(open.path().as_str()),
             "the locks of a persistent open could not be recorded: {e}"
         );
         if !first.flags.contains(LockFlags::UNLOCK) {

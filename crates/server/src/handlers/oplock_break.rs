@@ -8,6 +8,7 @@ use smb3d_wire::Writer;
 
 use crate::caching::{self, LeaseId};
 use crate::connection::Ctx;
+use crate::escape::escape;
 use crate::handlers::lookup_open;
 use crate::open::Open;
 use crate::persistent;
@@ -83,7 +84,7 @@ fn record_caching(cx: &Ctx<'_>, opens: impl Iterator<Item = Arc<Open>>) {
     for open in opens {
         if let Err(e) = persistent::save(&cx.conn.server, &open) {
             tracing::error!(
-                path = open.path().as_str(),
+                path = &*escape(open.path().as_str()),
                 "the caching of a persistent open could not be recorded: {e}"
             );
         }

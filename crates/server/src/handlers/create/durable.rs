@@ -21,6 +21,7 @@ use crate::connection::Ctx;
 use crate::durable::{
     self, DEFAULT_V2_TIMEOUT, Durability, Known, MAX_V2_TIMEOUT, Reconnect, V1_TIMEOUT,
 };
+use crate::escape::escape;
 use crate::fileinfo;
 use crate::handlers::close::close_open;
 use crate::open::Open;
@@ -335,7 +336,7 @@ pub(super) fn grant(
             Ok(()) => persistent::mark(open),
             Err(e) => {
                 tracing::error!(
-                    path = open.path().as_str(),
+                    path = &*escape(open.path().as_str()),
                     "persistent handle not granted: its record could not be written: {e}"
                 );
                 persistent = false;
