@@ -123,6 +123,29 @@ def test_read_and_write_lists(env):
         c.close()
 
 
+def test_lookalike_names_are_no_accounts(tmp_path):
+    """Issue 16: a session acts as the user database's spelling of its account, which share
+    lists compare as account names compare; a name spelled with a lookalike that folds
+    otherwise (K U+212A KELVIN SIGN, ſ U+017F LONG S) is no account, as Samba 4.17 answers.
+    On main, "Kate" with the Kelvin sign logged on as kate and escaped her read_list."""
+    server = start_smb3d(tmp_path, shares={"share": {"path": str(tmp_path / "share"), "read_list": ["kate"]}})
+    try:
+        kate = server.add_user("kate", interop_uid())
+        sam = server.add_user("sam", interop_uid())
+
+        def put(user, password):
+            out = server.smbclient("put %s x.txt" % server.config, user="%s%%%s" % (user, password), check=False)
+            return out.stdout.strip().splitlines()[-1]
+
+        for spelling in ("kate", "KATE"):
+            assert "NT_STATUS_ACCESS_DENIED" in put(spelling, kate), spelling
+        assert "NT_STATUS_LOGON_FAILURE" in put("\u212aate", kate)
+        assert "putting file" in put("Sam", sam)
+        assert "NT_STATUS_LOGON_FAILURE" in put("\u017fam", sam)
+    finally:
+        stop(server)
+
+
 def listed_shares(env, user, password):
     out = subprocess.run(["smbclient", "-L", "//127.0.0.1", "-p", str(env.server.port), "-U",
                           "%s%%%s" % (user, password), "-g"], capture_output=True, text=True, timeout=60)
