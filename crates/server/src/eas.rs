@@ -2,32 +2,58 @@
 //! xattrs, as Samba stores them, so that a share moves between the two servers with its EAs.
 
 use smb3d_dtyp::NtStatus;
+use smb3d_dtyp::samba::{XATTR_DOSATTRIB_NAME, XATTR_NTACL_NAME};
 use smb3d_fscc::{EaFlags, FullEa, full_ea_list};
 use smb3d_vfs::{VfsError, VfsFile};
 
+use crate::handlers::ioctl::reparse::REPARSE_XATTR;
+use crate::limits::MAX_EA_SIZE_LIMIT;
+use crate::security::{POSIX_ACL_ACCESS, POSIX_ACL_DEFAULT, XATTR_NTACL_USER};
 use crate::status_map::VfsResultExt;
+use crate::streams::STREAM_XATTR_PREFIX;
 
+/// EAs are the `user.` xattrs of this prefix and name, as Samba stores them.
 const XATTR_PREFIX: &str = "user.";
 /// Longest EA name (EaNameLength is one byte).
 const MAX_NAME_LEN: usize = 255;
-use crate::limits::MAX_EA_SIZE_LIMIT;
 
-/// `user.` xattrs that hold Samba's (and our) own metadata and are not EAs.
+/// Every xattr the server gives a meaning to, or Samba does on the shares both serve: the one
+/// list that every path to EAs (SET_INFO, the EA buffer of a CREATE, QUERY_INFO and EaSize)
+/// keeps clients away from. Writing one as an EA would skip the checks of the request that
+/// sets it (a reparse point's of FSCTL_SET_REPARSE_POINT, a descriptor's of SET_INFO
+/// security). A name ending in `.` stands for every name it begins. Names outside `user.`
+/// cannot be spelled as EAs at all; they are listed so that the list says what is protected.
+const SERVER_XATTRS: &[&str] = &[
+    XATTR_DOSATTRIB_NAME,
+    XATTR_NTACL_NAME,
+    XATTR_NTACL_USER,
+    POSIX_ACL_ACCESS,
+    POSIX_ACL_DEFAULT,
+    STREAM_XATTR_PREFIX,
+    REPARSE_XATTR,
+    // Samba's inheritance flags of POSIX ACLs (vfs_acl_*), and its marker of stream xattrs.
+    "user.SAMBA_PAI",
+    "user.SAMBA_STREAMS",
+];
+
+/// Whether `xattr` is no EA: outside `user.`, or one of [`SERVER_XATTRS`]. Names compare
+/// without case, as EA names do (MS-FSCC 2.4.15) and as Samba compares its private names, so
+/// that no spelling of an EA name reaches one.
 fn is_private(xattr: &str) -> bool {
-    const PRIVATE: &[&str] = &[
-        "user.DOSATTRIB",
-        "user.SAMBA_PAI",
-        "user.DosStream.",
-        "user.SAMBA_STREAMS",
-        crate::security::XATTR_NTACL_USER,
-    ];
-    PRIVATE.iter().any(|p| {
-        if p.ends_with('.') {
-            xattr.starts_with(p)
-        } else {
-            xattr == *p
-        }
-    })
+    let begins = |prefix: &str| {
+        xattr
+            .as_bytes()
+            .get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+    };
+    !begins(XATTR_PREFIX)
+        || SERVER_XATTRS.iter().any(|name| {
+            if name.ends_with('.') {
+                begins(name)
+            } else {
+                xattr.eq_ignore_ascii_case(name)
+            }
+        })
 }
 
 /// Characters MS-FSCC 2.4.15 allows in an EA name: printable ASCII other than these.
@@ -183,6 +209,71 @@ mod tests {
         assert!(is_private("user.DOSATTRIB"));
         assert!(is_private("user.DosStream.foo:$DATA"));
         assert!(!is_private("user.EAONE"));
+    }
+
+    fn one_ea(name: &[u8]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        let mut w = smb3d_wire::Writer::new(&mut buf);
+        let mut list = smb3d_fscc::FullEaListEncoder::new(&w, usize::MAX);
+        assert!(list.push(
+            &mut w,
+            &FullEa {
+                flags: EaFlags::empty(),
+                name,
+                value: b"forged",
+            },
+        ));
+        buf
+    }
+
+    /// Every `user.` xattr the server or Samba gives a meaning to is refused as an EA name, in
+    /// any spelling.
+    #[test]
+    fn no_ea_name_reaches_the_servers_xattrs() {
+        for name in [
+            &b"DOSATTRIB"[..],
+            b"NTACL",
+            b"SAMBA_PAI",
+            b"SAMBA_STREAMS",
+            b"SmbReparse",
+            b"smbreparse",
+            b"DosStream.x",
+            b"dosstream.x",
+        ] {
+            assert_eq!(
+                check(&one_ea(name), MAX_EA_SIZE_LIMIT).err(),
+                Some(NtStatus::ACCESS_DENIED),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        assert!(check(&one_ea(b"SmbReparseNot"), MAX_EA_SIZE_LIMIT).is_ok());
+    }
+
+    /// A file's reparse data and other server xattrs are not listed among its EAs.
+    #[test]
+    fn reading_eas_skips_the_servers_xattrs() {
+        use smb3d_vfs::Vfs;
+        let vfs = smb3d_vfs::MemoryVfs::new();
+        let request = smb3d_vfs::OpenRequest {
+            access: smb3d_vfs::Access::ReadWrite,
+            disposition: smb3d_vfs::Disposition::Create,
+            kind: smb3d_vfs::Kind::File,
+            create_mode: 0o644,
+        };
+        let file = vfs
+            .open(&smb3d_vfs::VfsPath::parse("f").unwrap(), &request)
+            .unwrap()
+            .file;
+        for xattr in ["user.SmbReparse", "user.DOSATTRIB", "user.Author"] {
+            file.set_xattr(xattr, b"x").unwrap();
+        }
+        let names: Vec<String> = read(file.as_ref())
+            .unwrap()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(names, ["Author"]);
     }
 
     #[test]

@@ -11,7 +11,8 @@ use smb3d_vfs::backend::copy_by_reading;
 use smb3d_vfs::casefold::{FoldedName, eq_ignore_case};
 use smb3d_vfs::{DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult};
 
-const PREFIX: &str = "user.DosStream.";
+/// A named stream is the xattr `user.DosStream.<name>:$DATA`, as Samba's streams_xattr keeps it.
+pub(crate) const STREAM_XATTR_PREFIX: &str = "user.DosStream.";
 const SUFFIX: &str = ":$DATA";
 /// Allocation reported for streams: their bytes live in the inode's xattr blocks.
 const ALLOCATION_UNIT: u64 = 4096;
@@ -21,12 +22,14 @@ pub(crate) const MAX_STREAM_SIZE: usize = 64 * 1024 - 1;
 
 /// The xattr holding stream `name`.
 pub(crate) fn xattr_name(name: &str) -> String {
-    format!("{PREFIX}{name}{SUFFIX}")
+    format!("{STREAM_XATTR_PREFIX}{name}{SUFFIX}")
 }
 
 /// The stream an xattr holds, if it holds one.
 fn stream_of(xattr: &str) -> Option<&str> {
-    xattr.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)
+    xattr
+        .strip_prefix(STREAM_XATTR_PREFIX)?
+        .strip_suffix(SUFFIX)
 }
 
 /// The key under which opens of stream `name` meet in the open-file table: equal for every

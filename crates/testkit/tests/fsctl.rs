@@ -7,15 +7,21 @@ use std::sync::Arc;
 
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_fscc::{EaFlags, FileInformationClass, FullEa, FullEaListEncoder};
 use smb3d_server::Settings;
 use smb3d_smb2::Command;
-use smb3d_smb2::create::{CreateDisposition, CreateOptions};
+use smb3d_smb2::create::{
+    CreateContext, CreateContexts, CreateDisposition, CreateOptions, CreateRequest,
+    ImpersonationLevel, OplockLevel, ShareAccess,
+};
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::ioctl::{CtlCode, IoctlFlags, IoctlRequest};
 use smb3d_smb2::negotiate::Dialect;
+use smb3d_smb2::query_info::InfoType;
 use smb3d_testkit::packet::body;
 use smb3d_testkit::script::{self, Op, RequestSpec, SpecFlags, Summary};
-use smb3d_testkit::seeds::{connected, create_body, write_body};
+use smb3d_testkit::seeds::{connected, create_body, query_info_body, set_info_body, write_body};
+use smb3d_wire::Writer;
 
 const ALL_ACCESS: AccessMask = AccessMask(0x001F_01FF);
 /// IO_REPARSE_TAG_DEDUP: a Microsoft tag with no name inside, kept as an opaque buffer.
@@ -271,6 +277,119 @@ fn symlinks_stay_inside_the_share() {
         .map(|&(_, s)| s)
         .collect();
     assert_eq!(creates, [NtStatus::SUCCESS; 3]);
+}
+
+/// A FILE_FULL_EA_INFORMATION list of one EA.
+fn ea_list(name: &[u8], value: &[u8]) -> Vec<u8> {
+    body(|w| {
+        let mut list = FullEaListEncoder::new(w, usize::MAX);
+        assert!(list.push(
+            w,
+            &FullEa {
+                flags: EaFlags::empty(),
+                name,
+                value,
+            },
+        ));
+    })
+}
+
+/// A CREATE of a new file carrying the EA buffer create context `eas`.
+fn create_with_eas(name: &str, eas: &[u8]) -> Op {
+    let mut chain = Vec::new();
+    CreateContext::encode_chain(
+        &[CreateContext::EaBuffer(eas)],
+        &mut Writer::new(&mut chain),
+    );
+    let name: Vec<u8> = name.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    request(
+        Command::CREATE,
+        body(|w| {
+            CreateRequest {
+                security_flags: 0,
+                requested_oplock_level: OplockLevel::NONE,
+                impersonation_level: ImpersonationLevel::IMPERSONATION,
+                smb_create_flags: 0,
+                desired_access: ALL_ACCESS,
+                file_attributes: 0,
+                share_access: ShareAccess::READ | ShareAccess::WRITE | ShareAccess::DELETE,
+                create_disposition: CreateDisposition::CREATE,
+                create_options: CreateOptions::NON_DIRECTORY_FILE,
+                name: &name,
+                contexts: CreateContexts::parse(&chain).unwrap(),
+            }
+            .encode(w);
+        }),
+    )
+}
+
+/// The reparse data the server keeps in `user.SmbReparse` cannot be written or read as an EA
+/// by any path that reaches EAs (SET_INFO, the EA buffer of a CREATE, QUERY_INFO), in any
+/// spelling: written, it would forge a reparse point (an absolute symlink) without the checks
+/// of FSCTL_SET_REPARSE_POINT.
+#[test]
+fn reparse_data_is_no_ea() {
+    let absolute_link = {
+        let name: Vec<u8> = "\\??\\C:\\Windows"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        let n = name.len() as u64;
+        let mut data = le(&[0, n, n, n, 0], &[2, 2, 2, 2, 4]);
+        data.extend_from_slice(&name);
+        data.extend_from_slice(&name);
+        reparse(SYMLINK, &data)
+    };
+    let full_ea = FileInformationClass::FILE_FULL_EA_INFORMATION.0;
+    let mut ops = connected(&[Dialect::SMB3_1_1]);
+    ops.extend([
+        create("dir\\file.txt", CreateDisposition::OPEN),
+        select(0),
+        request(
+            Command::SET_INFO,
+            set_info_body(full_ea, &ea_list(b"SmbReparse", &absolute_link)),
+        ),
+        request(
+            Command::SET_INFO,
+            set_info_body(full_ea, &ea_list(b"SMBREPARSE", &absolute_link)),
+        ),
+        fsctl(CtlCode::FSCTL_GET_REPARSE_POINT, &[], 1024),
+        create_with_eas("dir\\forged", &ea_list(b"SmbReparse", &absolute_link)),
+        create("dir\\forged", CreateDisposition::OPEN),
+        // Reparse data set the proper way is not listed as an EA either.
+        fsctl(
+            CtlCode::FSCTL_SET_REPARSE_POINT,
+            &reparse(DEDUP, b"data"),
+            0,
+        ),
+        request(
+            Command::QUERY_INFO,
+            query_info_body(InfoType::FILE, full_ea, 4096),
+        ),
+    ]);
+    let summary = run(ops);
+    let statuses = |command| -> Vec<NtStatus> {
+        summary
+            .responses
+            .iter()
+            .filter(|(c, _)| *c == command)
+            .map(|&(_, s)| s)
+            .collect()
+    };
+    assert_eq!(statuses(Command::SET_INFO), [NtStatus::ACCESS_DENIED; 2]);
+    assert_eq!(
+        statuses(Command::IOCTL),
+        [NtStatus::NOT_A_REPARSE_POINT, NtStatus::SUCCESS]
+    );
+    assert_eq!(
+        statuses(Command::CREATE),
+        [
+            NtStatus::SUCCESS,
+            NtStatus::ACCESS_DENIED,
+            NtStatus::OBJECT_NAME_NOT_FOUND
+        ]
+    );
+    assert_eq!(statuses(Command::QUERY_INFO), [NtStatus::NO_EAS_ON_FILE]);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::open::Open;
 use crate::status_map::VfsResultExt;
 
 /// Samba's xattr for reparse points other than symlinks.
-const REPARSE_XATTR: &str = "user.SmbReparse";
+pub(crate) const REPARSE_XATTR: &str = "user.SmbReparse";
 
 /// The tag of the reparse point kept in the xattr of `file` (0 when there is none), for
 /// FileAttributeTagInformation and listings (MS-FSCC 2.4.6, 2.4.8). Symlinks are followed
