@@ -160,3 +160,33 @@ def test_share_listed_only_to_those_admitted(env):
     c = smb2raw.connect(smb2raw.Target(env.server.port, "other", env.other_password), share=False)
     assert c.tree_connect("private").name == "STATUS_ACCESS_DENIED"
     c.close()
+
+
+
+def test_a_files_group_is_one_of_the_callers(env):
+    """Issue 16 item 11: like chown(2) and Samba 4.17 (checked live), a user with WRITE_OWNER
+    may make a file's group one of the user's own groups, and any other group with a Unix id is
+    STATUS_INVALID_OWNER, by SET_INFO or by a new file's descriptor; nothing changes then."""
+    gid_a = pwd.getpwuid(env.uid_a).pw_gid
+    gid_b = pwd.getpwuid(env.uid_b).pw_gid
+    group = lambda gid: secdesc.descriptor(group="S-1-22-2-%d" % gid)
+    a = env.client()
+    make_file(a, "grouped.txt")
+    path = env.server.share_dir / "grouped.txt"
+    for gid in (gid_b, 0):
+        assert a.set_path("grouped.txt", group(gid), secdesc.GROUP) == "STATUS_INVALID_OWNER"
+        assert os.stat(path).st_gid == gid_a
+    r, _ = a.open("given-away.txt", ALL, smb2raw.FILE_CREATE,
+                  contexts=smb2raw.create_context(b"SecD", group(gid_b)))
+    assert r.name == "STATUS_INVALID_OWNER"
+    assert not (env.server.share_dir / "given-away.txt").exists()
+    # A file of another group (given to it locally) may be taken back into the owner's.
+    os.chown(path, -1, gid_b)
+    assert a.set_path("grouped.txt", group(gid_a), secdesc.GROUP) == "STATUS_SUCCESS"
+    assert os.stat(path).st_gid == gid_a
+    r, fid = a.open("grouped-new.txt", ALL, smb2raw.FILE_CREATE,
+                    contexts=smb2raw.create_context(b"SecD", group(gid_a)))
+    assert fid is not None, r.name
+    a.c.close_file(fid)
+    assert os.stat(env.server.share_dir / "grouped-new.txt").st_gid == gid_a
+    a.close()

@@ -105,7 +105,7 @@ def test_acls_decide_and_the_mode_stays(server):
     a.c.close_file(fid)
     # A file cannot be given away, only taken.
     other_sid = user_sid(owner, system_account(OTHER_ACCOUNT))
-    assert a.set_path("private.txt", secdesc.descriptor(owner=other_sid), secdesc.OWNER) == "0xC000005A"  # STATUS_INVALID_OWNER
+    assert a.set_path("private.txt", secdesc.descriptor(owner=other_sid), secdesc.OWNER) == "STATUS_INVALID_OWNER"
     a.close()
     b.close()
 

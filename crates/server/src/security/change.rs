@@ -76,10 +76,14 @@ pub(crate) fn change(
         Some(sid) => new_owner(vfs, who, &stat, ids.unix_id(&sid))?,
         None => None,
     };
-    let gid = update
+    let gid = match update
         .group
         .filter(|_| info.contains(SecurityInformation::GROUP))
-        .and_then(|sid| new_group(vfs, &stat, ids.unix_id(&sid)));
+    {
+        Some(sid) if current.group == Some(sid) => None,
+        Some(sid) => new_group(vfs, who, &stat, ids.unix_id(&sid))?,
+        None => None,
+    };
     if uid.is_some() || gid.is_some() {
         as_service(vfs, || file.set_owner(uid, gid).status())?;
     }
@@ -115,11 +119,98 @@ fn new_owner(
     Ok(vfs.runs_as_users().then_some(uid))
 }
 
-/// The gid a new primary group makes the file's group: any group with a Unix id, as
-/// WRITE_OWNER allows on Windows.
-fn new_group(vfs: &dyn Vfs, stat: &FileStat, id: Option<UnixId>) -> Option<u32> {
-    match id {
-        Some(UnixId::Group(gid)) if gid != stat.gid && vfs.runs_as_users() => Some(gid),
-        _ => None,
+/// The gid a new primary group (not the current one) makes the file's group. A group with a
+/// Unix id other than the file's own must be one of the caller's groups unless the caller is
+/// root, as chown(2) allows a file's owner and as Samba answers (STATUS_INVALID_OWNER, checked
+/// against 4.17): a file given to another group would give that group its group permissions
+/// and charge that group's quota. SIDs without a Unix id are kept in the descriptor only. A
+/// server not running as root records groups in descriptors only.
+fn new_group(
+    vfs: &dyn Vfs,
+    who: &Identity,
+    stat: &FileStat,
+    id: Option<UnixId>,
+) -> Result<Option<u32>, NtStatus> {
+    let Some(UnixId::Group(gid)) = id else {
+        return Ok(None);
+    };
+    if gid == stat.gid && vfs.runs_as_users() {
+        return Ok(None);
+    }
+    let member = gid == who.unix.gid || who.unix.groups.contains(&gid);
+    if who.unix.uid != 0 && !member {
+        return Err(NtStatus::INVALID_OWNER);
+    }
+    Ok(vfs.runs_as_users().then_some(gid))
+}
+
+#[cfg(test)]
+mod tests {
+    use smb3d_dtyp::{Privileges, Token};
+    use smb3d_vfs::{Access, Credentials, Disposition, Kind, MemoryVfs, OpenRequest, VfsPath};
+
+    use super::*;
+    use crate::security::descriptor;
+
+    /// A user whose primary group is 77 and who is also in group 78 may make a file's group
+    /// either; root may make it any; anyone else's group is STATUS_INVALID_OWNER and leaves
+    /// the descriptor as it was.
+    #[test]
+    fn a_files_group_is_one_of_the_callers() {
+        let ids = IdMap::new("T");
+        let vfs = MemoryVfs::new();
+        let create = OpenRequest {
+            access: Access::ReadWrite,
+            disposition: Disposition::Create,
+            kind: Kind::File,
+            create_mode: 0o640,
+        };
+        let file = vfs
+            .open(&VfsPath::parse("f").unwrap(), &create)
+            .unwrap()
+            .file;
+        let who = |uid: u32| Identity {
+            token: Token {
+                user: ids.user_sid(uid),
+                groups: vec![ids.group_sid(77), ids.group_sid(78)],
+                privileges: Privileges::empty(),
+            },
+            unix: Credentials {
+                uid,
+                gid: 77,
+                groups: vec![78],
+            },
+        };
+        let set_group = |who: &Identity, gid: u32| {
+            let stat = file.stat().unwrap();
+            let current = descriptor(&vfs, file.as_ref(), &stat, &ids);
+            let update = SecurityDescriptor {
+                group: Some(ids.group_sid(gid)),
+                ..SecurityDescriptor::default()
+            };
+            change(
+                &vfs,
+                file.as_ref(),
+                who,
+                &ids,
+                SecurityInformation::GROUP,
+                &update,
+                &current,
+            )
+        };
+        let group_now = || {
+            let stat = file.stat().unwrap();
+            descriptor(&vfs, file.as_ref(), &stat, &ids).group
+        };
+        let user = who(4242);
+        assert_eq!(set_group(&user, 78), Ok(()));
+        assert_eq!(group_now(), Some(ids.group_sid(78)));
+        assert_eq!(set_group(&user, 77), Ok(()));
+        for other in [0, 100] {
+            assert_eq!(set_group(&user, other), Err(NtStatus::INVALID_OWNER));
+            assert_eq!(group_now(), Some(ids.group_sid(77)));
+        }
+        assert_eq!(set_group(&who(0), 100), Ok(()));
+        assert_eq!(group_now(), Some(ids.group_sid(100)));
     }
 }
