@@ -198,6 +198,23 @@ def test_symlink_out_of_the_share_is_refused(server, target):
     assert not os.path.lexists(server.share_dir / "link-out")
 
 
+def test_symlink_chained_through_links_out_of_the_share_is_refused(server):
+    """Issue 16 item 10: a target is resolved against what is on disk, through the links already
+    there, not lexically. d/e/s leads to the share root (allowed: it stays inside), so s/.. is
+    the share's parent whatever the spelling says; d/e/up is a link made locally that leaves."""
+    (server.share_dir / "d" / "e").mkdir(parents=True)
+    server.own(server.share_dir / "d", server.share_dir / "d" / "e")
+    server.smbclient("symlink ../.. d/e/s")
+    assert os.path.realpath(server.share_dir / "d" / "e" / "s") == str(server.share_dir)
+    os.symlink("../../..", server.share_dir / "d" / "e" / "up")
+    for n, target in enumerate(["s/../outside", "s/../../outside", "s/d/e/s/..", "up/x", "s/missing/../.."]):
+        r = server.smbclient("symlink %s d/e/t%d" % (target, n), check=False)
+        assert "NT_STATUS_ACCESS_DENIED" in r.stdout, (target, r.stdout)
+        assert not os.path.lexists(server.share_dir / "d" / "e" / ("t%d" % n)), target
+    server.smbclient("symlink s/d/e d/e/fine")
+    assert os.path.realpath(server.share_dir / "d" / "e" / "fine") == str(server.share_dir / "d" / "e")
+
+
 def test_symlink_out_of_the_share_is_never_followed(server, tmp_path):
     outside = server.share_dir.parent / "outside-secret"
     outside.write_text("secret\n")

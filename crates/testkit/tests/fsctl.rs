@@ -279,6 +279,67 @@ fn symlinks_stay_inside_the_share() {
     assert_eq!(creates, [NtStatus::SUCCESS; 3]);
 }
 
+/// A target is resolved through the links already in the share, not lexically (issue 16 item
+/// 10): `dir\e\s` leads to the share root, so `s\..` is the share's parent however many
+/// components the spelling shows, while a target that only passes through the root stays in.
+#[test]
+fn symlink_targets_are_resolved_through_the_links_there() {
+    let mut ops = connected(&[Dialect::SMB3_1_1]);
+    ops.extend([
+        request(
+            Command::CREATE,
+            create_body(
+                "dir\\e",
+                ALL_ACCESS,
+                CreateDisposition::CREATE,
+                CreateOptions::DIRECTORY_FILE,
+            ),
+        ),
+        create("dir\\e\\s", CreateDisposition::CREATE),
+        select(1),
+        fsctl(CtlCode::FSCTL_SET_REPARSE_POINT, &symlink("..\\.."), 0),
+        create("dir\\e\\t", CreateDisposition::CREATE),
+        select(2),
+        fsctl(CtlCode::FSCTL_SET_REPARSE_POINT, &symlink("s\\..\\x"), 0),
+        fsctl(
+            CtlCode::FSCTL_SET_REPARSE_POINT,
+            &symlink("s\\..\\..\\dir\\file.txt"),
+            0,
+        ),
+        fsctl(
+            CtlCode::FSCTL_SET_REPARSE_POINT,
+            &symlink("s\\dir\\e\\s\\.."),
+            0,
+        ),
+        // Climbing out of what does not exist proves nothing.
+        fsctl(
+            CtlCode::FSCTL_SET_REPARSE_POINT,
+            &symlink("missing\\..\\..\\x"),
+            0,
+        ),
+        fsctl(
+            CtlCode::FSCTL_SET_REPARSE_POINT,
+            &symlink("s\\dir\\file.txt"),
+            0,
+        ),
+        // The link leads to dir\file.txt.
+        create("dir\\e\\t", CreateDisposition::OPEN),
+    ]);
+    let summary = run(ops);
+    assert_eq!(
+        ioctls(&summary),
+        [
+            NtStatus::SUCCESS,
+            NtStatus::ACCESS_DENIED,
+            NtStatus::ACCESS_DENIED,
+            NtStatus::ACCESS_DENIED,
+            NtStatus::ACCESS_DENIED,
+            NtStatus::SUCCESS,
+        ]
+    );
+    assert!(!summary.saw(Command::CREATE, NtStatus::OBJECT_NAME_NOT_FOUND));
+}
+
 /// A FILE_FULL_EA_INFORMATION list of one EA.
 fn ea_list(name: &[u8], value: &[u8]) -> Vec<u8> {
     body(|w| {

@@ -44,7 +44,8 @@ use rustix::fs::{
 };
 use rustix::io::Errno;
 use smb3d_vfs::backend::{
-    caseless_rename_target, open_caseless, retry_caseless, validate_symlink_target,
+    caseless_rename_target, check_symlink_target, open_caseless, retry_caseless,
+    validate_symlink_target,
 };
 use smb3d_vfs::casefold::resolve_path;
 use smb3d_vfs::{
@@ -458,6 +459,23 @@ impl Vfs for PosixVfs {
             .ok_or(VfsError::AlreadyExists)?;
         let dir = self.parent_dir(&parent)?;
         symlinkat(target, &dir, name).map_err(map_errno)
+    }
+
+    fn check_symlink_target(&self, link: &VfsPath, target: &str) -> VfsResult<()> {
+        smb3d_credentials::settle();
+        let real = self.spelled(link);
+        let (dir, _) = real
+            .as_ref()
+            .unwrap_or(link)
+            .parent_and_name()
+            .ok_or(VfsError::Busy)?;
+        // The kernel resolves the target as other programs will follow it: names as spelled.
+        check_symlink_target(target, |relative| {
+            self.root
+                .open_from(&dir, relative, OFlags::PATH)
+                .map(drop)
+                .map_err(map_resolve_errno)
+        })
     }
 
     fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>> {

@@ -64,8 +64,34 @@ impl Root {
     pub(crate) fn open(&self, path: &VfsPath, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
         let flags = flags | OFlags::CLOEXEC;
         match self.resolver {
-            Resolver::Openat2 => self.open_beneath(path, flags, mode),
-            Resolver::Walk => self.walk(path, flags, mode),
+            Resolver::Openat2 => {
+                let relative = if path.is_root() { "." } else { path.as_str() };
+                self.open_beneath(relative, flags, mode)
+            }
+            Resolver::Walk => self.walk(components(path.components()), flags, mode),
+        }
+    }
+
+    /// Opens `relative`, a path as a symlink target spells it (`..` and empty components
+    /// included), from the directory `dir`, confined like [`open`](Self::open): a `..` of the
+    /// root is `EXDEV`.
+    pub(crate) fn open_from(
+        &self,
+        dir: &VfsPath,
+        relative: &str,
+        flags: OFlags,
+    ) -> io::Result<OwnedFd> {
+        let flags = flags | OFlags::CLOEXEC;
+        match self.resolver {
+            Resolver::Openat2 if dir.is_root() => self.open_beneath(relative, flags, Mode::empty()),
+            Resolver::Openat2 => {
+                let joined = format!("{}/{relative}", dir.as_str());
+                self.open_beneath(&joined, flags, Mode::empty())
+            }
+            Resolver::Walk => {
+                let path = dir.components().chain(relative.split('/'));
+                self.walk(components(path), flags, Mode::empty())
+            }
         }
     }
 
@@ -78,8 +104,7 @@ impl Root {
             .map(DirFd::Opened)
     }
 
-    fn open_beneath(&self, path: &VfsPath, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
-        let relative = if path.is_root() { "." } else { path.as_str() };
+    fn open_beneath(&self, relative: &str, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
         let mut attempts = 0;
         loop {
@@ -93,14 +118,15 @@ impl Root {
     /// The `openat2` fallback. Every step is an `openat` with `O_NOFOLLOW` relative to a
     /// directory already held, and `..` pops that chain of held directories, so neither a
     /// symlink nor a concurrent rename can take it above the root.
-    fn walk(&self, path: &VfsPath, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+    /// `pending` holds the path's components, last first.
+    fn walk(
+        &self,
+        mut pending: Vec<Cow<'_, [u8]>>,
+        flags: OFlags,
+        mode: Mode,
+    ) -> io::Result<OwnedFd> {
         let exclusive_create = flags.contains(OFlags::CREATE | OFlags::EXCL);
         let mut chain: Vec<OwnedFd> = Vec::new();
-        let mut pending: Vec<Cow<'_, [u8]>> = path
-            .components()
-            .rev()
-            .map(|name| Cow::Borrowed(name.as_bytes()))
-            .collect();
         if pending.is_empty() {
             pending.push(Cow::Borrowed(b"."));
         }
@@ -155,6 +181,13 @@ impl Root {
         // Every resolution ends with a last component, which returns above.
         Err(Errno::NOENT)
     }
+}
+
+/// A path's components as [`Root::walk`] takes them, last first.
+fn components<'a>(path: impl DoubleEndedIterator<Item = &'a str>) -> Vec<Cow<'a, [u8]>> {
+    path.rev()
+        .map(|name| Cow::Borrowed(name.as_bytes()))
+        .collect()
 }
 
 /// The target of `name` if it is a symlink; otherwise the error that made the walk look.

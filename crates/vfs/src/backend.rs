@@ -115,6 +115,48 @@ pub fn validate_symlink_target(target: &str) -> VfsResult<()> {
     Ok(())
 }
 
+/// [`Vfs::check_symlink_target`](crate::Vfs::check_symlink_target) given `resolve`, which
+/// resolves a path relative to the link's directory as the share resolves paths (following
+/// every symlink, the last component's too): `Ok` if it exists inside the share, `NotFound` or
+/// `NotADirectory` if some component is missing, `OutsideShare` if it leaves the share or
+/// loops. A target that is missing in part is accepted only if nothing but names follows what
+/// is missing: a `..` after it would climb out of a directory that does not exist yet, which a
+/// symlink made there later could put anywhere.
+pub fn check_symlink_target(
+    target: &str,
+    mut resolve: impl FnMut(&str) -> VfsResult<()>,
+) -> VfsResult<()> {
+    validate_symlink_target(target)?;
+    if target.starts_with('/') {
+        return Err(VfsError::OutsideShare);
+    }
+    match resolve(target) {
+        Err(VfsError::NotFound | VfsError::NotADirectory) => {}
+        resolved => return resolved,
+    }
+    let Some(climbs_to) = end_of_last_climb(target) else {
+        return Ok(());
+    };
+    match resolve(target.get(..climbs_to).unwrap_or(target)) {
+        Err(VfsError::NotFound | VfsError::NotADirectory) => Err(VfsError::OutsideShare),
+        resolved => resolved,
+    }
+}
+
+/// The end of the last `..` component of a `/`-separated path, if it has one.
+fn end_of_last_climb(path: &str) -> Option<usize> {
+    let mut end = None;
+    let mut offset = 0;
+    for component in path.split('/') {
+        offset += component.len();
+        if component == ".." {
+            end = Some(offset);
+        }
+        offset += 1;
+    }
+    end
+}
+
 /// Carries out a disposition with two primitives: `open_existing(truncate)`, which fails with
 /// `NotFound` when the name does not exist, and `create_new()`, which fails with
 /// `AlreadyExists` when it does. Returns the handle and whether it was created.
@@ -268,6 +310,29 @@ mod tests {
             validate_xattr_value(&[0; MAX_XATTR_VALUE_LEN + 1]),
             Err(VfsError::NoSpace)
         );
+    }
+
+    /// Where something is missing, only names may follow it; an absolute target is outside
+    /// without looking. (The conformance suite checks the resolutions themselves.)
+    #[test]
+    fn symlink_targets_missing_in_part() {
+        let nothing_exists = |_: &str| Err(VfsError::NotFound);
+        assert_eq!(check_symlink_target("a/b/", nothing_exists), Ok(()));
+        for climbs in ["a/../b", "../..", "a/b/.."] {
+            assert_eq!(
+                check_symlink_target(climbs, nothing_exists),
+                Err(VfsError::OutsideShare),
+                "{climbs}"
+            );
+        }
+        let unreachable = |_: &str| -> VfsResult<()> { panic!("resolved") };
+        assert_eq!(
+            check_symlink_target("/etc", unreachable),
+            Err(VfsError::OutsideShare)
+        );
+        assert_eq!(end_of_last_climb("a/../b/../c"), Some(9));
+        assert_eq!(end_of_last_climb("../x"), Some(2));
+        assert_eq!(end_of_last_climb("a/..b/c.."), None);
     }
 
     #[test]

@@ -51,7 +51,7 @@ macro_rules! conformance_tests {
             read_write_and_size, read_append, write_piped, allocate, preallocate, sync_dir, hard_links, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
-            create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
+            symlink_targets_resolve_through_what_exists, create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
             copy_range_within_one_file, clone_range, punch_hole_and_allocated_ranges,
             read_link,
         );
@@ -1095,6 +1095,59 @@ pub fn symlinks_inside_the_share(vfs: &dyn Vfs) {
         .file;
     let link = dir_handle.stat_child("self").unwrap();
     assert_eq!(link.file_type, FileType::Symlink);
+}
+
+/// A symlink target is checked by resolving it from the link's directory through what
+/// exists, symlinks included, not by its spelling: through `d/e/s`, a link to the root,
+/// `s/..` is the share's parent. Where something is missing, only names may follow.
+pub fn symlink_targets_resolve_through_what_exists(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    mkdir(vfs, "d/e");
+    write_file(vfs, "d/file", b"x");
+    vfs.symlink("../..", &path("d/e/s")).unwrap();
+    vfs.symlink("../../..", &path("d/e/up")).unwrap();
+    vfs.symlink("/etc", &path("d/abs")).unwrap();
+    vfs.symlink("loop", &path("d/e/loop")).unwrap();
+    let link = path("d/e/new");
+    for inside in [
+        "s",
+        "s/d/file",
+        "s/d/e/s/d",
+        "s/d/../d/file",
+        "..",
+        "../file",
+        "../../d",
+        "s/missing",
+        "missing/deeper",
+        "./missing/",
+    ] {
+        assert_eq!(vfs.check_symlink_target(&link, inside), Ok(()), "{inside}");
+    }
+    for outside in [
+        "s/..",
+        "s/../d",
+        "s/d/e/s/..",
+        "../../..",
+        "up",
+        "up/d",
+        "../abs",
+        "../abs/passwd",
+        "/etc/passwd",
+        "loop",
+        "missing/../../x",
+        "s/missing/../..",
+        "../file/../x",
+    ] {
+        assert_eq!(
+            vfs.check_symlink_target(&link, outside),
+            Err(VfsError::OutsideShare),
+            "{outside}"
+        );
+    }
+    assert_eq!(
+        vfs.check_symlink_target(&link, ""),
+        Err(VfsError::InvalidName)
+    );
 }
 
 /// Symlinks leaving the share, absolute ones and loops are refused wherever they appear.

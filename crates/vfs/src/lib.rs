@@ -124,6 +124,16 @@ pub trait Vfs: Send + Sync {
     /// leave the share can be created but are refused when followed.
     fn symlink(&self, target: &str, link: &VfsPath) -> VfsResult<()>;
 
+    /// Whether a symlink at `link` to `target` would lead somewhere inside the share as the
+    /// share is now: `target` is resolved from `link`'s directory the way paths are (through
+    /// the symlinks on the way, never above the root), not by its spelling, since a link to
+    /// the root makes `link-to-root/..` the share's parent. `Ok` when it stays inside, also when
+    /// it names nothing yet below a part that exists (see
+    /// [`backend::check_symlink_target`](crate::backend::check_symlink_target));
+    /// `OutsideShare` when it is absolute, leaves the share or loops. The check holds for the
+    /// moment it is made: a later rename can change where a relative link leads.
+    fn check_symlink_target(&self, link: &VfsPath, target: &str) -> VfsResult<()>;
+
     /// The target of the symlink at `path`, as stored, its last component not followed;
     /// `None` when the object there is not a symlink.
     fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>>;

@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::{
-    caseless_rename_target, checked_range_end, copy_by_reading, open_caseless, retry_caseless,
-    validate_symlink_target, validate_xattr_name, validate_xattr_value,
+    caseless_rename_target, check_symlink_target, checked_range_end, copy_by_reading,
+    open_caseless, retry_caseless, validate_symlink_target, validate_xattr_name,
+    validate_xattr_value,
 };
 use crate::casefold::{EntryChooser, Found, resolve_path};
 use crate::{
@@ -265,6 +266,28 @@ impl Vfs for MemoryVfs {
         Ok(())
     }
 
+    fn check_symlink_target(&self, link: &VfsPath, target: &str) -> VfsResult<()> {
+        let state = self.lock();
+        let real = match self.case {
+            CaseSensitivity::Sensitive => None,
+            CaseSensitivity::Insensitive => state.real_path(link),
+        };
+        let (dir, _) = real
+            .as_ref()
+            .unwrap_or(link)
+            .parent_and_name()
+            .ok_or(VfsError::Busy)?;
+        check_symlink_target(target, |relative| {
+            let pending = relative.split('/').rev().chain(dir.components().rev());
+            match state.walk_pending(pending.collect(), true) {
+                Ok(_) => Ok(()),
+                Err(Miss::NoEntry) => Err(VfsError::NotFound),
+                Err(Miss::NotDirectory) => Err(VfsError::NotADirectory),
+                Err(Miss::Escape | Miss::Loop) => Err(VfsError::OutsideShare),
+            }
+        })
+    }
+
     fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>> {
         let mut state = self.lock();
         retry_caseless(
@@ -404,8 +427,16 @@ impl State {
     /// Resolves `path` as `openat2(RESOLVE_BENEATH)` does, returning the chain of objects from
     /// the root to the result. Symlinks in the last component are followed if `follow_last`.
     fn walk<'a>(&'a self, path: &'a VfsPath, follow_last: bool) -> Result<Vec<u64>, Miss> {
+        self.walk_pending(path.components().rev().collect(), follow_last)
+    }
+
+    /// [`walk`](Self::walk) of the components `pending`, last first.
+    fn walk_pending<'a>(
+        &'a self,
+        mut pending: Vec<&'a str>,
+        follow_last: bool,
+    ) -> Result<Vec<u64>, Miss> {
         let mut chain = vec![ROOT_INO];
-        let mut pending: Vec<&'a str> = path.components().rev().collect();
         let mut links = 0;
         while let Some(name) = pending.pop() {
             let top = chain.last().copied().unwrap_or(ROOT_INO);
