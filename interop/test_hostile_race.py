@@ -8,11 +8,14 @@ outside directory, and the outside directory must be byte-for-byte unchanged aft
 import ctypes
 import os
 import struct
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
+import secdesc
 import smb2raw as s
 from conftest import start_smb3d, stop
 from hostile_cases import SERVED
@@ -143,3 +146,82 @@ def test_directory_swap_race_never_reaches_outside(race_server):
     assert counts["read"] > 0 and counts["create"] > 0, "nothing went through the real directory: %s" % counts
     assert server.alive(), server.log_tail()
     assert s.served(target)
+
+
+SWAPPER = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+new, victim, stop_at = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2]), float(sys.argv[3])
+
+
+def ino(path):
+    try:
+        return os.lstat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+swaps = 0
+while time.time() < stop_at:
+    if libc.renameat2(-100, new, -100, victim, 2) != 0:
+        continue
+    swaps += 1
+    pause = time.perf_counter() + 0.0002
+    while time.perf_counter() < pause:
+        pass
+    while libc.renameat2(-100, new, -100, victim, 2) != 0 and time.time() < stop_at + 1:
+        pass
+    # Once per directory made: wait for the client to remove it.
+    made = ino(new)
+    while made is not None and ino(new) == made and time.time() < stop_at:
+        pass
+print(swaps)
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root (the creator must not own the victim)")
+def test_directory_swapped_in_for_a_new_one_is_never_taken_for_it(tmp_path):
+    """Issue 16 item 3: while a local process exchanges the name of each directory a client
+    creates with another user's (root's 0700) directory, between the server's mkdirat and its
+    open of what it made, CREATEs of new directories carrying a descriptor that makes the client
+    the owner never take that directory for the new one: no listing of it is answered, and its
+    owner, mode and ACL stay as they were."""
+    server = start_smb3d(tmp_path)
+    share = server.share_dir
+    victim = share / "victim"
+    victim.mkdir()
+    (victim / "kept.txt").write_bytes(b"root's\n")
+    victim.chmod(0o700)
+    before = (os.stat(victim).st_ino, os.stat(victim).st_uid, os.stat(victim).st_mode, os.listxattr(victim))
+    owner = "S-1-22-1-%d" % os.stat(share).st_uid
+    sd = secdesc.descriptor(owner=owner, dacl=[secdesc.ace(owner, 0x001F01FF)])
+    stop_at = time.time() + RUN_SECONDS
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(share / "new"), str(victim), str(stop_at)],
+                               stdout=subprocess.PIPE, text=True)
+    breaches, made = [], 0
+    try:
+        c = s.connect(s.Target(server.port, server.user, server.password))
+        while time.time() < stop_at:
+            r, fid = c.create("new", access=0x001F01FF, disposition=s.FILE_CREATE,
+                              options=s.FILE_DIRECTORY_FILE | 0x1000, contexts=s.create_context(b"SecD", sd))
+            if not fid:
+                # A refused CREATE leaves the directory it made, under whichever name the swapper
+                # left it: remove ours (the victim is not empty, so it stays).
+                r, fid = c.create("new", access=0x00010000, options=s.FILE_DIRECTORY_FILE | 0x1000)
+                if fid:
+                    c.close_file(fid)
+                continue
+            made += 1
+            r = c.request(s.QUERY_DIRECTORY, s.query_directory_body(fid, "*", klass=37))
+            if r.status == 0 and s.utf16("kept.txt") in r.pdu:
+                breaches.append("listed the swapped-in directory")
+            c.close_file(fid)
+        c.close()
+    finally:
+        swaps = int(swapper.communicate(timeout=30)[0] or 0)
+        stop(server)
+    after = (os.stat(victim).st_ino, os.stat(victim).st_uid, os.stat(victim).st_mode, os.listxattr(victim))
+    print("swaps %d, directories made %d" % (swaps, made))
+    assert after == before, "the swapped-in directory was changed"
+    assert not breaches, "%d times: %s" % (len(breaches), breaches[0])
+    assert swaps > 100 and made > 100, "the race was not exercised (%d swaps, %d made)" % (swaps, made)

@@ -50,7 +50,7 @@ use smb3d_vfs::backend::{
 use smb3d_vfs::casefold::resolve_path;
 use smb3d_vfs::{
     Access, CaseSensitivity, Credentials, FileStat, FileType, FsStat, Kind, OpenRequest, Opened,
-    OutsideSink, OutsideWatch, Vfs, VfsError, VfsPath, VfsResult,
+    OutsideSink, OutsideWatch, Timespec, Vfs, VfsError, VfsPath, VfsResult,
 };
 
 use crate::caseless::NameRules;
@@ -73,7 +73,18 @@ pub struct PosixVfs {
     switch_credentials: bool,
     /// Whether the share's file system clones (probed when the share is opened).
     can_clone: bool,
+    /// Whether the share's file system records who owns a file (see [`OWNERLESS`]).
+    records_owners: bool,
 }
+
+/// `statfs` types of file systems that record no owners (every file shows the mount's uid):
+/// FAT (`MSDOS_SUPER_MAGIC`), exFAT, and NTFS (the old driver and ntfs3).
+const OWNERLESS: [u32; 4] = [0x4d44, 0x2011_bab0, 0x5346_544e, 0x7366_746e];
+
+/// How much earlier than the clock read just before `mkdirat` a new directory's birth time may
+/// be: file systems store it as coarsely as FAT's 10 ms, and the kernel's clock lags the
+/// process's by up to a tick.
+const BIRTH_SLACK_SECS: i64 = 1;
 
 impl PosixVfs {
     /// Opens the share root (`O_PATH | O_DIRECTORY`), using `openat2` if the kernel has it.
@@ -92,11 +103,13 @@ impl PosixVfs {
             _ => Resolver::Openat2,
         };
         let can_clone = copy::probe_cloning(fd.as_fd());
+        let records_owners = records_owners(&fd);
         Ok(Self {
             root: Root::new(fd, resolver),
             names: default_name_rules(),
             switch_credentials: smb3d_credentials::can_switch(),
             can_clone,
+            records_owners,
         })
     }
 
@@ -105,11 +118,13 @@ impl PosixVfs {
     pub fn with_resolver(root: &Path, resolver: Resolver) -> VfsResult<Self> {
         let fd = open_root(root)?;
         let can_clone = copy::probe_cloning(fd.as_fd());
+        let records_owners = records_owners(&fd);
         Ok(Self {
             root: Root::new(fd, resolver),
             names: default_name_rules(),
             switch_credentials: smb3d_credentials::can_switch(),
             can_clone,
+            records_owners,
         })
     }
 
@@ -241,13 +256,26 @@ impl PosixVfs {
         }
     }
 
-    fn create_new(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<PosixFile> {
+    /// Creates `path`. A new file is opened by the `O_CREAT | O_EXCL` that makes it. A new
+    /// directory can only be opened by name after `mkdirat`, and whoever may write its parent
+    /// can rename another directory to that name in between (possibly one the creator may not
+    /// read, which the service would then open): what is opened must show that it is the one
+    /// made, or it is `AlreadyExists` and neither directory is touched. Returns the new
+    /// directory's status, which that check reads.
+    fn create_new(
+        &self,
+        path: &VfsPath,
+        req: &OpenRequest,
+    ) -> VfsResult<(PosixFile, Option<FileStat>)> {
         let Some((parent, name)) = path.parent_and_name() else {
             return Err(VfsError::AlreadyExists);
         };
         let mode = Mode::from_bits_truncate(req.create_mode & 0o7777);
         if req.kind == Kind::Directory {
             let dir = self.parent_dir(&parent)?;
+            // The thread's effective uid is whoever it acts for: the owner of what it makes.
+            let creator = rustix::process::geteuid().as_raw();
+            let made_after = birth_floor();
             mkdirat(&dir, name, mode).map_err(map_errno)?;
             let path_only = req.access == Access::MetadataOnly;
             let access = if path_only {
@@ -268,6 +296,10 @@ impl PosixVfs {
                 ),
                 result => (result.map_err(map_errno)?, false),
             };
+            let stat = statx_fd(&fd).map_err(map_errno)?;
+            if !self.is_new_directory(&stat, creator, made_after) {
+                return Err(VfsError::AlreadyExists);
+            }
             let file = PosixFile::new(
                 fd,
                 req.access,
@@ -275,22 +307,30 @@ impl PosixVfs {
                 path_only,
                 self.names.clone(),
             );
-            return Ok(if for_creator {
+            let file = if for_creator {
                 file.opened_for_creator()
             } else {
                 file
-            });
+            };
+            return Ok((file, Some(stat)));
         }
         // A new file grants any access whatever its mode; metadata-only needs no more.
         let flags = data_mode(req.access) | OFlags::CREATE | OFlags::EXCL | DATA_OPEN;
         let fd = self.root.open(path, flags, mode).map_err(parent_error)?;
-        Ok(PosixFile::new(
-            fd,
-            req.access,
-            FileType::File,
-            false,
-            self.names.clone(),
-        ))
+        let file = PosixFile::new(fd, req.access, FileType::File, false, self.names.clone());
+        Ok((file, None))
+    }
+
+    /// Whether the directory `stat` describes is the one `creator` has just made: the
+    /// creator's own where the file system records owners (no one else can make a directory
+    /// that is), and born no earlier than `made_after` where it records births (an older one of
+    /// the creator's is not new either).
+    fn is_new_directory(&self, stat: &FileStat, creator: u32, made_after: Timespec) -> bool {
+        let owned = !self.records_owners || stat.uid == creator;
+        let born = stat
+            .btime
+            .is_none_or(|born| (born.sec, born.nsec) >= (made_after.sec, made_after.nsec));
+        owned && born
     }
 }
 
@@ -340,6 +380,23 @@ fn open_root(root: &Path) -> VfsResult<rustix::fd::OwnedFd> {
     smb3d_credentials::settle();
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     openat(CWD, root, flags, Mode::empty()).map_err(map_errno)
+}
+
+/// Whether the file system of `root` records owners.
+fn records_owners(root: &rustix::fd::OwnedFd) -> bool {
+    // The magic is a u32 that the kernel sign-extends into a long for some types.
+    fstatfs(root).map_or(true, |fs| !OWNERLESS.contains(&(fs.f_type as u32)))
+}
+
+/// The earliest birth time a directory made from now on can show (see [`BIRTH_SLACK_SECS`]).
+fn birth_floor() -> Timespec {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timespec {
+        sec: i64::try_from(now.as_secs()).unwrap_or(i64::MAX) - BIRTH_SLACK_SECS,
+        nsec: now.subsec_nanos(),
+    }
 }
 
 fn data_mode(access: Access) -> OFlags {
@@ -398,7 +455,7 @@ impl Vfs for PosixVfs {
                 let (file, stat) = self.open_existing(path, req, truncate)?;
                 Ok((file, Some(stat)))
             },
-            |path| Ok((self.create_new(path, req)?, None)),
+            |path| self.create_new(path, req),
             |path| self.real_path(path),
         )?;
         Ok(Opened {

@@ -466,3 +466,131 @@ fn a_directory_without_search_permission_still_reads_its_xattrs() {
     });
     assert_eq!(read.unwrap().unwrap().unwrap(), b"dos");
 }
+
+/// A local process that exchanges names in a shared writable directory races every directory a
+/// user creates there, swapping in someone else's directory between the `mkdirat` and the
+/// open of what it made. Whatever the interleaving, the open never hands out that directory as
+/// the one just created (which the server would then give the creator's access and
+/// descriptor): not when the user may read it, and not when only the service's reopen (for
+/// creators whose default ACL withholds read) could open it.
+#[test]
+fn a_directory_swapped_in_for_a_new_one_is_never_taken_for_it() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use rustix::fs::{RenameFlags, renameat_with};
+
+    const RUN_FOR: Duration = Duration::from_millis(1500);
+    // Someone else's directories, one only its owner may read and one anyone may, and, on a
+    // server that does not switch credentials and so owns every directory, an older one of
+    // its own.
+    for (switching, victim_uid, victim_mode) in
+        [(true, 0, 0o700), (true, 4242, 0o755), (false, 0, 0o700)]
+    {
+        let Some(dir) = dir_for_switching(0o777) else {
+            return;
+        };
+        let share = dir.path().to_owned();
+        let victim = share.join("victim");
+        fs::create_dir(&victim).unwrap();
+        fs::write(victim.join("kept"), b"not empty, so never removed").unwrap();
+        std::os::unix::fs::chown(&victim, Some(victim_uid), Some(victim_uid)).unwrap();
+        fs::set_permissions(&victim, fs::Permissions::from_mode(victim_mode)).unwrap();
+        let victim_ino = fs::metadata(&victim).unwrap().ino();
+        if !switching {
+            if fs::metadata(&victim).unwrap().created().is_err() {
+                // Without birth times, nothing tells a service's directory from another.
+                continue;
+            }
+            // Older than any directory made from now on can seem.
+            std::thread::sleep(Duration::from_millis(1100));
+        }
+        let vfs = Arc::new(
+            PosixVfs::new(&share)
+                .unwrap()
+                .with_credential_switching(switching),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        // Swaps the victim in whenever `new` exists, then back after a moment.
+        let swapper = {
+            let (share, stop) = (share.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let exchange = || {
+                    renameat_with(
+                        CWD,
+                        share.join("new"),
+                        CWD,
+                        share.join("victim"),
+                        RenameFlags::EXCHANGE,
+                    )
+                };
+                let mut swaps = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if exchange().is_ok() {
+                        swaps += 1;
+                        let until = Instant::now() + Duration::from_micros(200);
+                        while Instant::now() < until {}
+                        while exchange().is_err() && !stop.load(Ordering::Relaxed) {}
+                    }
+                }
+                swaps
+            })
+        };
+        // On a thread of its own: the user's credentials stay with the thread that ran its work.
+        let made = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let mut made = 0u64;
+                    let deadline = Instant::now() + RUN_FOR;
+                    let new = path("new");
+                    vfs.run_as(&nobody(), &mut || {
+                        let mut attempt = 0u64;
+                        while Instant::now() < deadline {
+                            attempt += 1;
+                            let disposition = if attempt.is_multiple_of(2) {
+                                Disposition::Create
+                            } else {
+                                Disposition::OpenOrCreate
+                            };
+                            let create = OpenRequest {
+                                access: Access::Read,
+                                disposition,
+                                kind: Kind::Directory,
+                                create_mode: 0o755,
+                            };
+                            // Opening it as an existing directory is the user's right where the
+                            // mode allows; taking it for the new one is not.
+                            if let Ok(opened) = vfs.open(&new, &create)
+                                && opened.created
+                            {
+                                let ino = opened.file.stat().unwrap().ino;
+                                assert_ne!(
+                                    ino, victim_ino,
+                                    "the swapped-in directory was taken as new"
+                                );
+                                made += 1;
+                            }
+                            // Ours is empty and goes; the victim at that name is not.
+                            let _ = vfs.unlink(&new);
+                        }
+                    });
+                    made
+                })
+                .join()
+                .unwrap()
+        });
+        stop.store(true, Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        assert!(
+            swaps > 0 && made > 0,
+            "swaps {swaps}, directories made {made}"
+        );
+        let after = fs::metadata(&victim).unwrap();
+        assert_eq!(
+            (after.ino(), after.uid(), after.mode() & 0o7777),
+            (victim_ino, victim_uid, victim_mode)
+        );
+    }
+}
