@@ -297,7 +297,7 @@ impl PosixVfs {
                 result => (result.map_err(map_errno)?, false),
             };
             let stat = statx_fd(&fd).map_err(map_errno)?;
-            if !self.is_new_directory(&stat, creator, made_after) {
+            if !is_new_directory(&stat, creator, made_after, self.records_owners) {
                 return Err(VfsError::AlreadyExists);
             }
             let file = PosixFile::new(
@@ -319,18 +319,6 @@ impl PosixVfs {
         let fd = self.root.open(path, flags, mode).map_err(parent_error)?;
         let file = PosixFile::new(fd, req.access, FileType::File, false, self.names.clone());
         Ok((file, None))
-    }
-
-    /// Whether the directory `stat` describes is the one `creator` has just made: the
-    /// creator's own where the file system records owners (no one else can make a directory
-    /// that is), and born no earlier than `made_after` where it records births (an older one of
-    /// the creator's is not new either).
-    fn is_new_directory(&self, stat: &FileStat, creator: u32, made_after: Timespec) -> bool {
-        let owned = !self.records_owners || stat.uid == creator;
-        let born = stat
-            .btime
-            .is_none_or(|born| (born.sec, born.nsec) >= (made_after.sec, made_after.nsec));
-        owned && born
     }
 }
 
@@ -380,6 +368,23 @@ fn open_root(root: &Path) -> VfsResult<rustix::fd::OwnedFd> {
     smb3d_credentials::settle();
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     openat(CWD, root, flags, Mode::empty()).map_err(map_errno)
+}
+
+/// Whether the directory `stat` describes is the one `creator` has just made: the creator's
+/// own where the file system `records_owners` (no one else can make a directory that is), and
+/// born no earlier than `made_after` where it records births (an older one of the creator's is
+/// not new either).
+fn is_new_directory(
+    stat: &FileStat,
+    creator: u32,
+    made_after: Timespec,
+    records_owners: bool,
+) -> bool {
+    let owned = !records_owners || stat.uid == creator;
+    let born = stat
+        .btime
+        .is_none_or(|born| (born.sec, born.nsec) >= (made_after.sec, made_after.nsec));
+    owned && born
 }
 
 /// Whether the file system of `root` records owners.
@@ -608,5 +613,46 @@ impl Vfs for PosixVfs {
             // The magic is a u32 that the kernel sign-extends into a long for some types.
             fs_type: u64::from(fs.f_type as u32),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Owners count where the file system records them, birth times where it keeps them.
+    #[test]
+    fn a_new_directory_is_the_creators_and_born_since_the_mkdirat() {
+        let at = |sec| Timespec { sec, nsec: 0 };
+        let made_after = at(1000);
+        let stat = |uid, btime| FileStat {
+            file_type: FileType::Directory,
+            size: 0,
+            allocated: 0,
+            ino: 1,
+            dev: 1,
+            nlink: 2,
+            mode: 0o40755,
+            uid,
+            gid: uid,
+            atime: at(0),
+            mtime: at(0),
+            ctime: at(0),
+            btime,
+        };
+        for (uid, btime, records_owners, new) in [
+            (42, Some(at(1000)), true, true),
+            (42, None, true, true),
+            (43, Some(at(1001)), true, false),
+            (42, Some(at(999)), true, false),
+            (0, Some(at(1001)), false, true),
+            (0, Some(at(999)), false, false),
+        ] {
+            assert_eq!(
+                is_new_directory(&stat(uid, btime), 42, made_after, records_owners),
+                new,
+                "uid {uid}, born {btime:?}, owners recorded: {records_owners}"
+            );
+        }
     }
 }
