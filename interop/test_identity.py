@@ -190,3 +190,64 @@ def test_a_files_group_is_one_of_the_callers(env):
     a.c.close_file(fid)
     assert os.stat(env.server.share_dir / "grouped-new.txt").st_gid == gid_a
     a.close()
+
+
+DELETE = 0x00010000
+FILE_DELETE_ON_CLOSE = 0x00001000
+
+
+def doomed_file(env, name):
+    """B's file, writable and so deletable by anyone (mode 0666 grants Everyone DELETE), in a
+    directory of B's that only B may write: only B's credentials can unlink it."""
+    d = env.server.share_dir / "bs-dir"
+    d.mkdir(exist_ok=True)
+    os.chown(d, env.uid_b, pwd.getpwuid(env.uid_b).pw_gid)
+    d.chmod(0o755)
+    path = d / name
+    path.write_bytes(b"b's\n")
+    os.chown(path, env.uid_b, pwd.getpwuid(env.uid_b).pw_gid)
+    path.chmod(0o666)
+    return "bs-dir\\" + name, path
+
+
+def test_delete_on_close_deletes_as_whoever_asked(env):
+    """Issue 16 item 5: a file left delete-pending is deleted with the credentials of the open
+    that made it so (as Samba does), not with those of whoever closes it last. A, granted DELETE
+    by the file but unable to unlink it (its directory is B's), marks it while B has it open:
+    B's close does not delete it for A. The other way round, B's mark holds after A closes
+    last. Both by FileDispositionInformation and by FILE_DELETE_ON_CLOSE."""
+    a, b = env.client(), env.client("other")
+    for n, by_disposition in enumerate((True, False)):
+        name, path = doomed_file(env, "a-marks-%d.txt" % n)
+        r, held = b.open(name, READ)
+        assert held is not None, r.name
+        if by_disposition:
+            r, fid = a.open(name, DELETE)
+            assert fid is not None, r.name
+            r = a.c.request(smb2raw.SET_INFO, smb2raw.set_info_body(fid, 1, 13, b"\x01"))
+            assert r.name == "STATUS_SUCCESS"
+        else:
+            r, fid = a.open(name, DELETE, options=FILE_DELETE_ON_CLOSE)
+            assert fid is not None, r.name
+        a.c.close_file(fid)
+        assert path.exists(), "A's close could not delete it"
+        b.c.close_file(held)
+        assert path.exists(), "B's close deleted it for A"
+
+        name, path = doomed_file(env, "b-marks-%d.txt" % n)
+        r, held = a.open(name, READ)
+        assert held is not None, r.name
+        if by_disposition:
+            r, fid = b.open(name, DELETE)
+            assert fid is not None, r.name
+            r = b.c.request(smb2raw.SET_INFO, smb2raw.set_info_body(fid, 1, 13, b"\x01"))
+            assert r.name == "STATUS_SUCCESS"
+        else:
+            r, fid = b.open(name, DELETE, options=FILE_DELETE_ON_CLOSE)
+            assert fid is not None, r.name
+        b.c.close_file(fid)
+        assert path.exists(), "deleted before its last open closed"
+        a.c.close_file(held)
+        assert not path.exists(), "B's mark was lost when A closed last"
+    a.close()
+    b.close()

@@ -320,7 +320,7 @@ impl Server {
                 (
                     state.path.as_str().to_owned(),
                     share_access,
-                    state.delete_pending,
+                    state.delete_pending.is_some(),
                 )
             };
             snapshot.opens.push(OpenInfo {

@@ -1074,7 +1074,7 @@ mod tests {
     fn state() -> FileState {
         FileState {
             opens: Vec::new(),
-            delete_pending: false,
+            delete_pending: None,
             stream_deletes: Vec::new(),
             write_time: WriteTime::default(),
             path: VfsPath::parse("f").unwrap(),

@@ -13,6 +13,8 @@ use smb3d_vfs::VfsPath;
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
+use crate::audit;
+use crate::identity::Identity;
 use crate::write_time::WriteTime;
 
 use crate::caching::{self, Breaks, Caching, Granted, LeaseRecord, LeaseTable, Opening, Route};
@@ -47,13 +49,23 @@ pub(crate) struct OpenEntry {
     pub persistent: bool,
 }
 
+/// Who made a file or stream delete-pending. The deletion at the last close is done as them,
+/// as Samba does: whoever happens to close last lends it none of their rights, and the mark
+/// of one who may delete holds whoever closes last.
+#[derive(Clone)]
+pub(crate) struct Deleter {
+    pub identity: Arc<Identity>,
+    /// Whom the audit trail names for the deletion, when their share is audited.
+    pub audit: Option<Arc<audit::Subject>>,
+}
+
 pub(crate) struct FileState {
     pub opens: Vec<OpenEntry>,
-    /// File.PendingDelete: no new opens of the file or its streams; deleted when the last
-    /// open closes.
-    pub delete_pending: bool,
-    /// Named streams to delete when their last open closes.
-    pub stream_deletes: Vec<Arc<str>>,
+    /// File.PendingDelete, with who set it: no new opens of the file or its streams; deleted
+    /// when the last open closes.
+    pub delete_pending: Option<Deleter>,
+    /// Named streams to delete when their last open closes, with who asked.
+    pub stream_deletes: Vec<(Arc<str>, Deleter)>,
     /// LastWriteTime as clients see it while the file is open.
     pub write_time: WriteTime,
     /// Where the file is in its share, kept current across renames.
@@ -64,13 +76,12 @@ pub(crate) struct FileState {
     pub break_generation: u64,
 }
 
-/// What the last close of something delete-pending leaves to do.
-#[derive(Debug, PartialEq, Eq)]
+/// What the last close of something delete-pending leaves to do, and as whom.
 pub(crate) enum Deletion {
     /// Remove the file at this path.
-    File(VfsPath),
+    File(VfsPath, Deleter),
     /// Remove the closing open's named stream.
-    Stream,
+    Stream(Deleter),
 }
 
 pub(crate) struct SharedFile {
@@ -99,7 +110,7 @@ impl SharedFile {
             key,
             state: Mutex::new(FileState {
                 opens: Vec::new(),
-                delete_pending: false,
+                delete_pending: None,
                 stream_deletes: Vec::new(),
                 write_time: WriteTime::default(),
                 path: path.clone(),
@@ -169,7 +180,7 @@ impl SharedFile {
     }
 
     pub fn delete_pending(&self) -> bool {
-        self.state.lock().delete_pending
+        self.state.lock().delete_pending.is_some()
     }
 
     /// Works on the file's last-write time (see [`WriteTime`]).
@@ -204,11 +215,11 @@ fn shares_data(access: AccessMask) -> bool {
 /// same stream; deleting the file also needs every open stream to share delete (the file goes
 /// with its streams), while the file's opens do not restrict its streams.
 fn admissible(state: &FileState, entry: &OpenEntry) -> Result<(), NtStatus> {
-    if state.delete_pending
+    if state.delete_pending.is_some()
         || entry
             .stream
             .as_ref()
-            .is_some_and(|s| state.stream_deletes.contains(s))
+            .is_some_and(|s| state.stream_deletes.iter().any(|(d, _)| d == s))
     {
         return Err(NtStatus::DELETE_PENDING);
     }
@@ -349,28 +360,42 @@ impl FileTable {
         file
     }
 
-    /// Sets or clears delete-pending (FileDispositionInformation, or a delete-on-close open
-    /// being closed) of the file or, with `stream`, of that named stream only.
-    pub fn set_delete_pending(&self, file: &SharedFile, stream: Option<&Arc<str>>, pending: bool) {
+    /// Sets delete-pending of the file or, with `stream`, of that named stream only, on behalf
+    /// of `by` (FileDispositionInformation, or a delete-on-close open being closed), or clears
+    /// it (`None`). A second mark replaces the first's deleter, as in Samba.
+    pub fn set_delete_pending(
+        &self,
+        file: &SharedFile,
+        stream: Option<&Arc<str>>,
+        by: Option<Deleter>,
+    ) {
         let mut state = file.state.lock();
         if let Some(stream) = stream {
-            let listed = state.stream_deletes.iter().position(|s| s == stream);
-            match (listed, pending) {
-                (None, true) => state.stream_deletes.push(stream.clone()),
-                (Some(i), false) => {
+            let listed = state.stream_deletes.iter().position(|(s, _)| s == stream);
+            match (listed, by) {
+                (None, Some(by)) => state.stream_deletes.push((stream.clone(), by)),
+                (Some(i), Some(by)) => {
+                    if let Some((_, deleter)) = state.stream_deletes.get_mut(i) {
+                        *deleter = by;
+                    }
+                }
+                (Some(i), None) => {
                     state.stream_deletes.swap_remove(i);
                 }
-                _ => {}
+                (None, None) => {}
             }
             return;
         }
-        if state.delete_pending != pending {
-            state.delete_pending = pending;
-            if pending {
+        let was_pending = state.delete_pending.is_some();
+        state.delete_pending = by;
+        match (was_pending, state.delete_pending.is_some()) {
+            (false, true) => {
                 self.pending_deletes.fetch_add(1, Ordering::Relaxed);
-            } else {
+            }
+            (true, false) => {
                 self.pending_deletes.fetch_sub(1, Ordering::Relaxed);
             }
+            _ => {}
         }
     }
 
@@ -392,26 +417,23 @@ impl FileTable {
                 .opens
                 .iter()
                 .any(|e| e.stream.as_ref() == Some(stream))
-            && let Some(i) = state.stream_deletes.iter().position(|s| s == stream)
+            && let Some(i) = state.stream_deletes.iter().position(|(s, _)| s == stream)
         {
-            state.stream_deletes.swap_remove(i);
-            if !state.delete_pending {
+            let (_, by) = state.stream_deletes.swap_remove(i);
+            if state.delete_pending.is_none() {
                 if state.opens.is_empty() {
                     files.remove(&file.key);
                 }
-                return Some(Deletion::Stream);
+                return Some(Deletion::Stream(by));
             }
         }
         if !state.opens.is_empty() {
             return None;
         }
         files.remove(&file.key);
-        if state.delete_pending {
-            state.delete_pending = false;
-            self.pending_deletes.fetch_sub(1, Ordering::Relaxed);
-            return Some(Deletion::File(state.path.clone()));
-        }
-        None
+        let by = state.delete_pending.take()?;
+        self.pending_deletes.fetch_sub(1, Ordering::Relaxed);
+        Some(Deletion::File(state.path.clone(), by))
     }
 
     /// Whether an open of `key` with `access` and `share` would be compatible with the file's
@@ -558,6 +580,34 @@ mod tests {
         VfsPath::parse(p).unwrap()
     }
 
+    /// A deleter acting as `uid`.
+    fn by(uid: u32) -> Option<Deleter> {
+        let ids = crate::identity::IdMap::new("T");
+        Some(Deleter {
+            identity: Arc::new(Identity {
+                token: smb3d_dtyp::Token {
+                    user: ids.user_sid(uid),
+                    groups: Vec::new(),
+                    privileges: smb3d_dtyp::Privileges::empty(),
+                },
+                unix: smb3d_vfs::Credentials {
+                    uid,
+                    gid: uid,
+                    groups: Vec::new(),
+                },
+            }),
+            audit: None,
+        })
+    }
+
+    /// The uid a deletion runs as, and what it deletes.
+    fn deletion(deletion: Option<Deletion>) -> Option<(u32, Option<VfsPath>)> {
+        deletion.map(|d| match d {
+            Deletion::File(path, by) => (by.identity.unix.uid, Some(path)),
+            Deletion::Stream(by) => (by.identity.unix.uid, None),
+        })
+    }
+
     const KEY: FileKey = FileKey { dev: 1, ino: 2 };
     const RW: AccessMask = AccessMask(AccessMask::FILE_READ_DATA.0 | AccessMask::FILE_WRITE_DATA.0);
 
@@ -610,7 +660,7 @@ mod tests {
             )
             .unwrap();
         for id in [1, 3, 5] {
-            assert_eq!(table.release(&f, id), None);
+            assert!(table.release(&f, id).is_none());
         }
         assert_eq!(table.len(), 0);
     }
@@ -625,7 +675,7 @@ mod tests {
         table
             .open(KEY, &path("d/x"), entry(2, AccessMask::FILE_READ_DATA, all))
             .unwrap();
-        table.set_delete_pending(&f, None, true);
+        table.set_delete_pending(&f, None, by(1000));
         assert!(table.is_delete_pending(KEY));
         assert_eq!(
             table
@@ -634,9 +684,40 @@ mod tests {
             Some(NtStatus::DELETE_PENDING)
         );
         table.renamed(&path("d"), &path("e"));
-        assert_eq!(table.release(&f, 1), None);
-        assert_eq!(table.release(&f, 2), Some(Deletion::File(path("e/x"))));
+        assert_eq!(deletion(table.release(&f, 1)), None);
+        // Open 2, whoever it belongs to, closes last: the deletion is the marker's.
+        assert_eq!(
+            deletion(table.release(&f, 2)),
+            Some((1000, Some(path("e/x"))))
+        );
         assert!(!table.is_delete_pending(KEY));
+    }
+
+    /// A second mark replaces the first's deleter; clearing the mark leaves nothing to delete.
+    #[test]
+    fn the_last_mark_says_who_deletes() {
+        let table = FileTable::default();
+        let all = ShareAccess::READ | ShareAccess::WRITE | ShareAccess::DELETE;
+        let f = table
+            .open(KEY, &path("x"), entry(1, AccessMask::DELETE, all))
+            .unwrap();
+        table
+            .open(KEY, &path("x"), entry(2, AccessMask::DELETE, all))
+            .unwrap();
+        table.set_delete_pending(&f, None, by(1000));
+        table.set_delete_pending(&f, None, by(2000));
+        assert_eq!(deletion(table.release(&f, 1)), None);
+        assert_eq!(
+            deletion(table.release(&f, 2)),
+            Some((2000, Some(path("x"))))
+        );
+        let f = table
+            .open(KEY, &path("x"), entry(3, AccessMask::DELETE, all))
+            .unwrap();
+        table.set_delete_pending(&f, None, by(1000));
+        table.set_delete_pending(&f, None, None);
+        assert_eq!(deletion(table.release(&f, 3)), None);
+        assert_eq!(table.pending_deletes.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -668,16 +749,16 @@ mod tests {
             Some(NtStatus::SHARING_VIOLATION)
         );
         // A delete-pending stream is removed at its last close and takes no new opens.
-        table.set_delete_pending(&f, Some(&crate::streams::key("two")), true);
+        table.set_delete_pending(&f, Some(&crate::streams::key("two")), by(3000));
         assert_eq!(
             table
                 .open(KEY, &path("f"), stream_entry(6, write, all, "Two"))
                 .err(),
             Some(NtStatus::DELETE_PENDING)
         );
-        assert_eq!(table.release(&f, 2), Some(Deletion::Stream));
-        assert_eq!(table.release(&f, 1), None);
-        assert_eq!(table.release(&f, 3), None);
+        assert_eq!(deletion(table.release(&f, 2)), Some((3000, None)));
+        assert_eq!(deletion(table.release(&f, 1)), None);
+        assert_eq!(deletion(table.release(&f, 3)), None);
         assert_eq!(table.len(), 0);
     }
 

@@ -18,7 +18,7 @@ use crate::audit;
 use crate::blocking::{Wait, as_user};
 use crate::durable::ReplayState;
 use crate::fileinfo::{self, Meta};
-use crate::files::SharedFile;
+use crate::files::{Deleter, SharedFile};
 use crate::identity::Identity;
 use crate::share::Share;
 use crate::status_map::VfsResultExt;
@@ -173,6 +173,14 @@ impl Open {
             });
         }
         true
+    }
+
+    /// This open as the one that makes its file or stream delete-pending.
+    pub fn deleter(&self) -> Deleter {
+        Deleter {
+            identity: self.identity.clone(),
+            audit: self.audit.clone(),
+        }
     }
 
     /// The open-file table's key of this open's named stream.

@@ -8,6 +8,7 @@ use smb3d_smb2::close::{CloseAttributes, CloseFlags, CloseRequest, CloseResponse
 use smb3d_wire::Writer;
 
 use crate::audit;
+use crate::blocking::{Wait, as_user};
 use crate::connection::Ctx;
 use crate::dir_leases;
 use crate::escape::escape;
@@ -57,7 +58,7 @@ pub(crate) async fn handle(
 
 /// Ends an open that was already removed from its session: a delete-on-close open leaves the
 /// file (or its stream) delete-pending, and the last open of a delete-pending file or stream
-/// deletes it (MS-FSA 2.1.5.4).
+/// deletes it (MS-FSA 2.1.5.4), with the credentials of the open that made it delete-pending.
 pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
     close_written(server, open, false);
 }
@@ -82,26 +83,30 @@ fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
         crate::persistent::remove(server, open.file_id.persistent);
     }
     if open.delete_on_close {
-        server
-            .files
-            .set_delete_pending(&open.shared, open.stream_key().as_ref(), true);
+        server.files.set_delete_pending(
+            &open.shared,
+            open.stream_key().as_ref(),
+            Some(open.deleter()),
+        );
     }
     let path = open.path();
     let released = server.files.release(&open.shared, open.file_id.volatile);
-    if wrote && !matches!(released, Some(Deletion::File(_))) {
+    if wrote && !matches!(released, Some(Deletion::File(..))) {
         dir_leases::child_changed(server, ShareKey::of(&open.vfs), &path, changed_by);
     }
-    let deleted = match released {
+    let vfs = open.vfs.as_ref();
+    // The deletion runs as whoever asked for it, not as this open's user (see `Deleter`).
+    let (deleted, by) = match released {
         None => {
             if open.is_directory && open.shared.delete_pending() {
                 server.notify.delete_pending(&open.shared);
             }
             return;
         }
-        Some(Deletion::File(path)) => open
-            .io_long(|| {
-                open.vfs.unlink(&path).status()?;
-                open.share.sync_parent(open.vfs.as_ref(), &path).status()
+        Some(Deletion::File(path, by)) => {
+            let deleted = as_user(vfs, &by.identity, Wait::Long, || {
+                vfs.unlink(&path).status()?;
+                open.share.sync_parent(vfs, &path).status()
             })
             .inspect(|()| {
                 server.notify.report_name(
@@ -111,15 +116,20 @@ fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
                     open.is_directory,
                 );
                 dir_leases::child_changed(server, ShareKey::of(&open.vfs), &path, changed_by);
-            }),
-        Some(Deletion::Stream) => match &open.stream {
-            Some(stream) => open.io_long(|| stream.remove().status()),
-            None => Ok(()),
-        },
+            });
+            (deleted, by)
+        }
+        Some(Deletion::Stream(by)) => {
+            let deleted = match &open.stream {
+                Some(stream) => as_user(vfs, &by.identity, Wait::Long, || stream.remove().status()),
+                None => Ok(()),
+            };
+            (deleted, by)
+        }
     };
     match deleted {
         Ok(()) => {
-            if let Some(who) = &open.audit {
+            if let Some(who) = &by.audit {
                 let stream = open.stream.as_ref().map(|s| s.name());
                 audit::deleted(who, &path, stream.as_deref(), open.is_directory);
             }

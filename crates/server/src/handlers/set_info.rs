@@ -288,8 +288,9 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
     Ok(())
 }
 
-/// FileDispositionInformation (MS-FSA 2.1.5.14.3): the file becomes delete-pending at once;
-/// a read-only file cannot be deleted and a directory must be empty.
+/// FileDispositionInformation (MS-FSA 2.1.5.14.3): the file becomes delete-pending at once,
+/// to be deleted as this open's user; a read-only file cannot be deleted and a directory must
+/// be empty.
 fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<(), NtStatus> {
     require(open, AccessMask::DELETE)?;
     if delete && open.stored_meta()?.readonly() {
@@ -301,7 +302,11 @@ fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<()
             return Err(NtStatus::DIRECTORY_NOT_EMPTY);
         }
     }
-    files.set_delete_pending(&open.shared, open.stream_key().as_ref(), delete);
+    files.set_delete_pending(
+        &open.shared,
+        open.stream_key().as_ref(),
+        delete.then(|| open.deleter()),
+    );
     Ok(())
 }
 
