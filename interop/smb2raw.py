@@ -712,8 +712,27 @@ class Smb2:
         r = self.session_setup(token, session_id=session_id)
         if r.status == 0:
             self.session_id = session_id
-            self.derive_signing_key(auth.session_key)
+            # A null session has no key to sign with (MS-SMB2 3.2.5.3.1).
+            if not anonymous:
+                self.derive_signing_key(auth.session_key)
         return r
+
+    def reauthenticate(self, user=None, password=None, anonymous=False):
+        """Re-authenticates the current session (MS-SMB2 3.3.5.5.2), both legs signed with the
+        session's key when it has one; the key stays the first logon's. Returns the final
+        response (or raises Dropped)."""
+        user = self.target.user if user is None else user
+        password = self.target.password if password is None else password
+        sign = self.signing_key is not None
+        negotiate = ntlm_negotiate()
+        r = self.request(SESSION_SETUP, session_setup_body(spnego_init(negotiate)), tree_id=0, sign=sign)
+        if r.status != 0xC0000016:
+            return r
+        off, ln = struct.unpack_from("<HH", r.body, 4)
+        challenge = spnego_response_token(r.pdu[off:off + ln])
+        auth = ntlm_authenticate(negotiate, challenge, user, password, self.target.domain, anonymous=anonymous)
+        m = None if anonymous else mech_list_mic(auth, mech_types_der())
+        return self.request(SESSION_SETUP, session_setup_body(spnego_resp(auth.message, m)), tree_id=0, sign=sign)
 
     def derive_signing_key(self, session_key):
         if self.dialect == 0x0311:

@@ -251,3 +251,39 @@ def test_delete_on_close_deletes_as_whoever_asked(env):
         assert not path.exists(), "B's mark was lost when A closed last"
     a.close()
     b.close()
+
+
+def test_a_session_never_changes_hands(tmp_path):
+    """Issue 16 item 1, as the review found it: with signing required, A's session
+    re-authenticated as B kept A's keys and read B's 0600 file, and an anonymous session
+    re-authenticated as a user acted for it unsigned. Both re-authentications are refused
+    (STATUS_ACCESS_DENIED) and end the session."""
+    uid_b = system_account(OTHER_ACCOUNT)
+    server = start_smb3d(tmp_path, signing="required")
+    try:
+        other_password = server.add_user("other", uid_b)
+        secret = server.share_dir / "b-only.txt"
+        secret.write_bytes(b"B's own\n")
+        os.chown(secret, uid_b, pwd.getpwuid(uid_b).pw_gid)
+        secret.chmod(0o600)
+        target = smb2raw.Target(server.port, server.user, server.password)
+        a = smb2raw.connect(target, sign_all=True)
+        assert a.create("b-only.txt")[0].name == "STATUS_ACCESS_DENIED"
+        assert a.reauthenticate("other", other_password).name == "STATUS_ACCESS_DENIED"
+        assert a.create("b-only.txt")[0].name == "STATUS_USER_SESSION_DELETED"
+        a.close()
+        anonymous = smb2raw.Smb2(target)
+        assert anonymous.negotiate((0x0311,)).status == 0
+        assert anonymous.login(anonymous=True).status == 0
+        assert anonymous.reauthenticate().name == "STATUS_ACCESS_DENIED"
+        assert anonymous.tree_connect(sign=False).name == "STATUS_USER_SESSION_DELETED"
+        anonymous.close()
+        # Renewing the same user keeps the session and its keys.
+        a = smb2raw.connect(target, sign_all=True)
+        assert a.reauthenticate().status == 0
+        r, fid = a.create("b-only.txt", access=0x80)
+        assert fid is not None, r.name
+        a.close()
+    finally:
+        stop(server)
+

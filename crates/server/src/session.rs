@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
-use smb3d_auth::Acceptor;
+use smb3d_auth::{Acceptor, Principal};
 use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
 
@@ -32,6 +32,36 @@ pub enum SessionUser {
     Anonymous,
 }
 
+impl From<Principal> for SessionUser {
+    fn from(principal: Principal) -> Self {
+        match principal {
+            Principal::User {
+                name,
+                claimed_domain,
+            } => SessionUser::User {
+                name,
+                claimed_domain,
+            },
+            Principal::Anonymous => SessionUser::Anonymous,
+        }
+    }
+}
+
+impl SessionUser {
+    /// Whether `self` and `other` are the same proven account: named users of the same name (the
+    /// user database's spelling, fixed at logon). An anonymous logon proves no one, so
+    /// it is the same account as no one, another anonymous logon included. The one comparison
+    /// of who a session is (re-authentication, binding, PreviousSessionId, durable reclaim).
+    pub fn same_account(&self, other: &SessionUser) -> bool {
+        match (self, other) {
+            (SessionUser::User { name, .. }, SessionUser::User { name: other, .. }) => {
+                name == other
+            }
+            _ => false,
+        }
+    }
+}
+
 /// An authentication exchange still under way (Session.State InProgress).
 pub(crate) struct AuthExchange {
     pub acceptor: Acceptor,
@@ -43,6 +73,10 @@ pub(crate) struct AuthExchange {
 
 /// The established part of a session.
 pub(crate) struct Established {
+    /// Who the first authentication proved: re-authentications renew this user or drop to
+    /// anonymous, and never make the session another user's.
+    pub owner: SessionUser,
+    /// Who the session acts for now.
     pub user: SessionUser,
     /// The token ACLs are checked against and the Unix credentials file work runs with.
     pub identity: Arc<Identity>,
@@ -201,6 +235,15 @@ impl Session {
             .as_ref()
             .map(|e| e.user.clone())
     }
+
+    /// Who the session's first authentication proved, once established.
+    pub fn owner(&self) -> Option<SessionUser> {
+        self.state
+            .lock()
+            .established
+            .as_ref()
+            .map(|e| e.owner.clone())
+    }
 }
 
 impl SessionState {
@@ -216,16 +259,24 @@ impl SessionState {
         let tree = Arc::new(Tree {
             id,
             share,
+            admitted: true,
             maximal_access: access.maximal_access,
             read_only: access.read_only,
             identity: access.identity,
             encrypt_data,
-            pipes: PipeTable::default(),
+            pipes: Arc::default(),
             connected_at: SystemTime::now(),
             audit,
         });
         self.trees.insert(id, tree.clone());
         tree
+    }
+
+    /// Puts `tree` in place of the tree connect of its id, if the session still has it.
+    pub fn renew_tree(&mut self, tree: Arc<Tree>) {
+        if let Some(slot) = self.trees.get_mut(&tree.id) {
+            *slot = tree;
+        }
     }
 
     /// Removes the opens of one tree (or all with `None`) and returns them to be closed.
@@ -261,6 +312,9 @@ pub(crate) struct TreeAccess {
 pub(crate) struct Tree {
     pub id: u32,
     pub share: Arc<Share>,
+    /// The share admits who the session is now. A re-authentication as someone it does not
+    /// admit leaves the tree for the opens made through it, but nothing new is opened.
+    pub admitted: bool,
     /// TreeConnect.MaximalAccess: the most any open through this tree may be granted.
     pub maximal_access: AccessMask,
     /// Nothing may be changed through this tree (the share's setting for this user).
@@ -269,10 +323,64 @@ pub(crate) struct Tree {
     pub identity: Option<Arc<Identity>>,
     /// TreeConnect.EncryptData.
     pub encrypt_data: bool,
-    /// The named pipes opened through this tree connect (`IPC$` only).
-    pub pipes: PipeTable,
+    /// The named pipes opened through this tree connect (`IPC$` only), kept when a
+    /// re-authentication renews the tree.
+    pub pipes: Arc<PipeTable>,
     /// When the tree was connected, for status reports.
     pub connected_at: SystemTime,
     /// Who to name in audit lines, when the share is audited.
     pub audit: Option<Arc<audit::Subject>>,
+}
+
+impl Tree {
+    /// The same tree connect for who the session is after a re-authentication (MS-SMB2
+    /// 3.3.5.5.2): what `access` allows, or, where the share does not admit the new identity
+    /// (`None`), nothing new and no forced identity. The opens made through it keep what they
+    /// were granted, and the requests on them are answered as before.
+    pub fn renewed(&self, access: Option<TreeAccess>, audit: Option<Arc<audit::Subject>>) -> Tree {
+        let (admitted, access) = match access {
+            Some(access) => (true, access),
+            None => (
+                false,
+                TreeAccess {
+                    maximal_access: AccessMask::empty(),
+                    read_only: self.read_only,
+                    identity: None,
+                },
+            ),
+        };
+        Tree {
+            id: self.id,
+            share: self.share.clone(),
+            admitted,
+            maximal_access: access.maximal_access,
+            read_only: access.read_only,
+            identity: access.identity,
+            encrypt_data: self.encrypt_data,
+            pipes: self.pipes.clone(),
+            connected_at: self.connected_at,
+            audit,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_account_is_the_same_named_user() {
+        let user = |name: &str, domain: &str| SessionUser::User {
+            name: name.into(),
+            claimed_domain: domain.into(),
+        };
+        // Names are the database's spelling, fixed at logon; the claimed domain proves nothing.
+        assert!(user("alice", "WORKGROUP").same_account(&user("alice", "OTHER")));
+        assert!(!user("alice", "").same_account(&user("alicia", "")));
+        // An anonymous logon proves no one: the same account as no one, itself included.
+        let anonymous = SessionUser::Anonymous;
+        assert!(!anonymous.same_account(&SessionUser::Anonymous));
+        assert!(!anonymous.same_account(&user("alice", "")));
+        assert!(!user("alice", "").same_account(&anonymous));
+    }
 }

@@ -131,22 +131,51 @@ impl<'s> Client<'s> {
     /// signed, with SMB2_SESSION_FLAG_BINDING); the session becomes current on success.
     /// Returns the status of the last leg.
     pub fn bind(&mut self, session_id: u64, logon: &Logon<'_>) -> Option<NtStatus> {
+        let status = self.both_legs(
+            session_id,
+            logon,
+            SessionSetupFlags::BINDING,
+            HeaderFlags::SIGNED,
+        );
+        if status == Some(NtStatus::SUCCESS) {
+            self.session_id = session_id;
+        }
+        status
+    }
+
+    /// Re-authenticates the current session as `logon` (MS-SMB2 3.3.5.5.2), both legs with
+    /// `header_flags` (SIGNED for a session that signs). Returns the status of the last leg.
+    pub fn reauthenticate(
+        &mut self,
+        logon: &Logon<'_>,
+        header_flags: HeaderFlags,
+    ) -> Option<NtStatus> {
+        self.both_legs(
+            self.session_id,
+            logon,
+            SessionSetupFlags::empty(),
+            header_flags,
+        )
+    }
+
+    /// Both legs of an authentication of the existing session `session_id` as `logon`.
+    fn both_legs(
+        &mut self,
+        session_id: u64,
+        logon: &Logon<'_>,
+        flags: SessionSetupFlags,
+        header_flags: HeaderFlags,
+    ) -> Option<NtStatus> {
         let (ntlm, token) = NtlmClient::start(false);
-        let binding = SessionSetupFlags::BINDING;
-        let first = self.setup_leg(session_id, &token, binding, HeaderFlags::SIGNED);
+        let first = self.setup_leg(session_id, &token, flags, header_flags);
         let challenge = first.responses.last()?;
         if challenge.status() != NtStatus::MORE_PROCESSING_REQUIRED {
             return Some(challenge.status());
         }
         let response = SessionSetupResponse::decode(&challenge.pdu).ok()?;
         let finished = ntlm.authenticate(response.security_buffer, logon).ok()?;
-        let status = self
-            .setup_leg(session_id, &finished.token, binding, HeaderFlags::SIGNED)
-            .status()?;
-        if status == NtStatus::SUCCESS {
-            self.session_id = session_id;
-        }
-        Some(status)
+        self.setup_leg(session_id, &finished.token, flags, header_flags)
+            .status()
     }
 
     /// A SESSION_SETUP leg for `session_id` with `token`, the request's `flags` and the

@@ -46,6 +46,11 @@ pub(crate) async fn dispatch(
     // Opens on IPC$ are named pipes (MS-SMB2 3.3.5.9 and on), whose reads may wait for data;
     // IOCTL tells pipes apart itself.
     let ipc = cx.tree.as_ref().is_some_and(|t| t.share.is_ipc());
+    // A tree whose share does not admit who the session is since a re-authentication opens
+    // nothing new (MS-SMB2 3.3.5.5.2, answered as TREE_CONNECT would be).
+    if cx.hdr.command == Command::CREATE && cx.tree.as_ref().is_some_and(|t| !t.admitted) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     if cx.hdr.command == Command::CREATE && !ipc {
         return create::handle(cx, pdu, reply).await;
     }

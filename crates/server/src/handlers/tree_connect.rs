@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use crate::audit;
 use crate::conn_limits::admit_tree;
-use crate::connection::Ctx;
+use crate::connection::{Connection, Ctx};
 use crate::identity::{Accounts, IdMap, Identity};
 use crate::server::EncryptionPolicy;
-use crate::session::{SessionUser, TreeAccess};
+use crate::session::{Session, SessionUser, Tree, TreeAccess};
 use crate::share::{Share, ShareKind};
 
 pub(crate) async fn handle(
@@ -42,15 +42,8 @@ pub(crate) async fn handle(
         .ok_or(NtStatus::BAD_NETWORK_NAME)?;
 
     let identity = session.identity().ok_or(NtStatus::USER_SESSION_DELETED)?;
-    if !share.admits(&user, &identity) {
-        return Err(NtStatus::ACCESS_DENIED);
-    }
-    let read_only = share.read_only_for(&user, &identity);
-    let maximal_access = if read_only {
-        AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_EXECUTE
-    } else {
-        AccessMask::FILE_ALL_ACCESS
-    };
+    let access = tree_access(&cx.conn.server.ids, &share, &user, &identity)?;
+    let maximal_access = access.maximal_access;
     let share_type = match share.kind {
         ShareKind::Disk(_) => ShareType::DISK,
         ShareKind::Ipc => ShareType::PIPE,
@@ -70,11 +63,6 @@ pub(crate) async fn handle(
     if share.hide_unreadable {
         share_flags |= ShareFlags::ACCESS_BASED_DIRECTORY_ENUM;
     }
-    let access = TreeAccess {
-        maximal_access,
-        read_only,
-        identity: forced_identity(&cx.conn.server.ids, &share, &identity)?.map(Arc::new),
-    };
     let audit = audit::subject(&share, &user, cx.conn);
     let tree = session
         .state
@@ -95,6 +83,50 @@ pub(crate) async fn handle(
     }
     .encode(w);
     Ok(NtStatus::SUCCESS)
+}
+
+/// What `share` lets a session of `user` with identity `who` do, as a TREE_CONNECT decides it:
+/// refused where the share does not admit the user; read-only where it is so for the user.
+fn tree_access(
+    ids: &IdMap,
+    share: &Share,
+    user: &SessionUser,
+    who: &Identity,
+) -> Result<TreeAccess, NtStatus> {
+    if !share.admits(user, who) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let read_only = share.read_only_for(user, who);
+    let maximal_access = if read_only {
+        AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_EXECUTE
+    } else {
+        AccessMask::FILE_ALL_ACCESS
+    };
+    Ok(TreeAccess {
+        maximal_access,
+        read_only,
+        identity: forced_identity(ids, share, who)?.map(Arc::new),
+    })
+}
+
+/// The session's tree connects as a re-authentication as `user` with identity `who` leaves
+/// them (MS-SMB2 3.3.5.5.2): each allows what a TREE_CONNECT of that identity would get, and
+/// opens nothing new where the share would refuse it. To replace the session's trees
+/// (`SessionState::renew_tree`) together with its identity.
+pub(crate) fn renew_trees(
+    conn: &Connection,
+    session: &Session,
+    user: &SessionUser,
+    who: &Identity,
+) -> Vec<Arc<Tree>> {
+    let trees: Vec<Arc<Tree>> = session.state.lock().trees.values().cloned().collect();
+    trees
+        .iter()
+        .map(|tree| {
+            let access = tree_access(&conn.server.ids, &tree.share, user, who).ok();
+            Arc::new(tree.renewed(access, audit::subject(&tree.share, user, conn)))
+        })
+        .collect()
 }
 
 /// The identity sessions have on a share that forces a user or group; a forced account that

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use smb3d_auth::{Principal, Step};
+use smb3d_auth::Step;
 use smb3d_crypto::{MessageSigner, SessionKeys, SigningAlgorithm};
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::header::HeaderFlags;
@@ -62,15 +62,9 @@ pub(super) async fn handle(
             principal,
             session_key,
         }) => {
-            // Only the session's own user may bind to it; both names are the database's
-            // spelling.
-            let same_user = match (principal, session.user()) {
-                (Principal::User { name, .. }, Some(SessionUser::User { name: owner, .. })) => {
-                    name == owner
-                }
-                _ => false,
-            };
-            if !same_user {
+            // Only the user the session acts for may bind to it.
+            let user = SessionUser::from(principal);
+            if !session.user().is_some_and(|u| u.same_account(&user)) {
                 server.metrics.auth_failure();
                 return Err(NtStatus::ACCESS_DENIED);
             }

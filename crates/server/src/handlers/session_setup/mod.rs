@@ -16,7 +16,7 @@ use smb3d_wire::{FileTime, Writer};
 
 use crate::connection::{Connection, Ctx, sign_refusal};
 use crate::encryption::SessionCipher;
-use crate::handlers::logoff;
+use crate::handlers::{logoff, tree_connect};
 use crate::identity::process_uid;
 use crate::limits::Limit;
 use crate::server::EncryptionPolicy;
@@ -192,16 +192,13 @@ fn complete(
     let server = &cx.conn.server;
     let exchange = session.state.lock().exchange.take();
     let preauth = exchange.and_then(|e| e.preauth);
-    let user = match principal {
-        Principal::User {
-            name,
-            claimed_domain,
-        } => SessionUser::User {
-            name,
-            claimed_domain,
-        },
-        Principal::Anonymous => SessionUser::Anonymous,
-    };
+    let user = SessionUser::from(principal);
+    let owner = session.owner();
+    if let Some(owner) = &owner
+        && !may_reauthenticate(owner, &user)
+    {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     let anonymous = user == SessionUser::Anonymous;
     let identity = Arc::new(match &user {
         // A user without a known uid (a credential store without one) acts as the server's own
@@ -261,11 +258,16 @@ fn complete(
         crate::durable::disconnect_session(server, &previous);
     }
 
+    // The session's tree connects, as the new identity may have them.
+    let trees = owner
+        .is_some()
+        .then(|| tree_connect::renew_trees(cx.conn, session, &user, &identity));
     let mut st = session.state.lock();
     // A re-authentication (3.3.5.5.2) renews who the session acts for, not its keys: the
     // client keeps signing and encrypting with the ones of the first authentication.
-    let (signer, signing_required, cipher, encrypt_data) = match st.established.take() {
+    let (owner, signer, signing_required, cipher, encrypt_data) = match st.established.take() {
         Some(first) => (
+            first.owner,
             first.signer,
             first.signing_required,
             first.cipher,
@@ -281,14 +283,18 @@ fn complete(
                     signer: signer.clone(),
                 },
             );
-            (signer, signing_required, cipher, encrypt_data)
+            (user.clone(), signer, signing_required, cipher, encrypt_data)
         }
     };
+    for tree in trees.into_iter().flatten() {
+        st.renew_tree(tree);
+    }
     // 3.1.1 signs the final response with the channel's key whatever the signing policy.
     if negotiated.dialect == 0x0311 {
         cx.sign_with = st.channels.get(&cx.conn.id).and_then(|c| c.signer.clone());
     }
     st.established = Some(Established {
+        owner,
         user,
         identity,
         signer,
@@ -304,6 +310,16 @@ fn complete(
     } else {
         SessionFlags::empty()
     })
+}
+
+/// MS-SMB2 3.3.5.5.2: whether a session whose first authentication proved `owner` may
+/// re-authenticate as `user`. Renewing the same user keeps it, and a user's session may drop to
+/// anonymous and come back (smbtorture smb2.session.reauth2-5). It never becomes another
+/// user's, nor does an anonymous session (unsigned, with no keys) gain one: the session keeps
+/// its first logon's keys, so whoever holds them would act for any user whose logon they
+/// relay, signing required or not.
+fn may_reauthenticate(owner: &SessionUser, user: &SessionUser) -> bool {
+    *user == SessionUser::Anonymous || user.same_account(owner)
 }
 
 /// Adds a MORE_PROCESSING_REQUIRED response to the preauth hash of its exchange (3.3.5.5.3):

@@ -1,0 +1,225 @@
+//! Who a session acts for (issue 16, item 1), over the in-memory server: a re-authentication
+//! renews the session's user or drops it to anonymous, never makes it another user's nor gives
+//! an anonymous session a user; its tree connects then allow what the new identity may have.
+
+use std::sync::Arc;
+
+use smb3d_auth::ntlm::crypto::nt_hash;
+use smb3d_auth::{Account, CredentialStore};
+use smb3d_crypto::fuzzing::NullProvider;
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_server::share::Share;
+use smb3d_smb2::Command;
+use smb3d_smb2::create::{CreateDisposition, CreateOptions, CreateResponse};
+use smb3d_smb2::file_id::FileId;
+use smb3d_smb2::header::HeaderFlags;
+use smb3d_smb2::negotiate::Dialect;
+use smb3d_testkit::client::{Client, TEST_USER};
+use smb3d_testkit::harness::{self, PASSWORD, SHARE, SHARE_UNC, TestServer, USER};
+use smb3d_testkit::ntlm::Logon;
+use smb3d_testkit::seeds::{create_body, read_body, set_info_body, tree_connect_body};
+
+/// The second user of [`Users`].
+const OTHER: Logon<'static> = Logon {
+    user: "other",
+    ..TEST_USER
+};
+
+const ANONYMOUS: Logon<'static> = Logon {
+    user: "",
+    password: "",
+    domain: "",
+    anonymous: true,
+    mic: false,
+    spnego: false,
+};
+
+/// The test user and `other`, each with a uid of its own.
+struct Users;
+
+impl CredentialStore for Users {
+    fn account(&self, user: &str) -> Option<Account> {
+        ["tester", "other"]
+            .into_iter()
+            .find_map(|name| Account::if_named(user, name, *nt_hash(PASSWORD)))
+    }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        match user {
+            "tester" => Some(4242),
+            "other" => Some(4243),
+            _ => None,
+        }
+    }
+}
+
+fn server() -> TestServer {
+    TestServer::with_credentials(harness::settings(), Arc::new(NullProvider), Arc::new(Users))
+        .unwrap()
+}
+
+/// Serves the share as `change` makes it, with IPC$, to tree connects from now on.
+fn reshare(server: &TestServer, change: impl FnOnce(&mut Share)) {
+    let mut share = Share::disk(SHARE, Arc::new(server.vfs.clone()));
+    change(&mut share);
+    server
+        .server
+        .replace_shares(vec![Arc::new(Share::ipc()), Arc::new(share)]);
+}
+
+/// A 3.1.1 client logged on as `logon` (no tree connect).
+fn logged_on<'s>(server: &'s TestServer, logon: &Logon<'_>) -> Client<'s> {
+    let mut client = Client::new(server.connect());
+    client.negotiate(Dialect::SMB3_1_1);
+    assert_eq!(client.login_as(logon).status(), Some(NtStatus::SUCCESS));
+    client
+}
+
+fn read_file(client: &mut Client<'_>, file: FileId) -> Option<NtStatus> {
+    client
+        .call(Command::READ, &read_body(0, 4), Some(file))
+        .status()
+}
+
+/// Opens `dir\file.txt` (readable by everyone) for reading.
+fn open_for_reading(client: &mut Client<'_>) -> Result<FileId, NtStatus> {
+    let body = create_body(
+        "dir\\file.txt",
+        AccessMask::FILE_GENERIC_READ,
+        CreateDisposition::OPEN,
+        CreateOptions::NON_DIRECTORY_FILE,
+    );
+    let reply = client.call(Command::CREATE, &body, None);
+    let response = reply.responses.last().ok_or(NtStatus::UNSUCCESSFUL)?;
+    if response.status() != NtStatus::SUCCESS {
+        return Err(response.status());
+    }
+    Ok(CreateResponse::decode(&response.pdu).unwrap().file_id)
+}
+
+/// TREE_CONNECT to `path`, unsigned (a null session has no key, and this client signs with
+/// no real key), making the tree current on success.
+fn tree_connect_unsigned(client: &mut Client<'_>, path: &str) -> Option<NtStatus> {
+    let reply = client.call(Command::TREE_CONNECT, &tree_connect_body(path), None);
+    let last = reply.responses.last()?;
+    if last.status() == NtStatus::SUCCESS {
+        client.tree_id = last.header.tree_id;
+    }
+    Some(last.status())
+}
+
+/// FilePositionInformation, which any open may set: what only a read-only tree refuses.
+fn set_position(client: &mut Client<'_>, file: FileId) -> Option<NtStatus> {
+    let body = set_info_body(14, &0u64.to_le_bytes());
+    client.call(Command::SET_INFO, &body, Some(file)).status()
+}
+
+const IPC: &str = "\\\\testkit\\IPC$";
+
+#[test]
+fn a_session_never_becomes_another_users() {
+    let server = server();
+    let mut client = logged_on(&server, &TEST_USER);
+    assert_eq!(client.tree_connect(SHARE_UNC), Some(NtStatus::SUCCESS));
+    assert_eq!(
+        client.reauthenticate(&OTHER, HeaderFlags::SIGNED),
+        Some(NtStatus::ACCESS_DENIED)
+    );
+    // The refusal ends the session, as a failed re-authentication does.
+    assert_eq!(
+        open_for_reading(&mut client),
+        Err(NtStatus::USER_SESSION_DELETED)
+    );
+    assert_eq!(server.counts().sessions, 0);
+}
+
+#[test]
+fn an_anonymous_session_never_gains_a_user() {
+    let server = server();
+    let mut client = logged_on(&server, &ANONYMOUS);
+    assert_eq!(
+        client.reauthenticate(&TEST_USER, HeaderFlags::empty()),
+        Some(NtStatus::ACCESS_DENIED)
+    );
+    assert_eq!(
+        tree_connect_unsigned(&mut client, IPC),
+        Some(NtStatus::USER_SESSION_DELETED)
+    );
+}
+
+#[test]
+fn a_session_renews_its_user_or_drops_to_anonymous_and_back() {
+    let server = server();
+    let mut client = logged_on(&server, &TEST_USER);
+    let signed = HeaderFlags::SIGNED;
+    assert_eq!(client.tree_connect(SHARE_UNC), Some(NtStatus::SUCCESS));
+    let file = open_for_reading(&mut client).unwrap_or_else(|status| panic!("{status:?}"));
+    for logon in [TEST_USER, ANONYMOUS, TEST_USER] {
+        assert_eq!(
+            client.reauthenticate(&logon, signed),
+            Some(NtStatus::SUCCESS)
+        );
+        assert_eq!(read_file(&mut client, file), Some(NtStatus::SUCCESS));
+    }
+    // The user's name is matched as user names are, whatever its case.
+    let shouted = Logon {
+        user: "TESTER",
+        ..TEST_USER
+    };
+    assert_eq!(
+        client.reauthenticate(&shouted, signed),
+        Some(NtStatus::SUCCESS)
+    );
+}
+
+#[test]
+fn a_share_the_new_identity_may_not_use_opens_nothing_new() {
+    // The share admits no anonymous session (guest_ok is off).
+    let server = server();
+    let mut client = logged_on(&server, &TEST_USER);
+    assert_eq!(client.tree_connect(SHARE_UNC), Some(NtStatus::SUCCESS));
+    let file = open_for_reading(&mut client).unwrap_or_else(|status| panic!("{status:?}"));
+    assert_eq!(
+        client.reauthenticate(&ANONYMOUS, HeaderFlags::SIGNED),
+        Some(NtStatus::SUCCESS)
+    );
+    // What was opened before keeps its access (smbtorture smb2.session.reauth2-4)...
+    assert_eq!(read_file(&mut client, file), Some(NtStatus::SUCCESS));
+    assert_eq!(set_position(&mut client, file), Some(NtStatus::SUCCESS));
+    // ...but nothing more is opened through the tree, though the file's ACL would let
+    // anonymous read it.
+    assert_eq!(open_for_reading(&mut client), Err(NtStatus::ACCESS_DENIED));
+    assert_eq!(
+        client.reauthenticate(&TEST_USER, HeaderFlags::SIGNED),
+        Some(NtStatus::SUCCESS)
+    );
+    assert!(open_for_reading(&mut client).is_ok());
+}
+
+#[test]
+fn a_share_read_only_for_the_new_identity_makes_the_tree_read_only() {
+    let server = server();
+    reshare(&server, |share| {
+        share.guest_ok = true;
+        share.read_only = true;
+        share.write_list = vec![USER.into()];
+    });
+    let mut client = logged_on(&server, &TEST_USER);
+    assert_eq!(client.tree_connect(SHARE_UNC), Some(NtStatus::SUCCESS));
+    let file = open_for_reading(&mut client).unwrap_or_else(|status| panic!("{status:?}"));
+    assert_eq!(set_position(&mut client, file), Some(NtStatus::SUCCESS));
+    assert_eq!(
+        client.reauthenticate(&ANONYMOUS, HeaderFlags::SIGNED),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(
+        set_position(&mut client, file),
+        Some(NtStatus::ACCESS_DENIED)
+    );
+    assert_eq!(read_file(&mut client, file), Some(NtStatus::SUCCESS));
+    assert_eq!(
+        client.reauthenticate(&TEST_USER, HeaderFlags::SIGNED),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(set_position(&mut client, file), Some(NtStatus::SUCCESS));
+}
