@@ -37,7 +37,8 @@ pub trait CredentialStore: Send + Sync {
     /// The account `user` names, or None when there is none or it may not log on.
     fn account(&self, user: &str) -> Option<Account>;
 
-    /// The Unix uid `user`'s files are owned by, if the store knows one.
+    /// The Unix uid `user` acts as. A user without one has no account to act as: the server
+    /// refuses its logon even when the password is right.
     fn uid(&self, _user: &str) -> Option<u32> {
         None
     }

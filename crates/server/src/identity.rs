@@ -25,11 +25,6 @@ pub(crate) struct Identity {
     pub unix: Credentials,
 }
 
-/// The uid this process runs as: the account of database users without a uid of their own.
-pub(crate) fn process_uid() -> u32 {
-    fs::metadata("/proc/self").map_or(0, |m| std::os::unix::fs::MetadataExt::uid(&m))
-}
-
 /// A Unix user or group id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UnixId {

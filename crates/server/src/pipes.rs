@@ -13,7 +13,7 @@ use smb3d_rpc::{
 use smb3d_smb2::file_id::FileId;
 use tokio::sync::Notify;
 
-use crate::identity::{Accounts, Identity, UnixId, process_uid};
+use crate::identity::{Accounts, Identity, UnixId};
 use crate::server::Server;
 use crate::session::SessionUser;
 use crate::share::{Share, ShareKind};
@@ -241,14 +241,10 @@ impl Directory for ServerDirectory {
             return Some((sid, kind, domain.into()));
         }
         let accounts = Accounts::read();
-        // A user of the database acts as its uid, or as the server's own account (as at logon).
+        // A user of the database acts as its uid; one without a uid cannot log on, and is no
+        // one's name here either.
         let uid = match server.credentials.account(name) {
-            Some(account) => Some(
-                server
-                    .credentials
-                    .uid(&account.name)
-                    .unwrap_or_else(process_uid),
-            ),
+            Some(account) => server.credentials.uid(&account.name),
             None => accounts.uid_of(name),
         };
         if let Some(uid) = uid {
@@ -310,7 +306,7 @@ mod tests {
     use crate::server::Settings;
     use crate::share::Share;
 
-    /// A database with `alice` (uid 4242) and `bob` (no uid: the server's own account).
+    /// A database with `alice` (uid 4242) and `bob` (no uid: no account to act as).
     struct Users;
 
     impl CredentialStore for Users {
@@ -412,11 +408,12 @@ mod tests {
             dir.lookup_name("ALICE"),
             Some((alice, SidType::User, "FILES".into()))
         );
-        let bob = server.ids.user_sid(process_uid());
-        assert_eq!(
-            dir.lookup_name("bob"),
-            Some((bob, SidType::User, "FILES".into()))
-        );
+        // bob has no account to act as: not the server's own (root's) SID, whatever else
+        // the system calls bob.
+        let bob = Accounts::read()
+            .uid_of("bob")
+            .map(|uid| (server.ids.user_sid(uid), SidType::User, "FILES".into()));
+        assert_eq!(dir.lookup_name("bob"), bob);
         // Unix accounts not in the database resolve too; root exists everywhere.
         let root = server.ids.user_sid(0);
         assert_eq!(

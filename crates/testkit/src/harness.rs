@@ -67,12 +67,22 @@ impl Counts {
     }
 }
 
+/// The uid of the process running the tests, which test users act as: their file work runs
+/// as it would without impersonation.
+pub fn process_uid() -> u32 {
+    std::fs::metadata("/proc/self").map_or(0, |m| std::os::unix::fs::MetadataExt::uid(&m))
+}
+
 /// A credential store holding [`USER`] with [`PASSWORD`].
 struct OneUser;
 
 impl CredentialStore for OneUser {
     fn account(&self, user: &str) -> Option<Account> {
         Account::if_named(user, USER, *smb3d_auth::ntlm::crypto::nt_hash(PASSWORD))
+    }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        user.eq_ignore_ascii_case(USER).then(process_uid)
     }
 }
 

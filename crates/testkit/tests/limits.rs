@@ -565,6 +565,10 @@ impl CredentialStore for PanicOn {
             *smb3d_auth::ntlm::crypto::nt_hash(harness::PASSWORD),
         )
     }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        (user == harness::USER).then(harness::process_uid)
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! Who a session acts for (issue 16, item 1), over the in-memory server: a re-authentication
-//! renews the session's user or drops it to anonymous, never makes it another user's nor gives
-//! an anonymous session a user; its tree connects then allow what the new identity may have.
+//! Who a session acts for (issue 16, items 1 and 9), over the in-memory server: a
+//! re-authentication renews the session's user or drops it to anonymous, never makes it
+//! another user's nor gives an anonymous session a user; its tree connects then allow what the
+//! new identity may have; a logon whose user has no account to act as fails.
 
 use std::sync::Arc;
 
@@ -222,4 +223,31 @@ fn a_share_read_only_for_the_new_identity_makes_the_tree_read_only() {
         Some(NtStatus::SUCCESS)
     );
     assert_eq!(set_position(&mut client, file), Some(NtStatus::SUCCESS));
+}
+
+/// A database whose user has a password but no account to act as (removed between the
+/// password check and the lookup of its uid, say).
+struct NoAccount;
+
+impl CredentialStore for NoAccount {
+    fn account(&self, user: &str) -> Option<Account> {
+        Account::if_named(user, USER, *nt_hash(PASSWORD))
+    }
+}
+
+#[test]
+fn a_user_without_an_account_cannot_log_on() {
+    let server = TestServer::with_credentials(
+        harness::settings(),
+        Arc::new(NullProvider),
+        Arc::new(NoAccount),
+    )
+    .unwrap();
+    let mut client = Client::new(server.connect());
+    client.negotiate(Dialect::SMB3_1_1);
+    assert_eq!(
+        client.login_as(&TEST_USER).status(),
+        Some(NtStatus::LOGON_FAILURE)
+    );
+    assert_eq!(server.counts().sessions, 0);
 }

@@ -31,6 +31,11 @@ impl CredentialStore for Users {
     fn account(&self, user: &str) -> Option<Account> {
         Account::if_named(user, "tester", *smb3d_auth::ntlm::crypto::nt_hash("pw"))
     }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        user.eq_ignore_ascii_case("tester")
+            .then(smb3d_testkit::harness::process_uid)
+    }
 }
 
 struct Running {

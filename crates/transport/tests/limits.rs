@@ -29,6 +29,11 @@ impl CredentialStore for Users {
         assert!(!user.eq_ignore_ascii_case("crash"), "injected panic");
         Account::if_named(user, "tester", *smb3d_auth::ntlm::crypto::nt_hash("pw"))
     }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        user.eq_ignore_ascii_case("tester")
+            .then(smb3d_testkit::harness::process_uid)
+    }
 }
 
 /// A served server on an ephemeral loopback port, on its own runtime thread.

@@ -17,7 +17,6 @@ use smb3d_wire::{FileTime, Writer};
 use crate::connection::{Connection, Ctx, sign_refusal};
 use crate::encryption::SessionCipher;
 use crate::handlers::{logoff, tree_connect};
-use crate::identity::process_uid;
 use crate::limits::Limit;
 use crate::server::EncryptionPolicy;
 use crate::session::{AuthExchange, Channel, Established, Origin, Session, SessionUser};
@@ -201,10 +200,13 @@ fn complete(
     }
     let anonymous = user == SessionUser::Anonymous;
     let identity = Arc::new(match &user {
-        // A user without a known uid (a credential store without one) acts as the server's own
-        // account: file work then runs exactly as without impersonation.
+        // A user with no uid has no account to act as (it went after its password was
+        // checked): the logon fails rather than run as the server's own account.
         SessionUser::User { name, .. } => {
-            let uid = server.credentials.uid(name).unwrap_or_else(process_uid);
+            let uid = server
+                .credentials
+                .uid(name)
+                .ok_or(NtStatus::LOGON_FAILURE)?;
             server.ids.identity(uid)
         }
         SessionUser::Anonymous => server.ids.anonymous(),
