@@ -287,3 +287,32 @@ def test_a_session_never_changes_hands(tmp_path):
     finally:
         stop(server)
 
+
+DURABLE_REQUEST, DURABLE_RECONNECT = b"DHnQ", b"DHnC"
+BATCH_OPLOCK = 0x09
+
+
+def test_a_durable_open_goes_back_only_to_its_user(env):
+    """Issue 16 item 14: every session on a force_user share works as the forced user, yet a
+    disconnected durable open is reclaimed only by the user who opened it (the session's own
+    logon), not by another user of the share who names its FileId."""
+
+    def forced(who, password):
+        return smb2raw.connect(smb2raw.Target(env.server.port, who, password, "forced"))
+
+    a = forced("tester", env.server.password)
+    r, fid = a.create("durable.txt", access=ALL, disposition=smb2raw.FILE_OVERWRITE_IF, oplock=BATCH_OPLOCK,
+                      contexts=smb2raw.create_context(DURABLE_REQUEST, b"\0" * 16))
+    assert fid is not None, r.name
+    assert r.body[2] == BATCH_OPLOCK
+    a.close()
+    reconnect = smb2raw.create_context(DURABLE_RECONNECT, fid)
+    b = forced("other", env.other_password)
+    r, _ = b.create("durable.txt", access=ALL, oplock=BATCH_OPLOCK, contexts=reconnect)
+    assert r.name == "STATUS_ACCESS_DENIED"
+    b.close()
+    a = forced("tester", env.server.password)
+    r, again = a.create("durable.txt", access=ALL, oplock=BATCH_OPLOCK, contexts=reconnect)
+    assert again == fid, r.name
+    a.close_file(again)
+    a.close()

@@ -24,7 +24,7 @@ use crate::caching::{Caching, Route};
 use crate::handlers::close::close_open;
 use crate::open::Open;
 use crate::server::Server;
-use crate::session::{Session, Tree};
+use crate::session::{Session, SessionUser, Tree};
 
 /// MS-SMB2 3.3.5.9.10: the longest a v2 durable open may wait (Windows caps it at 300 s).
 pub(crate) const MAX_V2_TIMEOUT: Duration = Duration::from_secs(300);
@@ -49,7 +49,8 @@ pub(crate) struct Durability {
     pub timeout: Duration,
     /// The ClientGuid of the connection that opened it (v2 reconnects must come from it).
     pub client_guid: Guid,
-    /// Who opened it: only the same user may reclaim it.
+    /// Open.DurableOwner: the SID of the user who opened it, its own rather than a share's
+    /// forced user's (which every user of the share has).
     pub owner: Sid,
     pub share: String,
     /// The lease the open holds, which a reconnect must name.
@@ -60,8 +61,8 @@ pub(crate) struct Durability {
     /// Open.IsPersistent: its state is kept in the server's state directory, and it
     /// outlives a restart of the server.
     pub persistent: bool,
-    /// The name of the user who opened it, for its persistent record.
-    pub user: String,
+    /// Who opened it, as the session's logon proved it: only the same user reclaims it.
+    pub opener: SessionUser,
 }
 
 /// A v2 open's ClientGuid and CreateGuid: the open a replay names is that of the same client
@@ -71,6 +72,19 @@ pub(crate) type CreateKey = (Guid, Guid);
 impl Durability {
     pub fn create_key(&self) -> Option<CreateKey> {
         self.create_guid.map(|guid| (self.client_guid, guid))
+    }
+
+    /// MS-SMB2 3.3.5.9.7 and 3.3.5.9.12: whether a session of `user` with the token `token`,
+    /// on a connection of `client_guid`, may reclaim the open: the user who opened it, with the
+    /// SID it opened it with. An anonymous logon proves no one, so an anonymous open goes back
+    /// only to the client that made it.
+    pub fn reclaimable_by(&self, user: &SessionUser, token: &Token, client_guid: Guid) -> bool {
+        match &self.opener {
+            SessionUser::Anonymous => {
+                *user == SessionUser::Anonymous && client_guid == self.client_guid
+            }
+            opener => opener.same_account(user) && token.has_sid(&self.owner),
+        }
     }
 }
 
@@ -156,10 +170,14 @@ impl Drop for Reservation {
 }
 
 impl DurableTable {
-    /// Records a new durable open.
-    pub fn add(&self, open: &Open, durability: Durability) {
+    /// Records a new durable open; false, and nothing recorded, if another durable open has
+    /// its persistent id (random ids meet once in 2^64).
+    pub fn add(&self, open: &Open, durability: Durability) -> bool {
         let mut inner = self.inner.lock();
         let persistent = open.file_id.persistent;
+        if inner.opens.contains_key(&persistent) {
+            return false;
+        }
         if let Some(key) = durability.create_key() {
             inner.by_create_guid.insert(key, persistent);
         }
@@ -173,6 +191,7 @@ impl DurableTable {
                 disconnected: None,
             },
         );
+        true
     }
 
     /// Replays of the CREATE of `file_id` are new opens from now on.
@@ -197,19 +216,21 @@ impl DurableTable {
 
     /// MS-SMB2 3.3.5.15.9: the open becomes resilient (kept for `durability.timeout` after a
     /// disconnect and reclaimed as a durable open is); the CreateGuid it was recorded under,
-    /// its create action and whether it is persistent stay.
-    pub fn make_resilient(&self, open: &Open, mut durability: Durability) {
+    /// its create action, whether it is persistent and who opened it stay. False if it
+    /// cannot be recorded ([`DurableTable::add`]).
+    pub fn make_resilient(&self, open: &Open, mut durability: Durability) -> bool {
         let mut inner = self.inner.lock();
         if let Some(entry) = inner.by_volatile_mut(open.file_id.volatile) {
             durability.create_guid = entry.durability.create_guid;
             durability.create_action = entry.durability.create_action;
             durability.persistent = entry.durability.persistent;
-            durability.user = std::mem::take(&mut entry.durability.user);
+            durability.owner = entry.durability.owner;
+            durability.opener = entry.durability.opener.clone();
             entry.durability = durability;
-            return;
+            return true;
         }
         drop(inner);
-        self.add(open, durability);
+        self.add(open, durability)
     }
 
     /// Whether the durable open `persistent` is still attached to a connection other than
@@ -431,14 +452,17 @@ impl DurableTable {
 
     /// MS-SMB2 3.3.5.9.7 and 3.3.5.9.12: takes back a disconnected durable open, after the
     /// checks: the open exists and is disconnected, a v2 reconnect names its CreateGuid and
-    /// comes from its client, a persistent open is reclaimed only as one, the user is its
-    /// owner, `tree` is on its share, and a lease is named exactly when the open holds one,
-    /// by its key, under the open's name (`same_name`; STATUS_INVALID_PARAMETER otherwise).
+    /// comes from its client, a persistent open is reclaimed only as one, the session of
+    /// `user` with `token` is its opener's (`Durability::reclaimable_by`), `tree` is on its
+    /// share, and a lease is named exactly when the open holds one, by its key, under the
+    /// open's name (`same_name`; STATUS_INVALID_PARAMETER otherwise).
+    #[allow(clippy::too_many_arguments)]
     pub fn reclaim(
         &self,
         reconnect: &Reconnect,
         client_guid: Guid,
-        owner: &Token,
+        user: &SessionUser,
+        token: &Token,
         tree: &Tree,
         lease: Option<LeaseKey>,
         same_name: impl FnOnce(&Open) -> bool,
@@ -474,7 +498,7 @@ impl DurableTable {
         {
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
-        if !owner.has_sid(&d.owner) {
+        if !d.reclaimable_by(user, token, client_guid) {
             return Err(NtStatus::ACCESS_DENIED);
         }
         if lease != d.lease {
@@ -698,6 +722,49 @@ mod tests {
             state.lock_succeeded(index, 2);
             assert!(state.lock_replayed(index, 2));
         }
+    }
+
+    #[test]
+    fn a_durable_open_goes_back_to_its_opener_only() {
+        let sid = |rid| Sid::new(5, &[21, 1, 2, 3, rid]).unwrap();
+        let user = |name: &str| SessionUser::User {
+            name: name.into(),
+            claimed_domain: "WORKGROUP".into(),
+        };
+        let token = |user| Token {
+            user,
+            groups: vec![Sid::EVERYONE],
+            privileges: smb3d_dtyp::Privileges::empty(),
+        };
+        let (here, there) = (Guid([1; 16]), Guid([2; 16]));
+        let opened_by = |opener, owner| Durability {
+            durable: true,
+            create_guid: None,
+            timeout: V1_TIMEOUT,
+            client_guid: here,
+            owner,
+            share: "share".into(),
+            lease: None,
+            create_action: CreateAction::OPENED,
+            connection: 1,
+            persistent: false,
+            opener,
+        };
+        let alices = opened_by(user("alice"), sid(3000));
+        assert!(alices.reclaimable_by(&user("alice"), &token(sid(3000)), there));
+        // Another user with the opener's SID in its token (a share's forced user), alice
+        // with another SID (her uid changed since), anonymous: none of them.
+        let mut forced = token(sid(4000));
+        forced.groups.push(sid(3000));
+        assert!(!alices.reclaimable_by(&user("bob"), &forced, here));
+        assert!(!alices.reclaimable_by(&user("alice"), &token(sid(3002)), here));
+        assert!(!alices.reclaimable_by(&SessionUser::Anonymous, &token(sid(3000)), here));
+        // An anonymous open: only an anonymous session of its client.
+        let anonymous = opened_by(SessionUser::Anonymous, Sid::ANONYMOUS);
+        let nobody = token(Sid::ANONYMOUS);
+        assert!(anonymous.reclaimable_by(&SessionUser::Anonymous, &nobody, here));
+        assert!(!anonymous.reclaimable_by(&SessionUser::Anonymous, &nobody, there));
+        assert!(!anonymous.reclaimable_by(&user("alice"), &nobody, here));
     }
 
     #[test]

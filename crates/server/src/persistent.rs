@@ -35,6 +35,7 @@ use crate::identity::Identity;
 use crate::locks::RangeLock;
 use crate::open::{DirCursor, Open};
 use crate::server::Server;
+use crate::session::SessionUser;
 use crate::share::ShareKind;
 use crate::write_time::OpenWrites;
 
@@ -87,9 +88,12 @@ pub(crate) struct Record {
     pub share: String,
     /// The file's path in the share, '/'-separated.
     pub path: String,
-    /// The name of the user who opened it (for logs and status).
+    /// The name of the user who opened it, empty for an anonymous session: only the same
+    /// user reclaims the open.
     pub user: String,
-    /// Open.DurableOwner: only a session with this SID reclaims the open.
+    /// Open.DurableOwner: the opener's own SID, which a reclaim needs with the same user (one
+    /// written by an earlier version may hold a share's forced user's, which only that user's
+    /// own session has).
     pub owner: Sid,
     /// The identity work on the open runs with (the share's forced user, if any).
     pub token: Token,
@@ -533,7 +537,10 @@ fn record_of(open: &Open, durability: &Durability) -> Record {
         create_action: durability.create_action,
         share: durability.share.clone(),
         path: open.path().as_str().to_owned(),
-        user: durability.user.clone(),
+        user: match &durability.opener {
+            SessionUser::User { name, .. } => name.clone(),
+            SessionUser::Anonymous => String::new(),
+        },
         owner: durability.owner,
         token: open.identity.token.clone(),
         unix: open.identity.unix.clone(),
@@ -642,9 +649,9 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
         return 0;
     };
     let records = store.load();
-    // Ids of new opens must not meet those of restored ones.
+    // Volatile ids of new opens must not meet those of restored ones.
     for record in &records {
-        server.file_ids_above(record.file_id.persistent.max(record.file_id.volatile));
+        server.file_ids_above(record.file_id.volatile);
     }
     let mut restored = 0;
     for record in records {
@@ -836,7 +843,14 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
             create_action: record.create_action,
             connection: 0,
             persistent: true,
-            user: record.user.clone(),
+            opener: if record.user.is_empty() {
+                SessionUser::Anonymous
+            } else {
+                SessionUser::User {
+                    name: record.user.clone(),
+                    claimed_domain: String::new(),
+                }
+            },
         },
     );
     Ok(())

@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, RwLock};
 use smb3d_auth::{CredentialStore, ServerIdentity};
 use smb3d_crypto::{Cipher, CryptoProvider};
+use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
 use crate::connection::Connection;
@@ -131,7 +132,41 @@ pub struct Server {
     pub(crate) logon_throttle: LogonThrottle,
     next_session_id: AtomicU32,
     next_file_id: AtomicU64,
+    /// Randomness for persistent FileIds, drawn from the crypto provider a batch at a time.
+    file_id_randomness: Mutex<RandomBatch>,
     next_connection_id: AtomicU64,
+}
+
+/// Random 64-bit values, refilled from the crypto provider when all are used: one call to it
+/// for many opens.
+struct RandomBatch {
+    values: [u64; RANDOM_BATCH],
+    used: usize,
+}
+
+const RANDOM_BATCH: usize = 32;
+
+impl RandomBatch {
+    fn empty() -> Self {
+        Self {
+            values: [0; RANDOM_BATCH],
+            used: RANDOM_BATCH,
+        }
+    }
+
+    fn next(&mut self, crypto: &dyn CryptoProvider) -> u64 {
+        if self.used == self.values.len() {
+            let mut bytes = [0u8; RANDOM_BATCH * 8];
+            crypto.fill_random(&mut bytes);
+            for (value, chunk) in self.values.iter_mut().zip(bytes.chunks_exact(8)) {
+                *value = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+            }
+            self.used = 0;
+        }
+        let value = self.values.get(self.used).copied().unwrap_or_default();
+        self.used += 1;
+        value
+    }
 }
 
 impl Server {
@@ -170,6 +205,7 @@ impl Server {
             logon_throttle: LogonThrottle::default(),
             next_session_id: AtomicU32::new(u32::from_le_bytes(seed)),
             next_file_id: AtomicU64::new(1),
+            file_id_randomness: Mutex::new(RandomBatch::empty()),
             next_connection_id: AtomicU64::new(1),
         })
     }
@@ -247,15 +283,23 @@ impl Server {
         crate::persistent::restore(self)
     }
 
-    /// New opens get ids above `id` (one a restored open has).
-    pub(crate) fn file_ids_above(&self, id: u64) {
+    /// New opens get volatile ids above `volatile` (one a restored open has).
+    pub(crate) fn file_ids_above(&self, volatile: u64) {
         self.next_file_id
-            .fetch_max(id.saturating_add(1), Ordering::Relaxed);
+            .fetch_max(volatile.saturating_add(1), Ordering::Relaxed);
     }
 
-    /// A server-unique id for a new open.
-    pub(crate) fn allocate_file_id(&self) -> u64 {
-        self.next_file_id.fetch_add(1, Ordering::Relaxed)
+    /// The FileId of a new open (MS-SMB2 2.2.14.1): the volatile half counts up and is unique
+    /// on the server; the persistent half is random, so that no one reclaims a durable open by
+    /// guessing its id from their own (3.3.5.9.7). The volatile half is mixed in so that a
+    /// provider without randomness (the fuzzing one) still gives distinct ids.
+    pub(crate) fn new_file_id(&self) -> FileId {
+        let volatile = self.next_file_id.fetch_add(1, Ordering::Relaxed);
+        let random = self.file_id_randomness.lock().next(self.crypto.as_ref());
+        FileId {
+            persistent: random ^ volatile,
+            volatile,
+        }
     }
 
     /// Removes session `id` from whichever connection has it.

@@ -66,6 +66,8 @@ pub struct Client<'s> {
     pub session_id: u64,
     /// The TreeId requests carry.
     pub tree_id: u32,
+    /// The PreviousSessionId SESSION_SETUP requests carry: the session a logon replaces.
+    pub previous_session_id: u64,
 }
 
 impl<'s> Client<'s> {
@@ -76,6 +78,7 @@ impl<'s> Client<'s> {
             next_message_id: 0,
             session_id: 0,
             tree_id: 0,
+            previous_session_id: 0,
         }
     }
 
@@ -193,7 +196,7 @@ impl<'s> Client<'s> {
                 security_mode: SecurityMode::SIGNING_ENABLED,
                 capabilities: Capabilities::empty(),
                 channel: 0,
-                previous_session_id: 0,
+                previous_session_id: self.previous_session_id,
                 security_buffer: token,
             }
             .encode(w);

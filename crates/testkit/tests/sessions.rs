@@ -1,7 +1,9 @@
-//! Who a session acts for (issue 16, items 1 and 9), over the in-memory server: a
+//! Who a session acts for (issue 16, items 1, 9 and 14), over the in-memory server: a
 //! re-authentication renews the session's user or drops it to anonymous, never makes it
 //! another user's nor gives an anonymous session a user; its tree connects then allow what the
-//! new identity may have; a logon whose user has no account to act as fails.
+//! new identity may have; a logon whose user has no account to act as fails; PreviousSessionId
+//! ends only a session of the same user; a disconnected durable open goes back only to its
+//! opener; persistent FileIds cannot be guessed from one another.
 
 use std::sync::Arc;
 
@@ -11,14 +13,20 @@ use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_server::share::Share;
 use smb3d_smb2::Command;
-use smb3d_smb2::create::{CreateDisposition, CreateOptions, CreateResponse};
+use smb3d_smb2::create::{
+    CreateContext, CreateContexts, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
+    ImpersonationLevel, OplockLevel, ShareAccess,
+};
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::header::HeaderFlags;
 use smb3d_smb2::negotiate::Dialect;
 use smb3d_testkit::client::{Client, TEST_USER};
 use smb3d_testkit::harness::{self, PASSWORD, SHARE, SHARE_UNC, TestServer, USER};
 use smb3d_testkit::ntlm::Logon;
-use smb3d_testkit::seeds::{create_body, read_body, set_info_body, tree_connect_body};
+use smb3d_testkit::packet::body;
+use smb3d_testkit::seeds::{
+    create_body, negotiate_body, read_body, set_info_body, tree_connect_body,
+};
 
 /// The second user of [`Users`].
 const OTHER: Logon<'static> = Logon {
@@ -250,4 +258,140 @@ fn a_user_without_an_account_cannot_log_on() {
         Some(NtStatus::LOGON_FAILURE)
     );
     assert_eq!(server.counts().sessions, 0);
+}
+
+/// A 3.1.1 logon as `logon` that names `previous` as its PreviousSessionId.
+fn logon_replacing<'s>(server: &'s TestServer, logon: &Logon<'_>, previous: u64) -> Client<'s> {
+    let mut client = Client::new(server.connect());
+    client.negotiate(Dialect::SMB3_1_1);
+    client.previous_session_id = previous;
+    assert_eq!(client.login_as(logon).status(), Some(NtStatus::SUCCESS));
+    client
+}
+
+#[test]
+fn previous_session_id_ends_only_a_session_of_the_same_user() {
+    let server = server();
+    // An anonymous logon proves no one: naming another anonymous session leaves it.
+    let mut first = logged_on(&server, &ANONYMOUS);
+    let _second = logon_replacing(&server, &ANONYMOUS, first.session_id);
+    assert_eq!(
+        tree_connect_unsigned(&mut first, IPC),
+        Some(NtStatus::SUCCESS)
+    );
+    // A user's logon ends a session of the same user that it names, not another user's.
+    let mut mine = logged_on(&server, &TEST_USER);
+    let mut theirs = logged_on(&server, &OTHER);
+    let _again = logon_replacing(&server, &TEST_USER, theirs.session_id);
+    assert_eq!(theirs.tree_connect(IPC), Some(NtStatus::SUCCESS));
+    let _last = logon_replacing(&server, &TEST_USER, mine.session_id);
+    assert_eq!(mine.tree_connect(IPC), Some(NtStatus::USER_SESSION_DELETED));
+}
+
+/// A CREATE of `dir\file.txt` for reading, with a batch oplock and `context` (a durable
+/// request or reconnect).
+fn durable_create(context: CreateContext<'_>) -> Vec<u8> {
+    let mut chain = Vec::new();
+    CreateContext::encode_chain(&[context], &mut smb3d_wire::Writer::new(&mut chain));
+    let name: Vec<u8> = "dir\\file.txt"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    body(|w| {
+        CreateRequest {
+            security_flags: 0,
+            requested_oplock_level: OplockLevel::BATCH,
+            impersonation_level: ImpersonationLevel::IMPERSONATION,
+            smb_create_flags: 0,
+            desired_access: AccessMask::FILE_GENERIC_READ,
+            file_attributes: 0x80,
+            share_access: ShareAccess::READ,
+            create_disposition: CreateDisposition::OPEN,
+            create_options: CreateOptions::NON_DIRECTORY_FILE,
+            name: &name,
+            contexts: CreateContexts::parse(&chain).unwrap(),
+        }
+        .encode(w)
+    })
+}
+
+/// An anonymous 3.0 client of ClientGuid `guid`, connected to the share.
+fn anonymous_client(server: &TestServer, guid: u8) -> Client<'_> {
+    let mut client = Client::new(server.connect());
+    let mut negotiate = negotiate_body(&[Dialect::SMB3_0]);
+    // NEGOTIATE's ClientGuid (MS-SMB2 2.2.3) follows StructureSize to Capabilities.
+    negotiate[12..28].fill(guid);
+    let reply = client.call(Command::NEGOTIATE, &negotiate, None);
+    assert_eq!(reply.status(), Some(NtStatus::SUCCESS));
+    assert_eq!(
+        client.login_as(&ANONYMOUS).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(
+        tree_connect_unsigned(&mut client, SHARE_UNC),
+        Some(NtStatus::SUCCESS)
+    );
+    client
+}
+
+#[test]
+fn an_anonymous_durable_open_goes_back_only_to_its_client() {
+    let server = server();
+    reshare(&server, |share| share.guest_ok = true);
+    let mut opener = anonymous_client(&server, 0x11);
+    let reply = opener.call(
+        Command::CREATE,
+        &durable_create(CreateContext::DurableHandleRequest),
+        None,
+    );
+    let created = reply.responses.last().unwrap();
+    assert_eq!(created.status(), NtStatus::SUCCESS);
+    let file_id = CreateResponse::decode(&created.pdu).unwrap().file_id;
+    opener.conn.close();
+    let reconnect = durable_create(CreateContext::DurableHandleReconnect { file_id });
+    // Every anonymous session has the same (no) user: only the opener's client may reclaim.
+    let mut stranger = anonymous_client(&server, 0x22);
+    assert_eq!(
+        stranger.call(Command::CREATE, &reconnect, None).status(),
+        Some(NtStatus::ACCESS_DENIED)
+    );
+    let mut back = anonymous_client(&server, 0x11);
+    assert_eq!(
+        back.call(Command::CREATE, &reconnect, None).status(),
+        Some(NtStatus::SUCCESS)
+    );
+}
+
+#[test]
+fn persistent_file_ids_cannot_be_guessed_from_one_another() {
+    let server = TestServer::with_credentials(
+        harness::settings(),
+        smb3d_crypto::default_provider(),
+        Arc::new(Users),
+    )
+    .unwrap();
+    // 3.0 without signing: the client here cannot sign with real keys.
+    let mut client = Client::new(server.connect());
+    client.negotiate(Dialect::SMB3_0);
+    assert_eq!(
+        client.login_as(&TEST_USER).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(
+        tree_connect_unsigned(&mut client, SHARE_UNC),
+        Some(NtStatus::SUCCESS)
+    );
+    let mut ids: Vec<u64> = (0..16)
+        .map(|_| {
+            open_for_reading(&mut client)
+                .unwrap_or_else(|status| panic!("{status:?}"))
+                .persistent
+        })
+        .collect();
+    ids.sort_unstable();
+    // Random ids: no two within 2^32 of each other (a chance of about 2^-24), where ids
+    // counted up would be a few apart.
+    for pair in ids.windows(2) {
+        assert!(pair[1] - pair[0] > 1 << 32, "{ids:x?}");
+    }
 }

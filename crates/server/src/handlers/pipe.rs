@@ -98,10 +98,7 @@ pub(crate) fn create(
     let directory = Arc::new(ServerDirectory::new(server).seen_by(user, identity));
     let endpoint =
         PipeEndpoint::open(&name, directory, caller).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
-    let file_id = FileId {
-        persistent: server.allocate_file_id(),
-        volatile: server.allocate_file_id(),
-    };
+    let file_id = server.new_file_id();
     tree.pipes
         .insert(Arc::new(PipeOpen::new(file_id, endpoint)));
     cx.chain.file_id = Some(file_id);

@@ -27,7 +27,6 @@ use crate::handlers::close::close_open;
 use crate::open::Open;
 use crate::pending::Reply;
 use crate::persistent;
-use crate::session::SessionUser;
 use crate::status_map::VfsResultExt;
 
 /// How long a reconnect waits for the open it names to lose its old connection.
@@ -308,27 +307,29 @@ pub(super) fn grant(
     if !durable && create_guid.is_none() {
         return None;
     }
-    let identity = cx.identity().ok()?;
-    let user = match cx.session.as_ref().and_then(|s| s.user()) {
-        Some(SessionUser::User { name, .. }) => name,
-        _ => String::new(),
-    };
-    server.durable.add(
+    // The opener is the session's own user, not a user the share forces on everyone.
+    let session = cx.session.as_ref()?;
+    let opener = session.user()?;
+    let owner = session.identity()?.token.user;
+    let recorded = server.durable.add(
         open,
         Durability {
             durable,
             create_guid,
             timeout,
             client_guid: cx.negotiated.client_guid,
-            owner: identity.token.user,
+            owner,
             share: tree.share.name.clone(),
             lease: granted.lease.map(|l| l.lease_key),
             create_action: action,
             connection: cx.conn.id,
             persistent,
-            user,
+            opener,
         },
     );
+    if !recorded {
+        return None;
+    }
     let mut durable = durable;
     let mut persistent = persistent;
     if persistent {
@@ -370,7 +371,9 @@ pub(super) fn reconnect(
 ) -> Result<NtStatus, NtStatus> {
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
-    let identity = cx.identity()?;
+    // Who the session's own logon proved, not a user the share forces on everyone.
+    let user = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let identity = session.identity().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let server = cx.conn.server.clone();
     let lease = lease_key(cx, req);
     // MS-SMB2 3.3.5.9.12: a persistent reconnect on a continuous-availability share may
@@ -385,6 +388,7 @@ pub(super) fn reconnect(
     let open = server.durable.reclaim(
         &reconnect,
         cx.negotiated.client_guid,
+        &user,
         &identity.token,
         &tree,
         lease,

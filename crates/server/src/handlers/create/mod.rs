@@ -240,10 +240,7 @@ pub(crate) async fn handle(
     };
     let overwritten = intent.truncates && !opened.created && stream_name.is_none();
 
-    let file_id = FileId {
-        persistent: server.allocate_file_id(),
-        volatile: server.allocate_file_id(),
-    };
+    let file_id = server.new_file_id();
     let key = FileKey {
         dev: meta.stat.dev,
         ino: meta.stat.ino,

@@ -32,7 +32,10 @@ pub(super) fn request(
         longer if longer > MAX_RESILIENCY_TIMEOUT => return Err(NtStatus::INVALID_PARAMETER),
         timeout => timeout,
     };
-    let identity = cx.identity()?;
+    // The owner is the session's own user, not a user the share forces on everyone.
+    let session = cx.session.as_ref().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let opener = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let identity = session.identity().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let tree = cx.tree.as_ref().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
     // A reconnect names the lease the open holds, as for a durable open.
     let lease = {
@@ -46,7 +49,7 @@ pub(super) fn request(
                 _ => None,
             })
     };
-    cx.conn.server.durable.make_resilient(
+    let recorded = cx.conn.server.durable.make_resilient(
         open,
         Durability {
             durable: true,
@@ -59,9 +62,12 @@ pub(super) fn request(
             create_action: CreateAction::OPENED,
             connection: cx.conn.id,
             persistent: false,
-            user: String::new(),
+            opener,
         },
     );
+    if !recorded {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
     respond(w, req, open.file_id, |_| {});
     Ok(NtStatus::SUCCESS)
 }

@@ -246,11 +246,12 @@ fn complete(
     }
     let encrypt_data = cipher.is_some() && policy.asks();
 
-    // PreviousSessionId: the client lost its earlier connection; that session goes (3.3.5.5.3).
+    // PreviousSessionId: the client lost its earlier connection; that session goes if it is
+    // the same user's (3.3.5.5.3).
     if req.previous_session_id != 0
         && req.previous_session_id != session.id
         && let Some(previous) = server.session(req.previous_session_id)
-        && previous.user() == Some(user.clone())
+        && previous.user().is_some_and(|p| p.same_account(&user))
     {
         server.sessions.lock().remove(&previous.id);
         // On its own connection (this one or another) its id stops working at once
