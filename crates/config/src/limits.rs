@@ -139,7 +139,8 @@ pub struct LimitsConfig {
     pub max_frame_before_logon: Spanned<Bytes>,
     /// Largest frame afterwards.
     pub max_frame: Spanned<Bytes>,
-    /// Request bytes of a connection in flight before its socket is no longer read.
+    /// Bytes of a connection in flight (requests, the responses they may make, responses not
+    /// yet sent) before its socket is no longer read.
     pub max_inflight_bytes: Spanned<Bytes>,
     /// Credits a connection may hold.
     pub max_credits: Spanned<u32>,

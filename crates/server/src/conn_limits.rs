@@ -1,5 +1,6 @@
 //! The limits one connection lives under (docs/limits.md): the frame size it may send before
-//! and after logon, the request bytes it may have in flight, the timeouts that close it
+//! and after logon, the bytes it may have in flight (requests being processed, the responses
+//! their credits allow, and responses waiting to be sent), the timeouts that close it
 //! (negotiate, logon, idle) or drop its stalled SESSION_SETUP exchanges, and the counts of
 //! sessions, tree connects and opens it may hold. The transport asks [`Connection`] for the
 //! frame size and the next deadline, and calls [`Connection::check_timers`] when it passes.
@@ -18,15 +19,20 @@ use crate::handlers::logoff;
 use crate::limits::{ClientKey, Limit, Limits, enabled};
 use crate::session::{Session, SessionState};
 
-/// A connection's clocks and in-flight request bytes.
+/// A connection's clocks and in-flight bytes.
 pub(crate) struct Watchdog {
     accepted: Instant,
     peer: Option<ClientKey>,
     last_frame: Mutex<Instant>,
     /// A session has been established on the connection (once set, stays set).
     logged_on: AtomicBool,
+    /// Bytes of requests being processed, of the responses their credit charges allow, and
+    /// of responses not yet taken by the socket.
     inflight: AtomicUsize,
-    /// Fires when in-flight bytes go down.
+    /// The reader waits for in-flight bytes to go down: only then is `room` worth a wake-up
+    /// (notifying takes a lock, which a release per frame should not).
+    reader_waits: AtomicBool,
+    /// Fires when in-flight bytes go down while the reader waits.
     room: Notify,
     /// Fires when a deadline appeared that [`Connection::next_timer`] did not report before.
     timers_changed: Notify,
@@ -41,6 +47,7 @@ impl Watchdog {
             last_frame: Mutex::new(now),
             logged_on: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
+            reader_waits: AtomicBool::new(false),
             room: Notify::new(),
             timers_changed: Notify::new(),
         }
@@ -49,10 +56,25 @@ impl Watchdog {
     /// A frame of `len` bytes arrived; its bytes count as in flight until the guard drops.
     pub fn admit(self: &Arc<Self>, len: usize) -> Inflight {
         *self.last_frame.lock() = Instant::now();
-        self.inflight.fetch_add(len, Ordering::AcqRel);
+        self.hold(len)
+    }
+
+    /// Counts `len` bytes as in flight until the guard drops.
+    pub fn hold(self: &Arc<Self>, len: usize) -> Inflight {
+        self.inflight.fetch_add(len, Ordering::SeqCst);
         Inflight {
             watchdog: self.clone(),
             len,
+            reserved: 0,
+        }
+    }
+
+    fn release(&self, len: usize) {
+        self.inflight.fetch_sub(len, Ordering::SeqCst);
+        // Pairs with `wait_for_room`, which sets the flag before it looks at the count: either
+        // it sees the bytes gone, or this sees it waiting.
+        if self.reader_waits.load(Ordering::SeqCst) {
+            self.room.notify_waiters();
         }
     }
 
@@ -71,16 +93,43 @@ impl Watchdog {
     }
 }
 
-/// The bytes of a frame being processed; dropping it gives them back.
+/// In-flight bytes: of a frame being processed (with the responses it may produce), or of a
+/// response waiting to be sent. Dropping it gives them back.
 pub(crate) struct Inflight {
     watchdog: Arc<Watchdog>,
     len: usize,
+    /// Of `len`, what [`Inflight::reserve`] added.
+    reserved: usize,
+}
+
+impl Inflight {
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Counts `more` bytes for responses still to be made, until they are made or the request
+    /// goes async ([`Inflight::release_reserved`]).
+    pub(crate) fn reserve(&mut self, more: usize) {
+        if more > 0 {
+            self.watchdog.inflight.fetch_add(more, Ordering::SeqCst);
+            self.len += more;
+            self.reserved += more;
+        }
+    }
+
+    /// Gives back what [`Inflight::reserve`] counted.
+    pub(crate) fn release_reserved(&mut self) {
+        let reserved = std::mem::take(&mut self.reserved);
+        if reserved > 0 {
+            self.len -= reserved;
+            self.watchdog.release(reserved);
+        }
+    }
 }
 
 impl Drop for Inflight {
     fn drop(&mut self) {
-        self.watchdog.inflight.fetch_sub(self.len, Ordering::AcqRel);
-        self.watchdog.room.notify_waiters();
+        self.watchdog.release(self.len);
     }
 }
 
@@ -123,27 +172,31 @@ impl Connection {
     }
 
     /// Waits until a frame of `len` bytes fits the connection's in-flight budget (security.md
-    /// L6); the transport stops reading meanwhile. A connection with nothing in flight takes
-    /// any frame, so one larger than the budget still goes through.
+    /// L6); the transport stops reading meanwhile, so a client that does not read its
+    /// responses cannot make the server hold more of them. A connection with nothing in
+    /// flight takes any frame, so one larger than the budget still goes through.
     pub async fn wait_for_room(&self, len: usize) {
         let max = self.limits().max_inflight_bytes;
+        let w = &self.watchdog;
         let fits = || {
-            let inflight = self.watchdog.inflight.load(Ordering::Acquire);
+            let inflight = w.inflight.load(Ordering::SeqCst);
             inflight == 0 || inflight.saturating_add(len) <= max
         };
         // Nearly always: no waiter to register.
         if fits() {
             return;
         }
+        w.reader_waits.store(true, Ordering::SeqCst);
         loop {
-            let room = self.watchdog.room.notified();
+            let room = w.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
             if fits() {
-                return;
+                break;
             }
             room.await;
         }
+        w.reader_waits.store(false, Ordering::SeqCst);
     }
 
     /// Resolves when a deadline earlier than the last [`Connection::next_timer`] may exist.

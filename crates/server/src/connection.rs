@@ -42,17 +42,38 @@ pub trait FrameSink: Send + Sync + 'static {
 }
 
 /// A frame ready to send: `buf[start..]`, then the file data of `tail` if there is one (the
-/// Direct-TCP prefix counts both).
+/// Direct-TCP prefix counts both). Its bytes count against its connection's in-flight budget
+/// until it is dropped, so a sink drops it once the socket has taken it.
 pub struct OutFrame {
     pub buf: Vec<u8>,
     pub start: usize,
     pub tail: Option<FileTail>,
+    /// The frame's place in the budget, from when the connection queues it.
+    counted: Option<Inflight>,
 }
 
 impl OutFrame {
+    pub(crate) fn new(buf: Vec<u8>, start: usize, tail: Option<FileTail>) -> Self {
+        Self {
+            buf,
+            start,
+            tail,
+            counted: None,
+        }
+    }
+
     /// The bytes held in memory: the whole frame unless it has a tail.
     pub fn bytes(&self) -> &[u8] {
         self.buf.get(self.start..).unwrap_or_default()
+    }
+
+    /// The frame's length on the wire, tail included.
+    pub fn len(&self) -> usize {
+        self.bytes().len() + self.tail.as_ref().map_or(0, FileTail::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The whole frame in one buffer, the tail read from its file (for test harnesses and
@@ -186,6 +207,8 @@ pub(crate) struct Ctx<'a> {
     pub isolated_failure: bool,
     /// The data of a WRITE that the transport left in a pipe (`piped_write`).
     pub piped: Option<PipedData>,
+    /// The frame's in-flight bytes, with the room reserved for its responses.
+    pub inflight: &'a mut Inflight,
 }
 
 impl Ctx<'_> {
@@ -325,7 +348,7 @@ impl Connection {
         let mut out = ResponseFrame::new();
         let upgraded = handlers::negotiate::smb1_upgrade(self, &offer, &mut out)?;
         self.state.lock().smb1_upgraded = upgraded;
-        self.sink.send(out.finish());
+        self.queue(out.finish());
         Ok(())
     }
 
@@ -364,7 +387,7 @@ impl Connection {
         mut frame: Vec<u8>,
         base: usize,
         sealed_by: Option<Seal>,
-        inflight: Inflight,
+        mut inflight: Inflight,
         piped: Option<PipedData>,
     ) -> Result<(), Disconnect> {
         let mut requests: Vec<(Header, Range<usize>)> = Vec::new();
@@ -399,6 +422,7 @@ impl Connection {
             }
         }
         let negotiated = self.negotiated.get();
+        let mut credits_charged = 0;
         {
             let mut st = self.state.lock();
             for (hdr, _) in &requests {
@@ -414,9 +438,16 @@ impl Connection {
                         .map_err(|OutOfWindow| {
                             Disconnect("message id outside the credit window")
                         })?;
+                    credits_charged += usize::from(charge.max(1));
                 }
             }
         }
+        // MS-SMB2 3.3.5.2.5: a request's CreditCharge covers the larger of its payload and its
+        // response's, 64 KiB a credit. The responses' room is counted now, so that a client
+        // cannot make the server take on requests for more response bytes than its budget
+        // holds (security.md L6); handlers refuse a READ, QUERY_INFO or QUERY_DIRECTORY whose
+        // response would outgrow its charge.
+        inflight.reserve((credits_charged * CREDIT_BYTES).saturating_sub(inflight.len()));
         let Some((first, first_range)) = requests.first() else {
             return Err(Disconnect("empty message"));
         };
@@ -433,7 +464,7 @@ impl Connection {
                 .request(Command::NEGOTIATE, started.elapsed(), negotiated.is_err());
             negotiated?;
             self.state.lock().smb1_upgraded = false;
-            self.sink.send(out.finish());
+            self.queue(out.finish());
             return Ok(());
         }
         if negotiated.is_none() {
@@ -487,10 +518,9 @@ impl Connection {
         let inline = piped.is_none() && scheduling::runs_inline(&frame, &requests);
         let conn = self.clone();
         let chain = async move {
-            let _inflight = inflight;
-            let chain = conn
-                .clone()
-                .run_chain(frame, requests, sealed_by, waiting, arrival, piped);
+            let chain = conn.clone().run_chain(
+                frame, requests, sealed_by, waiting, arrival, piped, inflight,
+            );
             if let Err(why) = panic_guard::contain_async(chain).await {
                 conn.panicked(&why);
             }
@@ -647,12 +677,21 @@ impl Connection {
             Some((session_id, cipher)) => out.finish_sealed(cipher, *session_id),
         };
         match frame {
-            Some(frame) => self.sink.send(frame),
+            Some(frame) => self.queue(frame),
             None => {
                 tracing::warn!("closing connection: session nonce space exhausted");
                 self.sink.disconnect();
             }
         }
+    }
+
+    /// Hands a frame to the sink, its bytes counted in flight until the sink drops it. Nothing
+    /// that sends waits for room: only the reader does, so an oplock break or an interim
+    /// response goes out even to a connection whose budget is full (they are small, and as
+    /// many as the opens and waiting requests).
+    fn queue(&self, mut frame: OutFrame) {
+        frame.counted = Some(self.watchdog.hold(frame.len()));
+        self.sink.send(frame);
     }
 
     /// Sends an OPLOCK_BREAK notification (MS-SMB2 3.3.4.6, 3.3.4.7): MessageId all ones, no
@@ -691,6 +730,7 @@ impl Connection {
 
     /// Processes the requests of one frame in order and sends their responses as one frame
     /// (MS-SMB2 3.3.4.1.3).
+    #[allow(clippy::too_many_arguments)]
     async fn run_chain(
         self: Arc<Self>,
         mut frame: Vec<u8>,
@@ -699,6 +739,7 @@ impl Connection {
         waiting: Vec<Arc<PendingRequest>>,
         arrival: u64,
         mut piped: Option<PipedData>,
+        mut inflight: Inflight,
     ) {
         let _unregister = Unregister {
             conn: &self,
@@ -759,6 +800,7 @@ impl Connection {
                 async_id: 0,
                 isolated_failure: false,
                 piped: piped.take(),
+                inflight: &mut inflight,
             };
             let mut reply = Reply {
                 frame: &mut out,
@@ -1185,6 +1227,9 @@ pub(crate) fn signature_holds(signer: &dyn MessageSigner, message: &[u8]) -> boo
 
 /// Size at which a frame of compounded responses is sent before the chain ends.
 const FRAME_FLUSH_LEN: usize = 4 * 1024 * 1024;
+
+/// The payload one credit pays for (MS-SMB2 3.3.5.2.5).
+const CREDIT_BYTES: usize = 64 * 1024;
 
 /// Commands that act within a tree connect.
 fn needs_tree(command: Command) -> bool {

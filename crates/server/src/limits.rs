@@ -14,8 +14,9 @@ pub struct Limits {
     pub max_frame_before_logon: usize,
     /// Largest frame read afterwards (L2); at least MaxWriteSize plus headers.
     pub max_frame: usize,
-    /// Request bytes one connection may have being processed before the server stops reading
-    /// from it (L6).
+    /// Bytes one connection may have in flight (requests being processed, the room their
+    /// credit charges give their responses, responses not yet sent) before the server stops
+    /// reading from it (L6).
     pub max_inflight_bytes: usize,
     /// Requests of one connection waiting asynchronously at once (L7).
     pub max_async_requests: usize,

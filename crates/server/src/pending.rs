@@ -133,6 +133,9 @@ pub(crate) fn go_async(
             .split_interim(reply.start, cx.hdr, credits, session_id, async_id);
     reply.start = start;
     cx.conn.send(interim, cx.seal);
+    // A request may wait for hours: the room held for its response would keep the reader
+    // from taking others. Its response is counted once it is queued.
+    cx.inflight.release_reserved();
     cx.conn.settle(cx.chain.frame);
     cx.async_id = async_id;
     Ok(pending)

@@ -208,11 +208,7 @@ impl ResponseFrame {
         // the chain is split before it could exceed it.
         let prefix = smb3d_smb2::framing::encode_frame_prefix(self.len()).unwrap_or([0; 4]);
         put(&mut self.buf, start, &prefix);
-        OutFrame {
-            buf: self.buf,
-            start,
-            tail: self.tail,
-        }
+        OutFrame::new(self.buf, start, self.tail)
     }
 
     /// Seals the last response, encrypts all of them under one transform header (MS-SMB2
@@ -229,11 +225,7 @@ impl ResponseFrame {
         cipher.seal(&mut self.buf, PREFIX_LEN, session_id)?;
         let prefix = smb3d_smb2::framing::encode_frame_prefix(self.buf.len() - PREFIX_LEN).ok()?;
         put(&mut self.buf, 0, &prefix);
-        Some(OutFrame {
-            buf: self.buf,
-            start: 0,
-            tail: None,
-        })
+        Some(OutFrame::new(self.buf, 0, None))
     }
 
     /// The last response of a frame that carries several is padded to 8 bytes as the others

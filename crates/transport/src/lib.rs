@@ -7,8 +7,8 @@
 //!
 //! The transport enforces the server's limits that need a socket or a clock (docs/limits.md):
 //! connections in total and per client address, the frame length before and after logon,
-//! the request bytes in flight (it stops reading), the time a frame may take to arrive, and
-//! the connection's own timeouts, which it asks the core for.
+//! the bytes in flight, responses not yet sent included (it stops reading), the time a frame
+//! may take to arrive, and the connection's own timeouts, which it asks the core for.
 #![forbid(unsafe_code)]
 // Network-reachable code must not panic (issue 8); tests may.
 #![cfg_attr(

@@ -3,7 +3,9 @@
 //! `send`, no hand-over to another task. Otherwise it joins a queue that the connection's
 //! writer task drains, several frames to a `writev`, in order. READ responses with data in a
 //! file (`FileTail`) always go through the writer task: their header goes with `MSG_MORE`,
-//! their data with `sendfile`.
+//! their data with `sendfile`. A frame counts against its connection's in-flight budget until
+//! it is dropped, which is once the socket has taken all of it: the reader stops while a
+//! client leaves its responses unread.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};

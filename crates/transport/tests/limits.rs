@@ -1,6 +1,7 @@
 //! The limits the transport enforces, over real TCP on loopback: connections per address and
 //! in total, the frame length before logon, the negotiate timeout, a stalled frame
-//! (slowloris), and a panic in one connection's work closing only that connection.
+//! (slowloris), a panic in one connection's work closing only that connection, and responses
+//! a client does not read holding the reader back.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -12,6 +13,7 @@ use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_server::share::Share;
 use smb3d_server::{Limit, Limits, Server, Settings};
 use smb3d_smb2::Command;
+use smb3d_smb2::header::HeaderFlags;
 use smb3d_smb2::negotiate::Dialect;
 use smb3d_smb2::session_setup::SessionSetupResponse;
 use smb3d_testkit::ntlm::{Logon, NtlmClient};
@@ -44,6 +46,10 @@ struct Running {
 }
 
 fn start(limits: Limits) -> Running {
+    start_with(limits, TransportConfig::default())
+}
+
+fn start_with(limits: Limits, transport: TransportConfig) -> Running {
     let settings = Settings {
         limits,
         ..Settings::default()
@@ -77,7 +83,7 @@ fn start(limits: Limits) -> Running {
     runtime.spawn(smb3d_transport::serve(
         listeners,
         server.clone(),
-        TransportConfig::default(),
+        transport,
         std::future::pending(),
     ));
     Running {
@@ -292,4 +298,241 @@ fn a_panic_closes_only_its_connection() {
     assert_eq!(logon(&mut bystander, "tester", "pw"), Some(0));
     let mut later = connect(running.addr);
     assert_eq!(logon(&mut later, "tester", "pw"), Some(0));
+}
+
+/// A client that has logged on and connected to the share, keeping count of its message ids
+/// and credits as a client that never reads its socket would have to.
+struct Attached {
+    stream: TcpStream,
+    session_id: u64,
+    tree_id: u32,
+    next_message_id: u64,
+}
+
+impl Attached {
+    /// Sends a signed request (the no-security provider takes any signature) charging
+    /// `charge` credits and asking for as many back.
+    fn send(&mut self, command: Command, body: &[u8], charge: u16) {
+        let mut header =
+            packet::request_header(command, self.next_message_id, self.session_id, self.tree_id);
+        header.credit_charge = charge;
+        header.credits = charge;
+        header.flags = header.flags.union(HeaderFlags::SIGNED);
+        self.next_message_id += u64::from(charge.max(1));
+        send(&mut self.stream, &packet::pdu(&header, body));
+    }
+
+    fn call(&mut self, command: Command, body: &[u8], credits: u16) -> packet::Response {
+        let mut header =
+            packet::request_header(command, self.next_message_id, self.session_id, self.tree_id);
+        header.credits = credits;
+        header.flags = header.flags.union(HeaderFlags::SIGNED);
+        self.next_message_id += 1;
+        send(&mut self.stream, &packet::pdu(&header, body));
+        packet::responses(&receive(&mut self.stream))
+            .unwrap()
+            .remove(0)
+    }
+}
+
+/// Logs on as `tester` and connects to the share; the connection then holds `credits`.
+fn attach(stream: TcpStream, credits: u16) -> Attached {
+    let mut stream = stream;
+    let negotiate = seeds::negotiate_body(&[Dialect::SMB3_1_1]);
+    send(&mut stream, &request(0, 0, Command::NEGOTIATE, &negotiate));
+    receive(&mut stream);
+    let (ntlm, token) = NtlmClient::start(false);
+    let setup = |token: &[u8]| {
+        packet::body(|w| {
+            smb3d_smb2::session_setup::SessionSetupRequest {
+                flags: Default::default(),
+                security_mode: Default::default(),
+                capabilities: Default::default(),
+                channel: 0,
+                previous_session_id: 0,
+                security_buffer: token,
+            }
+            .encode(w)
+        })
+    };
+    send(
+        &mut stream,
+        &request(1, 0, Command::SESSION_SETUP, &setup(&token)),
+    );
+    let challenge = packet::responses(&receive(&mut stream)).unwrap().remove(0);
+    let session_id = challenge.header.session_id;
+    let server_token = SessionSetupResponse::decode(&challenge.pdu)
+        .unwrap()
+        .security_buffer
+        .to_vec();
+    let logon = Logon {
+        user: "tester",
+        password: "pw",
+        domain: "WORKGROUP",
+        anonymous: false,
+        mic: true,
+        spnego: false,
+    };
+    let finished = ntlm.authenticate(&server_token, &logon).unwrap();
+    send(
+        &mut stream,
+        &request(
+            2,
+            session_id,
+            Command::SESSION_SETUP,
+            &setup(&finished.token),
+        ),
+    );
+    let done = packet::responses(&receive(&mut stream)).unwrap().remove(0);
+    assert_eq!(done.status().0, 0);
+    let mut attached = Attached {
+        stream,
+        session_id,
+        tree_id: 0,
+        next_message_id: 3,
+    };
+    let tree = attached.call(
+        Command::TREE_CONNECT,
+        &seeds::tree_connect_body(r"\\transport\share"),
+        credits,
+    );
+    assert_eq!(tree.status().0, 0);
+    attached.tree_id = tree.header.tree_id;
+    attached
+}
+
+/// The number of `command` requests the server has answered.
+fn answered(server: &Server, command: &str) -> u64 {
+    let prefix = format!("smb3d_requests_total{{command=\"{command}\"}} ");
+    server
+        .render_metrics()
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix)?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn responses_a_client_does_not_read_stop_the_reader() {
+    const MIB: usize = 1024 * 1024;
+    const BUDGET: usize = 4 * MIB;
+    const READS: u64 = 64;
+    let running = start_with(
+        Limits {
+            max_inflight_bytes: BUDGET,
+            ..no_delays()
+        },
+        // Kernel buffers as small as they go, so that what waits is the server's own.
+        TransportConfig {
+            socket_buffer: Some(64 * 1024),
+            ..TransportConfig::default()
+        },
+    );
+    let socket = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .unwrap();
+    socket.set_recv_buffer_size(64 * 1024).unwrap();
+    socket.connect(&running.addr.into()).unwrap();
+    let stream: TcpStream = socket.into();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let charge = u16::try_from(MIB / 65536).unwrap();
+    let mut client = attach(stream, charge * READS as u16);
+
+    let created = client.call(
+        Command::CREATE,
+        &seeds::create_body(
+            "big",
+            smb3d_dtyp::AccessMask(0x001F_01FF),
+            smb3d_smb2::create::CreateDisposition::CREATE,
+            smb3d_smb2::create::CreateOptions::empty(),
+        ),
+        1,
+    );
+    assert_eq!(created.status().0, 0);
+    let file_id = smb3d_smb2::create::CreateResponse::decode(&created.pdu)
+        .unwrap()
+        .file_id;
+    let mut write = seeds::write_body(0, &vec![0x5a; MIB]);
+    packet::patch_file_id(Command::WRITE, &mut write, file_id);
+    client.send(Command::WRITE, &write, charge);
+    assert_eq!(
+        packet::responses(&receive(&mut client.stream)).unwrap()[0]
+            .status()
+            .0,
+        0
+    );
+
+    // 64 READs of 1 MiB, whose responses are never read while they are sent.
+    let mut read = seeds::read_body(0, u32::try_from(MIB).unwrap());
+    packet::patch_file_id(Command::READ, &mut read, file_id);
+    for _ in 0..READS {
+        client.send(Command::READ, &read, charge);
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let served_while_stuck = answered(&running.server, "READ");
+    // The budget's worth of responses (each READ's credit charge holds room for its response
+    // until the socket has taken it), and one whose frame the socket buffers took.
+    assert!(
+        served_while_stuck <= (BUDGET / MIB) as u64 + 1,
+        "{served_while_stuck} READs answered while the client read nothing"
+    );
+
+    // Once the client reads, the rest are served.
+    let mut received = 0;
+    while received < READS {
+        let frame = receive(&mut client.stream);
+        for response in packet::responses(&frame).unwrap() {
+            assert_eq!(response.status().0, 0);
+            received += 1;
+        }
+    }
+    assert_eq!(answered(&running.server, "READ"), READS);
+}
+
+#[test]
+fn requests_waiting_async_hold_no_room_for_their_responses() {
+    const MIB: usize = 1024 * 1024;
+    let running = start(Limits {
+        max_inflight_bytes: 4 * MIB,
+        ..no_delays()
+    });
+    let mut client = attach(connect(running.addr), 1024);
+    let opened = client.call(
+        Command::CREATE,
+        &seeds::create_body(
+            "",
+            smb3d_dtyp::AccessMask(0x0012_0089),
+            smb3d_smb2::create::CreateDisposition::OPEN,
+            smb3d_smb2::create::CreateOptions::DIRECTORY_FILE,
+        ),
+        1,
+    );
+    assert_eq!(opened.status().0, 0);
+    let directory = smb3d_smb2::create::CreateResponse::decode(&opened.pdu)
+        .unwrap()
+        .file_id;
+    // Eight CHANGE_NOTIFYs that may each answer with 1 MiB: twice the budget, waiting.
+    let notify = packet::body(|w| {
+        smb3d_smb2::change_notify::ChangeNotifyRequest {
+            flags: smb3d_smb2::change_notify::ChangeNotifyFlags(0),
+            output_buffer_length: u32::try_from(MIB).unwrap(),
+            file_id: directory,
+            completion_filter: smb3d_smb2::change_notify::CompletionFilter(0x17),
+        }
+        .encode(w)
+    });
+    let charge = u16::try_from(MIB / 65536).unwrap();
+    for _ in 0..8 {
+        client.send(Command::CHANGE_NOTIFY, &notify, charge);
+        let interim = packet::responses(&receive(&mut client.stream))
+            .unwrap()
+            .remove(0);
+        assert_eq!(interim.status(), smb3d_dtyp::NtStatus::PENDING);
+    }
+    let echo = client.call(Command::ECHO, &[4, 0, 0, 0], 1);
+    assert_eq!(echo.status().0, 0);
 }
