@@ -7,7 +7,13 @@ memory must be back within 50 MiB of its idle value.
 The server runs with those timeouts shortened (security.md L17-L19 give the defaults: 10 s,
 45 s, 10 s) so that the test takes well under a minute, and with connection limits above the
 flood's size: every connection comes from 127.0.0.1, which the default of 32 connections per
-address would refuse at accept (`test_connection_limits_refuse_at_accept` checks that)."""
+address without a logged-on user would refuse at accept (`test_connection_limits_refuse_at_accept`
+checks that).
+
+Issue 16, item 17: the per-address limit counts only connections no user has logged on through
+(and logons under way), so 300 half-open connections from one address hold 32 places and
+cannot use up the total for another address, while 40 connections from one address that have
+all logged on are all kept."""
 
 import resource
 import time
@@ -163,3 +169,59 @@ def closed_within(c, seconds):
         return c.sock.recv(1) == b""
     except OSError:
         return True
+
+
+def test_half_open_flood_cannot_lock_out_another_address(tmp_path):
+    """300 half-open connections from 127.0.0.1 against a total of 64: the address keeps 32
+    (its limit), the rest are refused at accept, and clients from other addresses are served."""
+    server = start_smb3d(tmp_path, extra_config="[limits]\nmax_connections = 64\n")
+    (server.share_dir / "served.txt").write_bytes(SERVED)
+    flood = s.Target(server.port, server.user, server.password)
+    held = []
+    try:
+        for i in range(300):
+            try:
+                held.append(abandon(flood, i % 3))
+            except (s.Dropped, OSError):
+                pass
+        time.sleep(0.5)
+        still_open = [c for c in held if not closed_by_server(c)]
+        assert len(still_open) <= 32, "%d half-open connections from one address kept" % len(still_open)
+        for source in ("127.0.0.2", "127.0.0.3"):
+            other = s.Target(server.port, server.user, server.password, source=source)
+            assert s.served(other), "a client from %s was not served" % source
+        assert server.alive(), server.log_tail()
+    finally:
+        for c in held:
+            c.close()
+        stop(server)
+
+
+def test_logged_on_connections_from_one_address_are_kept(tmp_path):
+    """40 connections from one address, each logged on before the next opens (a client machine
+    with many sessions, or an office behind one NAT address): none is refused, and all are
+    served at once; the total limit still holds."""
+    server = start_smb3d(tmp_path, extra_config="[limits]\nmax_connections = 41\n")
+    (server.share_dir / "served.txt").write_bytes(SERVED)
+    target = s.Target(server.port, server.user, server.password, source="127.0.0.4")
+    clients = []
+    try:
+        for i in range(40):
+            try:
+                clients.append(s.connect(target))
+            except s.Dropped:
+                raise AssertionError("connection %d from one logged-on address refused" % (i + 1))
+        for c in clients:
+            assert c.echo().status == 0
+        assert s.served(s.Target(server.port, server.user, server.password, source="127.0.0.5"))
+        extra = [s.Smb2(s.Target(server.port, server.user, server.password, source="127.0.0.5"), timeout=10)
+                 for _ in range(2)]
+        try:
+            assert any(closed_within(c, 5.0) for c in extra), "the total of 41 connections was not enforced"
+        finally:
+            for c in extra:
+                c.close()
+    finally:
+        for c in clients:
+            c.close()
+        stop(server)

@@ -162,7 +162,8 @@ pub struct LimitsConfig {
     pub max_locks_per_open: Spanned<u32>,
     /// Connections at once.
     pub max_connections: Spanned<u32>,
-    /// Connections at once from one address (IPv6: one /64).
+    /// Connections from one address (IPv6: one /64) that no user has logged on through, and
+    /// logons under way from it.
     pub max_connections_per_address: Spanned<u32>,
     /// From accept to NEGOTIATE.
     pub negotiate_timeout: Interval,

@@ -14,6 +14,7 @@ use smb3d_dtyp::NtStatus;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::address_slots::AddressSlot;
 use crate::connection::{Connection, Disconnect};
 use crate::handlers::logoff;
 use crate::limits::{ClientKey, Limit, Limits, enabled};
@@ -23,6 +24,9 @@ use crate::session::{Session, SessionState};
 pub(crate) struct Watchdog {
     accepted: Instant,
     peer: Option<ClientKey>,
+    /// The connection's place among its address's connections that no user has logged on
+    /// through, until one does.
+    unproven: Mutex<Option<AddressSlot>>,
     last_frame: Mutex<Instant>,
     /// A session has been established on the connection (once set, stays set).
     logged_on: AtomicBool,
@@ -39,11 +43,13 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    pub fn new(peer: Option<ClientKey>) -> Self {
+    pub fn new(peer: Option<(ClientKey, AddressSlot)>) -> Self {
         let now = Instant::now();
+        let (peer, place) = peer.unzip();
         Self {
             accepted: now,
             peer,
+            unproven: Mutex::new(place),
             last_frame: Mutex::new(now),
             logged_on: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
@@ -78,9 +84,12 @@ impl Watchdog {
         }
     }
 
-    /// A session was established.
-    pub fn logged_on(&self) {
+    /// A session was established; `by_user` unless it is a null session.
+    pub fn logged_on(&self, by_user: bool) {
         self.logged_on.store(true, Ordering::Release);
+        if by_user {
+            self.unproven.lock().take();
+        }
     }
 
     /// A SESSION_SETUP exchange started or went on: its deadline is new.
@@ -314,6 +323,32 @@ impl Connection {
             return Err(NtStatus::INSUFFICIENT_RESOURCES);
         }
         Ok(())
+    }
+
+    /// A SESSION_SETUP exchange starting (a new session, a re-authentication, a binding)
+    /// counts against its client's address while it is under way (security.md L16), unless
+    /// the connection counts there still: it holds the place for its own logons until a user
+    /// has logged on through it. STATUS_INSUFFICIENT_RESOURCES when the address has as many
+    /// connections and logons without a proven user as allowed.
+    pub(crate) fn admit_logon(&self) -> Result<Option<AddressSlot>, NtStatus> {
+        let Some(client) = self.client() else {
+            return Ok(None);
+        };
+        if self.watchdog.unproven.lock().is_some() {
+            return Ok(None);
+        }
+        match self.server.address_slots().take(client) {
+            Ok(place) => Ok(Some(place)),
+            Err(held) => {
+                self.server.limit_counters.hit(
+                    Limit::Connections,
+                    &format_args!(
+                        "{held} connections and logons without a proven user from {client}, the most allowed"
+                    ),
+                );
+                Err(NtStatus::INSUFFICIENT_RESOURCES)
+            }
+        }
     }
 
     /// A pending request may go async unless the connection has as many waiting as allowed

@@ -18,6 +18,7 @@ use smb3d_vfs::PipedData;
 use smb3d_wire::{Guid, Writer};
 use tokio::sync::Notify;
 
+use crate::address_slots::AddressSlot;
 use crate::caching::Route;
 use crate::conn_limits::{Inflight, Watchdog};
 use crate::credits::{CreditWindow, OutOfWindow};
@@ -251,22 +252,28 @@ impl Connection {
         Self::create(server, sink, None)
     }
 
-    /// A connection from the client at `peer`.
-    pub fn accepted(server: Arc<Server>, sink: Arc<dyn FrameSink>, peer: SocketAddr) -> Arc<Self> {
-        Self::create(server, sink, Some(peer))
+    /// A connection from the client at `peer`, holding its address's place until a user logs
+    /// on through it (`address_slots`).
+    pub fn accepted(
+        server: Arc<Server>,
+        sink: Arc<dyn FrameSink>,
+        peer: SocketAddr,
+        place: AddressSlot,
+    ) -> Arc<Self> {
+        Self::create(server, sink, Some((peer, place)))
     }
 
     fn create(
         server: Arc<Server>,
         sink: Arc<dyn FrameSink>,
-        peer: Option<SocketAddr>,
+        peer: Option<(SocketAddr, AddressSlot)>,
     ) -> Arc<Self> {
         let max_credits = server.settings.max_credits;
         let id = server.allocate_connection_id();
         let conn = Arc::new(Self {
             server: server.clone(),
             id,
-            peer,
+            peer: peer.as_ref().map(|(addr, _)| *addr),
             connected_at: SystemTime::now(),
             sink,
             negotiated: OnceLock::new(),
@@ -282,7 +289,9 @@ impl Connection {
                 unsettled_notifies: BTreeSet::new(),
                 next_frame: 0,
             }),
-            watchdog: Arc::new(Watchdog::new(peer.map(|p| ClientKey::of(p.ip())))),
+            watchdog: Arc::new(Watchdog::new(
+                peer.map(|(addr, place)| (ClientKey::of(addr.ip()), place)),
+            )),
             settled: Notify::new(),
         });
         server.connections.lock().insert(id, Arc::downgrade(&conn));

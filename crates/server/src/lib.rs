@@ -12,6 +12,7 @@
     )
 )]
 
+pub mod address_slots;
 pub mod admin;
 mod allocation;
 pub mod audit;

@@ -36,7 +36,8 @@ pub struct Limits {
     pub max_locks_per_open: usize,
     /// Client connections at once (L16).
     pub max_connections: usize,
-    /// Client connections at once from one address (an IPv6 /64 counts as one) (L16).
+    /// Client connections from one address (an IPv6 /64 counts as one) that no user has
+    /// logged on through yet, and logons under way from it (L16, `address_slots`).
     pub max_connections_per_address: usize,
     /// From accept to the NEGOTIATE request (L17).
     pub negotiate_timeout: Duration,

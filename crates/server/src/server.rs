@@ -11,6 +11,7 @@ use smb3d_crypto::{Cipher, CryptoProvider};
 use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
+use crate::address_slots::AddressSlots;
 use crate::connection::Connection;
 use crate::durable::DurableTable;
 use crate::files::FileTable;
@@ -130,6 +131,8 @@ pub struct Server {
     pub(crate) limit_counters: LimitCounters,
     /// Failed logons by client address.
     pub(crate) logon_throttle: LogonThrottle,
+    /// Connections no user has logged on through, and logons under way, by client address.
+    address_slots: Arc<AddressSlots>,
     next_session_id: AtomicU32,
     next_file_id: AtomicU64,
     /// Randomness for persistent FileIds, drawn from the crypto provider a batch at a time.
@@ -185,6 +188,7 @@ impl Server {
         crypto.fill_random(&mut seed);
         let ids = IdMap::new(&identity.netbios_name);
         let persistent = settings.state_dir.clone().map(Store::new);
+        let address_slots = AddressSlots::new(settings.limits.max_connections_per_address);
         Arc::new(Self {
             settings,
             identity: Arc::new(identity),
@@ -203,6 +207,7 @@ impl Server {
             ids,
             limit_counters: LimitCounters::default(),
             logon_throttle: LogonThrottle::default(),
+            address_slots,
             next_session_id: AtomicU32::new(u32::from_le_bytes(seed)),
             next_file_id: AtomicU64::new(1),
             file_id_randomness: Mutex::new(RandomBatch::empty()),
@@ -218,6 +223,12 @@ impl Server {
     /// Counts a hit of `limit` (one the transport enforces) and logs it.
     pub fn limit_reached(&self, limit: Limit, detail: &dyn std::fmt::Display) {
         self.limit_counters.hit(limit, detail);
+    }
+
+    /// The places of `max_connections_per_address`: the transport takes one for each
+    /// connection it accepts and hands it to [`Connection::accepted`].
+    pub fn address_slots(&self) -> &Arc<AddressSlots> {
+        &self.address_slots
     }
 
     /// How often each limit was hit since the server started.

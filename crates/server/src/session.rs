@@ -10,6 +10,7 @@ use smb3d_auth::{Acceptor, Principal};
 use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
 
+use crate::address_slots::AddressSlot;
 use crate::audit;
 use crate::connection::Connection;
 use crate::encryption::SessionCipher;
@@ -69,6 +70,9 @@ pub(crate) struct AuthExchange {
     pub preauth: Option<PreauthHash>,
     /// When the last leg arrived; a stalled exchange is dropped (`conn_limits`).
     pub last_leg: tokio::time::Instant,
+    /// Its place among its address's logons under way, if it takes one
+    /// ([`Connection::admit_logon`]); freed however the exchange ends.
+    pub _address_slot: Option<AddressSlot>,
 }
 
 /// The established part of a session.

@@ -13,7 +13,7 @@ use smb3d_auth::{Account, CredentialStore, ServerIdentity};
 use smb3d_crypto::CryptoProvider;
 use smb3d_server::connection::{Connection, FrameSink, OutFrame};
 use smb3d_server::share::Share;
-use smb3d_server::{Server, Settings};
+use smb3d_server::{ClientKey, Server, Settings};
 use smb3d_vfs::{Access, Disposition, Kind, MemoryVfs, OpenRequest, Vfs, VfsPath};
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
@@ -155,13 +155,19 @@ impl TestServer {
         self.attach(Connection::new(self.server.clone(), sink.clone()), sink)
     }
 
-    /// A new client connection from `peer` (limits per address apply to it).
-    pub fn connect_from(&self, peer: SocketAddr) -> TestConnection<'_> {
+    /// A new client connection from `peer` (limits per address apply to it); `None` when
+    /// the server refuses it, as the transport would at accept (`max_connections_per_address`).
+    pub fn connect_from(&self, peer: SocketAddr) -> Option<TestConnection<'_>> {
+        let place = self
+            .server
+            .address_slots()
+            .take(ClientKey::of(peer.ip()))
+            .ok()?;
         let sink = Arc::new(Collector::default());
-        self.attach(
-            Connection::accepted(self.server.clone(), sink.clone(), peer),
+        Some(self.attach(
+            Connection::accepted(self.server.clone(), sink.clone(), peer, place),
             sink,
-        )
+        ))
     }
 
     fn attach(&self, conn: Arc<Connection>, sink: Arc<Collector>) -> TestConnection<'_> {

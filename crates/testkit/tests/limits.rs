@@ -507,10 +507,10 @@ fn failed_logons_take_the_same_time_whether_the_user_exists_or_not() {
         user: "nobody",
         ..TEST_USER
     };
-    let mut a = Client::new(server.connect_from(address(1)));
+    let mut a = Client::new(server.connect_from(address(1)).unwrap());
     let (status, wrong) = timed_logon(&mut a, &wrong_password);
     assert_eq!(status, NtStatus::LOGON_FAILURE);
-    let mut b = Client::new(server.connect_from(address(2)));
+    let mut b = Client::new(server.connect_from(address(2)).unwrap());
     let (status, unknown) = timed_logon(&mut b, &unknown_user);
     assert_eq!(status, NtStatus::LOGON_FAILURE);
     for took in [wrong, unknown] {
@@ -520,7 +520,7 @@ fn failed_logons_take_the_same_time_whether_the_user_exists_or_not() {
         );
     }
     // A good logon is answered at once.
-    let mut c = Client::new(server.connect_from(address(3)));
+    let mut c = Client::new(server.connect_from(address(3)).unwrap());
     let (status, good) = timed_logon(&mut c, &TEST_USER);
     assert_eq!(status, NtStatus::SUCCESS);
     assert!(good < Duration::from_millis(150), "{good:?}");
@@ -533,15 +533,15 @@ fn repeated_failures_from_one_address_are_slowed_down() {
         password: "guess",
         ..TEST_USER
     };
-    let mut first = Client::new(server.connect_from(address(7)));
+    let mut first = Client::new(server.connect_from(address(7)).unwrap());
     let (_, took) = timed_logon(&mut first, &wrong);
     assert!(took < Duration::from_millis(400), "{took:?}");
-    let mut second = Client::new(server.connect_from(address(7)));
+    let mut second = Client::new(server.connect_from(address(7)).unwrap());
     let (status, took) = timed_logon(&mut second, &wrong);
     assert_eq!(status, NtStatus::LOGON_FAILURE);
     assert!(took >= Duration::from_millis(450), "{took:?}");
     // Another address is not slowed down.
-    let mut other = Client::new(server.connect_from(address(8)));
+    let mut other = Client::new(server.connect_from(address(8)).unwrap());
     let (_, took) = timed_logon(&mut other, &wrong);
     assert!(took < Duration::from_millis(400), "{took:?}");
     assert!(

@@ -32,6 +32,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use smb3d_server::address_slots::AddressSlot;
 use smb3d_server::connection::Connection;
 use smb3d_server::limits::Limit;
 use smb3d_server::panic_guard;
@@ -40,7 +41,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, watch};
 
 use crate::piped::PipeBudget;
-use crate::slots::{Slot, Slots};
+use crate::slots::{Refusal, Slot, Slots};
 use crate::writer::SocketSink;
 
 /// Transport settings.
@@ -141,7 +142,7 @@ pub async fn serve(
 struct ConnectionTasks {
     server: Arc<Server>,
     config: Arc<TransportConfig>,
-    /// Connections counted in total and per client address.
+    /// Connections counted in total.
     slots: Arc<Slots>,
     /// Pipes holding WRITE data, counted server-wide.
     pipes: Arc<PipeBudget>,
@@ -163,8 +164,16 @@ async fn accept_loop(listener: TcpListener, tasks: ConnectionTasks) -> io::Resul
         };
         // Over a limit the socket closes at once, so a flood cannot hold descriptors.
         let client = ClientKey::of(peer.ip());
-        let slot = match tasks.slots.take(client) {
-            Ok(slot) => slot,
+        let slots = tasks.slots.take().and_then(|slot| {
+            let place = tasks
+                .server
+                .address_slots()
+                .take(client)
+                .map_err(Refusal::PerClient)?;
+            Ok((slot, place))
+        });
+        let (slot, place) = match slots {
+            Ok(slots) => slots,
             Err(refusal) => {
                 tasks
                     .server
@@ -184,7 +193,7 @@ async fn accept_loop(listener: TcpListener, tasks: ConnectionTasks) -> io::Resul
                 alive,
                 ..
             } = tasks;
-            let work = run_connection(stream, peer, server, &config, slot, &pipes);
+            let work = run_connection(stream, peer, server, &config, slot, place, &pipes);
             let result = tokio::select! {
                 result = panic_guard::contain_async(work) => result.unwrap_or_else(|why| {
                     Err(io::Error::other(format!("panic: {why}")))
@@ -220,6 +229,7 @@ async fn run_connection(
     server: Arc<Server>,
     config: &TransportConfig,
     _slot: Slot,
+    place: AddressSlot,
     pipes: &Arc<PipeBudget>,
 ) -> io::Result<()> {
     tune_socket(&stream, config)?;
@@ -230,7 +240,7 @@ async fn run_connection(
         closing.clone(),
         server.clone(),
     ));
-    let conn = Connection::accepted(server.clone(), sink.clone(), peer);
+    let conn = Connection::accepted(server.clone(), sink.clone(), peer, place);
     // Ends the connection's state however this task ends: the peer leaving, a protocol
     // error, or shutdown dropping the task.
     let _ended = Ended(conn.clone());

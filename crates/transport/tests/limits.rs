@@ -137,26 +137,43 @@ fn request(message_id: u64, session_id: u64, command: Command, body: &[u8]) -> V
     packet::pdu(&header, body)
 }
 
+/// A SESSION_SETUP body carrying `token`.
+fn setup(token: &[u8]) -> Vec<u8> {
+    packet::body(|w| {
+        smb3d_smb2::session_setup::SessionSetupRequest {
+            flags: Default::default(),
+            security_mode: Default::default(),
+            capabilities: Default::default(),
+            channel: 0,
+            previous_session_id: 0,
+            security_buffer: token,
+        }
+        .encode(w)
+    })
+}
+
 /// NEGOTIATE 3.1.1 and log on as `user`; the status of the last answer, or None if the
 /// server closed the connection.
 fn logon(stream: &mut TcpStream, user: &str, password: &str) -> Option<u32> {
+    logon_as(
+        stream,
+        &Logon {
+            user,
+            password,
+            domain: "WORKGROUP",
+            anonymous: false,
+            mic: true,
+            spnego: false,
+        },
+    )
+}
+
+/// NEGOTIATE 3.1.1 and log on with `logon`; as [`logon`].
+fn logon_as(stream: &mut TcpStream, logon: &Logon<'_>) -> Option<u32> {
     let negotiate = seeds::negotiate_body(&[Dialect::SMB3_1_1]);
     send(stream, &request(0, 0, Command::NEGOTIATE, &negotiate));
     receive(stream);
     let (ntlm, token) = NtlmClient::start(false);
-    let setup = |token: &[u8]| {
-        packet::body(|w| {
-            smb3d_smb2::session_setup::SessionSetupRequest {
-                flags: Default::default(),
-                security_mode: Default::default(),
-                capabilities: Default::default(),
-                channel: 0,
-                previous_session_id: 0,
-                security_buffer: token,
-            }
-            .encode(w)
-        })
-    };
     send(
         stream,
         &request(1, 0, Command::SESSION_SETUP, &setup(&token)),
@@ -167,15 +184,7 @@ fn logon(stream: &mut TcpStream, user: &str, password: &str) -> Option<u32> {
         .unwrap()
         .security_buffer
         .to_vec();
-    let logon = Logon {
-        user,
-        password,
-        domain: "WORKGROUP",
-        anonymous: false,
-        mic: true,
-        spnego: false,
-    };
-    let finished = ntlm.authenticate(&server_token, &logon).unwrap();
+    let finished = ntlm.authenticate(&server_token, logon).unwrap();
     send(
         stream,
         &request(
@@ -224,6 +233,84 @@ fn connections_per_address_are_limited() {
             .server
             .limit_hits()
             .contains(&(Limit::Connections, 1))
+    );
+}
+
+#[test]
+fn connections_a_user_logged_on_through_do_not_count_per_address() {
+    let running = start(Limits {
+        max_connections_per_address: 2,
+        max_connections: 5,
+        ..no_delays()
+    });
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        let mut stream = connect(running.addr);
+        assert_eq!(logon(&mut stream, "tester", "pw"), Some(0));
+        held.push(stream);
+    }
+    // The total still counts them.
+    let mut sixth = connect(running.addr);
+    assert!(closed(&mut sixth));
+}
+
+#[test]
+fn a_null_session_leaves_its_connection_counted_per_address() {
+    let running = start(Limits {
+        max_connections_per_address: 1,
+        ..no_delays()
+    });
+    let mut anonymous = connect(running.addr);
+    let null = Logon {
+        user: "",
+        password: "",
+        domain: "",
+        anonymous: true,
+        mic: false,
+        spnego: false,
+    };
+    assert_eq!(logon_as(&mut anonymous, &null), Some(0));
+    let mut refused = connect(running.addr);
+    assert!(closed(&mut refused));
+}
+
+/// Sends the first leg of a new session's logon as message `message_id`; its status.
+fn first_leg(stream: &mut TcpStream, message_id: u64) -> u32 {
+    let (_, token) = NtlmClient::start(false);
+    send(
+        stream,
+        &request(message_id, 0, Command::SESSION_SETUP, &setup(&token)),
+    );
+    packet::responses(&receive(stream)).unwrap()[0].status().0
+}
+
+#[test]
+fn logons_under_way_count_per_address() {
+    const MORE_PROCESSING_REQUIRED: u32 = 0xC000_0016;
+    const INSUFFICIENT_RESOURCES: u32 = 0xC000_009A;
+    let running = start(Limits {
+        max_connections_per_address: 2,
+        ..no_delays()
+    });
+    let mut a = connect(running.addr);
+    assert_eq!(logon(&mut a, "tester", "pw"), Some(0));
+    let mut b = connect(running.addr);
+    assert_eq!(logon(&mut b, "tester", "pw"), Some(0));
+    // Two logons under way on A take the address's two places.
+    assert_eq!(first_leg(&mut a, 3), MORE_PROCESSING_REQUIRED);
+    assert_eq!(first_leg(&mut a, 4), MORE_PROCESSING_REQUIRED);
+    assert_eq!(first_leg(&mut b, 3), INSUFFICIENT_RESOURCES);
+    let mut c = connect(running.addr);
+    assert!(closed(&mut c));
+    // Their places free when they end, here with their connection.
+    drop(a);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(first_leg(&mut b, 4), MORE_PROCESSING_REQUIRED);
+    assert!(
+        running
+            .server
+            .limit_hits()
+            .contains(&(Limit::Connections, 2))
     );
 }
 
@@ -342,19 +429,6 @@ fn attach(stream: TcpStream, credits: u16) -> Attached {
     send(&mut stream, &request(0, 0, Command::NEGOTIATE, &negotiate));
     receive(&mut stream);
     let (ntlm, token) = NtlmClient::start(false);
-    let setup = |token: &[u8]| {
-        packet::body(|w| {
-            smb3d_smb2::session_setup::SessionSetupRequest {
-                flags: Default::default(),
-                security_mode: Default::default(),
-                capabilities: Default::default(),
-                channel: 0,
-                previous_session_id: 0,
-                security_buffer: token,
-            }
-            .encode(w)
-        })
-    };
     send(
         &mut stream,
         &request(1, 0, Command::SESSION_SETUP, &setup(&token)),

@@ -44,10 +44,10 @@ pub(super) async fn handle(
     admit(cx, &session, signed)?;
 
     let negotiated = cx.negotiated;
-    let mut exchange = cx
-        .conn
-        .take_binding(session.id)
-        .unwrap_or_else(|| new_exchange(cx, arrived));
+    let mut exchange = match cx.conn.take_binding(session.id) {
+        Some(exchange) => exchange,
+        None => new_exchange(cx, arrived, cx.conn.admit_logon()?),
+    };
     let step = take_leg(&mut exchange, req, pdu, arrived);
     cx.conn.watchdog.exchange_moved();
     match step {

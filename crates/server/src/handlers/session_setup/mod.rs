@@ -14,6 +14,7 @@ use smb3d_smb2::session_setup::{
 };
 use smb3d_wire::{FileTime, Writer};
 
+use crate::address_slots::AddressSlot;
 use crate::connection::{Connection, Ctx, sign_refusal};
 use crate::encryption::SessionCipher;
 use crate::handlers::{logoff, tree_connect};
@@ -40,8 +41,22 @@ pub(crate) async fn handle(
     if cx.hdr.session_id != 0 && req.flags.contains(SessionSetupFlags::BINDING) {
         return binding::handle(cx, &req, pdu, w, arrived).await;
     }
+    // An exchange that starts counts as a logon under way (security.md L16), checked before
+    // a new session is made for it.
+    let starts = cx.hdr.session_id == 0
+        || cx
+            .session
+            .as_ref()
+            .is_some_and(|s| s.state.lock().exchange.is_none());
+    let address_slot = if starts {
+        if cx.hdr.session_id == 0 {
+            cx.conn.admit_new_session()?;
+        }
+        cx.conn.admit_logon()?
+    } else {
+        None
+    };
     let session = if cx.hdr.session_id == 0 {
-        cx.conn.admit_new_session()?;
         let origin = Origin {
             dialect: negotiated.dialect,
             signing_algorithm: negotiated.signing_algorithm,
@@ -63,7 +78,9 @@ pub(crate) async fn handle(
 
     let step = {
         let mut st = session.state.lock();
-        let exchange = st.exchange.get_or_insert_with(|| new_exchange(cx, arrived));
+        let exchange = st
+            .exchange
+            .get_or_insert_with(|| new_exchange(cx, arrived, address_slot));
         take_leg(exchange, &req, pdu, arrived)
     };
     cx.conn.watchdog.exchange_moved();
@@ -96,14 +113,20 @@ pub(crate) async fn handle(
     }
 }
 
-/// An authentication starting on this connection; on 3.1.1 its preauth hash starts from the
-/// connection's (MS-SMB2 3.3.5.5.1, 3.3.5.5.3).
-fn new_exchange(cx: &Ctx<'_>, arrived: tokio::time::Instant) -> AuthExchange {
+/// An authentication starting on this connection, counted against its address by
+/// `address_slot` if it must be ([`Connection::admit_logon`]); on 3.1.1 its preauth hash
+/// starts from the connection's (MS-SMB2 3.3.5.5.1, 3.3.5.5.3).
+fn new_exchange(
+    cx: &Ctx<'_>,
+    arrived: tokio::time::Instant,
+    address_slot: Option<AddressSlot>,
+) -> AuthExchange {
     let server = &cx.conn.server;
     AuthExchange {
         acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone()),
         preauth: cx.negotiated.preauth.clone(),
         last_leg: arrived,
+        _address_slot: address_slot,
     }
 }
 
@@ -139,10 +162,13 @@ fn more_processing(
     NtStatus::MORE_PROCESSING_REQUIRED
 }
 
-/// The exchange succeeded: the connection has logged on.
+/// The exchange succeeded: the connection has logged on, through a user unless it made a
+/// null session.
 fn logged_on(cx: &Ctx<'_>, flags: SessionFlags, token: &[u8], w: &mut Writer<'_>) -> NtStatus {
     cx.conn.server.metrics.logon();
-    cx.conn.watchdog.logged_on();
+    cx.conn
+        .watchdog
+        .logged_on(!flags.contains(SessionFlags::IS_NULL));
     SessionSetupResponse {
         session_flags: flags,
         security_buffer: token,
