@@ -5,6 +5,7 @@ mod allocator;
 mod config_cmd;
 mod credentials;
 mod ctl;
+mod descriptors;
 mod logging;
 mod metrics_http;
 mod reload;

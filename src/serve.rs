@@ -13,6 +13,7 @@ use clap::Args;
 use smb3d_auth::{CredentialStore, ServerIdentity, UserDb};
 use smb3d_config::{Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, SigningPolicy};
 use smb3d_crypto::Cipher;
+use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
 use smb3d_server::{Limits, Server, Settings};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
@@ -59,6 +60,7 @@ pub fn run(args: ServeArgs) -> Result<(), AnyError> {
     let audited = config.server.audit || config.shares.iter().any(|(_, s)| s.audit == Some(true));
     crate::logging::init(config.server.log_format, audited);
     crate::allocator::tune();
+    crate::descriptors::raise();
     let credentials = Arc::new(
         ReloadingUserDb::open(config.server.user_db.clone())
             .map_err(|e| format!("user database: {e} (create it with `smb3d user add NAME`)"))?,
@@ -92,6 +94,10 @@ async fn serve(
     for addr in &s.listen {
         tracing::info!("listening on {addr}");
     }
+    tracing::info!(
+        "at most {} files and directories open at once (limits.max_open_files)",
+        server.limits().max_open_files
+    );
     let metrics = if s.metrics {
         let endpoint = metrics_http::Endpoint::start(s.metrics_listen, server.clone())
             .await
@@ -220,8 +226,9 @@ pub fn status_line(config: &Config) -> String {
 }
 
 /// The server for `config`, with `credentials` for logons.
-/// The server's limits from the `[limits]` section (docs/limits.md).
-fn limits(l: &LimitsConfig) -> Limits {
+/// The server's limits from the `[limits]` section (docs/limits.md); `nofile` is the
+/// process's descriptor limit, which `max_open_files` follows unless it is set.
+fn limits(l: &LimitsConfig, nofile: u64) -> Limits {
     // Values were range-checked when the configuration was read; sizes beyond the address
     // space cannot pass those checks.
     let size = |b: &Bytes| usize::try_from(b.0).unwrap_or(usize::MAX);
@@ -238,6 +245,11 @@ fn limits(l: &LimitsConfig) -> Limits {
         max_trees_per_session: count(l.max_trees_per_session.get_ref()),
         max_opens_per_session: count(l.max_opens_per_session.get_ref()),
         max_locks_per_open: count(l.max_locks_per_open.get_ref()),
+        max_locks_per_file: count(l.max_locks_per_file.get_ref()),
+        max_open_files: l.max_open_files.as_ref().map_or_else(
+            || open_files_within(nofile, count(l.max_connections.get_ref())),
+            |n| count(n.get_ref()),
+        ),
         max_connections: count(l.max_connections.get_ref()),
         max_connections_per_address: count(l.max_connections_per_address.get_ref()),
         negotiate_timeout: l.negotiate_timeout.0,
@@ -275,7 +287,10 @@ pub fn build_server(
         directory_leases: s.directory_leases,
         max_io_size: *s.max_io_size.get_ref(),
         max_credits: *config.limits.max_credits.get_ref(),
-        limits: limits(&config.limits),
+        limits: limits(
+            &config.limits,
+            crate::descriptors::soft_limit().unwrap_or(SYSTEMD_NOFILE),
+        ),
         oplock_break_timeout: Settings::default().oplock_break_timeout,
         state_dir: Some(s.state_dir.clone()),
     };

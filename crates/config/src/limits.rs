@@ -160,6 +160,11 @@ pub struct LimitsConfig {
     pub max_opens_per_session: Spanned<u32>,
     /// Byte-range locks of an open.
     pub max_locks_per_open: Spanned<u32>,
+    /// Byte-range locks of a file, all its opens together.
+    pub max_locks_per_file: Spanned<u32>,
+    /// Files and directories open in the whole server; when unset, what the descriptor limit
+    /// leaves (`smb3d_server::limits::open_files_within`).
+    pub max_open_files: Option<Spanned<u32>>,
     /// Connections at once.
     pub max_connections: Spanned<u32>,
     /// Connections from one address (IPv6: one /64) that no user has logged on through, and
@@ -212,6 +217,8 @@ impl Default for LimitsConfig {
             max_trees_per_session: spanned(256),
             max_opens_per_session: spanned(16384),
             max_locks_per_open: spanned(4096),
+            max_locks_per_file: spanned(16384),
+            max_open_files: None,
             max_connections: spanned(1024),
             max_connections_per_address: spanned(32),
             negotiate_timeout: Interval::secs(10),
@@ -304,6 +311,7 @@ pub(crate) fn limits_problems(limits: &LimitsConfig, server: &ServerConfig) -> V
             u32::MAX,
         ),
         (&limits.max_locks_per_open, "max_locks_per_open", u32::MAX),
+        (&limits.max_locks_per_file, "max_locks_per_file", u32::MAX),
         (&limits.max_connections, "max_connections", u32::MAX),
         (
             &limits.max_connections_per_address,
@@ -311,7 +319,11 @@ pub(crate) fn limits_problems(limits: &LimitsConfig, server: &ServerConfig) -> V
             *limits.max_connections.get_ref(),
         ),
     ];
-    for (value, name, max) in counts {
+    let open_files = limits
+        .max_open_files
+        .as_ref()
+        .map(|value| (value, "max_open_files", u32::MAX));
+    for (value, name, max) in counts.into_iter().chain(open_files) {
         let n = *value.get_ref();
         if n == 0 || n > max {
             problems.push(Problem::at(
@@ -358,6 +370,7 @@ pub(crate) fn render_limits(out: &mut String, l: &LimitsConfig) {
         ("max_trees_per_session", &l.max_trees_per_session),
         ("max_opens_per_session", &l.max_opens_per_session),
         ("max_locks_per_open", &l.max_locks_per_open),
+        ("max_locks_per_file", &l.max_locks_per_file),
         ("max_connections", &l.max_connections),
         (
             "max_connections_per_address",
@@ -386,6 +399,10 @@ pub(crate) fn render_limits(out: &mut String, l: &LimitsConfig) {
     }
     for (key, value) in counts {
         let _ = writeln!(out, "{key} = {}", value.get_ref());
+    }
+    // Unset, it follows the descriptor limit of the process that serves.
+    if let Some(value) = &l.max_open_files {
+        let _ = writeln!(out, "max_open_files = {}", value.get_ref());
     }
     for (key, value) in timeouts {
         let _ = writeln!(out, "{key} = {}", q(value.to_string()));
@@ -476,6 +493,9 @@ mod tests {
         assert_eq!(l.logon_timeout, Interval::secs(45));
         assert_eq!(l.idle_timeout, Interval::secs(900));
         assert_eq!(*l.max_connections_per_address.get_ref(), 32);
+        assert_eq!(*l.max_locks_per_file.get_ref(), 16384);
+        assert_eq!(l.max_open_files, None);
+        assert!(!c.to_toml().contains("max_open_files"));
     }
 
     #[test]
@@ -522,6 +542,12 @@ mod tests {
                 "logon_throttle_max_delay",
             ),
             ("[limits]\nmax_credit = 1\n", 2, "max_credit"),
+            ("[limits]\n\nmax_open_files = 0\n", 3, "max_open_files"),
+            (
+                "[limits]\nmax_locks_per_file = 0\n",
+                2,
+                "max_locks_per_file",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert_eq!(e.line, line, "{text}: {e}");
@@ -534,7 +560,7 @@ mod tests {
         let c = parse(
             "[limits]\nmax_frame_before_logon = \"16KiB\"\nnegotiate_timeout = \"2s\"\n\
              idle_timeout = 0\nlogon_failure_delay = \"250ms\"\nmax_opens_per_session = 100\n\
-             max_security_descriptor_size = 4000\n",
+             max_security_descriptor_size = 4000\nmax_open_files = 5000\n",
         )
         .unwrap();
         let rendered = c.to_toml();
@@ -549,6 +575,8 @@ mod tests {
             "idle_timeout = \"0s\"\n",
             "logon_failure_delay = \"250ms\"\n",
             "max_opens_per_session = 100\n",
+            "max_locks_per_file = 16384\n",
+            "max_open_files = 5000\n",
             "max_security_descriptor_size = \"4000\"\n",
             "logon_throttle_max_delay = \"5s\"\n",
         ] {

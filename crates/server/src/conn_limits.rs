@@ -394,3 +394,54 @@ pub(crate) fn admit_open(conn: &Connection, session: &Session) -> Result<(), NtS
     }
     Ok(())
 }
+
+/// Files and directories open in the whole server, against `max_open_files` (each holds a
+/// descriptor of the process).
+pub(crate) struct OpenFiles {
+    held: AtomicUsize,
+    max: usize,
+}
+
+/// One open's place among them, given back when the open is dropped (its descriptor closed).
+pub(crate) struct OpenFileSlot(Arc<OpenFiles>);
+
+impl OpenFiles {
+    pub fn new(max: usize) -> Arc<Self> {
+        Arc::new(Self {
+            held: AtomicUsize::new(0),
+            max,
+        })
+    }
+
+    /// A place for one more open, unless the server holds as many as allowed.
+    pub fn take(self: &Arc<Self>) -> Option<OpenFileSlot> {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                (held < self.max).then_some(held + 1)
+            })
+            .ok()
+            .map(|_| OpenFileSlot(self.clone()))
+    }
+}
+
+impl Drop for OpenFileSlot {
+    fn drop(&mut self) {
+        self.0.held.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A new open of a file or directory, before it is made (security.md L12 for the server):
+/// STATUS_INSUFFICIENT_RESOURCES when the server holds `max_open_files`, so that opens never
+/// take the descriptors the process needs for its connections and itself.
+pub(crate) fn admit_open_file(conn: &Connection) -> Result<OpenFileSlot, NtStatus> {
+    conn.server.open_files.take().ok_or_else(|| {
+        conn.server.limit_counters.hit(
+            Limit::OpenFiles,
+            &format_args!(
+                "{} files and directories are open, the most allowed",
+                conn.limits().max_open_files
+            ),
+        );
+        NtStatus::INSUFFICIENT_RESOURCES
+    })
+}

@@ -34,6 +34,12 @@ pub struct Limits {
     pub max_opens_per_session: usize,
     /// Byte-range locks one open may hold (L15).
     pub max_locks_per_open: usize,
+    /// Byte-range locks of one file, all its opens together (L15).
+    pub max_locks_per_file: usize,
+    /// Files and directories open in the whole server, durable opens waiting for their
+    /// client included: each holds a descriptor, and the process has a limited number
+    /// ([`open_files_within`]).
+    pub max_open_files: usize,
     /// Client connections at once (L16).
     pub max_connections: usize,
     /// Client connections from one address (an IPv6 /64 counts as one) that no user has
@@ -93,6 +99,8 @@ impl Default for Limits {
             max_trees_per_session: 256,
             max_opens_per_session: 16384,
             max_locks_per_open: 4096,
+            max_locks_per_file: 16384,
+            max_open_files: open_files_within(SYSTEMD_NOFILE, 1024),
             max_connections: 1024,
             max_connections_per_address: 32,
             negotiate_timeout: Duration::from_secs(10),
@@ -110,6 +118,26 @@ impl Default for Limits {
             logon_throttle_window: Duration::from_secs(60),
         }
     }
+}
+
+/// The descriptor limit the systemd unit in `contrib/` gives (LimitNOFILE).
+pub const SYSTEMD_NOFILE: u64 = 65536;
+
+/// Descriptors kept for what is neither an open nor a connection's: the transport's pipes
+/// holding WRITE data (4096 at most), and the service's own (listeners, the admin socket,
+/// logs, change watches, persistent-handle records, what a path walk holds for a moment).
+const DESCRIPTORS_KEPT: usize = 8192;
+
+/// The default of [`Limits::max_open_files`] for a process that may have `nofile`
+/// descriptors (RLIMIT_NOFILE) and `max_connections` connections: the descriptors left after
+/// two per connection (its socket, and a pipe being filled with its WRITE data) and
+/// [`DESCRIPTORS_KEPT`], but at least half of them.
+pub fn open_files_within(nofile: u64, max_connections: usize) -> usize {
+    let nofile = usize::try_from(nofile).unwrap_or(usize::MAX);
+    let kept = max_connections
+        .saturating_mul(2)
+        .saturating_add(DESCRIPTORS_KEPT);
+    nofile.saturating_sub(kept).max(nofile / 2)
 }
 
 /// `Some(d)` unless `d` is zero (a timeout that is off).
@@ -164,7 +192,9 @@ pub enum Limit {
     Trees,
     /// Too many opens in a session.
     Opens,
-    /// Too many byte-range locks on an open.
+    /// Too many files and directories open in the whole server.
+    OpenFiles,
+    /// Too many byte-range locks on an open or a file.
     Locks,
     /// Too many connections in total or from one address.
     Connections,
@@ -186,7 +216,7 @@ pub enum Limit {
 
 impl Limit {
     /// Every limit, in the order of [`LimitCounters::snapshot`].
-    pub const ALL: [Limit; 16] = [
+    pub const ALL: [Limit; 17] = [
         Self::FrameSize,
         Self::Compound,
         Self::AsyncRequests,
@@ -194,6 +224,7 @@ impl Limit {
         Self::Channels,
         Self::Trees,
         Self::Opens,
+        Self::OpenFiles,
         Self::Locks,
         Self::Connections,
         Self::NegotiateTimeout,
@@ -215,6 +246,7 @@ impl Limit {
             Self::Channels => "channels",
             Self::Trees => "trees",
             Self::Opens => "opens",
+            Self::OpenFiles => "open_files",
             Self::Locks => "locks",
             Self::Connections => "connections",
             Self::NegotiateTimeout => "negotiate_timeout",
@@ -235,7 +267,7 @@ impl Limit {
 
 /// How often each limit was hit since the server started.
 #[derive(Debug, Default)]
-pub struct LimitCounters([AtomicU64; 16]);
+pub struct LimitCounters([AtomicU64; 17]);
 
 impl LimitCounters {
     /// Counts one hit of `limit` and logs it: the first hit and then every power of two, so a
@@ -296,6 +328,19 @@ mod tests {
         let snapshot = counters.snapshot();
         assert_eq!(snapshot.len(), Limit::ALL.len());
         assert!(snapshot.contains(&(Limit::Compound, 3)));
+    }
+
+    #[test]
+    fn open_files_follow_the_descriptor_limit() {
+        assert_eq!(open_files_within(SYSTEMD_NOFILE, 1024), 65536 - 2048 - 8192);
+        assert_eq!(Limits::default().max_open_files, 55296);
+        // A low limit still leaves half of it to opens.
+        assert_eq!(open_files_within(1024, 1024), 512);
+        assert_eq!(open_files_within(0, 1024), 0);
+        assert_eq!(
+            open_files_within(1 << 20, 100),
+            (1 << 20) - 200 - DESCRIPTORS_KEPT
+        );
     }
 
     #[test]

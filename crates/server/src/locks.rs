@@ -57,7 +57,9 @@ impl RangeLock {
     }
 }
 
-/// The locks on one file.
+/// The locks on one file. They are scanned in full under the mutex by every lock request and
+/// every READ and WRITE while any is held; `max_locks_per_file` bounds that scan (ranges may
+/// overlap, stack and span everything, so an order by offset would not shorten it).
 #[derive(Default)]
 pub(crate) struct LockTable {
     locks: Mutex<Vec<RangeLock>>,
@@ -67,11 +69,15 @@ pub(crate) struct LockTable {
 }
 
 impl LockTable {
-    /// Grants `lock` unless a held lock conflicts (STATUS_LOCK_NOT_GRANTED).
-    pub fn try_lock(&self, lock: RangeLock) -> Result<(), NtStatus> {
+    /// Grants `lock` unless a held lock conflicts (STATUS_LOCK_NOT_GRANTED) or the file holds
+    /// `max_locks` already (STATUS_INSUFFICIENT_RESOURCES, security.md L15).
+    pub fn try_lock(&self, lock: RangeLock, max_locks: usize) -> Result<(), NtStatus> {
         let mut locks = self.locks.lock();
         if locks.iter().any(|held| held.blocks(&lock)) {
             return Err(NtStatus::LOCK_NOT_GRANTED);
+        }
+        if locks.len() >= max_locks {
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
         }
         locks.push(lock);
         self.count.store(locks.len(), Ordering::Relaxed);
@@ -94,6 +100,11 @@ impl LockTable {
         drop(locks);
         self.changed.notify_waiters();
         Ok(())
+    }
+
+    /// The number of locks held, all owners together.
+    pub fn len(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
     }
 
     /// The number of locks `owner` holds.
@@ -188,16 +199,20 @@ mod tests {
             (9, 3, true),
         ] {
             let table = LockTable::default();
-            table.try_lock(lock(1, 10, 0, true)).unwrap();
+            table.try_lock(lock(1, 10, 0, true), usize::MAX).unwrap();
             assert_eq!(
-                table.try_lock(lock(2, offset, length, true)).is_err(),
+                table
+                    .try_lock(lock(2, offset, length, true), usize::MAX)
+                    .is_err(),
                 conflicts,
                 "{offset}/{length} after the point"
             );
             let table = LockTable::default();
-            table.try_lock(lock(1, offset, length, true)).unwrap();
+            table
+                .try_lock(lock(1, offset, length, true), usize::MAX)
+                .unwrap();
             assert_eq!(
-                table.try_lock(lock(2, 10, 0, true)).is_err(),
+                table.try_lock(lock(2, 10, 0, true), usize::MAX).is_err(),
                 conflicts,
                 "{offset}/{length} before the point"
             );
@@ -207,25 +222,25 @@ mod tests {
     #[test]
     fn shared_stacks_on_own_exclusive_but_not_on_others() {
         let table = LockTable::default();
-        table.try_lock(lock(1, 0, 10, true)).unwrap();
-        table.try_lock(lock(1, 5, 1, false)).unwrap();
+        table.try_lock(lock(1, 0, 10, true), usize::MAX).unwrap();
+        table.try_lock(lock(1, 5, 1, false), usize::MAX).unwrap();
         assert_eq!(
-            table.try_lock(lock(2, 5, 1, false)),
+            table.try_lock(lock(2, 5, 1, false), usize::MAX),
             Err(NtStatus::LOCK_NOT_GRANTED)
         );
         assert_eq!(
-            table.try_lock(lock(1, 5, 1, true)),
+            table.try_lock(lock(1, 5, 1, true), usize::MAX),
             Err(NtStatus::LOCK_NOT_GRANTED),
             "exclusive conflicts with the owner's own locks"
         );
-        table.try_lock(lock(1, 20, 1, false)).unwrap();
-        table.try_lock(lock(2, 20, 1, false)).unwrap();
+        table.try_lock(lock(1, 20, 1, false), usize::MAX).unwrap();
+        table.try_lock(lock(2, 20, 1, false), usize::MAX).unwrap();
     }
 
     #[test]
     fn unlock_needs_the_exact_range_of_the_owner() {
         let table = LockTable::default();
-        table.try_lock(lock(1, 0, 10, true)).unwrap();
+        table.try_lock(lock(1, 0, 10, true), usize::MAX).unwrap();
         assert_eq!(table.unlock(2, 0, 10), Err(NtStatus::RANGE_NOT_LOCKED));
         assert_eq!(table.unlock(1, 0, 9), Err(NtStatus::RANGE_NOT_LOCKED));
         assert_eq!(table.unlock(1, 0, 10), Ok(()));
@@ -236,18 +251,37 @@ mod tests {
     #[test]
     fn unlock_takes_the_exclusive_lock_of_a_stack_first() {
         let table = LockTable::default();
-        table.try_lock(lock(1, 10, 0, true)).unwrap();
-        table.try_lock(lock(1, 10, 0, false)).unwrap();
-        assert!(table.try_lock(lock(2, 5, 10, false)).is_err());
+        table.try_lock(lock(1, 10, 0, true), usize::MAX).unwrap();
+        table.try_lock(lock(1, 10, 0, false), usize::MAX).unwrap();
+        assert!(table.try_lock(lock(2, 5, 10, false), usize::MAX).is_err());
         table.unlock(1, 10, 0).unwrap();
-        table.try_lock(lock(2, 5, 10, false)).unwrap();
+        table.try_lock(lock(2, 5, 10, false), usize::MAX).unwrap();
+    }
+
+    #[test]
+    fn a_full_table_refuses_what_does_not_conflict() {
+        let table = LockTable::default();
+        table.try_lock(lock(1, 0, 1, true), 2).unwrap();
+        table.try_lock(lock(2, 1, 1, false), 2).unwrap();
+        assert_eq!(
+            table.try_lock(lock(3, 2, 1, false), 2),
+            Err(NtStatus::INSUFFICIENT_RESOURCES)
+        );
+        // A conflict is answered as one, full or not.
+        assert_eq!(
+            table.try_lock(lock(3, 0, 1, false), 2),
+            Err(NtStatus::LOCK_NOT_GRANTED)
+        );
+        table.unlock(2, 1, 1).unwrap();
+        table.try_lock(lock(3, 2, 1, false), 2).unwrap();
+        assert_eq!(table.len(), 2);
     }
 
     #[test]
     fn io_conflicts() {
         let table = LockTable::default();
-        table.try_lock(lock(1, 0, 100, false)).unwrap();
-        table.try_lock(lock(1, 100, 100, true)).unwrap();
+        table.try_lock(lock(1, 0, 100, false), usize::MAX).unwrap();
+        table.try_lock(lock(1, 100, 100, true), usize::MAX).unwrap();
         // Shared: everyone reads, nobody writes, the owner included.
         assert_eq!(table.check_io(1, 0, 10, false), Ok(()));
         assert_eq!(table.check_io(2, 0, 10, false), Ok(()));

@@ -16,6 +16,7 @@ use smb3d_dtyp::NtStatus as Status;
 
 use crate::audit;
 use crate::blocking::{Wait, as_user};
+use crate::conn_limits::OpenFileSlot;
 use crate::durable::ReplayState;
 use crate::fileinfo::{self, Meta};
 use crate::files::{Deleter, SharedFile};
@@ -75,6 +76,8 @@ pub(crate) struct Open {
     /// Whether the open holds its share's watch of changes made on the host (a directory open
     /// granted a directory lease, which such changes break), released when it closes.
     pub watches_host: AtomicBool,
+    /// Its place among the server's open files (`max_open_files`), until it is dropped.
+    pub _counted: OpenFileSlot,
 }
 
 impl Open {

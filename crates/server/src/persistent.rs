@@ -699,6 +699,10 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
     let ShareKind::Disk(vfs) = &share.kind else {
         return Err("its share holds no files".into());
     };
+    let counted = server
+        .open_files
+        .take()
+        .ok_or("max_open_files opens are restored already")?;
     let path = VfsPath::parse(&record.path).map_err(|e| format!("path: {e}"))?;
     let identity = Arc::new(Identity {
         token: record.token.clone(),
@@ -795,12 +799,16 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
     };
     let shared = server.files.restore(key, &path, entry, lease);
     for lock in &record.locks {
-        let granted = shared.locks.try_lock(RangeLock {
-            owner: volatile,
-            offset: lock.offset,
-            length: lock.length,
-            exclusive: lock.exclusive,
-        });
+        // Locks granted before the restart stand, whatever the limits are now.
+        let granted = shared.locks.try_lock(
+            RangeLock {
+                owner: volatile,
+                offset: lock.offset,
+                length: lock.length,
+                exclusive: lock.exclusive,
+            },
+            usize::MAX,
+        );
         if granted.is_err() {
             // Another restored open holds a conflicting lock: the records disagree.
             shared.locks.release_owner(volatile);
@@ -828,6 +836,7 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         audit: None,
         replay: ReplayState::restored(record.channel_sequence, record.lock_sequences),
         watches_host: AtomicBool::new(false),
+        _counted: counted,
     });
     server.durable.restore(
         server,

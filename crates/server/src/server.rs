@@ -12,6 +12,7 @@ use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
 use crate::address_slots::AddressSlots;
+use crate::conn_limits::OpenFiles;
 use crate::connection::Connection;
 use crate::durable::DurableTable;
 use crate::files::FileTable;
@@ -133,6 +134,8 @@ pub struct Server {
     pub(crate) logon_throttle: LogonThrottle,
     /// Connections no user has logged on through, and logons under way, by client address.
     address_slots: Arc<AddressSlots>,
+    /// Files and directories open, counted against `max_open_files`.
+    pub(crate) open_files: Arc<OpenFiles>,
     next_session_id: AtomicU32,
     next_file_id: AtomicU64,
     /// Randomness for persistent FileIds, drawn from the crypto provider a batch at a time.
@@ -189,6 +192,7 @@ impl Server {
         let ids = IdMap::new(&identity.netbios_name);
         let persistent = settings.state_dir.clone().map(Store::new);
         let address_slots = AddressSlots::new(settings.limits.max_connections_per_address);
+        let open_files = OpenFiles::new(settings.limits.max_open_files);
         Arc::new(Self {
             settings,
             identity: Arc::new(identity),
@@ -208,6 +212,7 @@ impl Server {
             limit_counters: LimitCounters::default(),
             logon_throttle: LogonThrottle::default(),
             address_slots,
+            open_files,
             next_session_id: AtomicU32::new(u32::from_le_bytes(seed)),
             next_file_id: AtomicU64::new(1),
             file_id_randomness: Mutex::new(RandomBatch::empty()),

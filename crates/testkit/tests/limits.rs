@@ -197,6 +197,90 @@ fn locks_per_open_are_bounded() {
 }
 
 #[test]
+fn locks_per_file_are_bounded_across_its_opens() {
+    let server = server(with_limits(|l| l.max_locks_per_file = 3));
+    let mut client = connected(&server);
+    let first = client
+        .create("dir\\file.txt", CreateDisposition::OPEN)
+        .unwrap();
+    let second = client
+        .create("dir\\file.txt", CreateDisposition::OPEN)
+        .unwrap();
+    let now = LockFlags::SHARED_LOCK | LockFlags::FAIL_IMMEDIATELY;
+    let two = lock_body(&[(0, 1), (1, 1)], now);
+    assert_eq!(
+        client.call(Command::LOCK, &two, Some(first)).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    // The second open holds none, but the file holds two of its three.
+    assert_eq!(
+        client.call(Command::LOCK, &two, Some(second)).status(),
+        Some(NtStatus::INSUFFICIENT_RESOURCES)
+    );
+    let one = lock_body(&[(5, 1)], now);
+    assert_eq!(
+        client.call(Command::LOCK, &one, Some(second)).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(
+        client.call(Command::LOCK, &one, Some(first)).status(),
+        Some(NtStatus::INSUFFICIENT_RESOURCES)
+    );
+    // An unlock makes room.
+    let unlock = lock_body(&[(0, 1)], LockFlags::UNLOCK);
+    assert_eq!(
+        client.call(Command::LOCK, &unlock, Some(first)).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(
+        client.call(Command::LOCK, &one, Some(first)).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    assert!(server.server.limit_hits().contains(&(Limit::Locks, 2)));
+}
+
+#[test]
+fn open_files_in_the_whole_server_are_bounded() {
+    let server = server(with_limits(|l| l.max_open_files = 3));
+    let mut a = connected(&server);
+    let mut b = connected(&server);
+    let first = a.create("dir\\file.txt", CreateDisposition::OPEN).unwrap();
+    a.create("dir", CreateDisposition::OPEN).unwrap();
+    b.create("dir\\file.txt", CreateDisposition::OPEN).unwrap();
+    assert_eq!(
+        b.create("dir\\file.txt", CreateDisposition::OPEN),
+        Err(NtStatus::INSUFFICIENT_RESOURCES)
+    );
+    assert_eq!(
+        a.create("new.txt", CreateDisposition::CREATE),
+        Err(NtStatus::INSUFFICIENT_RESOURCES)
+    );
+    // A refused create leaves nothing behind.
+    assert_eq!(
+        a.create("new.txt", CreateDisposition::OPEN),
+        Err(NtStatus::INSUFFICIENT_RESOURCES)
+    );
+    // A close anywhere makes room for anyone.
+    let close = smb3d_testkit::seeds::close_body();
+    assert_eq!(
+        a.call(Command::CLOSE, &close, Some(first)).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    assert!(b.create("dir\\file.txt", CreateDisposition::OPEN).is_ok());
+    // Named pipes hold no descriptor: they do not count.
+    assert_eq!(a.tree_connect("\\\\testkit\\IPC$"), Some(NtStatus::SUCCESS));
+    assert!(a.create("srvsvc", CreateDisposition::OPEN).is_ok());
+    assert!(server.server.limit_hits().contains(&(Limit::OpenFiles, 3)));
+    let metrics = server.server.render_metrics();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "smb3d_limit_hits_total{limit=\"open_files\"} 3"),
+        "{metrics}"
+    );
+}
+
+#[test]
 fn waiting_requests_per_connection_are_bounded() {
     let server = server(with_limits(|l| l.max_async_requests = 1));
     let mut client = connected(&server);

@@ -60,7 +60,11 @@ pub(crate) async fn handle(
         let mut granted: Vec<LockElement> = Vec::new();
         let result = elements.try_for_each(|element| {
             let lock = requested_lock(&element, open.file_id.volatile, several)?;
-            match open.shared.locks.try_lock(lock) {
+            match open
+                .shared
+                .locks
+                .try_lock(lock, cx.conn.server.limits().max_locks_per_file)
+            {
                 Ok(()) => {
                     granted.push(element);
                     Ok(())
@@ -115,15 +119,27 @@ pub(crate) async fn handle(
     Ok(NtStatus::SUCCESS)
 }
 
-/// An open may hold a bounded number of locks (security.md L15): a request that would take it
-/// beyond is refused whole with STATUS_INSUFFICIENT_RESOURCES.
+/// An open, and a file with all its opens, may hold a bounded number of locks (security.md
+/// L15): a request that would take either beyond is refused whole with
+/// STATUS_INSUFFICIENT_RESOURCES, as the per-open limit always was (MS-FSA 2.1.5.8 names no
+/// status for a full lock list; this is Windows' answer for an exhausted resource).
+/// `LockTable::try_lock` holds the file's limit also against requests that race this check.
 fn admit_locks(cx: &Ctx<'_>, open: &Open, requested: usize) -> Result<(), NtStatus> {
-    let held = open.shared.locks.held_by(open.file_id.volatile);
     let server = &cx.conn.server;
-    if held.saturating_add(requested) > server.limits().max_locks_per_open {
+    let limits = server.limits();
+    let held = open.shared.locks.held_by(open.file_id.volatile);
+    if held.saturating_add(requested) > limits.max_locks_per_open {
         server.limit_reached(
             Limit::Locks,
             &format_args!("an open holds {held} locks and asks for {requested} more"),
+        );
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    let on_file = open.shared.locks.len();
+    if on_file.saturating_add(requested) > limits.max_locks_per_file {
+        server.limit_reached(
+            Limit::Locks,
+            &format_args!("a file holds {on_file} locks and an open asks for {requested} more"),
         );
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
@@ -179,8 +195,11 @@ async fn wait_for_lock(
         if !still_open {
             return Err(NtStatus::RANGE_NOT_LOCKED);
         }
-        if locks.try_lock(lock).is_ok() {
-            return Ok(());
+        let max_locks = cx.conn.server.limits().max_locks_per_file;
+        match locks.try_lock(lock, max_locks) {
+            Ok(()) => return Ok(()),
+            Err(NtStatus::LOCK_NOT_GRANTED) => {}
+            Err(status) => return Err(status),
         }
         tokio::select! {
             () = &mut changed => {}

@@ -27,7 +27,7 @@ use crate::allocation;
 use crate::audit;
 use crate::blocking::as_user;
 use crate::caching::{Caching, Opening, Route};
-use crate::conn_limits::admit_open;
+use crate::conn_limits::{admit_open, admit_open_file};
 use crate::connection::Ctx;
 use crate::dir_leases;
 use crate::durable::ReplayState;
@@ -96,6 +96,7 @@ pub(crate) async fn handle(
         // Named pipes arrive with the RPC services; until then none exists.
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     };
+    let counted = admit_open_file(cx.conn)?;
 
     let name =
         smb3d_wire::decode_utf16le(req.name, "Name").map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
@@ -367,6 +368,7 @@ pub(crate) async fn handle(
             matches!(durable_ask, durable::Ask::V2(_)),
         ),
         watches_host: AtomicBool::new(watches_host),
+        _counted: counted,
     });
     if let Some(who) = &open.audit {
         audit::opened(who, &vfs_path, action, granted, open.is_directory);
