@@ -2,7 +2,8 @@
 //! Finder (and Linux file managers) list the server, and `_device-info._tcp` with a `model=`
 //! that picks the icon. A sans-IO core ([`dns`], [`Responder`]) and a small tokio runtime
 //! ([`Advertiser`]).
-#![forbid(unsafe_code)]
+// Only `sys` may use unsafe code: socket options and control messages the safe APIs lack.
+#![deny(unsafe_code)]
 #![cfg_attr(
     not(test),
     deny(
@@ -14,8 +15,11 @@
 )]
 
 pub mod dns;
+mod link;
 mod responder;
 mod runtime;
+mod sys;
 
+pub use link::Subnet;
 pub use responder::{Destination, MDNS_PORT, Responder, ServiceInfo, Transmit};
 pub use runtime::{Advertiser, Interface, host_label, interfaces, published_addresses};

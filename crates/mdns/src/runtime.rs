@@ -5,11 +5,14 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::time::Instant;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::link::{Subnet, on_link};
 use crate::responder::{Destination, MDNS_PORT, Responder, ServiceInfo, Transmit};
+use crate::sys;
 
 const GROUP_V4: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 251);
 const GROUP_V6: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0xfb);
@@ -24,6 +27,8 @@ pub struct Interface {
     /// Its IPv4 addresses (the first one picks the interface for IPv4 multicast).
     pub v4: Vec<Ipv4Addr>,
     pub v6: Vec<Ipv6Addr>,
+    /// The networks of its addresses: the link, for [`on_link`].
+    pub subnets: Vec<Subnet>,
 }
 
 /// The interfaces to advertise on: every non-loopback interface with an address, or the
@@ -45,6 +50,7 @@ pub fn interfaces() -> io::Result<Vec<Interface>> {
                     index,
                     v4: Vec::new(),
                     v6: Vec::new(),
+                    subnets: Vec::new(),
                 });
                 match out.last_mut() {
                     Some(entry) => entry,
@@ -52,6 +58,14 @@ pub fn interfaces() -> io::Result<Vec<Interface>> {
                 }
             }
         };
+        let prefix = match &iface.addr {
+            if_addrs::IfAddr::V4(a) => a.prefixlen,
+            if_addrs::IfAddr::V6(a) => a.prefixlen,
+        };
+        entry.subnets.push(Subnet {
+            addr: iface.ip(),
+            prefix,
+        });
         match iface.ip() {
             IpAddr::V4(a) => entry.v4.push(a),
             IpAddr::V6(a) => entry.v6.push(a),
@@ -248,7 +262,10 @@ fn open_v4(interfaces: &[Interface]) -> io::Result<UdpSocket> {
         return Err(io::Error::other("no interface joined 224.0.0.251"));
     }
     socket.set_multicast_ttl_v4(255)?;
+    // Unicast answers leave with TTL 255 too, as RFC 6762 section 11 asks.
+    socket.set_ttl_v4(255)?;
     socket.set_multicast_loop_v4(true)?;
+    sys::want_arrival_v4(&socket)?;
     socket.set_nonblocking(true)?;
     UdpSocket::from_std(socket.into())
 }
@@ -270,15 +287,35 @@ fn open_v6(interfaces: &[Interface]) -> io::Result<UdpSocket> {
         return Err(io::Error::other("no interface joined ff02::fb"));
     }
     socket.set_multicast_hops_v6(255)?;
+    socket.set_unicast_hops_v6(255)?;
     socket.set_multicast_loop_v6(true)?;
+    sys::want_arrival_v6(&socket)?;
     socket.set_nonblocking(true)?;
     UdpSocket::from_std(socket.into())
 }
 
-async fn recv(socket: &Option<UdpSocket>, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-    match socket {
-        Some(socket) => socket.recv_from(buf).await,
-        None => std::future::pending().await,
+/// The next datagram that comes from the link of the interface it arrived on; others are
+/// dropped (`link`).
+async fn recv(
+    socket: &Option<UdpSocket>,
+    interfaces: &[Interface],
+    buf: &mut [u8],
+) -> io::Result<(usize, SocketAddr)> {
+    let Some(socket) = socket else {
+        return std::future::pending().await;
+    };
+    loop {
+        socket.readable().await?;
+        let (len, from, arrival) =
+            match socket.try_io(Interest::READABLE, || sys::recv_with_arrival(socket, buf)) {
+                Ok(received) => received,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            };
+        if on_link(from.ip(), arrival, interfaces) {
+            return Ok((len, from));
+        }
+        tracing::debug!(%from, ?arrival, "mDNS: ignored a datagram from off the link");
     }
 }
 
@@ -312,10 +349,10 @@ async fn run(
         tokio::select! {
             _ = &mut stopped => break,
             () = sleep => {}
-            got = recv(&sockets.v4, &mut buf4) => if let Ok((n, from)) = got {
+            got = recv(&sockets.v4, &sockets.interfaces, &mut buf4) => if let Ok((n, from)) = got {
                 responder.handle(buf4.get(..n).unwrap_or_default(), from, Instant::now());
             },
-            got = recv(&sockets.v6, &mut buf6) => if let Ok((n, from)) = got {
+            got = recv(&sockets.v6, &sockets.interfaces, &mut buf6) => if let Ok((n, from)) = got {
                 responder.handle(buf6.get(..n).unwrap_or_default(), from, Instant::now());
             },
         }
