@@ -256,6 +256,7 @@ fn limits(l: &LimitsConfig, nofile: u64) -> Limits {
         logon_timeout: l.logon_timeout.0,
         session_setup_timeout: l.session_setup_timeout.0,
         frame_timeout: l.frame_timeout.0,
+        send_timeout: l.send_timeout.0,
         idle_timeout: l.idle_timeout.0,
         max_ea_size: size(l.max_ea_size.get_ref()),
         max_security_descriptor_size: size(l.max_security_descriptor_size.get_ref()),

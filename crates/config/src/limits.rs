@@ -180,6 +180,8 @@ pub struct LimitsConfig {
     pub frame_timeout: Interval,
     /// Without requests while nothing is open or waiting.
     pub idle_timeout: Interval,
+    /// For the client to take more of the responses waiting for it.
+    pub send_timeout: Interval,
     /// An EA list set at once.
     pub max_ea_size: Spanned<Bytes>,
     /// A security descriptor set on a file.
@@ -226,6 +228,7 @@ impl Default for LimitsConfig {
             session_setup_timeout: Interval::secs(10),
             frame_timeout: Interval::secs(30),
             idle_timeout: Interval::secs(15 * 60),
+            send_timeout: Interval::secs(120),
             max_ea_size: spanned(Bytes(MAX_EA_SIZE_LIMIT)),
             max_security_descriptor_size: spanned(Bytes(MAX_SECURITY_DESCRIPTOR_LIMIT)),
             max_directory_buffer: spanned(Bytes(1024 * 1024)),
@@ -383,6 +386,7 @@ pub(crate) fn render_limits(out: &mut String, l: &LimitsConfig) {
         ("session_setup_timeout", l.session_setup_timeout),
         ("frame_timeout", l.frame_timeout),
         ("idle_timeout", l.idle_timeout),
+        ("send_timeout", l.send_timeout),
     ];
     let buffers = [
         ("max_ea_size", &l.max_ea_size),

@@ -55,6 +55,9 @@ pub struct Limits {
     pub frame_timeout: Duration,
     /// Without a request, while the connection has no open and no waiting request (L21).
     pub idle_timeout: Duration,
+    /// For the client to take more of the responses waiting for it; one that takes nothing for
+    /// this long has stopped reading and its connection ends (issue 16 item 2). Zero: never.
+    pub send_timeout: Duration,
     /// Bytes of an EA list set at once, and of all EAs of a file (L28).
     pub max_ea_size: usize,
     /// Bytes of a security descriptor set on a file (L29).
@@ -108,6 +111,7 @@ impl Default for Limits {
             session_setup_timeout: Duration::from_secs(10),
             frame_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(15 * 60),
+            send_timeout: Duration::from_secs(120),
             max_ea_size: MAX_EA_SIZE_LIMIT,
             max_security_descriptor_size: MAX_SECURITY_DESCRIPTOR_LIMIT,
             max_directory_buffer: 1024 * 1024,
@@ -208,6 +212,8 @@ pub enum Limit {
     FrameTimeout,
     /// The connection was idle.
     IdleTimeout,
+    /// The client took no response bytes for the send timeout.
+    SendTimeout,
     /// A failed logon was answered late because its address failed before.
     LogonThrottled,
     /// A connection's task panicked and was closed.
@@ -216,7 +222,7 @@ pub enum Limit {
 
 impl Limit {
     /// Every limit, in the order of [`LimitCounters::snapshot`].
-    pub const ALL: [Limit; 17] = [
+    pub const ALL: [Limit; 18] = [
         Self::FrameSize,
         Self::Compound,
         Self::AsyncRequests,
@@ -232,6 +238,7 @@ impl Limit {
         Self::SessionSetupTimeout,
         Self::FrameTimeout,
         Self::IdleTimeout,
+        Self::SendTimeout,
         Self::LogonThrottled,
         Self::Panic,
     ];
@@ -254,6 +261,7 @@ impl Limit {
             Self::SessionSetupTimeout => "session_setup_timeout",
             Self::FrameTimeout => "frame_timeout",
             Self::IdleTimeout => "idle_timeout",
+            Self::SendTimeout => "send_timeout",
             Self::LogonThrottled => "logon_throttled",
             Self::Panic => "panic",
         }
@@ -267,7 +275,7 @@ impl Limit {
 
 /// How often each limit was hit since the server started.
 #[derive(Debug, Default)]
-pub struct LimitCounters([AtomicU64; 17]);
+pub struct LimitCounters([AtomicU64; 18]);
 
 impl LimitCounters {
     /// Counts one hit of `limit` and logs it: the first hit and then every power of two, so a

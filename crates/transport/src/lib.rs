@@ -239,6 +239,7 @@ async fn run_connection(
         Arc::new(writer),
         closing.clone(),
         server.clone(),
+        peer,
     ));
     let conn = Connection::accepted(server.clone(), sink.clone(), peer, place);
     // Ends the connection's state however this task ends: the peer leaving, a protocol

@@ -9,12 +9,12 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::net::Shutdown;
+use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use smb3d_server::Server;
 use smb3d_server::connection::{FileTail, FrameSink, OutFrame};
+use smb3d_server::{Limit, Server};
 use tokio::io::Interest;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::Notify;
@@ -31,6 +31,8 @@ pub(crate) struct SocketSink {
     /// Tells the reader to stop: the core ended the connection.
     closing: Arc<Notify>,
     server: Arc<Server>,
+    /// The client, for the log line of a connection ended by the send timeout.
+    peer: SocketAddr,
 }
 
 #[derive(Default)]
@@ -54,6 +56,7 @@ impl SocketSink {
         socket: Arc<OwnedWriteHalf>,
         closing: Arc<Notify>,
         server: Arc<Server>,
+        peer: SocketAddr,
     ) -> Self {
         Self {
             socket,
@@ -61,6 +64,7 @@ impl SocketSink {
             wake: Notify::new(),
             closing,
             server,
+            peer,
         }
     }
 
@@ -103,6 +107,29 @@ impl SocketSink {
         let _ = socket2::SockRef::from(self.socket.as_ref().as_ref()).shutdown(Shutdown::Both);
     }
 
+    /// Waits until the socket takes more bytes. A client that takes none for `send_timeout`
+    /// while responses wait for it has stopped reading: what it left unread holds the
+    /// connection's in-flight budget, so the connection ends rather than hold it for ever.
+    async fn writable(&self) -> io::Result<()> {
+        let limit = self.server.limits().send_timeout;
+        if limit.is_zero() {
+            return self.socket.writable().await;
+        }
+        match tokio::time::timeout(limit, self.socket.writable()).await {
+            Ok(ready) => ready,
+            Err(_) => {
+                self.server.limit_reached(
+                    Limit::SendTimeout,
+                    &format_args!("{} took no response bytes for {limit:?}", self.peer),
+                );
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client stopped reading",
+                ))
+            }
+        }
+    }
+
     /// Writes a batch: either frames held in memory, written together, or one frame with a
     /// tail. Returns the bytes sent.
     async fn send_batch(&self, mut batch: Vec<Pending>) -> io::Result<usize> {
@@ -110,7 +137,7 @@ impl SocketSink {
             && let Some(tail) = &only.frame.tail
         {
             let head = only.frame.bytes().get(only.sent..).unwrap_or_default();
-            return send_with_tail(&self.socket, head, tail).await;
+            return self.send_with_tail(head, tail).await;
         }
         let total: usize = batch
             .iter()
@@ -122,7 +149,7 @@ impl SocketSink {
             .collect();
         let mut slices = slices.as_mut_slice();
         while !slices.is_empty() {
-            self.socket.writable().await?;
+            self.writable().await?;
             match self.socket.try_write_vectored(slices) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => IoSlice::advance_slices(&mut slices, n),
@@ -196,81 +223,80 @@ impl FrameSink for SocketSink {
     }
 }
 
-/// Writes a frame's header with MSG_MORE, so that it waits for the data instead of leaving in
-/// a segment of its own, then the data from the file.
-async fn send_with_tail(
-    socket: &OwnedWriteHalf,
-    head: &[u8],
-    tail: &FileTail,
-) -> io::Result<usize> {
-    let stream = socket.as_ref();
-    let Some(fd) = tail.fd() else {
-        let mut data = Vec::with_capacity(tail.len());
-        tail.read_into(&mut data)?;
-        write_all(socket, head).await?;
-        write_all(socket, &data).await?;
-        return Ok(head.len() + data.len());
-    };
-    let mut written = 0;
-    while written < head.len() {
-        let rest = head.get(written..).unwrap_or_default();
-        stream.writable().await?;
-        match stream.try_io(Interest::WRITABLE, || {
-            rustix::net::send(stream, rest, rustix::net::SendFlags::MORE).map_err(io::Error::from)
-        }) {
-            Ok(n) => written += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let mut offset = tail.offset();
-    let end = offset + tail.len() as u64;
-    while offset < end {
-        stream.writable().await?;
-        let left = usize::try_from(end - offset).unwrap_or(usize::MAX);
-        // sendfile reads the file in the calling thread: a disk read must not hold up the
-        // connections this worker serves.
-        let sent = stream.try_io(Interest::WRITABLE, || {
-            blocking(|| rustix::fs::sendfile(stream, fd, Some(&mut offset), left))
-                .map_err(io::Error::from)
-        });
-        match sent {
-            Ok(0) => {
-                // The file shrank after the response promised the data: zeros make up the
-                // rest, as for a read that raced with a truncation.
-                let missing = usize::try_from(end - offset).unwrap_or(usize::MAX);
-                write_zeros(socket, missing).await?;
-                break;
+impl SocketSink {
+    /// Writes a frame's header with MSG_MORE, so that it waits for the data instead of leaving in
+    /// a segment of its own, then the data from the file.
+    async fn send_with_tail(&self, head: &[u8], tail: &FileTail) -> io::Result<usize> {
+        let stream = self.socket.as_ref().as_ref();
+        let Some(fd) = tail.fd() else {
+            let mut data = Vec::with_capacity(tail.len());
+            tail.read_into(&mut data)?;
+            self.write_all(head).await?;
+            self.write_all(&data).await?;
+            return Ok(head.len() + data.len());
+        };
+        let mut written = 0;
+        while written < head.len() {
+            let rest = head.get(written..).unwrap_or_default();
+            self.writable().await?;
+            match stream.try_io(Interest::WRITABLE, || {
+                rustix::net::send(stream, rest, rustix::net::SendFlags::MORE)
+                    .map_err(io::Error::from)
+            }) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
             }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
         }
-    }
-    Ok(head.len() + tail.len())
-}
-
-async fn write_all(socket: &OwnedWriteHalf, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        socket.writable().await?;
-        match socket.try_write(bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = bytes.get(n..).unwrap_or_default(),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
+        let mut offset = tail.offset();
+        let end = offset + tail.len() as u64;
+        while offset < end {
+            self.writable().await?;
+            let left = usize::try_from(end - offset).unwrap_or(usize::MAX);
+            // sendfile reads the file in the calling thread: a disk read must not hold up the
+            // connections this worker serves.
+            let sent = stream.try_io(Interest::WRITABLE, || {
+                blocking(|| rustix::fs::sendfile(stream, fd, Some(&mut offset), left))
+                    .map_err(io::Error::from)
+            });
+            match sent {
+                Ok(0) => {
+                    // The file shrank after the response promised the data: zeros make up the
+                    // rest, as for a read that raced with a truncation.
+                    let missing = usize::try_from(end - offset).unwrap_or(usize::MAX);
+                    self.write_zeros(missing).await?;
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
         }
+        Ok(head.len() + tail.len())
     }
-    Ok(())
-}
 
-async fn write_zeros(socket: &OwnedWriteHalf, mut count: usize) -> io::Result<()> {
-    const ZEROS: [u8; 4096] = [0; 4096];
-    while count > 0 {
-        let n = count.min(ZEROS.len());
-        write_all(socket, ZEROS.get(..n).unwrap_or_default()).await?;
-        count -= n;
+    async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            self.writable().await?;
+            match self.socket.try_write(bytes) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => bytes = bytes.get(n..).unwrap_or_default(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
-    Ok(())
+
+    async fn write_zeros(&self, mut count: usize) -> io::Result<()> {
+        const ZEROS: [u8; 4096] = [0; 4096];
+        while count > 0 {
+            let n = count.min(ZEROS.len());
+            self.write_all(ZEROS.get(..n).unwrap_or_default()).await?;
+            count -= n;
+        }
+        Ok(())
+    }
 }
 
 /// Runs a call that may block on the disk: on the multi-threaded runtime the worker hands its

@@ -485,17 +485,16 @@ fn answered(server: &Server, command: &str) -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
-fn responses_a_client_does_not_read_stop_the_reader() {
-    const MIB: usize = 1024 * 1024;
-    const BUDGET: usize = 4 * MIB;
-    const READS: u64 = 64;
+const MIB: usize = 1024 * 1024;
+/// READs of 1 MiB that a client leaves unread.
+const UNREAD_READS: u64 = 64;
+
+/// A logged-on client with kernel buffers as small as they go on both sides (so that what
+/// waits is the server's own), which has sent `UNREAD_READS` READs of a 1 MiB file and reads
+/// none of their responses.
+fn a_client_that_does_not_read(limits: Limits) -> (Running, Attached) {
     let running = start_with(
-        Limits {
-            max_inflight_bytes: BUDGET,
-            ..no_delays()
-        },
-        // Kernel buffers as small as they go, so that what waits is the server's own.
+        limits,
         TransportConfig {
             socket_buffer: Some(64 * 1024),
             ..TransportConfig::default()
@@ -514,7 +513,7 @@ fn responses_a_client_does_not_read_stop_the_reader() {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let charge = u16::try_from(MIB / 65536).unwrap();
-    let mut client = attach(stream, charge * READS as u16);
+    let mut client = attach(stream, charge * UNREAD_READS as u16);
 
     let created = client.call(
         Command::CREATE,
@@ -540,12 +539,21 @@ fn responses_a_client_does_not_read_stop_the_reader() {
         0
     );
 
-    // 64 READs of 1 MiB, whose responses are never read while they are sent.
     let mut read = seeds::read_body(0, u32::try_from(MIB).unwrap());
     packet::patch_file_id(Command::READ, &mut read, file_id);
-    for _ in 0..READS {
+    for _ in 0..UNREAD_READS {
         client.send(Command::READ, &read, charge);
     }
+    (running, client)
+}
+
+#[test]
+fn responses_a_client_does_not_read_stop_the_reader() {
+    const BUDGET: usize = 4 * MIB;
+    let (running, mut client) = a_client_that_does_not_read(Limits {
+        max_inflight_bytes: BUDGET,
+        ..no_delays()
+    });
     std::thread::sleep(Duration::from_secs(1));
     let served_while_stuck = answered(&running.server, "READ");
     // The budget's worth of responses (each READ's credit charge holds room for its response
@@ -557,19 +565,42 @@ fn responses_a_client_does_not_read_stop_the_reader() {
 
     // Once the client reads, the rest are served.
     let mut received = 0;
-    while received < READS {
+    while received < UNREAD_READS {
         let frame = receive(&mut client.stream);
         for response in packet::responses(&frame).unwrap() {
             assert_eq!(response.status().0, 0);
             received += 1;
         }
     }
-    assert_eq!(answered(&running.server, "READ"), READS);
+    assert_eq!(answered(&running.server, "READ"), UNREAD_READS);
+}
+
+#[test]
+fn a_client_that_stops_reading_is_closed_at_the_send_timeout() {
+    // Without the timeout such a client would hold its budget for as long as it stays.
+    let (running, mut client) = a_client_that_does_not_read(Limits {
+        max_inflight_bytes: 4 * MIB,
+        send_timeout: Duration::from_millis(500),
+        ..no_delays()
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !running
+        .server
+        .limit_hits()
+        .contains(&(Limit::SendTimeout, 1))
+    {
+        assert!(Instant::now() < deadline, "the connection was kept");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // What the kernel buffered arrives, then the end of the connection.
+    let mut sink = Vec::new();
+    let ended = client.stream.read_to_end(&mut sink);
+    assert!(ended.is_ok() || ended.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset));
+    assert!(sink.len() < 8 * MIB, "{} bytes were sent", sink.len());
 }
 
 #[test]
 fn requests_waiting_async_hold_no_room_for_their_responses() {
-    const MIB: usize = 1024 * 1024;
     let running = start(Limits {
         max_inflight_bytes: 4 * MIB,
         ..no_delays()
