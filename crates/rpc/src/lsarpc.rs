@@ -148,11 +148,11 @@ pub fn call(
         LSAR_QUERY_INFORMATION_POLICY | LSAR_QUERY_INFORMATION_POLICY2 => {
             query_information_policy(state, cx, stub, out)
         }
-        LSAR_LOOKUP_NAMES => lookup_names(state, cx, stub, out, Version::V1),
-        LSAR_LOOKUP_NAMES2 => lookup_names(state, cx, stub, out, Version::V2),
-        LSAR_LOOKUP_NAMES3 => lookup_names(state, cx, stub, out, Version::V3),
-        LSAR_LOOKUP_SIDS => lookup_sids(state, cx, stub, out, Version::V1),
-        LSAR_LOOKUP_SIDS2 => lookup_sids(state, cx, stub, out, Version::V2),
+        LSAR_LOOKUP_NAMES => lookup::<Names>(state, cx, stub, out, Version::V1),
+        LSAR_LOOKUP_NAMES2 => lookup::<Names>(state, cx, stub, out, Version::V2),
+        LSAR_LOOKUP_NAMES3 => lookup::<Names>(state, cx, stub, out, Version::V3),
+        LSAR_LOOKUP_SIDS => lookup::<Sids>(state, cx, stub, out, Version::V1),
+        LSAR_LOOKUP_SIDS2 => lookup::<Sids>(state, cx, stub, out, Version::V2),
         // MS-LSAT 2.1: these two are only for RPC over TCP with a Netlogon secure channel;
         // Windows refuses them on named pipes.
         LSAR_LOOKUP_SIDS3 | LSAR_LOOKUP_NAMES4 => Err(CallFault::AccessDenied),
@@ -425,61 +425,6 @@ fn is_mapped(sid_type: SidType) -> bool {
     !matches!(sid_type, SidType::Unknown | SidType::Invalid)
 }
 
-/// Translates one name (MS-LSAT 3.1.4.5 name forms): `account`, `DOMAIN\account`,
-/// `account@DOMAIN`, or a domain name. A domain prefix must name the domain the account is in.
-fn translate_name(
-    directory: &dyn Directory,
-    domains: &mut Domains,
-    full: &str,
-) -> Option<Translation> {
-    let (domain, account) = match full.split_once('\\') {
-        Some((d, a)) => (Some(d), a),
-        None => match full.rsplit_once('@') {
-            Some((a, d)) => (Some(d), a),
-            None => (None, full),
-        },
-    };
-    if account.is_empty() {
-        return None;
-    }
-    let (sid, sid_type, domain_name) = directory.lookup_name(account)?;
-    if !is_mapped(sid_type) {
-        return None;
-    }
-    if let Some(d) = domain
-        && !same_name(d, &domain_name)
-    {
-        return None;
-    }
-    let domain_index = domains.index(domain_name, domain_of(&sid, sid_type));
-    Some(Translation {
-        sid,
-        sid_type,
-        name: None,
-        domain_index,
-    })
-}
-
-/// Translates one SID.
-fn translate_sid(
-    directory: &dyn Directory,
-    domains: &mut Domains,
-    sid: &Sid,
-) -> Option<Translation> {
-    let (name, sid_type, domain_name) = directory.lookup_sid(sid)?;
-    if !is_mapped(sid_type) {
-        return None;
-    }
-    let domain_index = domains.index(domain_name, domain_of(sid, sid_type));
-    Some(Translation {
-        sid: *sid,
-        sid_type,
-        // A domain's own entry carries no name; its name is in the domain list.
-        name: (sid_type != SidType::Domain).then_some(name),
-        domain_index,
-    })
-}
-
 /// Case-insensitive name comparison.
 fn same_name(a: &str, b: &str) -> bool {
     a.chars()
@@ -498,99 +443,103 @@ fn lookup_status(mapped: usize, total: usize) -> NtStatus {
     }
 }
 
-/// Reads an `[in, out]` translated array the client sends: it must be empty, since the server
-/// only ever fills it.
-fn skip_empty_translations(r: &mut NdrReader<'_>) -> Result<(), CallFault> {
-    r.u32("Translated.Entries")?;
-    if r.pointer("Translated.Array")? {
-        return Err(CallFault::BadStub);
-    }
-    Ok(())
-}
-
-/// Writes the outputs of a lookup that translated nothing: no domain list, no translations.
-fn write_failed_lookup(status: NtStatus, out: &mut NdrWriter<'_>) {
-    out.pointer(false)
-        .u32(0)
-        .pointer(false)
-        .u32(0)
-        .u32(status.0);
-}
-
-/// The checks every lookup makes before translating: the handle's rights, then the level.
-fn lookup_allowed(
-    state: &LsaState,
-    handle: &[u8; CONTEXT_HANDLE_LEN],
-    level: u16,
-) -> Result<NtStatus, CallFault> {
-    let granted = state.granted(handle)?;
-    Ok(if granted & POLICY_LOOKUP_NAMES == 0 {
-        NtStatus::ACCESS_DENIED
-    } else if !LOOKUP_LEVELS.contains(&level) {
-        NtStatus::INVALID_PARAMETER
-    } else {
-        NtStatus::SUCCESS
-    })
+/// What differs between the lookups of names and of SIDs: what the client asks to translate,
+/// how one item translates, and the entries of the translated array.
+trait Lookup {
+    type Item;
+    /// Reads the items to translate, which follow the policy handle, and the status to answer
+    /// with instead of translating when the request alone decides it (once the handle and the
+    /// level allow the lookup).
+    fn read_items(r: &mut NdrReader<'_>) -> Result<(Vec<Self::Item>, Option<NtStatus>), CallFault>;
+    fn translate(
+        directory: &dyn Directory,
+        domains: &mut Domains,
+        item: &Self::Item,
+    ) -> Option<Translation>;
+    /// Writes the translated array's elements, after its conformance.
+    fn write_translated(
+        out: &mut NdrWriter<'_>,
+        version: Version,
+        items: &[Self::Item],
+        translations: &[Option<Translation>],
+    );
 }
 
 /// MS-LSAT 3.1.4.8 LsarLookupNames, 3.1.4.7 LsarLookupNames2 and 3.1.4.6 LsarLookupNames3.
-fn lookup_names(
-    state: &LsaState,
-    cx: &CallContext<'_>,
-    stub: &[u8],
-    out: &mut NdrWriter<'_>,
-    version: Version,
-) -> Result<(), CallFault> {
-    let mut r = NdrReader::new(stub);
-    let handle = r.context_handle("PolicyHandle")?;
-    let count = r.u32("Count")?;
-    if count > MAX_LOOKUP_NAMES {
-        return Err(CallFault::BadStub);
-    }
-    // [in, size_is(Count)] PRPC_UNICODE_STRING Names: conformance, headers, then buffers.
-    let conformance = r.array_count(8, "Names")?;
-    if u32::try_from(conformance).ok() != Some(count) {
-        return Err(CallFault::BadStub);
-    }
-    let mut headers = Vec::with_capacity(conformance);
-    for _ in 0..conformance {
-        headers.push(r.counted_string_header("Names")?);
-    }
-    let mut names = Vec::with_capacity(conformance);
-    for header in headers {
-        names.push(if header.present {
-            r.counted_string_body(header, "Names")?
-        } else {
-            String::new()
-        });
-    }
-    skip_empty_translations(&mut r)?;
-    let level = r.u16("LookupLevel")?;
-    r.u32("MappedCount")?;
-    if version != Version::V1 {
-        r.u32("LookupOptions")?;
-        r.u32("ClientRevision")?;
+struct Names;
+
+impl Lookup for Names {
+    type Item = String;
+
+    fn read_items(r: &mut NdrReader<'_>) -> Result<(Vec<String>, Option<NtStatus>), CallFault> {
+        let count = r.u32("Count")?;
+        if count > MAX_LOOKUP_NAMES {
+            return Err(CallFault::BadStub);
+        }
+        // [in, size_is(Count)] PRPC_UNICODE_STRING Names: conformance, headers, then buffers.
+        let conformance = r.array_count(8, "Names")?;
+        if u32::try_from(conformance).ok() != Some(count) {
+            return Err(CallFault::BadStub);
+        }
+        let mut headers = Vec::with_capacity(conformance);
+        for _ in 0..conformance {
+            headers.push(r.counted_string_header("Names")?);
+        }
+        let mut names = Vec::with_capacity(conformance);
+        for header in headers {
+            names.push(if header.present {
+                r.counted_string_body(header, "Names")?
+            } else {
+                String::new()
+            });
+        }
+        Ok((names, None))
     }
 
-    let status = lookup_allowed(state, &handle, level)?;
-    if status != NtStatus::SUCCESS {
-        write_failed_lookup(status, out);
-        return Ok(());
+    /// Translates one name (MS-LSAT 3.1.4.5 name forms): `account`, `DOMAIN\account`,
+    /// `account@DOMAIN`, or a domain name. A domain prefix must name the domain the account
+    /// is in.
+    fn translate(
+        directory: &dyn Directory,
+        domains: &mut Domains,
+        full: &String,
+    ) -> Option<Translation> {
+        let (domain, account) = match full.split_once('\\') {
+            Some((d, a)) => (Some(d), a),
+            None => match full.rsplit_once('@') {
+                Some((a, d)) => (Some(d), a),
+                None => (None, full.as_str()),
+            },
+        };
+        if account.is_empty() {
+            return None;
+        }
+        let (sid, sid_type, domain_name) = directory.lookup_name(account)?;
+        if !is_mapped(sid_type) {
+            return None;
+        }
+        if let Some(d) = domain
+            && !same_name(d, &domain_name)
+        {
+            return None;
+        }
+        let domain_index = domains.index(domain_name, domain_of(&sid, sid_type));
+        Some(Translation {
+            sid,
+            sid_type,
+            name: None,
+            domain_index,
+        })
     }
-    let mut domains = Domains::default();
-    let translations: Vec<Option<Translation>> = names
-        .iter()
-        .map(|n| translate_name(cx.directory, &mut domains, n))
-        .collect();
-    let mapped = translations.iter().flatten().count();
-    domains.write(out);
 
-    // TranslatedSids: LSAPR_TRANSLATED_SIDS, _EX or _EX2 (MS-LSAT 2.2.15, 2.2.22, 2.2.26).
-    let n = u32::try_from(translations.len()).unwrap_or(u32::MAX);
-    out.u32(n).pointer(n > 0);
-    if n > 0 {
-        out.u32(n);
-        for t in &translations {
+    /// TranslatedSids: LSAPR_TRANSLATED_SIDS, _EX or _EX2 (MS-LSAT 2.2.15, 2.2.22, 2.2.26).
+    fn write_translated(
+        out: &mut NdrWriter<'_>,
+        version: Version,
+        _names: &[String],
+        translations: &[Option<Translation>],
+    ) {
+        for t in translations {
             match t {
                 Some(t) => {
                     out.u16(t.sid_type as u16);
@@ -623,90 +572,92 @@ fn lookup_names(
             }
         }
     }
-    out.u32(u32::try_from(mapped).unwrap_or(u32::MAX))
-        .u32(lookup_status(mapped, translations.len()).0);
-    Ok(())
 }
 
 /// MS-LSAT 3.1.4.11 LsarLookupSids and 3.1.4.10 LsarLookupSids2. A SID that does not
 /// translate comes back as SidTypeUnknown with its string form as the name.
-fn lookup_sids(
-    state: &LsaState,
-    cx: &CallContext<'_>,
-    stub: &[u8],
-    out: &mut NdrWriter<'_>,
-    version: Version,
-) -> Result<(), CallFault> {
-    let mut r = NdrReader::new(stub);
-    let handle = r.context_handle("PolicyHandle")?;
-    // LSAPR_SID_ENUM_BUFFER: [range(0,20480)] Entries, [size_is(Entries)] SidInfo.
-    let entries = r.u32("SidEnumBuffer.Entries")?;
-    if entries > MAX_LOOKUP_SIDS {
-        return Err(CallFault::BadStub);
-    }
-    let mut sids = Vec::new();
-    let mut null_sid = false;
-    if r.pointer("SidEnumBuffer.SidInfo")? {
-        let conformance = r.array_count(4, "SidInfo")?;
-        if u32::try_from(conformance).ok() != Some(entries) {
+struct Sids;
+
+impl Lookup for Sids {
+    type Item = Sid;
+
+    fn read_items(r: &mut NdrReader<'_>) -> Result<(Vec<Sid>, Option<NtStatus>), CallFault> {
+        // LSAPR_SID_ENUM_BUFFER: [range(0,20480)] Entries, [size_is(Entries)] SidInfo.
+        let entries = r.u32("SidEnumBuffer.Entries")?;
+        if entries > MAX_LOOKUP_SIDS {
             return Err(CallFault::BadStub);
         }
-        let mut present = Vec::with_capacity(conformance);
-        for _ in 0..conformance {
-            present.push(r.pointer("SidInfo.Sid")?);
-        }
-        sids.reserve(conformance);
-        for p in present {
-            if p {
-                sids.push(r.sid("SidInfo.Sid")?);
-            } else {
-                null_sid = true;
+        let mut sids = Vec::new();
+        let mut null_sid = false;
+        if r.pointer("SidEnumBuffer.SidInfo")? {
+            let conformance = r.array_count(4, "SidInfo")?;
+            if u32::try_from(conformance).ok() != Some(entries) {
+                return Err(CallFault::BadStub);
             }
+            let mut present = Vec::with_capacity(conformance);
+            for _ in 0..conformance {
+                present.push(r.pointer("SidInfo.Sid")?);
+            }
+            sids.reserve(conformance);
+            for p in present {
+                if p {
+                    sids.push(r.sid("SidInfo.Sid")?);
+                } else {
+                    null_sid = true;
+                }
+            }
+        } else if entries != 0 {
+            null_sid = true;
         }
-    } else if entries != 0 {
-        null_sid = true;
-    }
-    skip_empty_translations(&mut r)?;
-    let level = r.u16("LookupLevel")?;
-    r.u32("MappedCount")?;
-    if version != Version::V1 {
-        r.u32("LookupOptions")?;
-        r.u32("ClientRevision")?;
+        let settled = if null_sid {
+            Some(NtStatus::INVALID_PARAMETER)
+        } else if sids.is_empty() {
+            // Nothing to translate succeeds with nothing, not even a domain list (as Samba
+            // answers).
+            Some(NtStatus::SUCCESS)
+        } else {
+            None
+        };
+        Ok((sids, settled))
     }
 
-    let mut status = lookup_allowed(state, &handle, level)?;
-    if status == NtStatus::SUCCESS && null_sid {
-        status = NtStatus::INVALID_PARAMETER;
-    }
-    // Nothing to translate succeeds with nothing, not even a domain list (as Samba answers).
-    if status != NtStatus::SUCCESS || sids.is_empty() {
-        write_failed_lookup(status, out);
-        return Ok(());
-    }
-    let mut domains = Domains::default();
-    let translations: Vec<Option<Translation>> = sids
-        .iter()
-        .map(|s| translate_sid(cx.directory, &mut domains, s))
-        .collect();
-    let mapped = translations.iter().flatten().count();
-    domains.write(out);
-
-    // TranslatedNames: LSAPR_TRANSLATED_NAMES or _EX (MS-LSAT 2.2.20, 2.2.23).
-    let unmapped_names: Vec<Option<String>> = sids
-        .iter()
-        .zip(&translations)
-        .map(|(sid, t)| t.is_none().then(|| sid.to_string()))
-        .collect();
-    let name_of = |i: usize| -> Option<&str> {
-        match translations.get(i) {
-            Some(Some(t)) => t.name.as_deref(),
-            _ => unmapped_names.get(i).and_then(|n| n.as_deref()),
+    fn translate(
+        directory: &dyn Directory,
+        domains: &mut Domains,
+        sid: &Sid,
+    ) -> Option<Translation> {
+        let (name, sid_type, domain_name) = directory.lookup_sid(sid)?;
+        if !is_mapped(sid_type) {
+            return None;
         }
-    };
-    let n = u32::try_from(translations.len()).unwrap_or(u32::MAX);
-    out.u32(n).pointer(n > 0);
-    if n > 0 {
-        out.u32(n);
+        let domain_index = domains.index(domain_name, domain_of(sid, sid_type));
+        Some(Translation {
+            sid: *sid,
+            sid_type,
+            // A domain's own entry carries no name; its name is in the domain list.
+            name: (sid_type != SidType::Domain).then_some(name),
+            domain_index,
+        })
+    }
+
+    /// TranslatedNames: LSAPR_TRANSLATED_NAMES or _EX (MS-LSAT 2.2.20, 2.2.23).
+    fn write_translated(
+        out: &mut NdrWriter<'_>,
+        version: Version,
+        sids: &[Sid],
+        translations: &[Option<Translation>],
+    ) {
+        let unmapped_names: Vec<Option<String>> = sids
+            .iter()
+            .zip(translations)
+            .map(|(sid, t)| t.is_none().then(|| sid.to_string()))
+            .collect();
+        let name_of = |i: usize| -> Option<&str> {
+            match translations.get(i) {
+                Some(Some(t)) => t.name.as_deref(),
+                _ => unmapped_names.get(i).and_then(|n| n.as_deref()),
+            }
+        };
         for (i, t) in translations.iter().enumerate() {
             let (sid_type, domain_index) = match t {
                 Some(t) => (t.sid_type, t.domain_index),
@@ -723,8 +674,65 @@ fn lookup_sids(
             out.counted_string_body(name_of(i), false);
         }
     }
+}
+
+/// A lookup of either kind: the request, the checks, the referenced domains, the translated
+/// array and the counts.
+fn lookup<L: Lookup>(
+    state: &LsaState,
+    cx: &CallContext<'_>,
+    stub: &[u8],
+    out: &mut NdrWriter<'_>,
+    version: Version,
+) -> Result<(), CallFault> {
+    let mut r = NdrReader::new(stub);
+    let handle = r.context_handle("PolicyHandle")?;
+    let (items, settled) = L::read_items(&mut r)?;
+    // The [in, out] translated array: the server only ever fills it, so it comes empty.
+    r.u32("Translated.Entries")?;
+    if r.pointer("Translated.Array")? {
+        return Err(CallFault::BadStub);
+    }
+    let level = r.u16("LookupLevel")?;
+    r.u32("MappedCount")?;
+    if version != Version::V1 {
+        r.u32("LookupOptions")?;
+        r.u32("ClientRevision")?;
+    }
+
+    let granted = state.granted(&handle)?;
+    let settled = if granted & POLICY_LOOKUP_NAMES == 0 {
+        Some(NtStatus::ACCESS_DENIED)
+    } else if !LOOKUP_LEVELS.contains(&level) {
+        Some(NtStatus::INVALID_PARAMETER)
+    } else {
+        settled
+    };
+    if let Some(status) = settled {
+        // No domain list, no translations.
+        out.pointer(false)
+            .u32(0)
+            .pointer(false)
+            .u32(0)
+            .u32(status.0);
+        return Ok(());
+    }
+    let mut domains = Domains::default();
+    let translations: Vec<Option<Translation>> = items
+        .iter()
+        .map(|item| L::translate(cx.directory, &mut domains, item))
+        .collect();
+    let mapped = translations.iter().flatten().count();
+    domains.write(out);
+
+    let n = u32::try_from(translations.len()).unwrap_or(u32::MAX);
+    out.u32(n).pointer(n > 0);
+    if n > 0 {
+        out.u32(n);
+        L::write_translated(out, version, &items, &translations);
+    }
     out.u32(u32::try_from(mapped).unwrap_or(u32::MAX))
-        .u32(lookup_status(mapped, sids.len()).0);
+        .u32(lookup_status(mapped, translations.len()).0);
     Ok(())
 }
 
