@@ -5,7 +5,7 @@
 //! and FileIndex, all classes but FileNamesInformation share the times, sizes, attributes and
 //! FileNameLength; each then adds its own tail of fields before FileName.
 
-use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Reader, Result, Writer};
+use smb3d_wire::{DecodeError, DecodeErrorKind, FileTimes, Reader, Result, Writer};
 
 use crate::attributes::FileAttributes;
 use crate::class::{FileInformationClass, UnsupportedClass};
@@ -24,10 +24,7 @@ const SHORT_NAME_BYTES: usize = 24;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DirEntry<'a> {
     pub file_index: u32,
-    pub creation_time: FileTime,
-    pub last_access_time: FileTime,
-    pub last_write_time: FileTime,
-    pub change_time: FileTime,
+    pub times: FileTimes,
     pub end_of_file: u64,
     pub allocation_size: u64,
     pub file_attributes: FileAttributes,
@@ -44,10 +41,7 @@ pub struct DirEntry<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DirEntryBuf {
     pub file_index: u32,
-    pub creation_time: FileTime,
-    pub last_access_time: FileTime,
-    pub last_write_time: FileTime,
-    pub change_time: FileTime,
+    pub times: FileTimes,
     pub end_of_file: u64,
     pub allocation_size: u64,
     pub file_attributes: FileAttributes,
@@ -64,10 +58,7 @@ impl DirEntryBuf {
     pub fn as_entry(&self) -> DirEntry<'_> {
         DirEntry {
             file_index: self.file_index,
-            creation_time: self.creation_time,
-            last_access_time: self.last_access_time,
-            last_write_time: self.last_write_time,
-            change_time: self.change_time,
+            times: self.times,
             end_of_file: self.end_of_file,
             allocation_size: self.allocation_size,
             file_attributes: self.file_attributes,
@@ -173,10 +164,7 @@ impl Layout {
             }
             Self::Common(tail) => tail,
         };
-        w.filetime(e.creation_time)
-            .filetime(e.last_access_time)
-            .filetime(e.last_write_time)
-            .filetime(e.change_time)
+        w.file_times(e.times)
             .u64(e.end_of_file)
             .u64(e.allocation_size)
             .u32(e.file_attributes.0)
@@ -224,10 +212,7 @@ impl Layout {
             }
             Self::Common(tail) => tail,
         };
-        e.creation_time = r.filetime("CreationTime")?;
-        e.last_access_time = r.filetime("LastAccessTime")?;
-        e.last_write_time = r.filetime("LastWriteTime")?;
-        e.change_time = r.filetime("ChangeTime")?;
+        e.times = r.file_times()?;
         e.end_of_file = r.u64("EndOfFile")?;
         e.allocation_size = r.u64("AllocationSize")?;
         e.file_attributes = FileAttributes(r.u32("FileAttributes")?);
@@ -377,6 +362,7 @@ fn parse_class<const CLASS: u8>(entry: &[u8]) -> Result<DirEntryBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smb3d_wire::FileTime;
 
     const ALL_CLASSES: [(u8, usize); 12] = [
         (1, 64),
@@ -396,10 +382,12 @@ mod tests {
     fn sample(name: &str) -> DirEntry<'_> {
         DirEntry {
             file_index: 0,
-            creation_time: FileTime(1),
-            last_access_time: FileTime(2),
-            last_write_time: FileTime(3),
-            change_time: FileTime(4),
+            times: FileTimes {
+                creation: FileTime(1),
+                last_access: FileTime(2),
+                last_write: FileTime(3),
+                change: FileTime(4),
+            },
             end_of_file: 5,
             allocation_size: 4096,
             file_attributes: FileAttributes::ARCHIVE,
@@ -436,10 +424,7 @@ mod tests {
         if class == 12 {
             return out;
         }
-        out.creation_time = e.creation_time;
-        out.last_access_time = e.last_access_time;
-        out.last_write_time = e.last_write_time;
-        out.change_time = e.change_time;
+        out.times = e.times;
         out.end_of_file = e.end_of_file;
         out.allocation_size = e.allocation_size;
         out.file_attributes = e.file_attributes;

@@ -4,7 +4,7 @@
 //! structure are ignored, as MS-FSA does for oversized input buffers).
 
 use smb3d_dtyp::AccessMask;
-use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Reader, Result, Writer};
+use smb3d_wire::{DecodeError, DecodeErrorKind, FileTimes, Reader, Result, Writer};
 
 use crate::attributes::{
     CompressionFormat, DispositionFlags, FileAttributes, FileMode, LinkFlags, RenameFlags,
@@ -12,13 +12,10 @@ use crate::attributes::{
 use crate::name::{read_len_utf16, write_len_utf16};
 
 /// FILE_BASIC_INFORMATION (MS-FSCC 2.4, FileBasicInformation). In SET_INFO a time of 0 means
-/// "unchanged" and -1 "stop updating" (see [`FileTime::UNCHANGED`]).
+/// "unchanged" and -1 "stop updating" (see [`smb3d_wire::FileTime::UNCHANGED`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileBasicInformation {
-    pub creation_time: FileTime,
-    pub last_access_time: FileTime,
-    pub last_write_time: FileTime,
-    pub change_time: FileTime,
+    pub times: FileTimes,
     pub file_attributes: FileAttributes,
 }
 
@@ -27,20 +24,12 @@ impl FileBasicInformation {
     pub const SIZE: usize = 40;
 
     fn write(&self, w: &mut Writer<'_>) {
-        w.filetime(self.creation_time)
-            .filetime(self.last_access_time)
-            .filetime(self.last_write_time)
-            .filetime(self.change_time)
-            .u32(self.file_attributes.0)
-            .u32(0);
+        w.file_times(self.times).u32(self.file_attributes.0).u32(0);
     }
 
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let v = Self {
-            creation_time: r.filetime("CreationTime")?,
-            last_access_time: r.filetime("LastAccessTime")?,
-            last_write_time: r.filetime("LastWriteTime")?,
-            change_time: r.filetime("ChangeTime")?,
+            times: r.file_times()?,
             file_attributes: FileAttributes(r.u32("FileAttributes")?),
         };
         r.skip(4, "Reserved")?;
@@ -258,10 +247,7 @@ whole_struct_codec!(FileAllInformation);
 /// FILE_NETWORK_OPEN_INFORMATION (MS-FSCC 2.4, FileNetworkOpenInformation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileNetworkOpenInformation {
-    pub creation_time: FileTime,
-    pub last_access_time: FileTime,
-    pub last_write_time: FileTime,
-    pub change_time: FileTime,
+    pub times: FileTimes,
     pub allocation_size: u64,
     pub end_of_file: u64,
     pub file_attributes: FileAttributes,
@@ -272,10 +258,7 @@ impl FileNetworkOpenInformation {
     pub const SIZE: usize = 56;
 
     fn write(&self, w: &mut Writer<'_>) {
-        w.filetime(self.creation_time)
-            .filetime(self.last_access_time)
-            .filetime(self.last_write_time)
-            .filetime(self.change_time)
+        w.file_times(self.times)
             .u64(self.allocation_size)
             .u64(self.end_of_file)
             .u32(self.file_attributes.0)
@@ -284,10 +267,7 @@ impl FileNetworkOpenInformation {
 
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let v = Self {
-            creation_time: r.filetime("CreationTime")?,
-            last_access_time: r.filetime("LastAccessTime")?,
-            last_write_time: r.filetime("LastWriteTime")?,
-            change_time: r.filetime("ChangeTime")?,
+            times: r.file_times()?,
             allocation_size: r.u64("AllocationSize")?,
             end_of_file: r.u64("EndOfFile")?,
             file_attributes: FileAttributes(r.u32("FileAttributes")?),

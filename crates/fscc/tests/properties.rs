@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use smb3d_fscc::*;
-use smb3d_wire::{FileTime, Writer};
+use smb3d_wire::{FileTime, FileTimes, Writer};
 
 const DIR_CLASSES: [u8; 12] = [1, 2, 3, 12, 37, 38, 60, 63, 78, 79, 80, 81];
 
@@ -56,10 +56,12 @@ impl Owned {
         let (index, t, eof, alloc, attrs, ea, tag, id, id128) = self.fields;
         DirEntry {
             file_index: index,
-            creation_time: FileTime(t),
-            last_access_time: FileTime(t ^ 1),
-            last_write_time: FileTime(t ^ 2),
-            change_time: FileTime(t ^ 3),
+            times: FileTimes {
+                creation: FileTime(t),
+                last_access: FileTime(t ^ 1),
+                last_write: FileTime(t ^ 2),
+                change: FileTime(t ^ 3),
+            },
             end_of_file: eof,
             allocation_size: alloc,
             file_attributes: FileAttributes(attrs),

@@ -35,8 +35,8 @@ macro_rules! round_trip {
 fn file_basic_standard_and_friends() {
     let basic = round_trip!(FileBasicInformation, QUERY_FILE_BASIC);
     assert_eq!(basic.file_attributes, FileAttributes::ARCHIVE);
-    assert_eq!(basic.creation_time, basic.change_time);
-    assert!(basic.creation_time.to_unix().0 > 1_600_000_000);
+    assert_eq!(basic.times.creation, basic.times.change);
+    assert!(basic.times.creation.to_unix().0 > 1_600_000_000);
 
     let standard = round_trip!(FileStandardInformation, QUERY_FILE_STANDARD);
     assert_eq!(
@@ -80,7 +80,7 @@ fn file_basic_standard_and_friends() {
     let open = round_trip!(FileNetworkOpenInformation, QUERY_FILE_NETWORK_OPEN);
     assert_eq!((open.allocation_size, open.end_of_file), (8192, 11));
     assert_eq!(open.file_attributes, FileAttributes::ARCHIVE);
-    assert_eq!(open.last_write_time, basic.last_write_time);
+    assert_eq!(open.times.last_write, basic.times.last_write);
 
     let tag = round_trip!(FileAttributeTagInformation, QUERY_FILE_ATTRIBUTE_TAG);
     assert_eq!(
@@ -234,14 +234,14 @@ fn file_system_classes() {
 #[test]
 fn set_info_requests() {
     let setmode = round_trip!(FileBasicInformation, SET_BASIC_SETMODE);
-    assert_eq!(setmode.creation_time, FileTime::SUSPEND_UPDATES);
-    assert_eq!(setmode.last_write_time, FileTime::UNCHANGED);
+    assert_eq!(setmode.times.creation, FileTime::SUSPEND_UPDATES);
+    assert_eq!(setmode.times.last_write, FileTime::UNCHANGED);
     assert_eq!(
         setmode.file_attributes,
         FileAttributes::READONLY | FileAttributes::HIDDEN | FileAttributes::ARCHIVE
     );
     let basic = round_trip!(FileBasicInformation, SET_BASIC);
-    assert_eq!(basic.last_write_time, FileTime(132_000_000_000_000_000));
+    assert_eq!(basic.times.last_write, FileTime(132_000_000_000_000_000));
 
     assert_eq!(
         round_trip!(FilePositionInformation, SET_POSITION).current_byte_offset,

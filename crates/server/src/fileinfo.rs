@@ -8,7 +8,7 @@ use smb3d_fscc::{
     FileAttributes, FileBasicInformation, FileNetworkOpenInformation, FileStandardInformation,
 };
 use smb3d_vfs::{FileStat, FileType, Timespec, Vfs, VfsError, VfsFile};
-use smb3d_wire::FileTime;
+use smb3d_wire::{FileTime, FileTimes};
 
 use crate::blocking::as_service;
 use crate::share::{Presentation, round_allocation};
@@ -31,14 +31,6 @@ const KEPT_ATTRIBUTES: FileAttributes = FileAttributes(
 
 pub(crate) fn filetime(t: Timespec) -> FileTime {
     FileTime::from_unix(t.sec, t.nsec)
-}
-
-/// The four NT times.
-pub(crate) struct Times {
-    pub creation: FileTime,
-    pub last_access: FileTime,
-    pub last_write: FileTime,
-    pub change: FileTime,
 }
 
 /// A file as clients see it.
@@ -114,9 +106,9 @@ impl Meta {
         self.stored.contains(FileAttributes::READONLY)
     }
 
-    pub fn times(&self) -> Times {
+    pub fn times(&self) -> FileTimes {
         let last_write = self.write_time.unwrap_or_else(|| filetime(self.stat.mtime));
-        Times {
+        FileTimes {
             creation: self.creation,
             last_access: filetime(self.stat.atime),
             last_write,
@@ -146,12 +138,8 @@ impl Meta {
     }
 
     pub fn basic(&self) -> FileBasicInformation {
-        let t = self.times();
         FileBasicInformation {
-            creation_time: t.creation,
-            last_access_time: t.last_access,
-            last_write_time: t.last_write,
-            change_time: t.change,
+            times: self.times(),
             file_attributes: self.attributes(),
         }
     }
@@ -167,12 +155,8 @@ impl Meta {
     }
 
     pub fn network_open(&self) -> FileNetworkOpenInformation {
-        let t = self.times();
         FileNetworkOpenInformation {
-            creation_time: t.creation,
-            last_access_time: t.last_access,
-            last_write_time: t.last_write,
-            change_time: t.change,
+            times: self.times(),
             allocation_size: self.allocation_size(),
             end_of_file: self.end_of_file(),
             file_attributes: self.attributes(),

@@ -402,9 +402,9 @@ pub(crate) fn set_info_done(hub: &NotifyHub, open: &Open, before: &VfsPath, req:
             let mut filter = CompletionFilter::empty();
             for (changed, bit) in [
                 (info.file_attributes.0 != 0, CompletionFilter::ATTRIBUTES),
-                (set(info.creation_time), CompletionFilter::CREATION),
-                (set(info.last_access_time), CompletionFilter::LAST_ACCESS),
-                (set(info.last_write_time), CompletionFilter::LAST_WRITE),
+                (set(info.times.creation), CompletionFilter::CREATION),
+                (set(info.times.last_access), CompletionFilter::LAST_ACCESS),
+                (set(info.times.last_write), CompletionFilter::LAST_WRITE),
             ] {
                 if changed {
                     filter |= bit;

@@ -1,6 +1,6 @@
 //! CLOSE (MS-SMB2 2.2.15, 2.2.16).
 
-use smb3d_wire::{DecodeError, FileTime, Writer};
+use smb3d_wire::{DecodeError, FileTimes, Writer};
 
 use crate::file_id::FileId;
 use crate::util::body;
@@ -41,10 +41,7 @@ impl CloseRequest {
 /// The attributes a CLOSE response carries when the client asked for POSTQUERY_ATTRIB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CloseAttributes {
-    pub creation_time: FileTime,
-    pub last_access_time: FileTime,
-    pub last_write_time: FileTime,
-    pub change_time: FileTime,
+    pub times: FileTimes,
     pub allocation_size: u64,
     pub end_of_file: u64,
     pub file_attributes: u32,
@@ -64,10 +61,7 @@ impl CloseResponse {
         let flags = CloseFlags(r.u16("Flags")?);
         r.skip(4, "Reserved")?;
         let attributes = CloseAttributes {
-            creation_time: r.filetime("CreationTime")?,
-            last_access_time: r.filetime("LastAccessTime")?,
-            last_write_time: r.filetime("LastWriteTime")?,
-            change_time: r.filetime("ChangeTime")?,
+            times: r.file_times()?,
             allocation_size: r.u64("AllocationSize")?,
             end_of_file: r.u64("EndofFile")?,
             file_attributes: r.u32("FileAttributes")?,
@@ -90,10 +84,7 @@ impl CloseResponse {
         w.u16(60)
             .u16(flags.0)
             .u32(0)
-            .filetime(a.creation_time)
-            .filetime(a.last_access_time)
-            .filetime(a.last_write_time)
-            .filetime(a.change_time)
+            .file_times(a.times)
             .u64(a.allocation_size)
             .u64(a.end_of_file)
             .u32(a.file_attributes);
@@ -105,6 +96,7 @@ mod tests {
     use super::*;
     use crate::testutil::{hex, pdu_with_body, with_header};
     use proptest::prelude::*;
+    use smb3d_wire::FileTime;
 
     // Python smbprotocol 1.17 against Samba 4.17: close with POSTQUERY_ATTRIB after writing
     // 100 bytes.
@@ -137,7 +129,7 @@ mod tests {
         assert_eq!(a.end_of_file, 100);
         assert_eq!(a.allocation_size, 8192);
         assert_eq!(a.file_attributes, 0x20);
-        assert_eq!(a.creation_time, FileTime(0x01dd_7a21_f522_5451));
+        assert_eq!(a.times.creation, FileTime(0x01dd_7a21_f522_5451));
         assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
     }
 
@@ -173,8 +165,7 @@ mod tests {
             prop_assert_eq!(CloseRequest::decode(&buf).unwrap(), req);
 
             let rsp = CloseResponse { attributes: with.then_some(CloseAttributes {
-                creation_time: FileTime(t[0]), last_access_time: FileTime(t[1]),
-                last_write_time: FileTime(t[2]), change_time: FileTime(t[3]),
+                times: FileTimes { creation: FileTime(t[0]), last_access: FileTime(t[1]), last_write: FileTime(t[2]), change: FileTime(t[3]) },
                 allocation_size: t[4], end_of_file: t[5], file_attributes: attr,
             }) };
             let mut buf = vec![0u8; 64];

@@ -23,6 +23,6 @@ mod writer;
 
 pub use error::{DecodeError, DecodeErrorKind, Result};
 pub use reader::Reader;
-pub use types::{FileTime, Guid};
+pub use types::{FileTime, FileTimes, Guid};
 pub use utf16::{decode_utf16le, encode_utf16le, utf16le_len};
 pub use writer::{Slot16, Slot32, Writer};

@@ -1,7 +1,7 @@
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 use crate::error::{DecodeError, DecodeErrorKind, Result};
-use crate::types::{FileTime, Guid};
+use crate::types::{FileTime, FileTimes, Guid};
 
 /// A cursor over one message. Offsets given to [`Reader::buffer_at`] are relative to the start
 /// of the message the reader was created over (for SMB2, the start of the SMB2 header).
@@ -116,6 +116,15 @@ impl<'a> Reader<'a> {
     }
     pub fn filetime(&mut self, field: &'static str) -> Result<FileTime> {
         Ok(FileTime(self.u64(field)?))
+    }
+    /// CreationTime, LastAccessTime, LastWriteTime and ChangeTime.
+    pub fn file_times(&mut self) -> Result<FileTimes> {
+        Ok(FileTimes {
+            creation: self.filetime("CreationTime")?,
+            last_access: self.filetime("LastAccessTime")?,
+            last_write: self.filetime("LastWriteTime")?,
+            change: self.filetime("ChangeTime")?,
+        })
     }
 
     /// Reads a StructureSize field and checks it.

@@ -43,6 +43,17 @@ impl fmt::Debug for Guid {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord, Debug)]
 pub struct FileTime(pub u64);
 
+/// The four times of a file, which MS-FSCC and MS-SMB2 structures always carry together and
+/// in this order (FILE_BASIC_INFORMATION, directory entries, CREATE and CLOSE responses).
+/// The names are those of the wire fields without `Time`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Debug)]
+pub struct FileTimes {
+    pub creation: FileTime,
+    pub last_access: FileTime,
+    pub last_write: FileTime,
+    pub change: FileTime,
+}
+
 /// Seconds between 1601-01-01 and 1970-01-01.
 const UNIX_EPOCH_AS_FILETIME_SECS: i64 = 11_644_473_600;
 const TICKS_PER_SEC: i64 = 10_000_000;

@@ -1,4 +1,4 @@
-use crate::types::{FileTime, Guid};
+use crate::types::{FileTime, FileTimes, Guid};
 
 /// Appends little-endian fields to a buffer. Offsets ([`Writer::offset`]) are relative to the
 /// position the writer started at, which for SMB2 messages is the start of the SMB2 header, so
@@ -70,6 +70,13 @@ impl<'b> Writer<'b> {
     }
     pub fn filetime(&mut self, v: FileTime) -> &mut Self {
         self.u64(v.0)
+    }
+    /// CreationTime, LastAccessTime, LastWriteTime and ChangeTime.
+    pub fn file_times(&mut self, v: FileTimes) -> &mut Self {
+        self.filetime(v.creation)
+            .filetime(v.last_access)
+            .filetime(v.last_write)
+            .filetime(v.change)
     }
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
         self.buf.extend_from_slice(b);

@@ -37,12 +37,8 @@ pub(crate) async fn handle(
     if req.flags.contains(CloseFlags::POSTQUERY_ATTRIB)
         && let Ok(meta) = open.io(|| open.meta())
     {
-        let t = meta.times();
         response.attributes = Some(CloseAttributes {
-            creation_time: t.creation,
-            last_access_time: t.last_access,
-            last_write_time: t.last_write,
-            change_time: t.change,
+            times: meta.times(),
             allocation_size: meta.allocation_size(),
             end_of_file: meta.end_of_file(),
             file_attributes: meta.attributes().0,

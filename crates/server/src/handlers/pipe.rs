@@ -19,7 +19,7 @@ use smb3d_smb2::ioctl::{IoctlRequest, IoctlResponse};
 use smb3d_smb2::query_info::{InfoType, QueryInfoRequest, QueryInfoResponse};
 use smb3d_smb2::read::{ReadRequest, ReadResponse};
 use smb3d_smb2::write::{WriteRequest, WriteResponse};
-use smb3d_wire::{FileTime, Writer};
+use smb3d_wire::{FileTimes, Writer};
 
 use crate::connection::Ctx;
 use crate::handlers::check_credit_charge;
@@ -106,10 +106,7 @@ pub(crate) fn create(
         oplock_level: OplockLevel::NONE,
         flags: CreateResponseFlags::empty(),
         create_action: CreateAction::OPENED,
-        creation_time: FileTime(0),
-        last_access_time: FileTime(0),
-        last_write_time: FileTime(0),
-        change_time: FileTime(0),
+        times: FileTimes::default(),
         allocation_size: 0,
         end_of_file: 0,
         file_attributes: ATTRIBUTE_NORMAL,

@@ -235,13 +235,9 @@ fn fill(
 
 /// What a listing shows of an entry.
 fn listing<'a>(meta: &Meta, name: &'a str) -> DirEntry<'a> {
-    let t = meta.times();
     DirEntry {
         file_index: 0,
-        creation_time: t.creation,
-        last_access_time: t.last_access,
-        last_write_time: t.last_write,
-        change_time: t.change,
+        times: meta.times(),
         end_of_file: meta.end_of_file(),
         allocation_size: meta.allocation_size(),
         file_attributes: meta.attributes(),

@@ -256,7 +256,7 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
             return Err(NtStatus::INVALID_PARAMETER);
         }
     }
-    let creation = settable(info.creation_time);
+    let creation = settable(info.times.creation);
     if creation.is_some() || !attributes.is_empty() {
         let mut meta = open.stored_meta()?;
         if let Some(creation) = creation {
@@ -269,8 +269,8 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
         }
         fileinfo::store(open.vfs.as_ref(), open.file.as_ref(), &meta)?;
     }
-    let atime = settable(info.last_access_time).map(timespec);
-    let mtime = settable(info.last_write_time).map(timespec);
+    let atime = settable(info.times.last_access).map(timespec);
+    let mtime = settable(info.times.last_write).map(timespec);
     if atime.is_some() || mtime.is_some() {
         open.file.set_times(atime, mtime).status()?;
     }
@@ -278,7 +278,7 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
     let disk = fileinfo::filetime(open.file.stat().status()?.mtime);
     open.shared.with_write_time(|wt| {
         wt.flush(now);
-        match info.last_write_time {
+        match info.times.last_write {
             FileTime::UNCHANGED => {}
             FileTime::SUSPEND_UPDATES => wt.set(None, disk, now),
             FileTime::RESUME_UPDATES => wt.resume(),

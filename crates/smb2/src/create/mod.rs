@@ -11,7 +11,7 @@ pub use contexts::{
 };
 
 use smb3d_dtyp::AccessMask;
-use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime, Writer};
+use smb3d_wire::{DecodeError, DecodeErrorKind, FileTimes, Writer};
 
 use crate::util::{body, len16, len32, to_usize};
 
@@ -207,10 +207,7 @@ pub struct CreateResponse<'a> {
     pub oplock_level: OplockLevel,
     pub flags: CreateResponseFlags,
     pub create_action: CreateAction,
-    pub creation_time: FileTime,
-    pub last_access_time: FileTime,
-    pub last_write_time: FileTime,
-    pub change_time: FileTime,
+    pub times: FileTimes,
     pub allocation_size: u64,
     pub end_of_file: u64,
     /// MS-FSCC FILE_ATTRIBUTE_* bits.
@@ -226,10 +223,7 @@ impl<'a> CreateResponse<'a> {
             .u8(self.oplock_level.0)
             .u8(self.flags.0)
             .u32(self.create_action.0)
-            .filetime(self.creation_time)
-            .filetime(self.last_access_time)
-            .filetime(self.last_write_time)
-            .filetime(self.change_time)
+            .file_times(self.times)
             .u64(self.allocation_size)
             .u64(self.end_of_file)
             .u32(self.file_attributes)
@@ -248,10 +242,7 @@ impl<'a> CreateResponse<'a> {
         let oplock_level = OplockLevel(r.u8("OplockLevel")?);
         let flags = CreateResponseFlags(r.u8("Flags")?);
         let create_action = CreateAction(r.u32("CreateAction")?);
-        let creation_time = r.filetime("CreationTime")?;
-        let last_access_time = r.filetime("LastAccessTime")?;
-        let last_write_time = r.filetime("LastWriteTime")?;
-        let change_time = r.filetime("ChangeTime")?;
+        let times = r.file_times()?;
         let allocation_size = r.u64("AllocationSize")?;
         let end_of_file = r.u64("EndofFile")?;
         let file_attributes = r.u32("FileAttributes")?;
@@ -269,10 +260,7 @@ impl<'a> CreateResponse<'a> {
             oplock_level,
             flags,
             create_action,
-            creation_time,
-            last_access_time,
-            last_write_time,
-            change_time,
+            times,
             allocation_size,
             end_of_file,
             file_attributes,

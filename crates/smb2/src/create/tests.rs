@@ -5,7 +5,7 @@ use super::*;
 use crate::testutil::{hex, pdu_with_body, with_header};
 use proptest::prelude::*;
 use smb3d_dtyp::NtStatus;
-use smb3d_wire::Guid;
+use smb3d_wire::{FileTime, Guid};
 
 // smbtorture smb2.create.blob: MxAc (no timestamp) + AlSi + DHnQ, and Samba's response with
 // MxAc; then the same plus TWrp.
@@ -622,10 +622,12 @@ proptest! {
             oplock_level: OplockLevel::LEASE,
             flags: CreateResponseFlags::empty(),
             create_action: CreateAction::OPENED,
-            creation_time: FileTime(times[0]),
-            last_access_time: FileTime(times[1]),
-            last_write_time: FileTime(times[2]),
-            change_time: FileTime(times[3]),
+            times: FileTimes {
+                creation: FileTime(times[0]),
+                last_access: FileTime(times[1]),
+                last_write: FileTime(times[2]),
+                change: FileTime(times[3]),
+            },
             allocation_size: times[4],
             end_of_file: times[5],
             file_attributes: access,

@@ -410,15 +410,11 @@ fn encode_response(
     file_id: FileId,
     contexts: Vec<ResponseContext<'_>>,
 ) {
-    let t = meta.times();
     CreateResponse {
         oplock_level,
         flags: CreateResponseFlags::empty(),
         create_action,
-        creation_time: t.creation,
-        last_access_time: t.last_access,
-        last_write_time: t.last_write,
-        change_time: t.change,
+        times: meta.times(),
         allocation_size: meta.allocation_size(),
         end_of_file: meta.end_of_file(),
         file_attributes: meta.attributes().0,
