@@ -24,6 +24,8 @@ mod awslc;
 mod awslc_cbcmac;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+#[cfg(any(feature = "aws-lc", feature = "ring"))]
+mod gcm;
 mod keys;
 #[cfg(feature = "ring")]
 mod ringcrypto;
@@ -222,4 +224,13 @@ fn check_key(cipher: Cipher, key: &[u8]) -> Result<(), CryptoError> {
             got: key.len(),
         })
     }
+}
+
+/// The first 16 bytes of a MAC or tag (SMB2 signatures are 16 bytes); zero if shorter.
+fn first16(b: &[u8]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    if let Some(src) = b.get(..16) {
+        out.copy_from_slice(src);
+    }
+    out
 }

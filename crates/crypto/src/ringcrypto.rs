@@ -1,14 +1,14 @@
 //! The ring back end: AES-GCM and GMAC from ring's BoringSSL-derived assembly, and
 //! HMAC-SHA256. ring has neither AES-CCM nor AES-CMAC; those come from RustCrypto.
 
-use ring::aead::{AES_128_GCM, AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
+use ring::aead::{AES_128_GCM, AES_256_GCM, Aad, LessSafeKey, Nonce, Tag, UnboundKey};
 use ring::hmac;
 
+use crate::gcm::{GcmKey, gcm_cipher, gmac_signer};
 use crate::rustcrypto::{ccm_cipher, cmac_signer, fill_os_random};
-use crate::signing::{HeaderSigner, Mac16, gmac_nonce};
+use crate::signing::{HeaderSigner, Mac16};
 use crate::{
-    Cipher, CryptoError, CryptoProvider, MessageCipher, MessageSigner, SigningAlgorithm, check_key,
-    check_nonce,
+    Cipher, CryptoError, CryptoProvider, MessageCipher, MessageSigner, SigningAlgorithm, first16,
 };
 
 /// ring for GCM, GMAC and HMAC-SHA256; CCM and CMAC from RustCrypto.
@@ -23,20 +23,13 @@ impl CryptoProvider for RingProvider {
                 key,
             )))),
             SigningAlgorithm::AesCmac => cmac_signer(key),
-            SigningAlgorithm::AesGmac => match gcm_key(Cipher::Aes128Gcm, key) {
-                Ok(key) => Box::new(HeaderSigner(Gmac(key))),
-                // ring accepts every 16-byte AES-128 key; RustCrypto computes the same MAC.
-                Err(_) => crate::RustCryptoProvider.signer(alg, key),
-            },
+            SigningAlgorithm::AesGmac => gmac_signer::<LessSafeKey>(key),
         }
     }
 
     fn cipher(&self, cipher: Cipher, key: &[u8]) -> Result<Box<dyn MessageCipher>, CryptoError> {
         match cipher {
-            Cipher::Aes128Gcm | Cipher::Aes256Gcm => Ok(Box::new(Gcm {
-                key: gcm_key(cipher, key)?,
-                cipher,
-            })),
+            Cipher::Aes128Gcm | Cipher::Aes256Gcm => gcm_cipher::<LessSafeKey>(cipher, key),
             Cipher::Aes128Ccm | Cipher::Aes256Ccm => ccm_cipher(cipher, key),
         }
     }
@@ -46,77 +39,30 @@ impl CryptoProvider for RingProvider {
     }
 }
 
-fn gcm_key(cipher: Cipher, key: &[u8]) -> Result<LessSafeKey, CryptoError> {
-    check_key(cipher, key)?;
-    let alg = if cipher.is_256() {
-        &AES_256_GCM
-    } else {
-        &AES_128_GCM
-    };
-    let unbound = UnboundKey::new(alg, key).map_err(|_| CryptoError::InvalidKeyLength {
-        expected: cipher.key_len(),
-        got: key.len(),
-    })?;
-    Ok(LessSafeKey::new(unbound))
-}
-
-fn nonce_of(cipher: Cipher, nonce: &[u8]) -> Result<Nonce, CryptoError> {
-    check_nonce(cipher, nonce)?;
-    Nonce::try_assume_unique_for_key(nonce).map_err(|_| CryptoError::InvalidNonceLength {
-        expected: cipher.nonce_len(),
-        got: nonce.len(),
-    })
-}
-
-fn first16(b: &[u8]) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    if let Some(src) = b.get(..16) {
-        out.copy_from_slice(src);
-    }
-    out
-}
-
-struct Gcm {
-    key: LessSafeKey,
-    cipher: Cipher,
-}
-
-impl MessageCipher for Gcm {
-    fn encrypt(&self, nonce: &[u8], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], CryptoError> {
-        let nonce = nonce_of(self.cipher, nonce)?;
-        let tag = self
-            .key
-            .seal_in_place_separate_tag(nonce, Aad::from(aad), buf)
-            .map_err(|_| CryptoError::TooLong)?;
-        Ok(first16(tag.as_ref()))
+impl GcmKey for LessSafeKey {
+    fn for_cipher(cipher: Cipher, key: &[u8]) -> Option<Self> {
+        let alg = if cipher.is_256() {
+            &AES_256_GCM
+        } else {
+            &AES_128_GCM
+        };
+        UnboundKey::new(alg, key).ok().map(LessSafeKey::new)
     }
 
-    fn decrypt(
-        &self,
-        nonce: &[u8],
-        aad: &[u8],
-        buf: &mut [u8],
-        tag: &[u8; 16],
-    ) -> Result<(), CryptoError> {
-        let nonce = nonce_of(self.cipher, nonce)?;
-        let tag = ring::aead::Tag::from(*tag);
-        self.key
-            .open_in_place_separate_tag(nonce, Aad::from(aad), tag, buf, 0..)
-            .map(|_| ())
-            .map_err(|_| CryptoError::AuthenticationFailed)
+    // Inlined into Gcm's and Gmac's per-message calls, so that sharing them adds no call.
+    #[inline(always)]
+    fn seal(&self, nonce: [u8; 12], aad: &[u8], buf: &mut [u8]) -> Option<[u8; 16]> {
+        let nonce = Nonce::assume_unique_for_key(nonce);
+        self.seal_in_place_separate_tag(nonce, Aad::from(aad), buf)
+            .ok()
+            .map(|tag| first16(tag.as_ref()))
     }
-}
 
-/// AES-128-GMAC: GCM over an empty plaintext with the message as associated data (RFC 4543).
-struct Gmac(LessSafeKey);
-
-impl Mac16 for Gmac {
-    fn mac(&self, msg: &[u8]) -> [u8; 16] {
-        let nonce = Nonce::assume_unique_for_key(gmac_nonce(msg));
-        // Only input beyond GCM's limits fails; an all-zero MAC then matches no real signature.
-        self.0
-            .seal_in_place_separate_tag(nonce, Aad::from(msg), &mut [])
-            .map_or([0; 16], |tag| first16(tag.as_ref()))
+    #[inline(always)]
+    fn open(&self, nonce: [u8; 12], aad: &[u8], buf: &mut [u8], tag: &[u8; 16]) -> bool {
+        let nonce = Nonce::assume_unique_for_key(nonce);
+        self.open_in_place_separate_tag(nonce, Aad::from(aad), Tag::from(*tag), buf, 0..)
+            .is_ok()
     }
 }
 

@@ -14,7 +14,7 @@ use sha2::Sha256;
 use crate::signing::{HeaderSigner, Mac16, gmac_nonce};
 use crate::{
     Cipher, CryptoError, CryptoProvider, MessageCipher, MessageSigner, SigningAlgorithm, check_key,
-    check_nonce,
+    check_nonce, first16,
 };
 
 /// Every algorithm from the RustCrypto crates, in safe Rust.
@@ -123,14 +123,6 @@ impl Mac16 for GmacMac {
             .encrypt_inout_detached(&nonce, msg, (&mut [][..]).into())
             .map_or([0; 16], |tag| first16(&tag))
     }
-}
-
-fn first16(b: &[u8]) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    if let Some(src) = b.get(..16) {
-        out.copy_from_slice(src);
-    }
-    out
 }
 
 /// A RustCrypto AEAD behind [`MessageCipher`].
