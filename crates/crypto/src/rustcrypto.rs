@@ -55,14 +55,14 @@ pub(crate) fn fill_os_random(buf: &mut [u8]) {
 
 /// An HMAC-SHA256 signer (dialects 2.0.2 and 2.1).
 pub(crate) fn hmac_signer(key: &[u8; 16]) -> Box<dyn MessageSigner> {
-    Box::new(HeaderSigner(HmacMac(<Hmac<Sha256> as KeyInit>::new(
+    Box::new(HeaderSigner(RcMac(<Hmac<Sha256> as KeyInit>::new(
         &Array::from(pad_hmac_key(key)),
     ))))
 }
 
 /// An AES-128-CMAC signer.
 pub(crate) fn cmac_signer(key: &[u8; 16]) -> Box<dyn MessageSigner> {
-    Box::new(HeaderSigner(CmacMac(<Cmac<Aes128> as KeyInit>::new(
+    Box::new(HeaderSigner(RcMac(<Cmac<Aes128> as KeyInit>::new(
         &Array::from(*key),
     ))))
 }
@@ -91,19 +91,11 @@ fn pad_hmac_key(key: &[u8; 16]) -> [u8; 64] {
     block
 }
 
-struct HmacMac(Hmac<Sha256>);
+/// HMAC-SHA256 or AES-CMAC, keyed once: each message is MACed by a copy of the keyed state,
+/// on the stack.
+struct RcMac<M>(M);
 
-impl Mac16 for HmacMac {
-    fn mac(&self, msg: &[u8]) -> [u8; 16] {
-        let mut m = self.0.clone();
-        m.update(msg);
-        first16(&m.finalize().into_bytes())
-    }
-}
-
-struct CmacMac(Cmac<Aes128>);
-
-impl Mac16 for CmacMac {
+impl<M: Mac + Clone + Send + Sync> Mac16 for RcMac<M> {
     fn mac(&self, msg: &[u8]) -> [u8; 16] {
         let mut m = self.0.clone();
         m.update(msg);
@@ -143,18 +135,24 @@ where
     Ok(Box::new(RcAead { aead, cipher }))
 }
 
+impl<A: AeadCore> RcAead<A> {
+    fn nonce<'n>(&self, nonce: &'n [u8]) -> Result<&'n Array<u8, A::NonceSize>, CryptoError> {
+        check_nonce(self.cipher, nonce)?;
+        nonce
+            .try_into()
+            .map_err(|_| CryptoError::InvalidNonceLength {
+                expected: self.cipher.nonce_len(),
+                got: nonce.len(),
+            })
+    }
+}
+
 impl<A> MessageCipher for RcAead<A>
 where
     A: AeadInOut + Send + Sync,
 {
     fn encrypt(&self, nonce: &[u8], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], CryptoError> {
-        check_nonce(self.cipher, nonce)?;
-        let nonce = <&Array<u8, <A as AeadCore>::NonceSize>>::try_from(nonce).map_err(|_| {
-            CryptoError::InvalidNonceLength {
-                expected: self.cipher.nonce_len(),
-                got: nonce.len(),
-            }
-        })?;
+        let nonce = self.nonce(nonce)?;
         let tag = self
             .aead
             .encrypt_inout_detached(nonce, aad, buf.into())
@@ -169,13 +167,7 @@ where
         buf: &mut [u8],
         tag: &[u8; 16],
     ) -> Result<(), CryptoError> {
-        check_nonce(self.cipher, nonce)?;
-        let nonce = <&Array<u8, <A as AeadCore>::NonceSize>>::try_from(nonce).map_err(|_| {
-            CryptoError::InvalidNonceLength {
-                expected: self.cipher.nonce_len(),
-                got: nonce.len(),
-            }
-        })?;
+        let nonce = self.nonce(nonce)?;
         let tag = <&Array<u8, <A as AeadCore>::TagSize>>::try_from(tag.as_slice())
             .map_err(|_| CryptoError::AuthenticationFailed)?;
         self.aead
@@ -191,13 +183,13 @@ mod tests {
 
     #[test]
     fn cmac_rfc4493() {
-        check_cmac(&|k, m| CmacMac(<Cmac<Aes128> as KeyInit>::new(&Array::from(*k))).mac(m));
+        check_cmac(&|k, m| RcMac(<Cmac<Aes128> as KeyInit>::new(&Array::from(*k))).mac(m));
     }
 
     #[test]
     fn hmac_rfc4231() {
         check_hmac(&|k, m| {
-            HmacMac(<Hmac<Sha256> as KeyInit>::new(&Array::from(pad_hmac_key(
+            RcMac(<Hmac<Sha256> as KeyInit>::new(&Array::from(pad_hmac_key(
                 k,
             ))))
             .mac(m)
