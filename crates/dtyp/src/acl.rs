@@ -267,6 +267,8 @@ impl Acl {
     }
 }
 
+smb3d_wire::impl_codec!(Acl);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -316,3 +316,5 @@ impl SecurityDescriptor {
         out
     }
 }
+
+smb3d_wire::impl_codec!(SecurityDescriptor);

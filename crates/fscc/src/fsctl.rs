@@ -480,6 +480,18 @@ pub fn decode_compression_state(buf: &[u8]) -> Result<u16> {
     Reader::new(buf).u16("CompressionState")
 }
 
+smb3d_wire::impl_codec!(
+    FilePipePeekReply<'a>,
+    FilePipeWaitRequest,
+    DuplicateExtents,
+    FileZeroDataInformation,
+    FileAllocatedRange,
+    ReparseBuffer<'a>,
+    SymlinkReparse,
+    FileObjectIdBuffer,
+    IntegrityInformation,
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

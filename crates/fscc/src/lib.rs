@@ -15,7 +15,8 @@
     )
 )]
 
-/// Gives a structure with private `write` and `read` the public `encode` and `decode`.
+/// Gives a structure with private `write` and `read` the public `encode` and `decode`, and
+/// so [`smb3d_wire::Codec`].
 macro_rules! whole_struct_codec {
     ($t:ty) => {
         impl $t {
@@ -29,6 +30,7 @@ macro_rules! whole_struct_codec {
                 Self::read(&mut smb3d_wire::Reader::new(buf))
             }
         }
+        smb3d_wire::impl_codec!($t);
     };
 }
 

@@ -100,6 +100,8 @@ impl<'a> ChangeNotifyResponse<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(ChangeNotifyRequest, ChangeNotifyResponse<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,6 +91,8 @@ impl CloseResponse {
     }
 }
 
+smb3d_wire::impl_codec!(CloseRequest, CloseResponse);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,6 +138,8 @@ impl<'a> Iterator for ErrorContexts<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(ErrorResponse<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,8 @@ reserved_only_pdu! {
     FlushResponse
 }
 
+smb3d_wire::impl_codec!(FlushRequest);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -237,6 +237,8 @@ impl NetworkInterface {
     }
 }
 
+smb3d_wire::impl_codec!(ResumeKeyResponse, CopyChunkResponse);
+
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, Ipv6Addr};

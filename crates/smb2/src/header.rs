@@ -204,6 +204,8 @@ impl Header {
     }
 }
 
+smb3d_wire::impl_codec!(Header);
+
 #[cfg(test)]
 mod tests {
     use super::*;

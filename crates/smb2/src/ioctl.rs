@@ -314,6 +314,14 @@ impl ValidateNegotiateInfoResponse {
     }
 }
 
+smb3d_wire::impl_codec!(
+    IoctlRequest<'a>,
+    IoctlResponse<'a>,
+    ValidateNegotiateInfoRequest,
+    ValidateNegotiateInfoResponse,
+    NetworkResiliencyRequest
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

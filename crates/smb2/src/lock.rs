@@ -128,6 +128,8 @@ reserved_only_pdu! {
     LockResponse
 }
 
+smb3d_wire::impl_codec!(LockRequest<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

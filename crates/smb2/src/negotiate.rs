@@ -500,6 +500,8 @@ impl<'a> NegotiateResponse<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(NegotiateRequest<'a>, NegotiateResponse<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -162,6 +162,13 @@ impl OplockBreakMessage {
     }
 }
 
+smb3d_wire::impl_codec!(
+    OplockBreak,
+    LeaseBreakNotification,
+    LeaseBreakAck,
+    OplockBreakMessage
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

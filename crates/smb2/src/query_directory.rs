@@ -116,6 +116,8 @@ impl<'a> QueryDirectoryResponse<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(QueryDirectoryRequest<'a>, QueryDirectoryResponse<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

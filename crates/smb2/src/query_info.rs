@@ -127,6 +127,8 @@ impl<'a> QueryInfoResponse<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(QueryInfoRequest<'a>, QueryInfoResponse<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

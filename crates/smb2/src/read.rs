@@ -193,6 +193,8 @@ impl<'a> ReadResponse<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(ReadRequest<'a>, ReadResponse<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

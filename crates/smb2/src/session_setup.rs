@@ -110,6 +110,8 @@ impl<'a> SessionSetupResponse<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(SessionSetupRequest<'a>, SessionSetupResponse<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,6 +77,8 @@ impl SetInfoResponse {
     }
 }
 
+smb3d_wire::impl_codec!(SetInfoRequest<'a>, SetInfoResponse);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -263,6 +263,8 @@ impl<'a> CompressedMessage<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(CompressedMessage<'a>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

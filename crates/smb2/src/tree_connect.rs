@@ -225,6 +225,8 @@ impl TreeConnectResponse {
     }
 }
 
+smb3d_wire::impl_codec!(TreeConnectRequest<'a>, TreeConnectResponse);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,8 @@ macro_rules! reserved_only_pdu {
                 w.u16(4).u16(0);
             }
         }
+
+        smb3d_wire::impl_codec!($name);
     };
 }
 pub(crate) use reserved_only_pdu;

@@ -144,6 +144,8 @@ impl WriteResponse {
     }
 }
 
+smb3d_wire::impl_codec!(WriteRequest<'a>, WriteResponse);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@
     )
 )]
 
+mod codec;
 mod error;
 mod macros;
 mod reader;
@@ -21,6 +22,7 @@ mod types;
 mod utf16;
 mod writer;
 
+pub use codec::Codec;
 pub use error::{DecodeError, DecodeErrorKind, Result};
 pub use reader::Reader;
 pub use types::{FileTime, FileTimes, Guid};

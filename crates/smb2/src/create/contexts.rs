@@ -326,6 +326,8 @@ impl Lease {
     }
 }
 
+smb3d_wire::impl_codec!(Lease);
+
 /// SMB2_CREATE_DURABLE_HANDLE_REQUEST_V2 (MS-SMB2 2.2.13.2.11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DurableHandleRequestV2 {

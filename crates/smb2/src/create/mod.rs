@@ -270,5 +270,7 @@ impl<'a> CreateResponse<'a> {
     }
 }
 
+smb3d_wire::impl_codec!(CreateRequest<'a>, CreateResponse<'a>);
+
 #[cfg(test)]
 mod tests;
