@@ -22,7 +22,7 @@ mod tests {
 
     #[test]
     fn captured() {
-        check(REQUEST, CancelRequest::decode, CancelRequest::encode);
+        check::<CancelRequest>(REQUEST);
         let h = Header::decode(&hex(REQUEST)).unwrap();
         assert!(h.is_async());
         assert_eq!(h.async_id, 10);

@@ -96,7 +96,7 @@ smb3d_wire::impl_codec!(CloseRequest, CloseResponse);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body};
     use proptest::prelude::*;
     use smb3d_wire::FileTime;
 
@@ -121,30 +121,26 @@ mod tests {
     #[test]
     fn captured_with_attributes() {
         let pdu = hex(REQUEST_POSTQUERY);
-        let req = CloseRequest::decode(&pdu).unwrap();
+        let req = golden::<CloseRequest>(&pdu);
         assert_eq!(req.flags, CloseFlags::POSTQUERY_ATTRIB);
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(RESPONSE_POSTQUERY);
-        let rsp = CloseResponse::decode(&pdu).unwrap();
+        let rsp = golden::<CloseResponse>(&pdu);
         let a = rsp.attributes.unwrap();
         assert_eq!(a.end_of_file, 100);
         assert_eq!(a.allocation_size, 8192);
         assert_eq!(a.file_attributes, 0x20);
         assert_eq!(a.times.creation, FileTime(0x01dd_7a21_f522_5451));
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
     }
 
     #[test]
     fn captured_plain() {
         let pdu = hex(REQUEST_PLAIN);
-        let req = CloseRequest::decode(&pdu).unwrap();
+        let req = golden::<CloseRequest>(&pdu);
         assert!(req.flags.is_empty());
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
         let pdu = hex(RESPONSE_PLAIN);
-        let rsp = CloseResponse::decode(&pdu).unwrap();
+        let rsp = golden::<CloseResponse>(&pdu);
         assert_eq!(rsp.attributes, None);
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
     }
 
     #[test]
@@ -162,17 +158,14 @@ mod tests {
         #[test]
         fn round_trips(flags in any::<u16>(), ids in any::<[u64; 2]>(), t in any::<[u64; 6]>(), attr in any::<u32>(), with in any::<bool>()) {
             let req = CloseRequest { flags: CloseFlags(flags), file_id: FileId { persistent: ids[0], volatile: ids[1] } };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(CloseRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
 
             let rsp = CloseResponse { attributes: with.then_some(CloseAttributes {
                 times: FileTimes { creation: FileTime(t[0]), last_access: FileTime(t[1]), last_write: FileTime(t[2]), change: FileTime(t[3]) },
                 allocation_size: t[4], end_of_file: t[5], file_attributes: attr,
             }) };
-            let mut buf = vec![0u8; 64];
-            rsp.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(CloseResponse::decode(&buf).unwrap(), rsp);
+            prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
         }
     }
 }

@@ -27,7 +27,7 @@ mod tests {
 
     #[test]
     fn captured() {
-        check(REQUEST, EchoRequest::decode, EchoRequest::encode);
-        check(RESPONSE, EchoResponse::decode, EchoResponse::encode);
+        check::<EchoRequest>(REQUEST);
+        check::<EchoResponse>(RESPONSE);
     }
 }

@@ -38,7 +38,7 @@ smb3d_wire::impl_codec!(FlushRequest);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_with_body};
     use crate::util::reserved_only_tests::check;
 
     // Python smbprotocol 1.17 against Samba 4.17.
@@ -52,7 +52,7 @@ mod tests {
     #[test]
     fn captured() {
         let pdu = hex(REQUEST);
-        let req = FlushRequest::decode(&pdu).unwrap();
+        let req = golden::<FlushRequest>(&pdu);
         assert_eq!(
             req.file_id,
             FileId {
@@ -60,8 +60,7 @@ mod tests {
                 volatile: 0x8eae_4f84
             }
         );
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
-        check(RESPONSE, FlushResponse::decode, FlushResponse::encode);
+        check::<FlushResponse>(RESPONSE);
     }
 
     #[test]

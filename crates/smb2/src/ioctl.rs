@@ -325,7 +325,7 @@ smb3d_wire::impl_codec!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body, with_header};
     use proptest::prelude::*;
     use smb3d_wire::DecodeErrorKind;
 
@@ -390,8 +390,7 @@ mod tests {
     }
 
     fn response_round_trip(pdu: &[u8]) -> IoctlResponse<'_> {
-        let rsp = IoctlResponse::decode(pdu).unwrap();
-        assert_eq!(with_header(pdu, |w| rsp.encode(w)), pdu);
+        let rsp = golden::<IoctlResponse>(pdu);
         let in_place = with_header(pdu, |w| {
             let pending = IoctlResponse::begin(w, rsp.ctl_code, rsp.file_id);
             w.bytes(rsp.output);
@@ -498,13 +497,10 @@ mod tests {
         #[test]
         fn round_trips(code in any::<u32>(), n in any::<[u32; 3]>(), input in proptest::collection::vec(any::<u8>(), 0..50), output in proptest::collection::vec(any::<u8>(), 0..50)) {
             let req = IoctlRequest { ctl_code: CtlCode(code), file_id: FileId::ANY, input: &input, max_input_response: n[0], output: &output, max_output_response: n[1], flags: IoctlFlags(n[2]) };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(IoctlRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
             let rsp = IoctlResponse { ctl_code: CtlCode(code), file_id: FileId::ANY, input: &input, output: &output };
-            let mut buf = vec![0u8; 64];
-            rsp.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(IoctlResponse::decode(&buf).unwrap(), rsp);
+            prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
         }
     }
 }

@@ -133,7 +133,7 @@ smb3d_wire::impl_codec!(LockRequest<'a>);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip};
     use crate::util::reserved_only_tests::check;
     use proptest::prelude::*;
 
@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn captured() {
         let pdu = hex(REQUEST_ONE);
-        let req = LockRequest::decode(&pdu).unwrap();
+        let req = golden::<LockRequest>(&pdu);
         assert_eq!(req.locks.len(), 1);
         assert_eq!(
             req.locks.iter().collect::<Vec<_>>(),
@@ -167,10 +167,9 @@ mod tests {
                 flags: LockFlags::EXCLUSIVE_LOCK
             }]
         );
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(REQUEST_TWO);
-        let req = LockRequest::decode(&pdu).unwrap();
+        let req = golden::<LockRequest>(&pdu);
         let locks: Vec<_> = req.locks.iter().collect();
         assert_eq!(locks.len(), 2);
         assert!(
@@ -183,14 +182,12 @@ mod tests {
             (req.lock_sequence_number(), req.lock_sequence_index()),
             (0, 0)
         );
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(REQUEST_NONE);
-        let req = LockRequest::decode(&pdu).unwrap();
+        let req = golden::<LockRequest>(&pdu);
         assert!(req.locks.is_empty());
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
-        check(RESPONSE, LockResponse::decode, LockResponse::encode);
+        check::<LockResponse>(RESPONSE);
     }
 
     #[test]
@@ -225,10 +222,9 @@ mod tests {
                 e.write(&mut w);
             }
             let req = LockRequest { lock_sequence: seq, file_id: FileId::ANY, locks: LockElements::new(&raw).unwrap() };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            let decoded = LockRequest::decode(&buf).unwrap();
-            prop_assert_eq!(decoded, req);
+            let mut buf = Vec::new();
+            let decoded = pdu_round_trip(&req, &mut buf);
+            prop_assert_eq!(&decoded, &req);
             prop_assert_eq!(decoded.locks.iter().collect::<Vec<_>>(), elements);
         }
     }

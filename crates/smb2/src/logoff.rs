@@ -27,7 +27,7 @@ mod tests {
 
     #[test]
     fn captured() {
-        check(REQUEST, LogoffRequest::decode, LogoffRequest::encode);
-        check(RESPONSE, LogoffResponse::decode, LogoffResponse::encode);
+        check::<LogoffRequest>(REQUEST);
+        check::<LogoffResponse>(RESPONSE);
     }
 }

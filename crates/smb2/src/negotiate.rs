@@ -505,7 +505,7 @@ smb3d_wire::impl_codec!(NegotiateRequest<'a>, NegotiateResponse<'a>);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body};
     use proptest::prelude::*;
 
     // smbclient -m SMB2_02 against Samba 4.17.
@@ -598,27 +598,15 @@ mod tests {
         6173655f69676e6f72650000000000000100260000000000010020000100a4c76de6f47f0c2315da80a49a71b01fd4ab
         320f761e7af767f9ddf2cc34d4350000020004000000000001000100";
 
-    fn request_round_trip(pdu: &[u8]) -> NegotiateRequest<'_> {
-        let req = NegotiateRequest::decode(pdu).unwrap();
-        assert_eq!(with_header(pdu, |w| req.encode(w)), pdu);
-        req
-    }
-
-    fn response_round_trip(pdu: &[u8]) -> NegotiateResponse<'_> {
-        let rsp = NegotiateResponse::decode(pdu).unwrap();
-        assert_eq!(with_header(pdu, |w| rsp.encode(w)), pdu);
-        rsp
-    }
-
     #[test]
     fn smb2_0_2() {
         let pdu = hex(REQ_202);
-        let req = request_round_trip(&pdu);
+        let req = golden::<NegotiateRequest>(&pdu);
         assert_eq!(req.dialects, [Dialect::SMB2_0_2]);
         assert_eq!(req.security_mode, SecurityMode::SIGNING_ENABLED);
         assert!(req.client_guid.is_zero());
         let pdu = hex(RSP_202);
-        let rsp = response_round_trip(&pdu);
+        let rsp = golden::<NegotiateResponse>(&pdu);
         assert_eq!(rsp.dialect_revision, Dialect::SMB2_0_2);
         assert_eq!(rsp.capabilities, Capabilities::DFS);
         assert_eq!(rsp.max_transact_size, 65536);
@@ -629,10 +617,10 @@ mod tests {
     #[test]
     fn smb2_1_and_3_0_x() {
         let pdu = hex(REQ_210);
-        let req = request_round_trip(&pdu);
+        let req = golden::<NegotiateRequest>(&pdu);
         assert_eq!(req.dialects, [Dialect::SMB2_0_2, Dialect::SMB2_1]);
         let pdu = hex(RSP_210);
-        let rsp = response_round_trip(&pdu);
+        let rsp = golden::<NegotiateResponse>(&pdu);
         assert_eq!(rsp.dialect_revision, Dialect::SMB2_1);
         assert_eq!(
             rsp.capabilities,
@@ -640,18 +628,18 @@ mod tests {
         );
         assert_eq!(rsp.max_read_size, 8 << 20);
         let pdu = hex(REQ_300);
-        let req = request_round_trip(&pdu);
+        let req = golden::<NegotiateRequest>(&pdu);
         assert_eq!(req.dialects.last(), Some(&Dialect::SMB3_0));
         assert!(req.capabilities.contains(Capabilities::ENCRYPTION));
         let pdu = hex(RSP_300);
-        let rsp = response_round_trip(&pdu);
+        let rsp = golden::<NegotiateResponse>(&pdu);
         assert_eq!(rsp.dialect_revision, Dialect::SMB3_0);
         let pdu = hex(REQ_302);
-        let req = request_round_trip(&pdu);
+        let req = golden::<NegotiateRequest>(&pdu);
         assert_eq!(req.dialects.len(), 4);
         assert!(req.contexts.is_empty());
         let pdu = hex(RSP_302);
-        let rsp = response_round_trip(&pdu);
+        let rsp = golden::<NegotiateResponse>(&pdu);
         assert_eq!(rsp.dialect_revision, Dialect::SMB3_0_2);
         assert!(rsp.dialect_revision.is_smb3());
         assert!(rsp.capabilities.contains(Capabilities::ENCRYPTION));
@@ -671,7 +659,7 @@ mod tests {
             }
         );
         let pdu = hex(RSP_311_IMPACKET);
-        let rsp = response_round_trip(&pdu);
+        let rsp = golden::<NegotiateResponse>(&pdu);
         assert_eq!(rsp.dialect_revision, Dialect::SMB3_1_1);
         assert_eq!(
             rsp.capabilities,
@@ -682,7 +670,7 @@ mod tests {
     #[test]
     fn smb3_1_1_with_contexts() {
         let pdu = hex(REQ_311);
-        let req = request_round_trip(&pdu);
+        let req = golden::<NegotiateRequest>(&pdu);
         assert_eq!(req.dialects.len(), 5);
         assert_eq!(req.contexts.len(), 4);
         match &req.contexts[0] {
@@ -722,7 +710,7 @@ mod tests {
         );
 
         let pdu = hex(RSP_311);
-        let rsp = response_round_trip(&pdu);
+        let rsp = golden::<NegotiateResponse>(&pdu);
         assert_eq!(rsp.dialect_revision, Dialect::SMB3_1_1);
         assert_eq!(rsp.contexts.len(), 3);
         assert_eq!(
@@ -742,7 +730,7 @@ mod tests {
     #[test]
     fn smbprotocol_request() {
         let pdu = hex(REQ_311_SMBPROTOCOL);
-        let req = request_round_trip(&pdu);
+        let req = golden::<NegotiateRequest>(&pdu);
         assert_eq!(req.dialects, [Dialect::SMB3_1_1]);
         assert_eq!(
             req.client_guid.to_string(),
@@ -765,7 +753,7 @@ mod tests {
     #[test]
     fn wildcard_response() {
         let pdu = hex(RSP_WILDCARD);
-        let rsp = response_round_trip(&pdu);
+        let rsp = golden::<NegotiateResponse>(&pdu);
         assert_eq!(rsp.dialect_revision, Dialect::SMB2_WILDCARD);
     }
 
@@ -949,9 +937,8 @@ mod tests {
                 dialects: dialects.into_iter().map(Dialect).collect(),
                 contexts,
             };
-            let mut buf = vec![0u8; SMB2_HEADER_LEN];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(NegotiateRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
         }
 
         #[test]
@@ -976,9 +963,8 @@ mod tests {
                 security_buffer: &security_buffer,
                 contexts: if dialect == Dialect::SMB3_1_1 { contexts } else { vec![] },
             };
-            let mut buf = vec![0u8; SMB2_HEADER_LEN];
-            rsp.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(NegotiateResponse::decode(&buf).unwrap(), rsp);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
         }
 
         #[test]

@@ -121,7 +121,7 @@ smb3d_wire::impl_codec!(QueryDirectoryRequest<'a>, QueryDirectoryResponse<'a>);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip};
     use proptest::prelude::*;
 
     // smbtorture smb2.lock.cancel against Samba 4.17: FileNamesInformation (class 0x0C) with
@@ -144,24 +144,21 @@ mod tests {
     #[test]
     fn captured() {
         let pdu = hex(REQUEST);
-        let req = QueryDirectoryRequest::decode(&pdu).unwrap();
+        let req = golden::<QueryDirectoryRequest>(&pdu);
         assert_eq!(req.file_information_class, 0x0C);
         assert!(req.flags.is_empty());
         assert_eq!(req.file_name, b"*\0");
         assert_eq!(req.output_buffer_length, 0x0001_0000);
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(REQUEST_NAMED);
-        let req = QueryDirectoryRequest::decode(&pdu).unwrap();
+        let req = golden::<QueryDirectoryRequest>(&pdu);
         assert_eq!(req.file_information_class, 0x25);
         assert_eq!(req.file_name, b"b\0.\0t\0x\0t\0");
         assert_eq!(req.output_buffer_length, 0x0080_0000);
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(RESPONSE);
-        let rsp = QueryDirectoryResponse::decode(&pdu).unwrap();
+        let rsp = golden::<QueryDirectoryResponse>(&pdu);
         assert_eq!(rsp.output.len(), 64);
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
     }
 
     #[test]
@@ -193,9 +190,8 @@ mod tests {
         fn round_trips(class in any::<u8>(), flags in any::<u8>(), index in any::<u32>(), len in any::<u32>(), file_name in proptest::collection::vec(any::<u16>(), 0..20)) {
             let file_name: Vec<u8> = file_name.iter().flat_map(|u| u.to_le_bytes()).collect();
             let req = QueryDirectoryRequest { file_information_class: class, flags: QueryDirectoryFlags(flags), file_index: index, file_id: FileId { persistent: 1, volatile: 2 }, file_name: &file_name, output_buffer_length: len };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(QueryDirectoryRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
         }
     }
 }

@@ -132,7 +132,7 @@ smb3d_wire::impl_codec!(QueryInfoRequest<'a>, QueryInfoResponse<'a>);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body, with_header};
     use proptest::prelude::*;
     use smb3d_wire::DecodeErrorKind;
 
@@ -156,17 +156,15 @@ mod tests {
     #[test]
     fn captured_file_all_information() {
         let pdu = hex(REQUEST_ALL_INFO);
-        let req = QueryInfoRequest::decode(&pdu).unwrap();
+        let req = golden::<QueryInfoRequest>(&pdu);
         assert_eq!(req.info_type, InfoType::FILE);
         assert_eq!(req.file_info_class, 0x12);
         assert_eq!(req.output_buffer_length, 0xffff);
         assert!(req.input.is_empty());
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(RESPONSE_ALL_INFO);
-        let rsp = QueryInfoResponse::decode(&pdu).unwrap();
+        let rsp = golden::<QueryInfoResponse>(&pdu);
         assert_eq!(rsp.output.len(), 0x70);
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
         // The in-place form produces the same bytes.
         let in_place = with_header(&pdu, |w| {
             let pending = QueryInfoResponse::begin(w);
@@ -217,13 +215,10 @@ mod tests {
         #[test]
         fn round_trips(t in any::<u8>(), c in any::<u8>(), n in any::<[u32; 3]>(), input in proptest::collection::vec(any::<u8>(), 0..64), output in proptest::collection::vec(any::<u8>(), 0..64)) {
             let req = QueryInfoRequest { info_type: InfoType(t), file_info_class: c, output_buffer_length: n[0], input: &input, additional_information: n[1], flags: QueryInfoFlags(n[2]), file_id: FileId::ANY };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(QueryInfoRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
             let rsp = QueryInfoResponse { output: &output };
-            let mut buf = vec![0u8; 64];
-            rsp.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(QueryInfoResponse::decode(&buf).unwrap(), rsp);
+            prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
         }
     }
 }

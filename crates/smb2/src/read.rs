@@ -198,7 +198,7 @@ smb3d_wire::impl_codec!(ReadRequest<'a>, ReadResponse<'a>);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body, with_header};
     use proptest::prelude::*;
     use smb3d_wire::DecodeErrorKind;
 
@@ -218,16 +218,14 @@ mod tests {
     #[test]
     fn captured() {
         let pdu = hex(REQUEST);
-        let req = ReadRequest::decode(&pdu).unwrap();
+        let req = golden::<ReadRequest>(&pdu);
         assert_eq!((req.length, req.offset, req.minimum_count), (12, 0, 0));
         assert_eq!(req.channel, Channel::NONE);
         assert!(req.channel_info.is_empty());
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(RESPONSE);
-        let rsp = ReadResponse::decode(&pdu).unwrap();
+        let rsp = golden::<ReadResponse>(&pdu);
         assert_eq!(rsp.data, b"hello world\n");
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
         let fixed = with_header(&pdu, |w| {
             ReadResponse::encode_fixed(w, 12, 0);
             w.bytes(b"hello world\n");
@@ -243,9 +241,8 @@ mod tests {
         assert_eq!(in_place, pdu);
 
         let pdu = hex(RESPONSE_EMPTY);
-        let rsp = ReadResponse::decode(&pdu).unwrap();
+        let rsp = golden::<ReadResponse>(&pdu);
         assert!(rsp.data.is_empty());
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
     }
 
     #[test]
@@ -278,13 +275,10 @@ mod tests {
         #[test]
         fn round_trips(pad in any::<u8>(), flags in any::<u8>(), n in any::<[u32; 4]>(), off in any::<u64>(), info in proptest::collection::vec(any::<u8>(), 0..40), data in proptest::collection::vec(any::<u8>(), 0..100)) {
             let req = ReadRequest { padding: pad, flags: ReadFlags(flags), length: n[0], offset: off, file_id: FileId::ANY, minimum_count: n[1], channel: Channel(n[2]), remaining_bytes: n[3], channel_info: &info };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(ReadRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
             let rsp = ReadResponse { data: &data, data_remaining: n[0], flags: ReadResponseFlags(n[1]) };
-            let mut buf = vec![0u8; 64];
-            rsp.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(ReadResponse::decode(&buf).unwrap(), rsp);
+            prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
         }
     }
 }

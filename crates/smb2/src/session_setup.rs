@@ -115,7 +115,7 @@ smb3d_wire::impl_codec!(SessionSetupRequest<'a>, SessionSetupResponse<'a>);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body};
     use proptest::prelude::*;
     use smb3d_dtyp::NtStatus;
     use smb3d_wire::DecodeErrorKind;
@@ -143,29 +143,26 @@ mod tests {
     #[test]
     fn captured() {
         let pdu = hex(REQUEST);
-        let req = SessionSetupRequest::decode(&pdu).unwrap();
+        let req = golden::<SessionSetupRequest>(&pdu);
         assert!(req.flags.is_empty());
         assert_eq!(req.security_mode, SecurityMode::SIGNING_ENABLED);
         assert_eq!(req.capabilities, Capabilities::DFS);
         assert_eq!(req.previous_session_id, 0);
         assert_eq!(req.security_buffer.len(), 74);
         assert_eq!(&req.security_buffer[..2], &[0x60, 0x48]);
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(RESPONSE_CHALLENGE);
         assert_eq!(
             Header::decode(&pdu).unwrap().status,
             NtStatus::MORE_PROCESSING_REQUIRED
         );
-        let rsp = SessionSetupResponse::decode(&pdu).unwrap();
+        let rsp = golden::<SessionSetupResponse>(&pdu);
         assert_eq!(rsp.security_buffer.len(), 0x84);
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
 
         let pdu = hex(RESPONSE_FINAL);
-        let rsp = SessionSetupResponse::decode(&pdu).unwrap();
+        let rsp = golden::<SessionSetupResponse>(&pdu);
         assert!(rsp.session_flags.is_empty());
         assert_eq!(rsp.security_buffer.len(), 29);
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
     }
 
     #[test]
@@ -194,13 +191,10 @@ mod tests {
         #[test]
         fn round_trips(flags in any::<u8>(), mode in any::<u8>(), caps in any::<u32>(), channel in any::<u32>(), prev in any::<u64>(), token in proptest::collection::vec(any::<u8>(), 0..200), sflags in any::<u16>()) {
             let req = SessionSetupRequest { flags: SessionSetupFlags(flags), security_mode: SecurityMode(u16::from(mode)), capabilities: Capabilities(caps), channel, previous_session_id: prev, security_buffer: &token };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(SessionSetupRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
             let rsp = SessionSetupResponse { session_flags: SessionFlags(sflags), security_buffer: &token };
-            let mut buf = vec![0u8; 64];
-            rsp.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(SessionSetupResponse::decode(&buf).unwrap(), rsp);
+            prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
         }
     }
 }

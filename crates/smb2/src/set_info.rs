@@ -82,7 +82,7 @@ smb3d_wire::impl_codec!(SetInfoRequest<'a>, SetInfoResponse);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body};
     use proptest::prelude::*;
     use smb3d_wire::DecodeErrorKind;
 
@@ -108,26 +108,22 @@ mod tests {
     #[test]
     fn captured() {
         let pdu = hex(REQUEST_BASIC);
-        let req = SetInfoRequest::decode(&pdu).unwrap();
+        let req = golden::<SetInfoRequest>(&pdu);
         assert_eq!((req.info_type, req.file_info_class), (InfoType::FILE, 4));
         assert_eq!(req.buffer.len(), 40);
         assert_eq!(&req.buffer[32..36], &[0x21, 0, 0, 0]);
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(REQUEST_RENAME);
-        let req = SetInfoRequest::decode(&pdu).unwrap();
+        let req = golden::<SetInfoRequest>(&pdu);
         assert_eq!(req.file_info_class, 10);
         assert_eq!(req.buffer.len(), 30);
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(REQUEST_DISPOSITION);
-        let req = SetInfoRequest::decode(&pdu).unwrap();
+        let req = golden::<SetInfoRequest>(&pdu);
         assert_eq!((req.file_info_class, req.buffer), (13, &[1u8][..]));
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(RESPONSE);
-        let rsp = SetInfoResponse::decode(&pdu).unwrap();
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
+        golden::<SetInfoResponse>(&pdu);
     }
 
     #[test]
@@ -157,9 +153,8 @@ mod tests {
         #[test]
         fn round_trips(t in any::<u8>(), c in any::<u8>(), add in any::<u32>(), buffer in proptest::collection::vec(any::<u8>(), 0..80)) {
             let req = SetInfoRequest { info_type: InfoType(t), file_info_class: c, buffer: &buffer, additional_information: add, file_id: FileId::ANY };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(SetInfoRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Helpers for the golden-vector tests.
 
-use smb3d_wire::Writer;
+use smb3d_wire::{Codec, Writer};
 
 use crate::header::SMB2_HEADER_LEN;
 
@@ -27,9 +27,26 @@ pub(crate) fn with_header(pdu: &[u8], body: impl FnOnce(&mut Writer<'_>)) -> Vec
     buf
 }
 
+/// Decodes a captured PDU and checks that its body re-encodes, after the captured header, to
+/// the same bytes.
+pub(crate) fn golden<'a, T: Codec<'a>>(pdu: &'a [u8]) -> T {
+    let value = T::decode(pdu).unwrap();
+    assert_eq!(with_header(pdu, |w| value.encode(w)), pdu);
+    value
+}
+
 /// A PDU made of a 64-byte all-zero header and `body`, for rejection tests.
 pub(crate) fn pdu_with_body(body: &[u8]) -> Vec<u8> {
     let mut v = vec![0u8; SMB2_HEADER_LEN];
     v.extend_from_slice(body);
     v
+}
+
+/// Encodes `value` after a zeroed header into `buf` and decodes the PDU back; the result may
+/// borrow from `buf`.
+pub(crate) fn pdu_round_trip<'a, T: Codec<'a>>(value: &T, buf: &'a mut Vec<u8>) -> T {
+    buf.clear();
+    buf.resize(SMB2_HEADER_LEN, 0);
+    value.encode(&mut Writer::with_base(buf, 0));
+    T::decode(buf).unwrap()
 }

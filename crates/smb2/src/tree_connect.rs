@@ -230,7 +230,7 @@ smb3d_wire::impl_codec!(TreeConnectRequest<'a>, TreeConnectResponse);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body};
     use proptest::prelude::*;
 
     // smbclient -m SMB3_11 against Samba 4.17: connecting to IPC$ and to the disk share.
@@ -268,18 +268,16 @@ mod tests {
             ),
         ] {
             let pdu = hex(req_hex);
-            let req = TreeConnectRequest::decode(&pdu).unwrap();
+            let req = golden::<TreeConnectRequest>(&pdu);
             assert_eq!(req.path, path);
             assert!(req.flags.is_empty());
             assert_eq!(req.contexts, None);
-            assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
             let pdu = hex(rsp_hex);
-            let rsp = TreeConnectResponse::decode(&pdu).unwrap();
+            let rsp = golden::<TreeConnectResponse>(&pdu);
             assert_eq!(rsp.share_type, share_type);
             assert_eq!(rsp.share_flags, ShareFlags::MANUAL_CACHING);
             assert_eq!(rsp.maximal_access, AccessMask(access));
-            assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
         }
     }
 
@@ -355,9 +353,8 @@ mod tests {
                 path,
                 contexts,
             };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(TreeConnectRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
         }
     }
 }

@@ -27,15 +27,7 @@ mod tests {
 
     #[test]
     fn captured() {
-        check(
-            REQUEST,
-            TreeDisconnectRequest::decode,
-            TreeDisconnectRequest::encode,
-        );
-        check(
-            RESPONSE,
-            TreeDisconnectResponse::decode,
-            TreeDisconnectResponse::encode,
-        );
+        check::<TreeDisconnectRequest>(REQUEST);
+        check::<TreeDisconnectResponse>(RESPONSE);
     }
 }

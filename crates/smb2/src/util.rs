@@ -69,28 +69,23 @@ pub(crate) use reserved_only_pdu;
 
 #[cfg(test)]
 pub(crate) mod reserved_only_tests {
-    use smb3d_wire::DecodeErrorKind;
+    use smb3d_wire::{Codec, DecodeErrorKind};
 
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_with_body};
 
     /// Checks a captured 4-byte PDU decodes and re-encodes exactly, and that a bad
     /// StructureSize and a truncated body are refused.
-    pub(crate) fn check<T>(
-        vector: &str,
-        decode: fn(&[u8]) -> Result<T, smb3d_wire::DecodeError>,
-        encode: fn(&T, &mut smb3d_wire::Writer<'_>),
-    ) {
+    pub(crate) fn check<T: for<'a> Codec<'a>>(vector: &str) {
         let pdu = hex(vector);
-        let v = decode(&pdu).unwrap();
-        assert_eq!(with_header(&pdu, |w| encode(&v, w)), pdu);
+        golden::<T>(&pdu);
         assert!(matches!(
-            decode(&pdu_with_body(&[5, 0, 0, 0])).err().unwrap().kind,
+            T::decode(&pdu_with_body(&[5, 0, 0, 0])).err().unwrap().kind,
             DecodeErrorKind::BadSize { .. }
         ));
         assert_eq!(
-            decode(&pdu_with_body(&[4, 0, 0])).err().unwrap().kind,
+            T::decode(&pdu_with_body(&[4, 0, 0])).err().unwrap().kind,
             DecodeErrorKind::Truncated
         );
-        assert!(decode(&pdu[..63]).is_err());
+        assert!(T::decode(&pdu[..63]).is_err());
     }
 }

@@ -149,7 +149,7 @@ smb3d_wire::impl_codec!(WriteRequest<'a>, WriteResponse);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{hex, pdu_with_body, with_header};
+    use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body};
     use proptest::prelude::*;
     use smb3d_wire::DecodeErrorKind;
 
@@ -197,16 +197,15 @@ mod tests {
     #[test]
     fn captured() {
         let pdu = hex(REQUEST);
-        let req = WriteRequest::decode(&pdu).unwrap();
+        let req = golden::<WriteRequest>(&pdu);
         assert_eq!(req.data, b"hello world\n");
         assert_eq!(req.data_range, 112..124);
         assert_eq!(&pdu[req.data_range.clone()], req.data);
         assert_eq!(req.offset, 0);
         assert!(req.flags.is_empty());
-        assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
 
         let pdu = hex(RESPONSE);
-        let rsp = WriteResponse::decode(&pdu).unwrap();
+        let rsp = golden::<WriteResponse>(&pdu);
         assert_eq!(
             rsp,
             WriteResponse {
@@ -214,7 +213,6 @@ mod tests {
                 remaining: 0
             }
         );
-        assert_eq!(with_header(&pdu, |w| rsp.encode(w)), pdu);
     }
 
     #[test]
@@ -250,13 +248,10 @@ mod tests {
         fn round_trips(off in any::<u64>(), n in any::<[u32; 3]>(), data in proptest::collection::vec(any::<u8>(), 0..100), info in proptest::collection::vec(any::<u8>(), 0..40)) {
             let data_range = if data.is_empty() { 0..0 } else { 112..112 + data.len() };
             let req = WriteRequest { offset: off, file_id: FileId::ANY, channel: Channel(n[0]), remaining_bytes: n[1], flags: WriteFlags(n[2]), data: &data, data_range, channel_info: &info };
-            let mut buf = vec![0u8; 64];
-            req.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(WriteRequest::decode(&buf).unwrap(), req);
+            let mut buf = Vec::new();
+            prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
             let rsp = WriteResponse { count: n[0], remaining: n[1] };
-            let mut buf = vec![0u8; 64];
-            rsp.encode(&mut Writer::with_base(&mut buf, 0));
-            prop_assert_eq!(WriteResponse::decode(&buf).unwrap(), rsp);
+            prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
         }
     }
 }

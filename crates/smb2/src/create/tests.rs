@@ -2,7 +2,7 @@
 //! against Samba 4.17 (see each constant's comment).
 
 use super::*;
-use crate::testutil::{hex, pdu_with_body, with_header};
+use crate::testutil::{golden, hex, pdu_round_trip, pdu_with_body, with_header};
 use proptest::prelude::*;
 use smb3d_dtyp::NtStatus;
 use smb3d_wire::{FileTime, Guid};
@@ -310,7 +310,7 @@ fn durable_v1() {
 #[test]
 fn smbprotocol_contexts() {
     let pdu = hex(SMBPROTOCOL_REQUEST);
-    let req = CreateRequest::decode(&pdu).unwrap();
+    let req = golden::<CreateRequest>(&pdu);
     let contexts = req.contexts.iter().collect::<Result<Vec<_>, _>>().unwrap();
     assert_eq!(contexts.len(), 5);
     assert!(matches!(
@@ -328,7 +328,6 @@ fn smbprotocol_contexts() {
     );
     assert!(matches!(contexts[3], CreateContext::DurableHandleRequestV2(d) if d.timeout == 30_000));
     assert_eq!(contexts[4], CreateContext::AllocationSize(4096));
-    assert_eq!(with_header(&pdu, |w| req.encode(w)), pdu);
     // Rebuilt from the typed contexts, only QFid's DataOffset differs: smbprotocol writes 0
     // for empty data where Samba writes the aligned offset.
     let mut rebuilt = Vec::new();
@@ -593,10 +592,9 @@ proptest! {
             name: &name,
             contexts: CreateContexts::parse(&chain).unwrap(),
         };
-        let mut buf = vec![0u8; 64];
-        req.encode(&mut Writer::with_base(&mut buf, 0));
-        let decoded = CreateRequest::decode(&buf).unwrap();
-        prop_assert_eq!(decoded, req);
+        let mut buf = Vec::new();
+        let decoded = pdu_round_trip(&req, &mut buf);
+        prop_assert_eq!(&decoded, &req);
         let typed = decoded.contexts.iter().collect::<Result<Vec<_>, _>>().unwrap();
         prop_assert_eq!(typed, contexts);
     }
@@ -634,9 +632,8 @@ proptest! {
             file_id: FileId { persistent: ids[0], volatile: ids[1] },
             contexts,
         };
-        let mut buf = vec![0u8; 64];
-        rsp.encode(&mut Writer::with_base(&mut buf, 0));
-        prop_assert_eq!(CreateResponse::decode(&buf).unwrap(), rsp);
+        let mut buf = Vec::new();
+        prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
     }
 
     #[test]
