@@ -9,7 +9,7 @@ use smb3d_fscc::{
     FilePipeWaitRequest, FileZeroDataInformation, IntegrityInformation, ReparseBuffer, ReparseTag,
     SymlinkReparse, decode_compression_state, decode_set_integrity, decode_set_sparse,
 };
-use smb3d_fuzz::fscc_stable;
+use smb3d_fuzz::stable;
 use smb3d_wire::Writer;
 
 fn encoded(f: impl FnOnce(&mut Writer<'_>)) -> Vec<u8> {
@@ -22,10 +22,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, buf)) = data.split_first() else {
         return;
     };
+    let scratch = &mut Vec::new();
     match selector % 12 {
-        0 => fscc_stable!(FilePipePeekReply, buf),
-        1 => fscc_stable!(FilePipeWaitRequest, buf),
-        2 => fscc_stable!(DuplicateExtents, buf),
+        0 => stable::<FilePipePeekReply>(buf, scratch),
+        1 => stable::<FilePipeWaitRequest>(buf, scratch),
+        2 => stable::<DuplicateExtents>(buf, scratch),
         3 => {
             if let Ok(v) = DuplicateExtents::decode_ex(buf) {
                 let once = encoded(|w| v.encode_ex(w));
@@ -38,8 +39,8 @@ fuzz_target!(|data: &[u8]| {
         4 => {
             let _ = decode_set_sparse(buf);
         }
-        5 => fscc_stable!(FileZeroDataInformation, buf),
-        6 => fscc_stable!(FileAllocatedRange, buf),
+        5 => stable::<FileZeroDataInformation>(buf, scratch),
+        6 => stable::<FileAllocatedRange>(buf, scratch),
         7 => {
             if let Ok(v) = ReparseBuffer::decode(buf) {
                 let once = encoded(|w| v.encode(w));
@@ -60,9 +61,9 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        8 => fscc_stable!(FileObjectIdBuffer, buf),
+        8 => stable::<FileObjectIdBuffer>(buf, scratch),
         9 => {
-            fscc_stable!(IntegrityInformation, buf);
+            stable::<IntegrityInformation>(buf, scratch);
             let _ = decode_set_integrity(buf);
         }
         10 => {

@@ -5,107 +5,114 @@
 
 use libfuzzer_sys::fuzz_target;
 use smb3d_fscc::*;
-use smb3d_fuzz::fscc_stable;
+use smb3d_fuzz::stable;
 
 fuzz_target!(|data: &[u8]| {
     let [info_type, class, buf @ ..] = data else {
         return;
     };
+    let scratch = &mut Vec::new();
     match (*info_type, FileInformationClass(*class)) {
         (1, FileInformationClass::FILE_BASIC_INFORMATION) => {
-            fscc_stable!(FileBasicInformation, buf)
+            stable::<FileBasicInformation>(buf, scratch)
         }
         (1, FileInformationClass::FILE_STANDARD_INFORMATION) => {
-            fscc_stable!(FileStandardInformation, buf)
+            stable::<FileStandardInformation>(buf, scratch)
         }
         (1, FileInformationClass::FILE_INTERNAL_INFORMATION) => {
-            fscc_stable!(FileInternalInformation, buf)
+            stable::<FileInternalInformation>(buf, scratch)
         }
-        (1, FileInformationClass::FILE_EA_INFORMATION) => fscc_stable!(FileEaInformation, buf),
+        (1, FileInformationClass::FILE_EA_INFORMATION) => stable::<FileEaInformation>(buf, scratch),
         (1, FileInformationClass::FILE_ACCESS_INFORMATION) => {
-            fscc_stable!(FileAccessInformation, buf)
+            stable::<FileAccessInformation>(buf, scratch)
         }
         (
             1,
             FileInformationClass::FILE_NAME_INFORMATION
             | FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION
             | FileInformationClass::FILE_NORMALIZED_NAME_INFORMATION,
-        ) => fscc_stable!(FileNameInformation, buf),
+        ) => stable::<FileNameInformation>(buf, scratch),
         (
             1,
             FileInformationClass::FILE_RENAME_INFORMATION
             | FileInformationClass::FILE_LINK_INFORMATION,
-        ) => fscc_stable!(FileRenameInformation, buf),
+        ) => stable::<FileRenameInformation>(buf, scratch),
         (1, FileInformationClass::FILE_DISPOSITION_INFORMATION) => {
-            fscc_stable!(FileDispositionInformation, buf)
+            stable::<FileDispositionInformation>(buf, scratch)
         }
         (1, FileInformationClass::FILE_POSITION_INFORMATION) => {
-            fscc_stable!(FilePositionInformation, buf)
+            stable::<FilePositionInformation>(buf, scratch)
         }
-        (1, FileInformationClass::FILE_MODE_INFORMATION) => fscc_stable!(FileModeInformation, buf),
+        (1, FileInformationClass::FILE_MODE_INFORMATION) => {
+            stable::<FileModeInformation>(buf, scratch)
+        }
         (1, FileInformationClass::FILE_ALIGNMENT_INFORMATION) => {
-            fscc_stable!(FileAlignmentInformation, buf)
+            stable::<FileAlignmentInformation>(buf, scratch)
         }
-        (1, FileInformationClass::FILE_ALL_INFORMATION) => fscc_stable!(FileAllInformation, buf),
+        (1, FileInformationClass::FILE_ALL_INFORMATION) => {
+            stable::<FileAllInformation>(buf, scratch)
+        }
         (1, FileInformationClass::FILE_ALLOCATION_INFORMATION) => {
-            fscc_stable!(FileAllocationInformation, buf)
+            stable::<FileAllocationInformation>(buf, scratch)
         }
         (1, FileInformationClass::FILE_END_OF_FILE_INFORMATION) => {
-            fscc_stable!(FileEndOfFileInformation, buf)
+            stable::<FileEndOfFileInformation>(buf, scratch)
         }
-        (1, FileInformationClass::FILE_PIPE_INFORMATION) => fscc_stable!(FilePipeInformation, buf),
+        (1, FileInformationClass::FILE_PIPE_INFORMATION) => {
+            stable::<FilePipeInformation>(buf, scratch)
+        }
         (1, FileInformationClass::FILE_PIPE_LOCAL_INFORMATION) => {
-            fscc_stable!(FilePipeLocalInformation, buf)
+            stable::<FilePipeLocalInformation>(buf, scratch)
         }
         (1, FileInformationClass::FILE_COMPRESSION_INFORMATION) => {
-            fscc_stable!(FileCompressionInformation, buf)
+            stable::<FileCompressionInformation>(buf, scratch)
         }
         (1, FileInformationClass::FILE_NETWORK_OPEN_INFORMATION) => {
-            fscc_stable!(FileNetworkOpenInformation, buf)
+            stable::<FileNetworkOpenInformation>(buf, scratch)
         }
         (1, FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION) => {
-            fscc_stable!(FileAttributeTagInformation, buf)
+            stable::<FileAttributeTagInformation>(buf, scratch)
         }
         (1, FileInformationClass::FILE_VALID_DATA_LENGTH_INFORMATION) => {
-            fscc_stable!(FileValidDataLengthInformation, buf)
+            stable::<FileValidDataLengthInformation>(buf, scratch)
         }
-        (1, FileInformationClass::FILE_ID_INFORMATION) => fscc_stable!(FileIdInformation, buf),
+        (1, FileInformationClass::FILE_ID_INFORMATION) => stable::<FileIdInformation>(buf, scratch),
         (1, FileInformationClass::FILE_DISPOSITION_INFORMATION_EX) => {
-            fscc_stable!(FileDispositionInformationEx, buf)
+            stable::<FileDispositionInformationEx>(buf, scratch)
         }
         (1, FileInformationClass::FILE_RENAME_INFORMATION_EX) => {
-            fscc_stable!(FileRenameInformationEx, buf)
+            stable::<FileRenameInformationEx>(buf, scratch)
         }
         (1, FileInformationClass::FILE_LINK_INFORMATION_EX) => {
-            fscc_stable!(FileLinkInformationEx, buf)
+            stable::<FileLinkInformationEx>(buf, scratch)
         }
         (2, _) => match FsInformationClass(*class) {
             FsInformationClass::FILE_FS_VOLUME_INFORMATION => {
-                fscc_stable!(FileFsVolumeInformation, buf)
+                stable::<FileFsVolumeInformation>(buf, scratch)
             }
             FsInformationClass::FILE_FS_LABEL_INFORMATION => {
-                fscc_stable!(FileFsLabelInformation, buf)
+                stable::<FileFsLabelInformation>(buf, scratch)
             }
             FsInformationClass::FILE_FS_SIZE_INFORMATION => {
-                fscc_stable!(FileFsSizeInformation, buf)
+                stable::<FileFsSizeInformation>(buf, scratch)
             }
             FsInformationClass::FILE_FS_DEVICE_INFORMATION => {
-                fscc_stable!(FileFsDeviceInformation, buf)
+                stable::<FileFsDeviceInformation>(buf, scratch)
             }
             FsInformationClass::FILE_FS_ATTRIBUTE_INFORMATION => {
-                fscc_stable!(FileFsAttributeInformation, buf)
+                stable::<FileFsAttributeInformation>(buf, scratch)
             }
             FsInformationClass::FILE_FS_CONTROL_INFORMATION => {
-                fscc_stable!(FileFsControlInformation, buf)
+                stable::<FileFsControlInformation>(buf, scratch)
             }
             FsInformationClass::FILE_FS_FULL_SIZE_INFORMATION => {
-                fscc_stable!(FileFsFullSizeInformation, buf)
+                stable::<FileFsFullSizeInformation>(buf, scratch)
             }
             FsInformationClass::FILE_FS_OBJECT_ID_INFORMATION => {
-                fscc_stable!(FileFsObjectIdInformation, buf)
+                stable::<FileFsObjectIdInformation>(buf, scratch)
             }
             FsInformationClass::FILE_FS_SECTOR_SIZE_INFORMATION => {
-                fscc_stable!(FileFsSectorSizeInformation, buf)
+                stable::<FileFsSectorSizeInformation>(buf, scratch)
             }
             _ => {}
         },
