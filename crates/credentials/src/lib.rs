@@ -22,6 +22,17 @@
 //! The saved set-user-id stays 0 while a user's credentials are held, which is what lets the
 //! thread take root's back. Threads inherit their creator's credentials: a thread's first use
 //! asks the kernel what it holds.
+#![forbid(unsafe_code)]
+// Every request's file-system work runs through here: it must not panic (issue 8); tests may.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 use std::cell::{Cell, RefCell};
 
