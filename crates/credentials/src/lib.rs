@@ -35,6 +35,7 @@
 )]
 
 use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 
 use rustix::process::{Gid, Uid};
 use rustix::thread::{set_thread_groups, set_thread_res_gid, set_thread_res_uid};
@@ -110,11 +111,87 @@ fn regain_service() -> bool {
 }
 
 /// Makes this thread's credentials those the next credential-sensitive call needs: the user's
-/// inside [`run_as`] work (held already), the service's outside it.
+/// inside [`run_as`] work (held already), the service's outside it. For calls that take no
+/// [`Creds`] (std's); the others run in [`settled`].
 pub fn settle() {
     if WORK.get() == Work::Outside && matches!(held(), Held::User { .. } | Held::Other) {
         regain_service();
     }
+}
+
+/// Proof that this thread's credentials are those its work needs: the user's inside a user's
+/// work ([`run_as`]), the service's in [`as_service`] or outside any user's work. Functions
+/// whose outcome depends on credentials take one. It has no size, so passing it costs nothing.
+///
+/// Only [`settled`] makes one, and only for the run of its closure: the proof cannot leave the
+/// closure, nor go to another thread, whose credentials are its own. It stays good in work
+/// nested in the closure, since [`as_service`] switches when its work starts and back when it
+/// ends. [`run_as`] alone keeps what it switched to (that is the laziness), so it is never
+/// called with a proof in hand: its callers run it around file-system calls, not inside them
+/// (this the compiler does not check).
+///
+/// The rest it checks. A proof cannot be made from nothing: its fields are private,
+///
+/// ```compile_fail,E0451
+/// use std::marker::PhantomData;
+///
+/// let forged = smb3d_credentials::Creds { scope: PhantomData, thread: PhantomData };
+/// ```
+///
+/// and it has no `Default`,
+///
+/// ```compile_fail,E0599
+/// let forged = smb3d_credentials::Creds::default();
+/// ```
+///
+/// One lent by [`settled`] cannot be kept for later, when another user's work may have left
+/// its credentials on the thread,
+///
+/// ```compile_fail,E0521
+/// let mut kept = None;
+/// smb3d_credentials::settled(|creds| kept = Some(creds));
+/// ```
+///
+/// nor given to another thread:
+///
+/// ```compile_fail,E0277
+/// smb3d_credentials::settled(|creds| {
+///     std::thread::scope(|threads| {
+///         threads.spawn(move || drop(creds));
+///     });
+/// });
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Creds<'a> {
+    /// Bounds the proof to the closure [`settled`] lends it to.
+    scope: PhantomData<&'a ()>,
+    /// Not `Send` or `Sync`: credentials are per thread.
+    thread: PhantomData<*const ()>,
+}
+
+// Passing the proof must cost nothing.
+const _: () = assert!(size_of::<Creds<'static>>() == 0);
+
+/// Settles this thread's credentials ([`settle`]) and runs `work` with the proof. Inside a
+/// user's work that is one thread-local read.
+///
+/// ```
+/// use std::os::unix::fs::MetadataExt;
+///
+/// // A credential-sensitive call, as smb3d-vfs-posix wraps them: it takes the proof.
+/// fn owner(_: smb3d_credentials::Creds<'_>, path: &str) -> std::io::Result<u32> {
+///     Ok(std::fs::symlink_metadata(path)?.uid())
+/// }
+///
+/// let root = smb3d_credentials::settled(|creds| owner(creds, "/"));
+/// assert!(root.is_ok());
+/// ```
+pub fn settled<T>(work: impl FnOnce(Creds<'_>) -> T) -> T {
+    settle();
+    work(Creds {
+        scope: PhantomData,
+        thread: PhantomData,
+    })
 }
 
 /// Sets this thread's supplementary groups, unless they are these already.
