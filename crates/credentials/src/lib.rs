@@ -123,12 +123,12 @@ pub fn settle() {
 /// work ([`run_as`]), the service's in [`as_service`] or outside any user's work. Functions
 /// whose outcome depends on credentials take one. It has no size, so passing it costs nothing.
 ///
-/// Only [`settled`] makes one, and only for the run of its closure: the proof cannot leave the
-/// closure, nor go to another thread, whose credentials are its own. It stays good in work
-/// nested in the closure, since [`as_service`] switches when its work starts and back when it
-/// ends. [`run_as`] alone keeps what it switched to (that is the laziness), so it is never
-/// called with a proof in hand: its callers run it around file-system calls, not inside them
-/// (this the compiler does not check).
+/// Only [`settled`] makes one (and [`privileged`], through [`ServiceCreds`]), and only for the
+/// run of its closure: the proof cannot leave the closure, nor go to another thread, whose
+/// credentials are its own. It stays good in work nested in the closure, since [`as_service`]
+/// switches when its work starts and back when it ends. [`run_as`] alone keeps what it
+/// switched to (that is the laziness), so it is never called with a proof in hand: its callers
+/// run it around file-system calls, not inside them (this the compiler does not check).
 ///
 /// The rest it checks. A proof cannot be made from nothing: its fields are private,
 ///
@@ -169,8 +169,30 @@ pub struct Creds<'a> {
     thread: PhantomData<*const ()>,
 }
 
-// Passing the proof must cost nothing.
-const _: () = assert!(size_of::<Creds<'static>>() == 0);
+// Passing the proofs must cost nothing.
+const _: () = assert!(size_of::<Creds<'static>>() == 0 && size_of::<ServiceCreds<'static>>() == 0);
+
+/// Proof that this thread holds the service's credentials, for calls that need its privilege
+/// (capabilities) also when a user's work makes them. Only [`privileged`] makes one, on the
+/// terms of [`Creds`]. Settling is not enough: inside a user's work it keeps the user's
+/// credentials, which is how the fanotify watch once started without its capabilities.
+///
+/// ```compile_fail,E0308
+/// fn watch(_: smb3d_credentials::ServiceCreds<'_>) {}
+///
+/// smb3d_credentials::settled(|creds| watch(creds));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ServiceCreds<'a> {
+    creds: Creds<'a>,
+}
+
+impl<'a> ServiceCreds<'a> {
+    /// The proof that the credentials are settled, which the service's are.
+    pub fn creds(self) -> Creds<'a> {
+        self.creds
+    }
+}
 
 /// Settles this thread's credentials ([`settle`]) and runs `work` with the proof. Inside a
 /// user's work that is one thread-local read.
@@ -292,4 +314,16 @@ pub fn as_service<T>(work: impl FnOnce() -> T) -> T {
     let _back = Back { uid, gid };
     let _scope = Scope::enter(Work::Service);
     work()
+}
+
+/// Runs `work` with the service's credentials, as [`as_service`] does, and the proof of them.
+pub fn privileged<T>(work: impl FnOnce(ServiceCreds<'_>) -> T) -> T {
+    as_service(|| {
+        work(ServiceCreds {
+            creds: Creds {
+                scope: PhantomData,
+                thread: PhantomData,
+            },
+        })
+    })
 }
