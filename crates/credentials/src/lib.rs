@@ -12,11 +12,16 @@
 //!
 //! The rule that makes this safe: code outside a user's work must not depend on which
 //! credentials its thread holds. Calls that do (opening or looking up paths, reading or
-//! writing xattrs, changing owners, modes or times, reading the server's own files) call
-//! [`settle`] first, or run in [`as_service`]; outside a user's work that takes the service's
-//! credentials back. Calls on an open descriptor that the kernel does not check again
-//! (read, write, stat, truncate, sync, close) need neither: that is the data path and the close
-//! that lazy switching saves. A call that forgets can only run as a user, never with more
+//! writing xattrs, changing owners, modes or times, reading the server's own files) run in
+//! [`settled`], which takes the service's credentials back outside a user's work and lends the
+//! work a [`Creds`], the proof that the thread's credentials are settled; calls that need the
+//! service's privilege run in [`privileged`] and take its [`ServiceCreds`]. smb3d-vfs-posix
+//! makes every such system call through a function that takes the proof, so a method that
+//! forgets to settle does not compile. Calls on an open descriptor that the kernel does not
+//! check again (read, write, stat, truncate, sync, close) need none: that is the data path and
+//! the close that lazy switching saves. The server's own files, read and written with std's
+//! calls, which take no proof, are reached through [`as_service`] (or after [`settle`]): there
+//! the rule is still kept by hand. A call that forgets can only run as a user, never with more
 //! rights than the service's, so the failure is a refusal, not an escalation.
 //!
 //! The saved set-user-id stays 0 while a user's credentials are held, which is what lets the

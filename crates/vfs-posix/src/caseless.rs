@@ -6,12 +6,14 @@
 use std::sync::Arc;
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxFlags, openat, statx};
+use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxFlags};
 use rustix::io::{self, Errno};
+use smb3d_credentials::Creds;
 use smb3d_vfs::CaseSensitivity;
 use smb3d_vfs::casefold::{EntryChooser, Found};
 
 use crate::listing_cache::{ListingCache, ListingCacheLimits};
+use crate::sys;
 
 /// The `getdents64` buffer: several hundred entries per call, so that listing a directory of
 /// 20,000 entries takes a few dozen calls.
@@ -40,11 +42,11 @@ impl NameRules {
     /// The entry of `dir` that `name` designates, for path resolution: the exact spelling
     /// costs one `statx`. A directory that cannot be searched or listed holds nothing to
     /// match; the operation on the path then reports why.
-    pub(crate) fn find(&self, dir: impl AsFd, name: &str) -> Found {
-        match has_entry(&dir, name) {
+    pub(crate) fn find(&self, creds: Creds<'_>, dir: impl AsFd, name: &str) -> Found {
+        match has_entry(creds, &dir, name) {
             Ok(true) => Found::Exact,
             Ok(false) => self
-                .find_other_spelling(dir.as_fd(), name)
+                .find_other_spelling(creds, dir.as_fd(), name)
                 .unwrap_or(Found::Missing),
             Err(_) => Found::Missing,
         }
@@ -53,11 +55,16 @@ impl NameRules {
     /// The entry `name` designates in `dir`, which had no entry spelled `name` (`Exact` if
     /// one appeared since): from the cached names if `dir` is a cached large directory, else
     /// from one listing.
-    pub(crate) fn find_other_spelling(&self, dir: BorrowedFd<'_>, name: &str) -> io::Result<Found> {
+    pub(crate) fn find_other_spelling(
+        &self,
+        creds: Creds<'_>,
+        dir: BorrowedFd<'_>,
+        name: &str,
+    ) -> io::Result<Found> {
         // A descriptor of its own: `dir` may be `O_PATH`, and its position is not ours to
         // move. Opening it checks that the caller may list it, which the cache relies on.
         let listing = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = openat(dir, ".", listing, Mode::empty())?;
+        let fd = sys::openat(creds, dir, ".", listing, Mode::empty())?;
         if let Some(cache) = &self.cache
             && let Some(found) = cache.lookup(fd.as_fd(), name)
         {
@@ -65,15 +72,21 @@ impl NameRules {
         }
         let (found, entries) = scan(&fd, name)?;
         if let (Some(cache), Some(entries)) = (&self.cache, entries) {
-            cache.consider(fd.as_fd(), entries);
+            cache.consider(creds, fd.as_fd(), entries);
         }
         Ok(found)
     }
 }
 
 /// Whether `dir` has an entry spelled `name`, not following it.
-fn has_entry(dir: impl AsFd, name: &str) -> io::Result<bool> {
-    match statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::empty()) {
+fn has_entry(creds: Creds<'_>, dir: impl AsFd, name: &str) -> io::Result<bool> {
+    match sys::statx(
+        creds,
+        dir,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::empty(),
+    ) {
         Ok(_) => Ok(true),
         Err(Errno::NOENT) => Ok(false),
         Err(error) => Err(error),

@@ -2,10 +2,11 @@
 //! system can), `FICLONERANGE` block cloning, hole punching and `SEEK_DATA`/`SEEK_HOLE`.
 
 use rustix::fd::{AsFd, BorrowedFd};
-use rustix::fs::{
-    FallocateFlags, Mode, OFlags, SeekFrom, copy_file_range, fallocate, openat, seek,
-};
+use rustix::fs::{FallocateFlags, Mode, OFlags, SeekFrom, copy_file_range, fallocate, seek};
 use rustix::io::{Errno, Result};
+use smb3d_credentials::Creds;
+
+use crate::sys;
 
 /// The largest step of one `copy_file_range` call; the kernel caps a call near 2 GiB anyway.
 const COPY_STEP: u64 = 1 << 30;
@@ -119,9 +120,9 @@ pub(crate) fn data_ranges(
 /// Whether the file system of `dir` clones: a zero-length clone of an unnamed temporary file
 /// onto itself succeeds where cloning works and fails with `EOPNOTSUPP` (or `EINVAL`, `EXDEV`)
 /// elsewhere. Needs the right to create files in `dir`; without it the answer is no.
-pub(crate) fn probe_cloning(dir: BorrowedFd<'_>) -> bool {
+pub(crate) fn probe_cloning(creds: Creds<'_>, dir: BorrowedFd<'_>) -> bool {
     let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
-    let Ok(file) = openat(dir, ".", flags, Mode::from_bits_truncate(0o600)) else {
+    let Ok(file) = sys::openat(creds, dir, ".", flags, Mode::from_bits_truncate(0o600)) else {
         return false;
     };
     clone_range(file.as_fd(), 0, file.as_fd(), 0, 0).is_ok()

@@ -6,13 +6,11 @@ use rustix::buffer::spare_capacity;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{
     AtFlags, CWD, Dir, FallocateFlags, Gid, Mode, OFlags, Timestamps, UTIME_OMIT, Uid, XattrFlags,
-    chmodat, chownat, fallocate, fchmod, fchown, fgetxattr, fgetxattr_query, flistxattr,
-    flistxattr_query, fremovexattr, fsetxattr, fsync, ftruncate, futimens, getxattr,
-    getxattr_query, lgetxattr, lgetxattr_query, listxattr, listxattr_query, openat, removexattr,
-    setxattr, utimensat,
+    fallocate, fsync, ftruncate,
 };
 use rustix::io::{self, Errno, pread, pwrite};
 use rustix::pipe::{SpliceFlags, splice};
+use smb3d_credentials::{Creds, settled};
 use smb3d_vfs::backend::{
     MAX_FILE_SIZE, POSIX_ACL_XATTRS, checked_range_end, copy_by_reading, validate_xattr_name,
     validate_xattr_value,
@@ -27,6 +25,7 @@ use crate::caseless::NameRules;
 use crate::copy;
 use crate::errno::map_errno;
 use crate::stat::{statx_at, statx_fd};
+use crate::sys;
 
 /// How often a size query and a read of an xattr may disagree because another process changed
 /// it in between before giving up.
@@ -99,7 +98,7 @@ impl PosixFile {
         }
     }
 
-    fn xattr_value(&self, name: &str) -> io::Result<Vec<u8>> {
+    fn xattr_value(&self, creds: Creds<'_>, name: &str) -> io::Result<Vec<u8>> {
         if self.path_only {
             // An O_PATH descriptor has no f*xattr calls: a directory is reached as `.` below
             // itself with getxattrat where the kernel has it (whose AT_EMPTY_PATH refuses
@@ -107,7 +106,7 @@ impl PosixFile {
             // permission on the directory, which the /proc link does not: any other failure
             // is asked again that way.
             if self.file_type == FileType::Directory {
-                match xattrat::read(self.fd.as_fd(), ".", name) {
+                match xattrat::read(creds, self.fd.as_fd(), ".", name) {
                     Some(Ok(value)) => return Ok(value),
                     Some(Err(Errno::NODATA)) => return Err(Errno::NODATA),
                     _ => {}
@@ -115,25 +114,28 @@ impl PosixFile {
             }
             let path = self.proc_path();
             read_sized(
-                || getxattr_query(&path, name),
-                |buf| getxattr(&path, name, buf),
+                || sys::getxattr_query(creds, &path, name),
+                |buf| sys::getxattr(creds, &path, name, buf),
             )
         } else {
             read_sized(
-                || fgetxattr_query(&self.fd, name),
-                |buf| fgetxattr(&self.fd, name, buf),
+                || sys::fgetxattr_query(creds, &self.fd, name),
+                |buf| sys::fgetxattr(creds, &self.fd, name, buf),
             )
         }
     }
 
-    fn xattr_names(&self) -> io::Result<Vec<u8>> {
+    fn xattr_names(&self, creds: Creds<'_>) -> io::Result<Vec<u8>> {
         if self.path_only {
             let path = self.proc_path();
-            read_sized(|| listxattr_query(&path), |buf| listxattr(&path, buf))
+            read_sized(
+                || sys::listxattr_query(creds, &path),
+                |buf| sys::listxattr(creds, &path, buf),
+            )
         } else {
             read_sized(
-                || flistxattr_query(&self.fd),
-                |buf| flistxattr(&self.fd, buf),
+                || sys::flistxattr_query(creds, &self.fd),
+                |buf| sys::flistxattr(creds, &self.fd, buf),
             )
         }
     }
@@ -147,6 +149,7 @@ mod xattrat {
     use rustix::fd::{AsRawFd, BorrowedFd};
     use rustix::io::{self, Errno};
     use rustix::path::Arg;
+    use smb3d_credentials::Creds;
 
     /// The system call's number, the same on every architecture.
     const SYS_GETXATTRAT: libc::c_long = 464;
@@ -166,6 +169,7 @@ mod xattrat {
     /// symlink; `None` when the kernel has no getxattrat, for the caller's fallback. The names
     /// are made NUL-terminated on the stack: this runs once per listed entry.
     pub(super) fn read(
+        creds: Creds<'_>,
         dir: BorrowedFd<'_>,
         name: &str,
         xattr: &str,
@@ -176,8 +180,8 @@ mod xattrat {
         let result = name.into_with_c_str(|name| {
             xattr.into_with_c_str(|xattr| {
                 super::read_sized(
-                    || call(dir, name, xattr, &mut []),
-                    |buf| call(dir, name, xattr, buf),
+                    || call(creds, dir, name, xattr, &mut []),
+                    |buf| call(creds, dir, name, xattr, buf),
                 )
             })
         });
@@ -189,7 +193,13 @@ mod xattrat {
     }
 
     #[allow(unsafe_code)]
-    fn call(dir: BorrowedFd<'_>, name: &CStr, xattr: &CStr, buf: &mut [u8]) -> io::Result<usize> {
+    fn call(
+        _: Creds<'_>,
+        dir: BorrowedFd<'_>,
+        name: &CStr,
+        xattr: &CStr,
+        buf: &mut [u8],
+    ) -> io::Result<usize> {
         let mut args = XattrArgs {
             value: buf.as_mut_ptr() as u64,
             size: u32::try_from(buf.len()).map_err(|_| Errno::INVAL)?,
@@ -392,125 +402,132 @@ impl VfsFile for PosixFile {
     }
 
     fn set_times(&self, atime: Option<Timespec>, mtime: Option<Timespec>) -> VfsResult<()> {
-        smb3d_credentials::settle();
         let times = Timestamps {
             last_access: to_timespec(atime),
             last_modification: to_timespec(mtime),
         };
-        if self.path_only {
-            utimensat(CWD, self.proc_path(), &times, AtFlags::empty())
-        } else {
-            futimens(&self.fd, &times)
-        }
+        settled(|creds| {
+            if self.path_only {
+                sys::utimensat(creds, CWD, self.proc_path(), &times, AtFlags::empty())
+            } else {
+                sys::futimens(creds, &self.fd, &times)
+            }
+        })
         .map_err(map_errno)
     }
 
     fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> VfsResult<()> {
-        smb3d_credentials::settle();
         let uid = uid.map(Uid::from_raw);
         let gid = gid.map(Gid::from_raw);
-        if self.path_only {
-            chownat(CWD, self.proc_path(), uid, gid, AtFlags::empty())
-        } else {
-            fchown(&self.fd, uid, gid)
-        }
+        settled(|creds| {
+            if self.path_only {
+                sys::chownat(creds, CWD, self.proc_path(), uid, gid, AtFlags::empty())
+            } else {
+                sys::fchown(creds, &self.fd, uid, gid)
+            }
+        })
         .map_err(map_errno)
     }
 
     fn set_mode(&self, mode: u32) -> VfsResult<()> {
-        smb3d_credentials::settle();
         let mode = Mode::from_raw_mode(mode & 0o7777);
-        if self.path_only {
-            // The /proc link resolves to this object, never to a symlink's target: an O_PATH
-            // descriptor of a symlink is not opened here (the VFS follows links when opening).
-            chmodat(CWD, self.proc_path(), mode, AtFlags::empty())
-        } else {
-            fchmod(&self.fd, mode)
-        }
+        settled(|creds| {
+            if self.path_only {
+                // The /proc link resolves to this object, never to a symlink's target: an
+                // O_PATH descriptor of a symlink is not opened here (the VFS follows links
+                // when opening).
+                sys::chmodat(creds, CWD, self.proc_path(), mode, AtFlags::empty())
+            } else {
+                sys::fchmod(creds, &self.fd, mode)
+            }
+        })
         .map_err(map_errno)
     }
 
     fn read_dir(&self) -> VfsResult<Vec<DirEntry>> {
-        smb3d_credentials::settle();
         self.check_directory()?;
-        // A descriptor of its own, so that concurrent listings do not share a position, and
-        // readable even when this handle is `O_PATH`.
-        let listing = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let reopen = || openat(&self.fd, ".", listing, Mode::empty());
-        let fd = match reopen() {
-            Err(Errno::ACCESS) if self.opened_for_creator => smb3d_credentials::as_service(reopen),
-            result => result,
-        }
-        .map_err(map_errno)?;
-        let mut dir = Dir::new(fd).map_err(map_errno)?;
-        let mut entries = Vec::new();
-        while let Some(entry) = dir.read() {
-            let entry = entry.map_err(map_errno)?;
-            let Ok(name) = entry.file_name().to_str() else {
-                continue;
-            };
-            if name == "." || name == ".." {
-                continue;
-            }
-            let file_type = match entry.file_type() {
-                rustix::fs::FileType::RegularFile => FileType::File,
-                rustix::fs::FileType::Directory => FileType::Directory,
-                rustix::fs::FileType::Symlink => FileType::Symlink,
-                rustix::fs::FileType::Unknown => {
-                    match statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-                        Ok(stat) => stat.file_type,
-                        // Removed since the directory was read.
-                        Err(Errno::NOENT) => continue,
-                        Err(error) => return Err(map_errno(error)),
-                    }
+        settled(|creds| {
+            // A descriptor of its own, so that concurrent listings do not share a position,
+            // and readable even when this handle is `O_PATH`.
+            let listing = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            let reopen = || sys::openat(creds, &self.fd, ".", listing, Mode::empty());
+            let fd = match reopen() {
+                Err(Errno::ACCESS) if self.opened_for_creator => {
+                    smb3d_credentials::as_service(reopen)
                 }
-                _ => FileType::Other,
-            };
-            entries.push(DirEntry {
-                name: name.to_owned(),
-                ino: entry.ino(),
-                file_type,
-            });
-        }
-        Ok(entries)
+                result => result,
+            }
+            .map_err(map_errno)?;
+            let mut dir = Dir::new(fd).map_err(map_errno)?;
+            let mut entries = Vec::new();
+            while let Some(entry) = dir.read() {
+                let entry = entry.map_err(map_errno)?;
+                let Ok(name) = entry.file_name().to_str() else {
+                    continue;
+                };
+                if name == "." || name == ".." {
+                    continue;
+                }
+                let file_type = match entry.file_type() {
+                    rustix::fs::FileType::RegularFile => FileType::File,
+                    rustix::fs::FileType::Directory => FileType::Directory,
+                    rustix::fs::FileType::Symlink => FileType::Symlink,
+                    rustix::fs::FileType::Unknown => {
+                        match statx_at(creds, &self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                            Ok(stat) => stat.file_type,
+                            // Removed since the directory was read.
+                            Err(Errno::NOENT) => continue,
+                            Err(error) => return Err(map_errno(error)),
+                        }
+                    }
+                    _ => FileType::Other,
+                };
+                entries.push(DirEntry {
+                    name: name.to_owned(),
+                    ino: entry.ino(),
+                    file_type,
+                });
+            }
+            Ok(entries)
+        })
     }
 
     fn stat_child(&self, name: &str) -> VfsResult<FileStat> {
-        smb3d_credentials::settle();
         validate_name(name)?;
         self.check_directory()?;
-        statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(map_errno)
+        settled(|creds| statx_at(creds, &self.fd, name, AtFlags::SYMLINK_NOFOLLOW))
+            .map_err(map_errno)
     }
 
     fn lookup_child(&self, name: &str) -> VfsResult<Option<(String, FileStat)>> {
-        smb3d_credentials::settle();
         validate_name(name)?;
         self.check_directory()?;
-        match statx_at(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => return Ok(Some((name.to_owned(), stat))),
-            Err(Errno::NOENT) if self.names.case == CaseSensitivity::Insensitive => {}
-            Err(Errno::NOENT) => return Ok(None),
-            Err(error) => return Err(map_errno(error)),
-        }
-        let found = self.names.find_other_spelling(self.fd.as_fd(), name);
-        let real = match found.map_err(map_errno)? {
-            Found::Variant(real) => real,
-            // Created since the statx.
-            Found::Exact => name.to_owned(),
-            Found::Missing => return Ok(None),
-        };
-        match statx_at(&self.fd, &real, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => Ok(Some((real, stat))),
-            // Removed since the listing.
-            Err(Errno::NOENT) => Ok(None),
-            Err(error) => Err(map_errno(error)),
-        }
+        settled(|creds| {
+            match statx_at(creds, &self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => return Ok(Some((name.to_owned(), stat))),
+                Err(Errno::NOENT) if self.names.case == CaseSensitivity::Insensitive => {}
+                Err(Errno::NOENT) => return Ok(None),
+                Err(error) => return Err(map_errno(error)),
+            }
+            let found = self.names.find_other_spelling(creds, self.fd.as_fd(), name);
+            let real = match found.map_err(map_errno)? {
+                Found::Variant(real) => real,
+                // Created since the statx.
+                Found::Exact => name.to_owned(),
+                Found::Missing => return Ok(None),
+            };
+            match statx_at(creds, &self.fd, &real, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => Ok(Some((real, stat))),
+                // Removed since the listing.
+                Err(Errno::NOENT) => Ok(None),
+                Err(error) => Err(map_errno(error)),
+            }
+        })
     }
 
     fn get_xattr(&self, name: &str) -> VfsResult<Option<Vec<u8>>> {
-        smb3d_credentials::settle();
         validate_name_of_xattr(name)?;
-        match self.xattr_value(name) {
+        match settled(|creds| self.xattr_value(creds, name)) {
             Ok(value) => Ok(Some(value)),
             Err(Errno::NODATA) => Ok(None),
             Err(error) => Err(map_errno(error)),
@@ -518,7 +535,6 @@ impl VfsFile for PosixFile {
     }
 
     fn get_child_xattr(&self, name: &str, xattr: &str) -> VfsResult<Option<Vec<u8>>> {
-        smb3d_credentials::settle();
         validate_name(name)?;
         validate_name_of_xattr(xattr)?;
         self.check_directory()?;
@@ -526,16 +542,18 @@ impl VfsFile for PosixFile {
         // share, and is not followed if it is a symlink: with getxattrat where the kernel has
         // it, else lgetxattr through the descriptor's /proc link (a path walk of five more
         // components).
-        let value = match xattrat::read(self.fd.as_fd(), name, xattr) {
-            Some(value) => value,
-            None => {
-                let path = format!("{}/{name}", self.proc_path());
-                read_sized(
-                    || lgetxattr_query(&path, xattr),
-                    |buf| lgetxattr(&path, xattr, buf),
-                )
-            }
-        };
+        let value = settled(
+            |creds| match xattrat::read(creds, self.fd.as_fd(), name, xattr) {
+                Some(value) => value,
+                None => {
+                    let path = format!("{}/{name}", self.proc_path());
+                    read_sized(
+                        || sys::lgetxattr_query(creds, &path, xattr),
+                        |buf| sys::lgetxattr(creds, &path, xattr, buf),
+                    )
+                }
+            },
+        );
         match value {
             Ok(value) => Ok(Some(value)),
             Err(Errno::NODATA) => Ok(None),
@@ -544,25 +562,27 @@ impl VfsFile for PosixFile {
     }
 
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
-        smb3d_credentials::settle();
         validate_name_of_xattr(name)?;
         validate_xattr_value(value)?;
-        if self.path_only {
-            setxattr(self.proc_path(), name, value, XattrFlags::empty())
-        } else {
-            fsetxattr(&self.fd, name, value, XattrFlags::empty())
-        }
+        settled(|creds| {
+            if self.path_only {
+                sys::setxattr(creds, self.proc_path(), name, value, XattrFlags::empty())
+            } else {
+                sys::fsetxattr(creds, &self.fd, name, value, XattrFlags::empty())
+            }
+        })
         .map_err(map_errno)
     }
 
     fn remove_xattr(&self, name: &str) -> VfsResult<()> {
-        smb3d_credentials::settle();
         validate_name_of_xattr(name)?;
-        if self.path_only {
-            removexattr(self.proc_path(), name)
-        } else {
-            fremovexattr(&self.fd, name)
-        }
+        settled(|creds| {
+            if self.path_only {
+                sys::removexattr(creds, self.proc_path(), name)
+            } else {
+                sys::fremovexattr(creds, &self.fd, name)
+            }
+        })
         .map_err(map_errno)
     }
 
@@ -644,8 +664,7 @@ impl VfsFile for PosixFile {
     }
 
     fn list_xattr(&self) -> VfsResult<Vec<String>> {
-        smb3d_credentials::settle();
-        let names = self.xattr_names().map_err(map_errno)?;
+        let names = settled(|creds| self.xattr_names(creds)).map_err(map_errno)?;
         Ok(names
             .split(|&byte| byte == 0)
             .filter(|name| !name.is_empty())

@@ -5,10 +5,11 @@
 //! with a component-by-component `O_NOFOLLOW` walk that is just as confined. Operations on the
 //! last component (`unlinkat`, `renameat2`, `mkdirat`, `symlinkat`) act relative to a parent
 //! opened that way, so no symlink or concurrent rename can take them out of the share.
-//! Everything is `O_CLOEXEC` and closed on drop. rustix wraps the system calls; the one
-//! `unsafe` blocks are the calls rustix has no wrapper for: the `FICLONERANGE` ioctl
-//! (`copy.rs`), `getxattrat` (`file.rs`) and fanotify with `open_by_handle_at` (`outside.rs`,
-//! changes made by other processes).
+//! Everything is `O_CLOEXEC` and closed on drop. rustix wraps the system calls; those whose
+//! outcome depends on the thread's credentials are made through [`sys`], which takes the proof
+//! that the credentials are settled. The one `unsafe` blocks are the calls rustix has no
+//! wrapper for: the `FICLONERANGE` ioctl (`copy.rs`), `getxattrat` (`file.rs`) and fanotify
+//! with `open_by_handle_at` (`outside.rs`, changes made by other processes).
 //!
 //! Names ignore case by default ([`CaseSensitivity`]): a path that exists as spelled costs
 //! what it would cost without the option; a component missing as spelled is looked for by
@@ -33,16 +34,17 @@ mod listing_cache;
 mod outside;
 mod resolve;
 mod stat;
+pub mod sys;
 
 use std::path::Path;
 
 use rustix::fd::AsFd;
 
 use rustix::fs::{
-    AtFlags, CWD, Mode, OFlags, RenameFlags, ResolveFlags, fstat, fstatfs, fstatvfs, fsync, linkat,
-    mkdirat, openat, openat2, readlinkat, renameat_with, symlinkat, unlinkat,
+    AtFlags, CWD, Mode, OFlags, RenameFlags, ResolveFlags, fstat, fstatfs, fstatvfs, fsync,
 };
 use rustix::io::Errno;
+use smb3d_credentials::{Creds, settled};
 use smb3d_vfs::backend::{
     caseless_rename_target, check_symlink_target, open_caseless, retry_caseless,
     validate_symlink_target,
@@ -89,43 +91,42 @@ const BIRTH_SLACK_SECS: i64 = 1;
 impl PosixVfs {
     /// Opens the share root (`O_PATH | O_DIRECTORY`), using `openat2` if the kernel has it.
     pub fn new(root: &Path) -> VfsResult<Self> {
-        let fd = open_root(root)?;
-        let probe = openat2(
-            &fd,
-            ".",
-            OFlags::PATH | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::BENEATH,
-        );
-        // Seccomp filters in some container runtimes answer unknown calls with EPERM.
-        let resolver = match probe {
-            Err(Errno::NOSYS | Errno::PERM) => Resolver::Walk,
-            _ => Resolver::Openat2,
-        };
-        let can_clone = copy::probe_cloning(fd.as_fd());
-        let records_owners = records_owners(&fd);
-        Ok(Self {
-            root: Root::new(fd, resolver),
-            names: default_name_rules(),
-            switch_credentials: smb3d_credentials::can_switch(),
-            can_clone,
-            records_owners,
+        settled(|creds| {
+            let fd = open_root(creds, root)?;
+            let probe = sys::openat2(
+                creds,
+                &fd,
+                ".",
+                OFlags::PATH | OFlags::CLOEXEC,
+                Mode::empty(),
+                ResolveFlags::BENEATH,
+            );
+            // Seccomp filters in some container runtimes answer unknown calls with EPERM.
+            let resolver = match probe {
+                Err(Errno::NOSYS | Errno::PERM) => Resolver::Walk,
+                _ => Resolver::Openat2,
+            };
+            Ok(Self::opened(creds, fd, resolver))
         })
     }
 
     /// Opens the share root and resolves paths with the given method (tests use this to run
     /// the `openat2` fallback on kernels that have `openat2`).
     pub fn with_resolver(root: &Path, resolver: Resolver) -> VfsResult<Self> {
-        let fd = open_root(root)?;
-        let can_clone = copy::probe_cloning(fd.as_fd());
+        settled(|creds| Ok(Self::opened(creds, open_root(creds, root)?, resolver)))
+    }
+
+    /// The share whose root is open as `fd`, with what its file system can do.
+    fn opened(creds: Creds<'_>, fd: rustix::fd::OwnedFd, resolver: Resolver) -> Self {
+        let can_clone = copy::probe_cloning(creds, fd.as_fd());
         let records_owners = records_owners(&fd);
-        Ok(Self {
+        Self {
             root: Root::new(fd, resolver),
             names: default_name_rules(),
             switch_credentials: smb3d_credentials::can_switch(),
             can_clone,
             records_owners,
-        })
+        }
     }
 
     /// This share with names matched under `case` (by default they ignore case).
@@ -164,29 +165,29 @@ impl PosixVfs {
 
     /// The real spelling of `path` when names ignore case (see [`resolve_path`]). Every
     /// directory it lists is opened with the confined resolution.
-    fn real_path(&self, path: &VfsPath) -> Option<VfsPath> {
+    fn real_path(&self, creds: Creds<'_>, path: &VfsPath) -> Option<VfsPath> {
         resolve_path(
             path,
-            |dir| self.root.open_dir(dir).ok(),
-            |dir, name| self.names.find(dir, name),
+            |dir| self.root.open_dir(creds, dir).ok(),
+            |dir, name| self.names.find(creds, dir, name),
         )
     }
 
     /// The real spelling of `path` if names ignore case and it differs; `None`: use `path`.
-    fn spelled(&self, path: &VfsPath) -> Option<VfsPath> {
+    fn spelled(&self, creds: Creds<'_>, path: &VfsPath) -> Option<VfsPath> {
         match self.names.case {
             CaseSensitivity::Sensitive => None,
-            CaseSensitivity::Insensitive => self.real_path(path),
+            CaseSensitivity::Insensitive => self.real_path(creds, path),
         }
     }
 
     /// Whether two directory paths resolve to the same directory.
-    fn same_directory(&self, a: &VfsPath, b: &VfsPath) -> bool {
+    fn same_directory(&self, creds: Creds<'_>, a: &VfsPath, b: &VfsPath) -> bool {
         if a == b {
             return true;
         }
         let identity = |path| {
-            let dir = self.root.open_dir(path).ok()?;
+            let dir = self.root.open_dir(creds, path).ok()?;
             let stat = fstat(&dir).ok()?;
             Some((stat.st_dev, stat.st_ino))
         };
@@ -195,26 +196,27 @@ impl PosixVfs {
 
     /// Tells a missing last component (`NotFound`, or `NotADirectory` for `ENOTDIR`) from a
     /// missing or non-directory parent (`ParentNotFound`), which the kernel reports alike.
-    fn classify(&self, path: &VfsPath, errno: Errno) -> VfsError {
+    fn classify(&self, creds: Creds<'_>, path: &VfsPath, errno: Errno) -> VfsError {
         if !matches!(errno, Errno::NOENT | Errno::NOTDIR) {
             return map_resolve_errno(errno);
         }
         let Some((parent, _)) = path.parent_and_name() else {
             return map_resolve_errno(errno);
         };
-        match self.root.open_dir(&parent) {
+        match self.root.open_dir(creds, &parent) {
             Ok(_) if errno == Errno::NOENT => VfsError::NotFound,
             Ok(_) => VfsError::NotADirectory,
             Err(error) => parent_error(error),
         }
     }
 
-    fn parent_dir(&self, parent: &VfsPath) -> VfsResult<DirFd<'_>> {
-        self.root.open_dir(parent).map_err(parent_error)
+    fn parent_dir(&self, creds: Creds<'_>, parent: &VfsPath) -> VfsResult<DirFd<'_>> {
+        self.root.open_dir(creds, parent).map_err(parent_error)
     }
 
     fn open_existing(
         &self,
+        creds: Creds<'_>,
         path: &VfsPath,
         req: &OpenRequest,
         truncate: bool,
@@ -233,14 +235,14 @@ impl PosixVfs {
         } else {
             flags
         };
-        let (fd, path_only) = match self.root.open(path, flags, Mode::empty()) {
+        let (fd, path_only) = match self.root.open(creds, path, flags, Mode::empty()) {
             // Directories open for listing whatever data access was asked.
             Err(Errno::ISDIR) if req.kind == Kind::Any && !truncate => {
-                (self.root.open(path, listing, Mode::empty()), false)
+                (self.root.open(creds, path, listing, Mode::empty()), false)
             }
             opened => (opened, path_only),
         };
-        let fd = fd.map_err(|errno| self.classify(path, errno))?;
+        let fd = fd.map_err(|errno| self.classify(creds, path, errno))?;
         // The whole status, not just the type: the caller needs it next.
         let stat = statx_fd(&fd).map_err(map_errno)?;
         let file_type = stat.file_type;
@@ -264,6 +266,7 @@ impl PosixVfs {
     /// directory's status, which that check reads.
     fn create_new(
         &self,
+        creds: Creds<'_>,
         path: &VfsPath,
         req: &OpenRequest,
     ) -> VfsResult<(PosixFile, Option<FileStat>)> {
@@ -272,11 +275,11 @@ impl PosixVfs {
         };
         let mode = Mode::from_bits_truncate(req.create_mode & 0o7777);
         if req.kind == Kind::Directory {
-            let dir = self.parent_dir(&parent)?;
+            let dir = self.parent_dir(creds, &parent)?;
             // The thread's effective uid is whoever it acts for: the owner of what it makes.
-            let creator = rustix::process::geteuid().as_raw();
+            let creator = sys::effective_uid(creds);
             let made_after = birth_floor();
-            mkdirat(&dir, name, mode).map_err(map_errno)?;
+            sys::mkdirat(creds, &dir, name, mode).map_err(map_errno)?;
             let path_only = req.access == Access::MetadataOnly;
             let access = if path_only {
                 OFlags::PATH
@@ -285,7 +288,7 @@ impl PosixVfs {
             };
             // Reopened without following: a symlink swapped in since the mkdirat is refused.
             let flags = access | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            let reopen = || openat(&dir, name, flags, Mode::empty());
+            let reopen = || sys::openat(creds, &dir, name, flags, Mode::empty());
             let (fd, for_creator) = match reopen() {
                 // A parent's default POSIX ACL can leave the creator without read permission
                 // on the directory it just made; its creator gets what it asked for all the
@@ -316,18 +319,21 @@ impl PosixVfs {
         }
         // A new file grants any access whatever its mode; metadata-only needs no more.
         let flags = data_mode(req.access) | OFlags::CREATE | OFlags::EXCL | DATA_OPEN;
-        let fd = self.root.open(path, flags, mode).map_err(parent_error)?;
+        let fd = self
+            .root
+            .open(creds, path, flags, mode)
+            .map_err(parent_error)?;
         let file = PosixFile::new(fd, req.access, FileType::File, false, self.names.clone());
         Ok((file, None))
     }
 }
 
 impl PosixVfs {
-    fn unlink_exact(&self, path: &VfsPath) -> VfsResult<()> {
+    fn unlink_exact(&self, creds: Creds<'_>, path: &VfsPath) -> VfsResult<()> {
         let (parent, name) = path.parent_and_name().ok_or(VfsError::Busy)?;
-        let dir = self.parent_dir(&parent)?;
-        match unlinkat(&dir, name, AtFlags::empty()) {
-            Err(Errno::ISDIR) => unlinkat(&dir, name, AtFlags::REMOVEDIR),
+        let dir = self.parent_dir(creds, &parent)?;
+        match sys::unlinkat(creds, &dir, name, AtFlags::empty()) {
+            Err(Errno::ISDIR) => sys::unlinkat(creds, &dir, name, AtFlags::REMOVEDIR),
             result => result,
         }
         .map_err(|errno| match errno {
@@ -337,22 +343,30 @@ impl PosixVfs {
         })
     }
 
-    fn rename_exact(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
+    fn rename_exact(
+        &self,
+        creds: Creds<'_>,
+        from: &VfsPath,
+        to: &VfsPath,
+        replace: bool,
+    ) -> VfsResult<()> {
         let (Some((from_parent, from_name)), Some((to_parent, to_name))) =
             (from.parent_and_name(), to.parent_and_name())
         else {
             return Err(VfsError::Busy);
         };
-        let from_dir = self.parent_dir(&from_parent)?;
-        let to_dir = self.parent_dir(&to_parent)?;
+        let from_dir = self.parent_dir(creds, &from_parent)?;
+        let to_dir = self.parent_dir(creds, &to_parent)?;
         let flags = if replace {
             RenameFlags::empty()
         } else {
             RenameFlags::NOREPLACE
         };
-        renameat_with(&from_dir, from_name, &to_dir, to_name, flags).map_err(|errno| match errno {
-            Errno::EXIST if replace => VfsError::NotEmpty,
-            other => map_errno(other),
+        sys::renameat_with(creds, &from_dir, from_name, &to_dir, to_name, flags).map_err(|errno| {
+            match errno {
+                Errno::EXIST if replace => VfsError::NotEmpty,
+                other => map_errno(other),
+            }
         })
     }
 }
@@ -364,10 +378,9 @@ fn default_name_rules() -> NameRules {
     )
 }
 
-fn open_root(root: &Path) -> VfsResult<rustix::fd::OwnedFd> {
-    smb3d_credentials::settle();
+fn open_root(creds: Creds<'_>, root: &Path) -> VfsResult<rustix::fd::OwnedFd> {
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    openat(CWD, root, flags, Mode::empty()).map_err(map_errno)
+    sys::openat(creds, CWD, root, flags, Mode::empty()).map_err(map_errno)
 }
 
 /// Whether the directory `stat` describes is the one `creator` has just made: the creator's
@@ -450,19 +463,20 @@ impl Vfs for PosixVfs {
     }
 
     fn open(&self, path: &VfsPath, req: &OpenRequest) -> VfsResult<Opened> {
-        smb3d_credentials::settle();
         req.validate()?;
-        let ((file, stat), created) = open_caseless(
-            self.names.case,
-            path,
-            req.disposition,
-            |path, truncate| {
-                let (file, stat) = self.open_existing(path, req, truncate)?;
-                Ok((file, Some(stat)))
-            },
-            |path| self.create_new(path, req),
-            |path| self.real_path(path),
-        )?;
+        let ((file, stat), created) = settled(|creds| {
+            open_caseless(
+                self.names.case,
+                path,
+                req.disposition,
+                |path, truncate| {
+                    let (file, stat) = self.open_existing(creds, path, req, truncate)?;
+                    Ok((file, Some(stat)))
+                },
+                |path| self.create_new(creds, path, req),
+                |path| self.real_path(creds, path),
+            )
+        })?;
         Ok(Opened {
             file: Box::new(file),
             created,
@@ -471,90 +485,97 @@ impl Vfs for PosixVfs {
     }
 
     fn stat(&self, path: &VfsPath) -> VfsResult<FileStat> {
-        smb3d_credentials::settle();
-        retry_caseless(
-            self.names.case,
-            path,
-            &mut (),
-            |(), path| {
-                let fd = self
-                    .root
-                    .open(path, OFlags::PATH, Mode::empty())
-                    .map_err(|errno| self.classify(path, errno))?;
-                statx_fd(&fd).map_err(map_errno)
-            },
-            |(), path| self.real_path(path),
-        )
+        settled(|creds| {
+            retry_caseless(
+                self.names.case,
+                path,
+                &mut (),
+                |(), path| {
+                    let fd = self
+                        .root
+                        .open(creds, path, OFlags::PATH, Mode::empty())
+                        .map_err(|errno| self.classify(creds, path, errno))?;
+                    statx_fd(&fd).map_err(map_errno)
+                },
+                |(), path| self.real_path(creds, path),
+            )
+        })
     }
 
     fn unlink(&self, path: &VfsPath) -> VfsResult<()> {
-        smb3d_credentials::settle();
-        retry_caseless(
-            self.names.case,
-            path,
-            &mut (),
-            |(), path| self.unlink_exact(path),
-            |(), path| self.real_path(path),
-        )
+        settled(|creds| {
+            retry_caseless(
+                self.names.case,
+                path,
+                &mut (),
+                |(), path| self.unlink_exact(creds, path),
+                |(), path| self.real_path(creds, path),
+            )
+        })
     }
 
     fn rename(&self, from: &VfsPath, to: &VfsPath, replace: bool) -> VfsResult<()> {
-        smb3d_credentials::settle();
-        if self.names.case == CaseSensitivity::Sensitive {
-            return self.rename_exact(from, to, replace);
-        }
-        let from = self.real_path(from).unwrap_or_else(|| from.clone());
-        let to = caseless_rename_target(&from, to, self.real_path(to), |a, b| {
-            self.same_directory(a, b)
-        })?;
-        self.rename_exact(&from, &to, replace)
+        settled(|creds| {
+            if self.names.case == CaseSensitivity::Sensitive {
+                return self.rename_exact(creds, from, to, replace);
+            }
+            let from = self.real_path(creds, from).unwrap_or_else(|| from.clone());
+            let to = caseless_rename_target(&from, to, self.real_path(creds, to), |a, b| {
+                self.same_directory(creds, a, b)
+            })?;
+            self.rename_exact(creds, &from, &to, replace)
+        })
     }
 
     fn symlink(&self, target: &str, link: &VfsPath) -> VfsResult<()> {
-        smb3d_credentials::settle();
         validate_symlink_target(target)?;
-        let real = self.spelled(link);
-        let (parent, name) = real
-            .as_ref()
-            .unwrap_or(link)
-            .parent_and_name()
-            .ok_or(VfsError::AlreadyExists)?;
-        let dir = self.parent_dir(&parent)?;
-        symlinkat(target, &dir, name).map_err(map_errno)
+        settled(|creds| {
+            let real = self.spelled(creds, link);
+            let (parent, name) = real
+                .as_ref()
+                .unwrap_or(link)
+                .parent_and_name()
+                .ok_or(VfsError::AlreadyExists)?;
+            let dir = self.parent_dir(creds, &parent)?;
+            sys::symlinkat(creds, target, &dir, name).map_err(map_errno)
+        })
     }
 
     fn check_symlink_target(&self, link: &VfsPath, target: &str) -> VfsResult<()> {
-        smb3d_credentials::settle();
-        let real = self.spelled(link);
-        let (dir, _) = real
-            .as_ref()
-            .unwrap_or(link)
-            .parent_and_name()
-            .ok_or(VfsError::Busy)?;
-        // The kernel resolves the target as other programs will follow it: names as spelled.
-        check_symlink_target(target, |relative| {
-            self.root
-                .open_from(&dir, relative, OFlags::PATH)
-                .map(drop)
-                .map_err(map_resolve_errno)
+        settled(|creds| {
+            let real = self.spelled(creds, link);
+            let (dir, _) = real
+                .as_ref()
+                .unwrap_or(link)
+                .parent_and_name()
+                .ok_or(VfsError::Busy)?;
+            // The kernel resolves the target as other programs will follow it: names as
+            // spelled.
+            check_symlink_target(target, |relative| {
+                self.root
+                    .open_from(creds, &dir, relative, OFlags::PATH)
+                    .map(drop)
+                    .map_err(map_resolve_errno)
+            })
         })
     }
 
     fn read_link(&self, path: &VfsPath) -> VfsResult<Option<String>> {
-        smb3d_credentials::settle();
-        let real = self.spelled(path);
-        let (parent, name) = real
-            .as_ref()
-            .unwrap_or(path)
-            .parent_and_name()
-            .ok_or(VfsError::Busy)?;
-        let dir = self.parent_dir(&parent)?;
-        match readlinkat(&dir, name, Vec::new()) {
-            Ok(target) => Ok(Some(target.to_string_lossy().into_owned())),
-            // Not a symlink.
-            Err(Errno::INVAL) => Ok(None),
-            Err(error) => Err(map_errno(error)),
-        }
+        settled(|creds| {
+            let real = self.spelled(creds, path);
+            let (parent, name) = real
+                .as_ref()
+                .unwrap_or(path)
+                .parent_and_name()
+                .ok_or(VfsError::Busy)?;
+            let dir = self.parent_dir(creds, &parent)?;
+            match sys::readlinkat(creds, &dir, name, Vec::new()) {
+                Ok(target) => Ok(Some(target.to_string_lossy().into_owned())),
+                // Not a symlink.
+                Err(Errno::INVAL) => Ok(None),
+                Err(error) => Err(map_errno(error)),
+            }
+        })
     }
 
     fn can_clone(&self) -> bool {
@@ -562,40 +583,56 @@ impl Vfs for PosixVfs {
     }
 
     fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {
-        // fanotify needs the service's capabilities, also when a user's work starts the watch;
-        // its reader thread inherits them.
-        smb3d_credentials::as_service(|| outside::watch(self.root.fd(), sink))
+        // fanotify needs the service's capabilities, also when a user's work starts the watch
+        // (a directory lease granted in a CREATE), and so does its reader thread.
+        smb3d_credentials::privileged(|service| outside::watch(service, self.root.fd(), sink))
     }
 
     fn link(&self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()> {
-        smb3d_credentials::settle();
-        let (existing_real, new_real) = (self.spelled(existing), self.spelled(new));
-        let (Some((from_parent, from_name)), Some((to_parent, to_name))) = (
-            existing_real.as_ref().unwrap_or(existing).parent_and_name(),
-            new_real.as_ref().unwrap_or(new).parent_and_name(),
-        ) else {
-            return Err(VfsError::Busy);
-        };
-        let from_dir = self.parent_dir(&from_parent)?;
-        let to_dir = self.parent_dir(&to_parent)?;
-        linkat(&from_dir, from_name, &to_dir, to_name, AtFlags::empty()).map_err(map_errno)
+        settled(|creds| {
+            let (existing_real, new_real) =
+                (self.spelled(creds, existing), self.spelled(creds, new));
+            let (Some((from_parent, from_name)), Some((to_parent, to_name))) = (
+                existing_real.as_ref().unwrap_or(existing).parent_and_name(),
+                new_real.as_ref().unwrap_or(new).parent_and_name(),
+            ) else {
+                return Err(VfsError::Busy);
+            };
+            let from_dir = self.parent_dir(creds, &from_parent)?;
+            let to_dir = self.parent_dir(creds, &to_parent)?;
+            sys::linkat(
+                creds,
+                &from_dir,
+                from_name,
+                &to_dir,
+                to_name,
+                AtFlags::empty(),
+            )
+            .map_err(map_errno)
+        })
     }
 
     fn sync_dir(&self, path: &VfsPath) -> VfsResult<()> {
-        smb3d_credentials::settle();
-        retry_caseless(
-            self.names.case,
-            path,
-            &mut (),
-            |(), path| {
-                let dir = self
-                    .root
-                    .open(path, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
-                    .map_err(|errno| self.classify(path, errno))?;
-                fsync(&dir).map_err(map_errno)
-            },
-            |(), path| self.real_path(path),
-        )
+        settled(|creds| {
+            retry_caseless(
+                self.names.case,
+                path,
+                &mut (),
+                |(), path| {
+                    let dir = self
+                        .root
+                        .open(
+                            creds,
+                            path,
+                            OFlags::RDONLY | OFlags::DIRECTORY,
+                            Mode::empty(),
+                        )
+                        .map_err(|errno| self.classify(creds, path, errno))?;
+                    fsync(&dir).map_err(map_errno)
+                },
+                |(), path| self.real_path(creds, path),
+            )
+        })
     }
 
     fn fs_stat(&self) -> VfsResult<FsStat> {

@@ -18,9 +18,12 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxFlags, fstatfs, inotify, makedev, openat};
+use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxFlags, fstatfs, inotify, makedev};
 use rustix::io::{self, Errno};
+use smb3d_credentials::Creds;
 use smb3d_vfs::casefold::{EntryChooser, FoldedName, Found};
+
+use crate::sys;
 
 /// Limits of the cache of large directories' names that case-insensitive lookups use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,9 +131,9 @@ fn is_local(dir: BorrowedFd<'_>) -> bool {
 }
 
 /// Every UTF-8 name in `dir`, without `.` and `..`.
-fn read_names(dir: BorrowedFd<'_>) -> io::Result<Vec<Box<str>>> {
+fn read_names(creds: Creds<'_>, dir: BorrowedFd<'_>) -> io::Result<Vec<Box<str>>> {
     let listing = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let fd = openat(dir, ".", listing, Mode::empty())?;
+    let fd = sys::openat(creds, dir, ".", listing, Mode::empty())?;
     let mut buf = Vec::with_capacity(LISTING_BUFFER);
     let mut entries = RawDir::new(fd, buf.spare_capacity_mut());
     let mut names = Vec::new();
@@ -200,14 +203,14 @@ impl ListingCache {
     /// Told that a listing of `dir` counted `entries`: caches its names if it is large, on a
     /// local file system. Failing to (no inotify, no watch left, no `/proc`) only means that
     /// lookups keep listing it.
-    pub(crate) fn consider(&self, dir: BorrowedFd<'_>, entries: usize) {
+    pub(crate) fn consider(&self, creds: Creds<'_>, dir: BorrowedFd<'_>, entries: usize) {
         if entries >= self.limits.min_entries && entries <= self.limits.max_names && is_local(dir) {
             // Nothing to report: the lookup that got here has its answer already.
-            let _ = self.fill(dir);
+            let _ = self.fill(creds, dir);
         }
     }
 
-    fn fill(&self, dir: BorrowedFd<'_>) -> io::Result<()> {
+    fn fill(&self, creds: Creds<'_>, dir: BorrowedFd<'_>) -> io::Result<()> {
         let (id, _) = identity(dir)?;
         let wd = {
             let mut state = self.lock();
@@ -216,7 +219,7 @@ impl ListingCache {
             }
             // The watch names the directory already open, through its descriptor's link.
             let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
-            let wd = inotify::add_watch(state.inotify()?, path, WATCHED)?;
+            let wd = sys::inotify_add_watch(creds, state.inotify()?, path, WATCHED)?;
             state.drain();
             state.listings.insert(wd, Listing::filling(id));
             state.watches.insert(id, wd);
@@ -224,7 +227,7 @@ impl ListingCache {
         };
         // Read once the watch is in place, so that every change from now on is reported:
         // applying those reports to whatever this listing saw gives the current names.
-        let names = read_names(dir);
+        let names = read_names(creds, dir);
         let mut state = self.lock();
         state.drain();
         let ctime = identity(dir).map(|(_, ctime)| ctime);

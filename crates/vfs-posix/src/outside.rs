@@ -19,10 +19,13 @@ use std::path::PathBuf;
 use std::sync::Once;
 
 use rustix::event::{PollFd, PollFlags, poll};
-use rustix::fs::{Mode, OFlags, fstat, openat};
+use rustix::fs::{Mode, OFlags, fstat};
 use rustix::io::{Errno, read};
 use rustix::pipe::{PipeFlags, pipe_with};
+use smb3d_credentials::ServiceCreds;
 use smb3d_vfs::{OutsideChange, OutsideSink, OutsideWatch, VfsPath};
+
+use crate::sys;
 
 /// The events that change what a listing of a directory shows.
 const MASK: u64 = libc::FAN_CREATE
@@ -44,8 +47,12 @@ const INFO_HEADER_LEN: usize = 4 + 8;
 const HANDLE_HEADER_LEN: usize = 8;
 
 /// Starts watching the file system of the share whose root is `root`, or says why not once.
-pub(crate) fn watch(root: BorrowedFd<'_>, sink: OutsideSink) -> Option<OutsideWatch> {
-    match start(root, sink) {
+pub(crate) fn watch(
+    service: ServiceCreds<'_>,
+    root: BorrowedFd<'_>,
+    sink: OutsideSink,
+) -> Option<OutsideWatch> {
+    match start(service, root, sink) {
         Ok(watch) => Some(watch),
         Err(error) => {
             static ONCE: Once = Once::new();
@@ -59,13 +66,18 @@ pub(crate) fn watch(root: BorrowedFd<'_>, sink: OutsideSink) -> Option<OutsideWa
     }
 }
 
-fn start(root: BorrowedFd<'_>, sink: OutsideSink) -> io::Result<OutsideWatch> {
-    let group = fanotify_init()?;
-    fanotify_mark(&group, root)?;
+fn start(
+    service: ServiceCreds<'_>,
+    root: BorrowedFd<'_>,
+    sink: OutsideSink,
+) -> io::Result<OutsideWatch> {
+    let group = fanotify_init(service)?;
+    fanotify_mark(service, &group, root)?;
     let (stop, keep) = pipe_with(PipeFlags::CLOEXEC)?;
     let reader = Reader {
         root: fd_path(root)?,
-        mount: openat(
+        mount: sys::openat(
+            service.creds(),
             root,
             ".",
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -79,13 +91,14 @@ fn start(root: BorrowedFd<'_>, sink: OutsideSink) -> io::Result<OutsideWatch> {
     };
     std::thread::Builder::new()
         .name("smb3d-fanotify".into())
-        .spawn(move || reader.run())?;
+        // Proofs stay with their thread: the reader makes its own.
+        .spawn(move || smb3d_credentials::privileged(|service| reader.run(service)))?;
     // Dropping the watch closes the pipe's write end, which ends the reader.
     Ok(OutsideWatch::new(Box::new(keep)))
 }
 
 #[allow(unsafe_code)]
-fn fanotify_init() -> io::Result<OwnedFd> {
+fn fanotify_init(_: ServiceCreds<'_>) -> io::Result<OwnedFd> {
     let flags =
         libc::FAN_CLASS_NOTIF | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK | libc::FAN_REPORT_DFID_NAME;
     let event_flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_LARGEFILE;
@@ -99,7 +112,7 @@ fn fanotify_init() -> io::Result<OwnedFd> {
 }
 
 #[allow(unsafe_code)]
-fn fanotify_mark(group: &OwnedFd, root: BorrowedFd<'_>) -> io::Result<()> {
+fn fanotify_mark(_: ServiceCreds<'_>, group: &OwnedFd, root: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: both descriptors are open for the call and the path is a NUL-terminated literal
     // the kernel only reads during it.
     let result = unsafe {
@@ -119,7 +132,12 @@ fn fanotify_mark(group: &OwnedFd, root: BorrowedFd<'_>) -> io::Result<()> {
 
 /// Opens (`O_PATH`) what a file handle reported by fanotify designates.
 #[allow(unsafe_code)]
-fn open_by_handle(mount: BorrowedFd<'_>, handle_type: i32, handle: &[u8]) -> io::Result<OwnedFd> {
+fn open_by_handle(
+    _: ServiceCreds<'_>,
+    mount: BorrowedFd<'_>,
+    handle_type: i32,
+    handle: &[u8],
+) -> io::Result<OwnedFd> {
     let handle_bytes = u32::try_from(handle.len()).map_err(|_| Errno::INVAL)?;
     // `struct file_handle` in 32-bit words: its two fields, then the handle's bytes.
     let mut words = Vec::with_capacity(2 + handle.len().div_ceil(4));
@@ -169,7 +187,7 @@ struct Reader {
 }
 
 impl Reader {
-    fn run(mut self) {
+    fn run(mut self, service: ServiceCreds<'_>) {
         let mut buffer = vec![0; READ_BUFFER];
         loop {
             let mut fds = [
@@ -189,7 +207,7 @@ impl Reader {
             loop {
                 match read(&self.group, &mut buffer) {
                     Ok(0) | Err(Errno::AGAIN) => break,
-                    Ok(n) => self.events(buffer.get(..n).unwrap_or_default()),
+                    Ok(n) => self.events(service, buffer.get(..n).unwrap_or_default()),
                     Err(Errno::INTR) => {}
                     Err(error) => {
                         tracing::warn!("fanotify: read: {error}");
@@ -200,13 +218,13 @@ impl Reader {
         }
     }
 
-    fn events(&mut self, mut bytes: &[u8]) {
+    fn events(&mut self, service: ServiceCreds<'_>, mut bytes: &[u8]) {
         while let Some(event) = Event::next(&mut bytes) {
-            self.event(&event);
+            self.event(service, &event);
         }
     }
 
-    fn event(&mut self, event: &Event<'_>) {
+    fn event(&mut self, service: ServiceCreds<'_>, event: &Event<'_>) {
         if event.mask & libc::FAN_Q_OVERFLOW != 0 {
             self.places.clear();
             (self.sink)(OutsideChange::Lost);
@@ -216,7 +234,7 @@ impl Reader {
         if event.pid != self.own_pid {
             let (mut entry, mut old, mut new) = (None, None, None);
             for record in Record::all(event.records) {
-                let path = self.path_of(&record);
+                let path = self.path_of(service, &record);
                 match record.kind {
                     libc::FAN_EVENT_INFO_TYPE_DFID_NAME => entry = path,
                     libc::FAN_EVENT_INFO_TYPE_OLD_DFID_NAME => old = path,
@@ -280,8 +298,8 @@ impl Reader {
 
     /// The path in the share of the entry a record names, if it is in the share. The name
     /// `.` stands for the directory itself.
-    fn path_of(&mut self, record: &Record<'_>) -> Option<VfsPath> {
-        let dir = self.place(record.handle_type, record.handle)?;
+    fn path_of(&mut self, service: ServiceCreds<'_>, record: &Record<'_>) -> Option<VfsPath> {
+        let dir = self.place(service, record.handle_type, record.handle)?;
         let name = std::str::from_utf8(record.name).ok()?;
         if name == "." {
             return (!dir.is_root()).then_some(dir);
@@ -289,14 +307,19 @@ impl Reader {
         dir.join(name).ok()
     }
 
-    fn place(&mut self, handle_type: i32, handle: &[u8]) -> Option<VfsPath> {
+    fn place(
+        &mut self,
+        service: ServiceCreds<'_>,
+        handle_type: i32,
+        handle: &[u8],
+    ) -> Option<VfsPath> {
         let mut key = Vec::with_capacity(4 + handle.len());
         key.extend_from_slice(&handle_type.to_ne_bytes());
         key.extend_from_slice(handle);
         if let Some(place) = self.places.get(&key) {
             return place.clone();
         }
-        let place = self.locate(handle_type, handle);
+        let place = self.locate(service, handle_type, handle);
         if self.places.len() >= CACHE_LIMIT {
             self.places.clear();
         }
@@ -304,8 +327,13 @@ impl Reader {
         place
     }
 
-    fn locate(&self, handle_type: i32, handle: &[u8]) -> Option<VfsPath> {
-        let fd = open_by_handle(self.mount.as_fd(), handle_type, handle).ok()?;
+    fn locate(
+        &self,
+        service: ServiceCreds<'_>,
+        handle_type: i32,
+        handle: &[u8],
+    ) -> Option<VfsPath> {
+        let fd = open_by_handle(service, self.mount.as_fd(), handle_type, handle).ok()?;
         if fstat(&fd).ok()?.st_nlink == 0 {
             return None;
         }

@@ -3,9 +3,12 @@
 use std::borrow::Cow;
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{Mode, OFlags, ResolveFlags, openat, openat2, readlinkat};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::{self, Errno};
+use smb3d_credentials::Creds;
 use smb3d_vfs::VfsPath;
+
+use crate::sys;
 
 /// How a [`PosixVfs`](crate::PosixVfs) resolves paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,14 +64,20 @@ impl Root {
     /// Opens `path` with `flags` (`O_CLOEXEC` added), following symlinks only while they stay
     /// below the root: `EXDEV` for one that leaves it or is absolute, `ELOOP` for too many.
     /// The last component is followed unless `flags` has `O_NOFOLLOW` or `O_CREAT | O_EXCL`.
-    pub(crate) fn open(&self, path: &VfsPath, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+    pub(crate) fn open(
+        &self,
+        creds: Creds<'_>,
+        path: &VfsPath,
+        flags: OFlags,
+        mode: Mode,
+    ) -> io::Result<OwnedFd> {
         let flags = flags | OFlags::CLOEXEC;
         match self.resolver {
             Resolver::Openat2 => {
                 let relative = if path.is_root() { "." } else { path.as_str() };
-                self.open_beneath(relative, flags, mode)
+                self.open_beneath(creds, relative, flags, mode)
             }
-            Resolver::Walk => self.walk(components(path.components()), flags, mode),
+            Resolver::Walk => self.walk(creds, components(path.components()), flags, mode),
         }
     }
 
@@ -77,38 +86,47 @@ impl Root {
     /// root is `EXDEV`.
     pub(crate) fn open_from(
         &self,
+        creds: Creds<'_>,
         dir: &VfsPath,
         relative: &str,
         flags: OFlags,
     ) -> io::Result<OwnedFd> {
         let flags = flags | OFlags::CLOEXEC;
         match self.resolver {
-            Resolver::Openat2 if dir.is_root() => self.open_beneath(relative, flags, Mode::empty()),
+            Resolver::Openat2 if dir.is_root() => {
+                self.open_beneath(creds, relative, flags, Mode::empty())
+            }
             Resolver::Openat2 => {
                 let joined = format!("{}/{relative}", dir.as_str());
-                self.open_beneath(&joined, flags, Mode::empty())
+                self.open_beneath(creds, &joined, flags, Mode::empty())
             }
             Resolver::Walk => {
                 let path = dir.components().chain(relative.split('/'));
-                self.walk(components(path), flags, Mode::empty())
+                self.walk(creds, components(path), flags, Mode::empty())
             }
         }
     }
 
     /// Opens the directory `path` for use as the `dirfd` of `*at` calls.
-    pub(crate) fn open_dir(&self, path: &VfsPath) -> io::Result<DirFd<'_>> {
+    pub(crate) fn open_dir(&self, creds: Creds<'_>, path: &VfsPath) -> io::Result<DirFd<'_>> {
         if path.is_root() {
             return Ok(DirFd::Root(self.fd.as_fd()));
         }
-        self.open(path, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+        self.open(creds, path, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
             .map(DirFd::Opened)
     }
 
-    fn open_beneath(&self, relative: &str, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+    fn open_beneath(
+        &self,
+        creds: Creds<'_>,
+        relative: &str,
+        flags: OFlags,
+        mode: Mode,
+    ) -> io::Result<OwnedFd> {
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
         let mut attempts = 0;
         loop {
-            match openat2(&self.fd, relative, flags, mode, resolve) {
+            match sys::openat2(creds, &self.fd, relative, flags, mode, resolve) {
                 Err(Errno::AGAIN | Errno::INTR) if attempts < RACE_RETRIES => attempts += 1,
                 result => return result,
             }
@@ -121,6 +139,7 @@ impl Root {
     /// `pending` holds the path's components, last first.
     fn walk(
         &self,
+        creds: Creds<'_>,
         mut pending: Vec<Cow<'_, [u8]>>,
         flags: OFlags,
         mode: Mode,
@@ -155,24 +174,24 @@ impl Root {
             };
             if !last {
                 let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                match openat(dir, name, step, Mode::empty()) {
+                match sys::openat(creds, dir, name, step, Mode::empty()) {
                     Ok(fd) => chain.push(fd),
                     Err(error @ (Errno::NOTDIR | Errno::LOOP)) => {
-                        let target = read_link(dir, name, error)?;
+                        let target = read_link(creds, dir, name, error)?;
                         splice(&mut pending, target, &mut links)?;
                     }
                     Err(error) => return Err(error),
                 }
                 continue;
             }
-            match openat(dir, name, flags | OFlags::NOFOLLOW, mode) {
+            match sys::openat(creds, dir, name, flags | OFlags::NOFOLLOW, mode) {
                 Ok(fd) if flags.contains(OFlags::PATH) && is_symlink(&fd)? => {
-                    let target = readlinkat(&fd, "", Vec::new())?.into_bytes();
+                    let target = sys::readlinkat(creds, &fd, "", Vec::new())?.into_bytes();
                     splice(&mut pending, target, &mut links)?;
                 }
                 Ok(fd) => return Ok(fd),
                 Err(error @ (Errno::NOTDIR | Errno::LOOP)) if !exclusive_create => {
-                    let target = read_link(dir, name, error)?;
+                    let target = read_link(creds, dir, name, error)?;
                     splice(&mut pending, target, &mut links)?;
                 }
                 Err(error) => return Err(error),
@@ -191,8 +210,13 @@ fn components<'a>(path: impl DoubleEndedIterator<Item = &'a str>) -> Vec<Cow<'a,
 }
 
 /// The target of `name` if it is a symlink; otherwise the error that made the walk look.
-fn read_link(dir: BorrowedFd<'_>, name: &[u8], error: Errno) -> io::Result<Vec<u8>> {
-    match readlinkat(dir, name, Vec::new()) {
+fn read_link(
+    creds: Creds<'_>,
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+    error: Errno,
+) -> io::Result<Vec<u8>> {
+    match sys::readlinkat(creds, dir, name, Vec::new()) {
         Ok(target) => Ok(target.into_bytes()),
         Err(Errno::INVAL) => Err(error),
         Err(other) => Err(other),

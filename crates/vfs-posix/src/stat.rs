@@ -1,21 +1,29 @@
 //! `statx` results as VFS types.
 
 use rustix::fd::AsFd;
-use rustix::fs::{AtFlags, Statx, StatxFlags, StatxTimestamp, makedev, statx};
+use rustix::fs::{AtFlags, Statx, StatxFlags, StatxTimestamp, makedev};
 use rustix::io;
+use smb3d_credentials::Creds;
 use smb3d_vfs::{FileStat, FileType, Timespec};
+
+use crate::sys;
 
 /// What every stat asks for: the basic fields and the birth time.
 const WANTED: StatxFlags = StatxFlags::BASIC_STATS.union(StatxFlags::BTIME);
 
 /// `statx(dirfd, name, flags)` as a [`FileStat`].
-pub(crate) fn statx_at<Fd: AsFd>(dirfd: Fd, name: &str, flags: AtFlags) -> io::Result<FileStat> {
-    statx(dirfd, name, flags, WANTED).map(file_stat)
+pub(crate) fn statx_at<Fd: AsFd>(
+    creds: Creds<'_>,
+    dirfd: Fd,
+    name: &str,
+    flags: AtFlags,
+) -> io::Result<FileStat> {
+    sys::statx(creds, dirfd, name, flags, WANTED).map(file_stat)
 }
 
 /// Metadata of the object `fd` refers to, which may be an `O_PATH` descriptor.
 pub(crate) fn statx_fd<Fd: AsFd>(fd: Fd) -> io::Result<FileStat> {
-    statx_at(fd, "", AtFlags::EMPTY_PATH)
+    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, WANTED).map(file_stat)
 }
 
 pub(crate) fn file_type(mode: u32) -> FileType {
