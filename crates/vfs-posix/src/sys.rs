@@ -2,11 +2,11 @@
 //! ([`Creds`]) that they are settled. The kernel checks permissions, and gives new files their
 //! owner, with the credentials the thread holds at the call, which lazy switching leaves behind
 //! after a user's work (see `smb3d_credentials`). The crate makes these calls only through this
-//! module; the calls rustix does not wrap take the proof where they are made: `getxattrat` in
-//! `file.rs`, and fanotify and `open_by_handle_at` in `outside.rs`, which need the service's
-//! capabilities and so take the proof of its credentials
-//! ([`ServiceCreds`](smb3d_credentials::ServiceCreds)). A method that does not settle first
-//! has no proof to give, and does not compile:
+//! module (its `clippy.toml` refuses the bare rustix functions elsewhere); the calls rustix
+//! does not wrap take the proof where they are made: `getxattrat` in `file.rs`, and fanotify
+//! and `open_by_handle_at` in `outside.rs`, which need the service's capabilities and so take
+//! the proof of its credentials ([`ServiceCreds`](smb3d_credentials::ServiceCreds)). A method
+//! that does not settle first has no proof to give, and does not compile:
 //!
 //! ```compile_fail,E0061
 //! use rustix::fs::{AtFlags, CWD};
@@ -29,6 +29,10 @@
 //! Calls on an open descriptor that the kernel does not check again (reads, writes, `fstat`,
 //! `statx` of `AT_EMPTY_PATH`, truncation, allocation, sync, reading an open directory, close)
 //! are not here: they take no proof, which keeps the data path free of it.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the one place that makes these calls, each behind the proof"
+)]
 
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{

@@ -1,4 +1,8 @@
 //! Changes other processes make below a share reach the watch (fanotify; as root only).
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the test sets up and inspects files as itself, not as the back end's work"
+)]
 
 use std::path::Path;
 use std::process::Command;

@@ -1,5 +1,9 @@
 //! Behaviour specific to the Linux back end: special files, names that are not UTF-8, the
 //! share root itself.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the test sets up and inspects files as itself, not as the back end's work"
+)]
 
 use std::ffi::OsStr;
 use std::fs;
