@@ -13,11 +13,9 @@ use smb3d_smb2::create::ShareAccess;
 
 use crate::escape::escape;
 use crate::files::SharedFile;
-use crate::handlers::close::close_open;
-use crate::handlers::logoff;
-use crate::open::Open;
+use crate::open::{Open, close_open};
 use crate::server::Server;
-use crate::session::{Session, SessionUser};
+use crate::session::{Session, SessionUser, tear_down};
 use crate::share::Share;
 
 /// How much of a session's or tree connect's traffic a protection covers (smbstatus'
@@ -389,7 +387,7 @@ impl Server {
                 continue;
             }
             if let Some(session) = conn.remove_session(id) {
-                logoff::tear_down(self, &session);
+                tear_down(self, &session);
                 if conn.sessions().is_empty() {
                     conn.end();
                 }

@@ -19,11 +19,10 @@ use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::oplock_break::{LeaseBreakFlags, LeaseBreakNotification, OplockBreak};
 use smb3d_wire::Guid;
 
-use crate::connection::{Connection, Ctx};
+use crate::connection::Connection;
 use crate::files::{FileKey, FileState, OpenEntry, SharedFile};
 use crate::notify::ShareKey;
 use crate::open::Open;
-use crate::pending::{Reply, wait_async};
 use crate::server::Server;
 
 /// Read caching (level II).
@@ -992,32 +991,6 @@ pub(crate) fn deliver(server: &Server, file: &Arc<SharedFile>, breaks: Breaks) {
 pub(crate) fn before_write(server: &Server, open: &Open) {
     if let Some(breaks) = open.shared.breaks_for_write(open.file_id.volatile) {
         deliver(server, &open.shared, breaks);
-    }
-}
-
-/// Before a rename (MS-FSA 2.1.5.14.11): breaks other opens' handle caching and waits
-/// (asynchronously, as the CREATE of an open does) until no such break is unacknowledged.
-pub(crate) async fn wait_for_handle_breaks(
-    cx: &mut Ctx<'_>,
-    reply: &mut Reply<'_>,
-    open: &Open,
-) -> Result<(), NtStatus> {
-    loop {
-        let change = open.shared.caching_change();
-        tokio::pin!(change);
-        change.as_mut().enable();
-        let (delay, breaks) = open
-            .shared
-            .start_breaks(|state, out| breaks_for_rename(state, open.file_id.volatile, out));
-        let unavailable = breaks.unavailable;
-        deliver(&cx.conn.server, &open.shared, breaks);
-        if unavailable {
-            return Err(NtStatus::FILE_NOT_AVAILABLE);
-        }
-        if !delay {
-            return Ok(());
-        }
-        wait_async(cx, reply, change).await?;
     }
 }
 

@@ -16,9 +16,8 @@ use tokio::time::Instant;
 
 use crate::address_slots::AddressSlot;
 use crate::connection::{Connection, Disconnect};
-use crate::handlers::logoff;
 use crate::limits::{ClientKey, Limit, Limits, enabled};
-use crate::session::{Session, SessionState};
+use crate::session::{Session, SessionState, tear_down};
 
 /// A connection's clocks and in-flight bytes.
 pub(crate) struct Watchdog {
@@ -224,7 +223,7 @@ impl Connection {
         if !w.logged_on.load(Ordering::Acquire) {
             next = earliest(next, deadline(w.accepted, limits.logon_timeout));
         }
-        let sessions = self.session_list();
+        let sessions = self.sessions();
         for session in &sessions {
             next = earliest(next, exchange_deadline(&session.state.lock(), limits));
         }
@@ -255,7 +254,7 @@ impl Connection {
             counters.hit(Limit::LogonTimeout, &client);
             return Err(Disconnect("no session established in time"));
         }
-        let sessions = self.session_list();
+        let sessions = self.sessions();
         for session in &sessions {
             let expired = {
                 let mut st = session.state.lock();
@@ -268,7 +267,7 @@ impl Connection {
             if expired {
                 counters.hit(Limit::SessionSetupTimeout, &client);
                 if let Some(session) = self.remove_session(session.id) {
-                    logoff::tear_down(&self.server, &session);
+                    tear_down(&self.server, &session);
                 }
             }
         }
@@ -304,7 +303,7 @@ impl Connection {
     /// (security.md L9).
     pub(crate) fn admit_new_session(&self) -> Result<(), NtStatus> {
         let limits = self.limits();
-        let sessions = self.session_list();
+        let sessions = self.sessions();
         let in_progress = sessions
             .iter()
             .filter(|s| s.state.lock().established.is_none())

@@ -897,12 +897,7 @@ impl Connection {
                 signer,
             );
             if let Some((session, signer)) = preauth {
-                handlers::session_setup::hash_response(
-                    &self,
-                    &session,
-                    out.message(start),
-                    signer.as_deref(),
-                );
+                hash_response(&self, &session, out.message(start), signer.as_deref());
             }
             // Compounded responses may be sent separately (MS-SMB2 3.3.4.1.3); a frame that
             // grows large goes now, so that several large READs never exceed the 24-bit frame
@@ -1066,11 +1061,6 @@ impl Connection {
         self.state.lock().sessions.get(&id).cloned()
     }
 
-    /// The connection's sessions (Connection.SessionTable), established or not.
-    pub(crate) fn session_list(&self) -> Vec<Arc<Session>> {
-        self.state.lock().sessions.values().cloned().collect()
-    }
-
     /// Requests registered as possibly waiting.
     pub(crate) fn pending_count(&self) -> usize {
         self.state.lock().pending.len()
@@ -1164,7 +1154,7 @@ impl Connection {
         true
     }
 
-    /// The sessions on this connection (Connection.SessionTable).
+    /// The sessions on this connection (Connection.SessionTable), established or not.
     pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
         self.state.lock().sessions.values().cloned().collect()
     }
@@ -1224,6 +1214,45 @@ pub(crate) fn sign_refusal(cx: &mut Ctx<'_>, pdu: &[u8]) {
         .ended_signer(id)
         .or_else(|| cx.conn.server.session(id)?.session_signer())
         .filter(|s| signature_holds(s.as_ref(), pdu));
+}
+
+/// Adds a MORE_PROCESSING_REQUIRED response to the preauth hash of its exchange (3.3.5.5.3):
+/// the binding of `conn` to the session, or else the session's own authentication. A response
+/// to be signed with `signer` is hashed signed.
+pub(crate) fn hash_response(
+    conn: &Connection,
+    session: &Session,
+    message: &[u8],
+    signer: Option<&dyn MessageSigner>,
+) {
+    let signed;
+    let message = match signer {
+        Some(signer) => {
+            signed = {
+                let mut copy = message.to_vec();
+                signer.sign(&mut copy);
+                copy
+            };
+            &signed[..]
+        }
+        None => message,
+    };
+    if let Some(mut exchange) = conn.take_binding(session.id) {
+        if let Some(preauth) = exchange.preauth.as_mut() {
+            preauth.update(message);
+        }
+        conn.keep_binding(session.id, exchange);
+        return;
+    }
+    if let Some(preauth) = session
+        .state
+        .lock()
+        .exchange
+        .as_mut()
+        .and_then(|e| e.preauth.as_mut())
+    {
+        preauth.update(message);
+    }
 }
 
 /// How many ended sessions a connection remembers for [`sign_refusal`].

@@ -21,8 +21,7 @@ use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
 use crate::caching::{Caching, Route};
-use crate::handlers::close::close_open;
-use crate::open::Open;
+use crate::open::{Open, close_open};
 use crate::server::Server;
 use crate::session::{Session, SessionUser, Tree};
 

@@ -1,11 +1,13 @@
 //! What clients see of a file: NT times, DOS attributes and sizes, from a VFS stat and the
-//! `user.DOSATTRIB` xattr Samba keeps DOS attributes and the create time in, in one place for
-//! CREATE, CLOSE, QUERY_INFO, SET_INFO and QUERY_DIRECTORY.
+//! `user.DOSATTRIB` xattr Samba keeps DOS attributes and the create time in, and the tag of a
+//! reparse point kept in `user.SmbReparse`, in one place for CREATE, CLOSE, QUERY_INFO,
+//! SET_INFO, QUERY_DIRECTORY and the reparse FSCTLs.
 
 use smb3d_dtyp::NtStatus;
 use smb3d_dtyp::samba::{DosAttrib, XATTR_DOSATTRIB_NAME};
 use smb3d_fscc::{
     FileAttributes, FileBasicInformation, FileNetworkOpenInformation, FileStandardInformation,
+    ReparseBuffer,
 };
 use smb3d_vfs::{FileStat, FileType, Timespec, Vfs, VfsError, VfsFile};
 use smb3d_wire::{FileTime, FileTimes};
@@ -239,6 +241,27 @@ pub(crate) fn store(vfs: &dyn Vfs, file: &dyn VfsFile, meta: &Meta) -> Result<()
         Err(VfsError::PermissionDenied) => as_service(vfs, || write().map_err(|e| vfs_status(&e))),
         result => result.map_err(|e| vfs_status(&e)),
     }
+}
+
+/// Samba's xattr for reparse points other than symlinks.
+pub(crate) const REPARSE_XATTR: &str = "user.SmbReparse";
+
+/// The tag of the reparse point kept in the xattr of `file` (0 when there is none), for
+/// FileAttributeTagInformation and listings (MS-FSCC 2.4.6, 2.4.8). Symlinks are followed
+/// there, so they report the target's.
+pub(crate) fn stored_tag(file: &dyn VfsFile) -> u32 {
+    tag_of(file.get_xattr(REPARSE_XATTR).ok().flatten())
+}
+
+/// [`stored_tag`] of the entry `name` of the directory `dir`.
+pub(crate) fn stored_child_tag(dir: &dyn VfsFile, name: &str) -> u32 {
+    tag_of(dir.get_child_xattr(name, REPARSE_XATTR).ok().flatten())
+}
+
+fn tag_of(buffer: Option<Vec<u8>>) -> u32 {
+    buffer
+        .and_then(|b| ReparseBuffer::decode(&b).ok().map(|r| r.tag.0))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -4,23 +4,27 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
-use smb3d_dtyp::AccessMask;
-use smb3d_fscc::FileAttributes;
+use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::create::FileId;
 use std::sync::Arc;
 
-use smb3d_vfs::{DirEntry, Timespec, Vfs, VfsFile, VfsPath};
+use smb3d_vfs::{Access, DirEntry, OpenRequest, Opened, Timespec, Vfs, VfsError, VfsFile, VfsPath};
 use smb3d_wire::FileTime;
 
-use smb3d_dtyp::NtStatus as Status;
+use smb3d_dtyp::{AccessMask, NtStatus};
 
 use crate::audit;
 use crate::blocking::{Wait, as_user};
 use crate::conn_limits::OpenFileSlot;
+use crate::dir_leases;
 use crate::durable::ReplayState;
+use crate::escape::escape;
 use crate::fileinfo::{self, Meta};
-use crate::files::{Deleter, SharedFile};
+use crate::files::{Deleter, Deletion, SharedFile};
 use crate::identity::Identity;
+use crate::notify::ShareKey;
+use crate::path_status;
+use crate::server::Server;
 use crate::share::Share;
 use crate::status_map::VfsResultExt;
 use crate::streams::{self, Stream};
@@ -92,7 +96,7 @@ impl Open {
 
     /// Runs metadata work on this open as the user who opened it: inline, unless the share
     /// syncs metadata to disk.
-    pub fn io<T>(&self, work: impl FnOnce() -> Result<T, Status>) -> Result<T, Status> {
+    pub fn io<T>(&self, work: impl FnOnce() -> Result<T, NtStatus>) -> Result<T, NtStatus> {
         as_user(
             self.vfs.as_ref(),
             &self.identity,
@@ -103,7 +107,7 @@ impl Open {
 
     /// Runs work on this open that may wait on the disk (copies, listings, deletions) as
     /// the user who opened it, with the worker's other tasks handed off first.
-    pub fn io_long<T>(&self, work: impl FnOnce() -> Result<T, Status>) -> Result<T, Status> {
+    pub fn io_long<T>(&self, work: impl FnOnce() -> Result<T, NtStatus>) -> Result<T, NtStatus> {
         as_user(self.vfs.as_ref(), &self.identity, Wait::Long, work)
     }
 
@@ -113,7 +117,7 @@ impl Open {
     }
 
     /// The file's metadata as stored (and as its share presents it), to change and store back.
-    pub fn stored_meta(&self) -> Result<Meta, Status> {
+    pub fn stored_meta(&self) -> Result<Meta, NtStatus> {
         let path = self.path();
         fileinfo::load(
             self.file.as_ref(),
@@ -124,7 +128,7 @@ impl Open {
     }
 
     /// Whether the file is marked sparse (FSCTL_SET_SPARSE): it keeps its holes.
-    pub fn is_sparse(&self) -> Result<bool, Status> {
+    pub fn is_sparse(&self) -> Result<bool, NtStatus> {
         Ok(self
             .stored_meta()?
             .stored
@@ -133,7 +137,7 @@ impl Open {
 
     /// The file's metadata as clients see it through this open: the last-write time is the one
     /// kept while the file is open.
-    pub fn meta(&self) -> Result<Meta, Status> {
+    pub fn meta(&self) -> Result<Meta, NtStatus> {
         let meta = self.stored_meta()?;
         let disk = fileinfo::filetime(meta.stat.mtime);
         let shown = self
@@ -189,5 +193,114 @@ impl Open {
     /// The open-file table's key of this open's named stream.
     pub fn stream_key(&self) -> Option<Arc<str>> {
         self.stream.as_ref().map(|s| streams::key(&s.name()))
+    }
+}
+
+/// Opens for the access the request needs; for MAXIMUM_ALLOWED, as widely as the file system
+/// lets this user (read and write, else read, else write, else metadata only).
+pub(crate) fn open_widest(
+    vfs: &dyn Vfs,
+    path: &VfsPath,
+    mut request: OpenRequest,
+    desired: AccessMask,
+) -> Result<Opened, NtStatus> {
+    loop {
+        match vfs.open(path, &request) {
+            Err(VfsError::PermissionDenied) if desired.contains(AccessMask::MAXIMUM_ALLOWED) => {
+                request.access = match request.access {
+                    Access::ReadWrite => Access::Read,
+                    Access::Read => Access::Write,
+                    Access::Write => Access::MetadataOnly,
+                    Access::MetadataOnly => return Err(NtStatus::ACCESS_DENIED),
+                };
+            }
+            Err(VfsError::OutsideShare) => return Err(path_status::outside_share(vfs, path)),
+            result => return result.status(),
+        }
+    }
+}
+
+/// Ends an open that was already removed from its session: a delete-on-close open leaves the
+/// file (or its stream) delete-pending, and the last open of a delete-pending file or stream
+/// deletes it (MS-FSA 2.1.5.4), with the credentials of the open that made it delete-pending.
+pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
+    close_written(server, open, false);
+}
+
+/// [`close_open`] for an open whose writes were finished already; `wrote` says whether it had
+/// written. The close of a file that was written changes it in its directory's listing, which
+/// breaks the directory's leases (smbtorture smb2.lease.v2_request), as does its deletion.
+pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
+    let wrote = open.finish_writes() || wrote;
+    // Known before the open leaves its lease behind.
+    let changed_by = dir_leases::spared_by(server, open);
+    // Its locks go (MS-FSA 2.1.5.4), lock requests waiting on this open learn it closed, and
+    // so do its change notifications.
+    open.shared.locks.release_owner(open.file_id.volatile);
+    if let Some(share) = server.notify.closed(open.file_id.volatile) {
+        server.host_changes.release(share);
+    }
+    if open.watches_host.swap(false, Ordering::Relaxed) {
+        server.host_changes.release(ShareKey::of(&open.vfs));
+    }
+    if server.durable.forget(open.file_id) {
+        crate::persistent::remove(server, open.file_id.persistent);
+    }
+    if open.delete_on_close {
+        server.files.set_delete_pending(
+            &open.shared,
+            open.stream_key().as_ref(),
+            Some(open.deleter()),
+        );
+    }
+    let path = open.path();
+    let released = server.files.release(&open.shared, open.file_id.volatile);
+    if wrote && !matches!(released, Some(Deletion::File(..))) {
+        dir_leases::child_changed(server, ShareKey::of(&open.vfs), &path, changed_by);
+    }
+    let vfs = open.vfs.as_ref();
+    // The deletion runs as whoever asked for it, not as this open's user (see `Deleter`).
+    let (deleted, by) = match released {
+        None => {
+            if open.is_directory && open.shared.delete_pending() {
+                server.notify.delete_pending(&open.shared);
+            }
+            return;
+        }
+        Some(Deletion::File(path, by)) => {
+            let deleted = as_user(vfs, &by.identity, Wait::Long, || {
+                vfs.unlink(&path).status()?;
+                open.share.sync_parent(vfs, &path).status()
+            })
+            .inspect(|()| {
+                server.notify.report_name(
+                    ShareKey::of(&open.vfs),
+                    &path,
+                    NotifyAction::REMOVED,
+                    open.is_directory,
+                );
+                dir_leases::child_changed(server, ShareKey::of(&open.vfs), &path, changed_by);
+            });
+            (deleted, by)
+        }
+        Some(Deletion::Stream(by)) => {
+            let deleted = match &open.stream {
+                Some(stream) => as_user(vfs, &by.identity, Wait::Long, || stream.remove().status()),
+                None => Ok(()),
+            };
+            (deleted, by)
+        }
+    };
+    match deleted {
+        Ok(()) => {
+            if let Some(who) = &by.audit {
+                let stream = open.stream.as_ref().map(|s| s.name());
+                audit::deleted(who, &path, stream.as_deref(), open.is_directory);
+            }
+        }
+        Err(e) => tracing::debug!(
+            path = &*escape(path.as_str()),
+            "delete on close failed: {e}"
+        ),
     }
 }

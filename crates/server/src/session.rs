@@ -15,8 +15,9 @@ use crate::audit;
 use crate::connection::Connection;
 use crate::encryption::SessionCipher;
 use crate::identity::Identity;
-use crate::open::Open;
+use crate::open::{Open, close_open};
 use crate::pipes::PipeTable;
+use crate::server::Server;
 use crate::share::Share;
 
 /// Who a session belongs to.
@@ -366,6 +367,17 @@ impl Tree {
             audit,
         }
     }
+}
+
+/// Ends a session on every channel and closes everything it holds: its opens (running
+/// delete-on-close) and tree connects.
+pub(crate) fn tear_down(server: &Server, session: &Session) {
+    server.forget_session(session.id);
+    let opens = session.state.lock().take_everything();
+    for open in opens {
+        close_open(server, &open);
+    }
+    server.sessions.lock().remove(&session.id);
 }
 
 #[cfg(test)]

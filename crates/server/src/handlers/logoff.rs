@@ -5,9 +5,6 @@ use smb3d_smb2::logoff::{LogoffRequest, LogoffResponse};
 use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
-use crate::handlers::close::close_open;
-use crate::server::Server;
-use crate::session::Session;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -25,15 +22,4 @@ pub(crate) async fn handle(
     crate::durable::disconnect_session(server, &session);
     LogoffResponse.encode(w);
     Ok(NtStatus::SUCCESS)
-}
-
-/// Ends a session on every channel and closes everything it holds: its opens (running
-/// delete-on-close) and tree connects.
-pub(crate) fn tear_down(server: &Server, session: &Session) {
-    server.forget_session(session.id);
-    let opens = session.state.lock().take_everything();
-    for open in opens {
-        close_open(server, &open);
-    }
-    server.sessions.lock().remove(&session.id);
 }

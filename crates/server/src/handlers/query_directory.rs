@@ -16,7 +16,6 @@ use smb3d_wire::Writer;
 use crate::connection::Ctx;
 use crate::fileinfo::{self, Meta};
 use crate::files::{FileKey, FileTable};
-use crate::handlers::ioctl::reparse;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::open::{DirCursor, Open};
 use crate::security;
@@ -187,7 +186,7 @@ fn fill(
                         .contains(FileAttributes::REPARSE_POINT)
                     {
                         listed.reparse_tag =
-                            reparse::stored_child_tag(open.file.as_ref(), &entry.name);
+                            fileinfo::stored_child_tag(open.file.as_ref(), &entry.name);
                     }
                     listed
                 }

@@ -22,6 +22,7 @@ use smb3d_wire::{FileTime, Guid, Writer};
 
 use crate::connection::Ctx;
 use crate::eas;
+use crate::fileinfo;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
 use crate::open::Open;
@@ -236,7 +237,7 @@ fn file_info(
         FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => FileAttributeTagInformation {
             file_attributes: meta.attributes(),
             reparse_tag: if meta.attributes().contains(FileAttributes::REPARSE_POINT) {
-                crate::handlers::ioctl::reparse::stored_tag(open.file.as_ref())
+                fileinfo::stored_tag(open.file.as_ref())
             } else {
                 0
             },

@@ -18,6 +18,7 @@ use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime};
 
 use crate::allocation;
 use crate::audit;
+use crate::caching;
 use crate::connection::Ctx;
 use crate::eas;
 use crate::fileinfo::{self, SETTABLE_ATTRIBUTES};
@@ -27,7 +28,7 @@ use crate::identity::IdMap;
 use crate::names::parse_path;
 use crate::open::Open;
 use crate::path_status;
-use crate::pending::Reply;
+use crate::pending::{Reply, wait_async};
 use crate::security;
 use crate::status_map::VfsResultExt;
 use crate::streams;
@@ -59,7 +60,7 @@ pub(crate) async fn handle(
                 | FileInformationClass::FILE_ALLOCATION_INFORMATION
         )
     {
-        crate::caching::before_write(&cx.conn.server, &open);
+        caching::before_write(&cx.conn.server, &open);
     }
     let renames = req.info_type == InfoType::FILE
         && matches!(
@@ -68,7 +69,7 @@ pub(crate) async fn handle(
                 | FileInformationClass::FILE_RENAME_INFORMATION_EX
         );
     if renames {
-        crate::caching::wait_for_handle_breaks(cx, reply, &open).await?;
+        wait_for_handle_breaks(cx, reply, &open).await?;
     }
     match req.info_type {
         InfoType::FILE => open.io(|| {
@@ -100,6 +101,32 @@ pub(crate) async fn handle(
     crate::dir_leases::set_info_done(&cx.conn.server, &open, &before, &req);
     SetInfoResponse.encode(&mut reply.writer());
     Ok(NtStatus::SUCCESS)
+}
+
+/// Before a rename (MS-FSA 2.1.5.14.11): breaks other opens' handle caching and waits
+/// (asynchronously, as the CREATE of an open does) until no such break is unacknowledged.
+async fn wait_for_handle_breaks(
+    cx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    open: &Open,
+) -> Result<(), NtStatus> {
+    loop {
+        let change = open.shared.caching_change();
+        tokio::pin!(change);
+        change.as_mut().enable();
+        let (delay, breaks) = open.shared.start_breaks(|state, out| {
+            caching::breaks_for_rename(state, open.file_id.volatile, out)
+        });
+        let unavailable = breaks.unavailable;
+        caching::deliver(&cx.conn.server, &open.shared, breaks);
+        if unavailable {
+            return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
+        if !delay {
+            return Ok(());
+        }
+        wait_async(cx, reply, change).await?;
+    }
 }
 
 /// A buffer too short for its class is STATUS_INFO_LENGTH_MISMATCH; any other malformation

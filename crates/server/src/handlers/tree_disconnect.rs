@@ -5,7 +5,7 @@ use smb3d_smb2::tree_disconnect::{TreeDisconnectRequest, TreeDisconnectResponse}
 use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
-use crate::handlers::close::close_open;
+use crate::open::close_open;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,

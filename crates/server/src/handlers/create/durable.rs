@@ -23,8 +23,7 @@ use crate::durable::{
 };
 use crate::escape::escape;
 use crate::fileinfo;
-use crate::handlers::close::close_open;
-use crate::open::Open;
+use crate::open::{Open, close_open};
 use crate::pending::Reply;
 use crate::persistent;
 use crate::status_map::VfsResultExt;

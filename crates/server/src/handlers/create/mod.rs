@@ -20,7 +20,7 @@ use smb3d_smb2::create::{
     CreateResponseFlags, OplockLevel, ResponseContext,
 };
 use smb3d_smb2::file_id::FileId;
-use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Opened, Vfs, VfsError, VfsFile, VfsPath};
+use smb3d_vfs::{Disposition, Kind, OpenRequest, Vfs, VfsFile, VfsPath};
 use smb3d_wire::FileTime;
 
 use crate::allocation;
@@ -34,11 +34,10 @@ use crate::durable::ReplayState;
 use crate::eas;
 use crate::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::files::{FileKey, OpenEntry};
-use crate::handlers::close::close_open;
 use crate::identity::{IdMap, Identity};
 use crate::names::parse_path;
 use crate::notify::ShareKey;
-use crate::open::{DirCursor, Open};
+use crate::open::{DirCursor, Open, close_open, open_widest};
 use crate::path_status;
 use crate::pending::Reply;
 use crate::security;
@@ -422,30 +421,6 @@ fn encode_response(
         contexts,
     }
     .encode(&mut reply.writer());
-}
-
-/// Opens for the access the request needs; for MAXIMUM_ALLOWED, as widely as the file system
-/// lets this user (read and write, else read, else write, else metadata only).
-pub(crate) fn open_widest(
-    vfs: &dyn Vfs,
-    path: &VfsPath,
-    mut request: OpenRequest,
-    desired: AccessMask,
-) -> Result<Opened, NtStatus> {
-    loop {
-        match vfs.open(path, &request) {
-            Err(VfsError::PermissionDenied) if desired.contains(AccessMask::MAXIMUM_ALLOWED) => {
-                request.access = match request.access {
-                    Access::ReadWrite => Access::Read,
-                    Access::Read => Access::Write,
-                    Access::Write => Access::MetadataOnly,
-                    Access::MetadataOnly => return Err(NtStatus::ACCESS_DENIED),
-                };
-            }
-            Err(VfsError::OutsideShare) => return Err(path_status::outside_share(vfs, path)),
-            result => return result.status(),
-        }
-    }
 }
 
 /// The descriptor of the SD_BUFFER create context (MS-SMB2 2.2.13.2.3), checked before

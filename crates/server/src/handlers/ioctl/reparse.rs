@@ -9,34 +9,13 @@ use std::sync::Arc;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_fscc::{FileAttributes, ReparseBuffer, ReparseTag, SymlinkReparse};
 use smb3d_smb2::ioctl::IoctlRequest;
-use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsError, VfsFile};
+use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsError};
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::fileinfo;
+use crate::fileinfo::{self, REPARSE_XATTR};
 use crate::open::Open;
 use crate::status_map::VfsResultExt;
-
-/// Samba's xattr for reparse points other than symlinks.
-pub(crate) const REPARSE_XATTR: &str = "user.SmbReparse";
-
-/// The tag of the reparse point kept in the xattr of `file` (0 when there is none), for
-/// FileAttributeTagInformation and listings (MS-FSCC 2.4.6, 2.4.8). Symlinks are followed
-/// there, so they report the target's.
-pub(crate) fn stored_tag(file: &dyn VfsFile) -> u32 {
-    tag_of(file.get_xattr(REPARSE_XATTR).ok().flatten())
-}
-
-/// [`stored_tag`] of the entry `name` of the directory `dir`.
-pub(crate) fn stored_child_tag(dir: &dyn VfsFile, name: &str) -> u32 {
-    tag_of(dir.get_child_xattr(name, REPARSE_XATTR).ok().flatten())
-}
-
-fn tag_of(buffer: Option<Vec<u8>>) -> u32 {
-    buffer
-        .and_then(|b| ReparseBuffer::decode(&b).ok().map(|r| r.tag.0))
-        .unwrap_or(0)
-}
 
 /// The reparse point of the object `open` was opened by: its path's symlink, or the xattr.
 fn current(open: &Open) -> Result<Option<Vec<u8>>, NtStatus> {

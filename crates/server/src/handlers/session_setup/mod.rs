@@ -6,7 +6,7 @@ mod binding;
 use std::sync::Arc;
 
 use smb3d_auth::{Acceptor, AuthError, Principal, Step};
-use smb3d_crypto::{MessageSigner, SessionKeys};
+use smb3d_crypto::SessionKeys;
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::negotiate::SecurityMode;
 use smb3d_smb2::session_setup::{
@@ -15,12 +15,12 @@ use smb3d_smb2::session_setup::{
 use smb3d_wire::{FileTime, Writer};
 
 use crate::address_slots::AddressSlot;
-use crate::connection::{Connection, Ctx, sign_refusal};
+use crate::connection::{Ctx, sign_refusal};
 use crate::encryption::SessionCipher;
-use crate::handlers::{logoff, tree_connect};
+use crate::handlers::tree_connect;
 use crate::limits::Limit;
 use crate::server::EncryptionPolicy;
-use crate::session::{AuthExchange, Channel, Established, Origin, Session, SessionUser};
+use crate::session::{AuthExchange, Channel, Established, Origin, Session, SessionUser, tear_down};
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -95,7 +95,7 @@ pub(crate) async fn handle(
                 Ok(flags) => flags,
                 Err(status) => {
                     cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
-                    logoff::tear_down(&server, &session);
+                    tear_down(&server, &session);
                     server.metrics.auth_failure();
                     return Err(status);
                 }
@@ -107,7 +107,7 @@ pub(crate) async fn handle(
             // re-authentication, on every channel; the answer to a re-authentication is signed
             // as the session's answers were.
             cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
-            logoff::tear_down(&server, &session);
+            tear_down(&server, &session);
             Err(failed(cx, e, arrived).await)
         }
     }
@@ -349,43 +349,4 @@ fn complete(
 /// relay, signing required or not.
 fn may_reauthenticate(owner: &SessionUser, user: &SessionUser) -> bool {
     *user == SessionUser::Anonymous || user.same_account(owner)
-}
-
-/// Adds a MORE_PROCESSING_REQUIRED response to the preauth hash of its exchange (3.3.5.5.3):
-/// the binding of `conn` to the session, or else the session's own authentication. A response
-/// to be signed with `signer` is hashed signed.
-pub(crate) fn hash_response(
-    conn: &Connection,
-    session: &Session,
-    message: &[u8],
-    signer: Option<&dyn MessageSigner>,
-) {
-    let signed;
-    let message = match signer {
-        Some(signer) => {
-            signed = {
-                let mut copy = message.to_vec();
-                signer.sign(&mut copy);
-                copy
-            };
-            &signed[..]
-        }
-        None => message,
-    };
-    if let Some(mut exchange) = conn.take_binding(session.id) {
-        if let Some(preauth) = exchange.preauth.as_mut() {
-            preauth.update(message);
-        }
-        conn.keep_binding(session.id, exchange);
-        return;
-    }
-    if let Some(preauth) = session
-        .state
-        .lock()
-        .exchange
-        .as_mut()
-        .and_then(|e| e.preauth.as_mut())
-    {
-        preauth.update(message);
-    }
 }
