@@ -16,7 +16,7 @@ use smb3d_vfs::{VfsError, VfsResult};
 use smb3d_dtyp::NtStatus;
 use smb3d_vfs::VfsFile;
 
-use crate::fileinfo::Meta;
+use crate::fs::fileinfo::Meta;
 use crate::open::Open;
 use crate::share::Share;
 use crate::status_map::{VfsResultExt, vfs_status};

@@ -1037,7 +1037,7 @@ fn send(server: &Server, note: Note) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::write_time::WriteTime;
+    use crate::fs::write_time::WriteTime;
     use smb3d_smb2::create::ShareAccess;
     use smb3d_vfs::VfsPath;
 

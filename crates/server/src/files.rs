@@ -14,8 +14,8 @@ use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
 use crate::audit;
+use crate::fs::write_time::WriteTime;
 use crate::identity::Identity;
-use crate::write_time::WriteTime;
 
 use crate::caching::{self, Breaks, Caching, Granted, LeaseRecord, LeaseTable, Opening, Route};
 use crate::locks::LockTable;
@@ -33,7 +33,7 @@ pub(crate) struct OpenEntry {
     pub id: u64,
     pub access: AccessMask,
     pub share: ShareAccess,
-    /// The named stream opened ([`streams::key`](crate::streams::key)); `None` for the file's
+    /// The named stream opened ([`streams::key`](crate::fs::streams::key)); `None` for the file's
     /// default stream. Share access is per stream (MS-FSA 2.1.1.4 Stream.ShareAccess).
     pub stream: Option<Arc<str>>,
     /// The persistent half of the open's FileId, for oplock break notifications.
@@ -571,7 +571,7 @@ mod tests {
 
     fn stream_entry(id: u64, access: AccessMask, share: ShareAccess, name: &str) -> OpenEntry {
         OpenEntry {
-            stream: Some(crate::streams::key(name)),
+            stream: Some(crate::fs::streams::key(name)),
             ..entry(id, access, share)
         }
     }
@@ -749,7 +749,7 @@ mod tests {
             Some(NtStatus::SHARING_VIOLATION)
         );
         // A delete-pending stream is removed at its last close and takes no new opens.
-        table.set_delete_pending(&f, Some(&crate::streams::key("two")), by(3000));
+        table.set_delete_pending(&f, Some(&crate::fs::streams::key("two")), by(3000));
         assert_eq!(
             table
                 .open(KEY, &path("f"), stream_entry(6, write, all, "Two"))

@@ -19,16 +19,16 @@ use crate::conn_limits::OpenFileSlot;
 use crate::dir_leases;
 use crate::durable::ReplayState;
 use crate::escape::escape;
-use crate::fileinfo::{self, Meta};
 use crate::files::{Deleter, Deletion, SharedFile};
+use crate::fs::fileinfo::{self, Meta};
+use crate::fs::path_status;
+use crate::fs::streams::{self, Stream};
+use crate::fs::write_time::OpenWrites;
 use crate::identity::Identity;
 use crate::notify::ShareKey;
-use crate::path_status;
 use crate::server::Server;
 use crate::share::Share;
 use crate::status_map::VfsResultExt;
-use crate::streams::{self, Stream};
-use crate::write_time::OpenWrites;
 
 /// The state of a directory enumeration on one open (MS-SMB2 3.3.1.10 Open.EnumerationLocation
 /// and Open.EnumerationSearchPattern).
@@ -54,7 +54,7 @@ pub(crate) struct Open {
     /// Who opened it: work on the open runs with this user's credentials.
     pub identity: Arc<Identity>,
     pub file: Box<dyn VfsFile>,
-    /// The named stream this open is on (then `file` is its [`StreamFile`](crate::streams::StreamFile)); `None` for a
+    /// The named stream this open is on (then `file` is its [`StreamFile`](crate::fs::streams::StreamFile)); `None` for a
     /// file's default stream or a directory.
     pub stream: Option<Arc<Stream>>,
     /// The file as all its opens share it (path, share modes, delete-pending).
@@ -147,7 +147,7 @@ impl Open {
     }
 
     /// Before a write through this open (see
-    /// [`WriteTime::writing`](crate::write_time::WriteTime::writing)).
+    /// [`WriteTime::writing`](crate::fs::write_time::WriteTime::writing)).
     pub fn writing(&self) {
         let now = FileTime::now();
         self.shared.with_write_time(|wt| {

@@ -30,13 +30,13 @@ use crate::caching::{Caching, LeaseId, LeaseRecord, Route};
 use crate::durable::{Durability, ReplayState};
 use crate::escape::escape;
 use crate::files::{FileKey, OpenEntry, SharedFile};
+use crate::fs::write_time::OpenWrites;
 use crate::identity::Identity;
 use crate::locks::RangeLock;
 use crate::open::{DirCursor, Open, open_widest};
 use crate::server::Server;
 use crate::session::SessionUser;
 use crate::share::ShareKind;
-use crate::write_time::OpenWrites;
 
 /// The first bytes of every record.
 const MAGIC: &[u8; 8] = b"smb3dph\0";

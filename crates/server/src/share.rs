@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use smb3d_auth::names;
-use smb3d_fscc::Expression;
 use smb3d_vfs::{Vfs, VfsPath, VfsResult};
 
 use crate::blocking::Wait;
+pub use crate::fs::fileinfo::Presentation;
 use crate::identity::{Accounts, Identity};
 use crate::server::EncryptionPolicy;
 use crate::session::SessionUser;
@@ -71,51 +71,6 @@ pub struct Share {
     pub continuous_availability: bool,
     /// How files look to clients beyond what is stored.
     pub presentation: Presentation,
-}
-
-/// How a share presents its files: names shown hidden and the rounding of allocation sizes.
-#[derive(Debug, Clone)]
-pub struct Presentation {
-    /// Names starting with a dot are hidden (Samba's `hide dot files`).
-    pub hide_dot_files: bool,
-    /// Names matching one of these are hidden (Samba's `hide files`, case-insensitive).
-    hide_patterns: Vec<Expression>,
-    /// AllocationSize is rounded up to a multiple of this; 0 for none.
-    pub allocation_roundup: u64,
-}
-
-impl Default for Presentation {
-    /// Samba's defaults: dot files hidden, nothing else, sizes as allocated.
-    fn default() -> Self {
-        Self::new(true, &[], 0)
-    }
-}
-
-/// `allocated` rounded up to a multiple of `unit` (0: unchanged).
-pub(crate) fn round_allocation(allocated: u64, unit: u64) -> u64 {
-    match unit {
-        0 => allocated,
-        unit => allocated.div_ceil(unit).saturating_mul(unit),
-    }
-}
-
-impl Presentation {
-    pub fn new(hide_dot_files: bool, hide_files: &[String], allocation_roundup: u64) -> Self {
-        Self {
-            hide_dot_files,
-            hide_patterns: hide_files
-                .iter()
-                .map(|p| Expression::new(p, true))
-                .collect(),
-            allocation_roundup,
-        }
-    }
-
-    /// Whether `name` is shown with FILE_ATTRIBUTE_HIDDEN whatever is stored.
-    pub fn hides(&self, name: &str) -> bool {
-        (self.hide_dot_files && name.starts_with('.') && name != "." && name != "..")
-            || self.hide_patterns.iter().any(|p| p.matches(name))
-    }
 }
 
 impl Share {
@@ -342,18 +297,5 @@ mod tests {
         assert!(share.read_only_for(&alice, &who));
         share.write_list = vec!["@root".into()];
         assert!(share.read_only_for(&SessionUser::Anonymous, &who));
-    }
-
-    #[test]
-    fn presentation_hides_and_rounds() {
-        let p = Presentation::new(true, &["hide*".into(), "?.TMP".into()], 1 << 20);
-        assert!(p.hides(".profile") && p.hides("HideFile") && p.hides("a.tmp"));
-        assert!(!p.hides(".") && !p.hides("..") && !p.hides("file") && !p.hides("ab.tmp"));
-        assert!(!Presentation::new(false, &[], 0).hides(".profile"));
-        assert_eq!(round_allocation(0, 1 << 20), 0);
-        assert_eq!(round_allocation(4096, 1 << 20), 1 << 20);
-        assert_eq!(round_allocation((1 << 20) + 1, 1 << 20), 2 << 20);
-        assert_eq!(round_allocation(u64::MAX, 1 << 20), u64::MAX);
-        assert_eq!(round_allocation(4096, 0), 4096);
     }
 }

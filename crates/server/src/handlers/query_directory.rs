@@ -14,8 +14,8 @@ use smb3d_vfs::{self as vfs, FileType, VfsError};
 use smb3d_wire::Writer;
 
 use crate::connection::Ctx;
-use crate::fileinfo::{self, Meta};
 use crate::files::{FileKey, FileTable};
+use crate::fs::fileinfo::{self, Meta};
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::open::{DirCursor, Open};
 use crate::security;

@@ -21,14 +21,14 @@ use smb3d_vfs::{FileStat, FileType, FsStat};
 use smb3d_wire::{FileTime, Guid, Writer};
 
 use crate::connection::Ctx;
-use crate::eas;
-use crate::fileinfo;
+use crate::fs::eas;
+use crate::fs::fileinfo;
+use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
 use crate::open::Open;
 use crate::security;
 use crate::status_map::VfsResultExt;
-use crate::streams;
 
 /// Sector size reported to clients; allocation units are the file system's block size.
 const BYTES_PER_SECTOR: u32 = 512;
@@ -262,7 +262,7 @@ fn file_info(
         }
         FileInformationClass::FILE_STREAM_INFORMATION => stream_info(open, stat, w)?,
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
-            file_name: crate::shortname::short_name(name),
+            file_name: crate::fs::shortname::short_name(name),
         }
         .encode(w),
         FileInformationClass::FILE_NORMALIZED_NAME_INFORMATION => {

@@ -20,18 +20,18 @@ use crate::allocation;
 use crate::audit;
 use crate::caching;
 use crate::connection::Ctx;
-use crate::eas;
-use crate::fileinfo::{self, SETTABLE_ATTRIBUTES};
 use crate::files::{FileKey, FileTable};
+use crate::fs::eas;
+use crate::fs::fileinfo::{self, SETTABLE_ATTRIBUTES};
+use crate::fs::names::parse_path;
+use crate::fs::path_status;
+use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
-use crate::names::parse_path;
 use crate::open::Open;
-use crate::path_status;
 use crate::pending::{Reply, wait_async};
 use crate::security;
 use crate::status_map::VfsResultExt;
-use crate::streams;
 
 /// FileModeInformation bits a client may set (MS-FSCC 2.4.26).
 const SETTABLE_MODE: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020;
@@ -504,7 +504,7 @@ fn rename_stream(
     if target.ends_with(':') || (name.is_empty() && kind.is_empty()) || kind.contains(':') {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    if name.contains('\0') || name.len() > crate::names::MAX_STREAM_NAME_BYTES {
+    if name.contains('\0') || name.len() > crate::fs::names::MAX_STREAM_NAME_BYTES {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if !kind.eq_ignore_ascii_case("$DATA") {

@@ -5,7 +5,7 @@ use smb3d_smb2::create::{
     CreateContext, CreateRequest, MaximalAccessResponse, QueryOnDiskIdResponse, ResponseContext,
 };
 
-use crate::fileinfo::Meta;
+use crate::fs::fileinfo::Meta;
 
 /// The response contexts the request's contexts call for; `maximal_access` is the file's,
 /// computed when the request asked for it.

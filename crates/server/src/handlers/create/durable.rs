@@ -22,7 +22,7 @@ use crate::durable::{
     self, DEFAULT_V2_TIMEOUT, Durability, Known, MAX_V2_TIMEOUT, Reconnect, V1_TIMEOUT,
 };
 use crate::escape::escape;
-use crate::fileinfo;
+use crate::fs::fileinfo;
 use crate::open::{Open, close_open};
 use crate::pending::Reply;
 use crate::persistent;

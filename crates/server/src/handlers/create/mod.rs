@@ -31,19 +31,19 @@ use crate::conn_limits::{admit_open, admit_open_file};
 use crate::connection::Ctx;
 use crate::dir_leases;
 use crate::durable::ReplayState;
-use crate::eas;
-use crate::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::files::{FileKey, OpenEntry};
+use crate::fs::eas;
+use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
+use crate::fs::names::parse_path;
+use crate::fs::path_status;
+use crate::fs::streams::{self, Stream, StreamFile};
 use crate::identity::{IdMap, Identity};
-use crate::names::parse_path;
 use crate::notify::ShareKey;
 use crate::open::{DirCursor, Open, close_open, open_widest};
-use crate::path_status;
 use crate::pending::Reply;
 use crate::security;
 use crate::share::ShareKind;
 use crate::status_map::VfsResultExt;
-use crate::streams::{self, Stream, StreamFile};
 
 use request::Intent;
 

@@ -6,9 +6,9 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::create::CreateDisposition;
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsFile};
 
-use crate::names::SmbPath;
+use crate::fs::names::SmbPath;
+use crate::fs::streams;
 use crate::status_map::VfsResultExt;
-use crate::streams;
 
 use super::request::Intent;
 

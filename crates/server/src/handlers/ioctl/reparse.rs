@@ -13,7 +13,7 @@ use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsError};
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::fileinfo::{self, REPARSE_XATTR};
+use crate::fs::fileinfo::{self, REPARSE_XATTR};
 use crate::open::Open;
 use crate::status_map::VfsResultExt;
 

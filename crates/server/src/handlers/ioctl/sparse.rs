@@ -10,7 +10,7 @@ use smb3d_smb2::ioctl::IoctlRequest;
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::fileinfo;
+use crate::fs::fileinfo;
 use crate::open::Open;
 use crate::status_map::VfsResultExt;
 

@@ -6,11 +6,11 @@ use smb3d_dtyp::samba::{XATTR_DOSATTRIB_NAME, XATTR_NTACL_NAME};
 use smb3d_fscc::{EaFlags, FullEa, full_ea_list};
 use smb3d_vfs::{VfsError, VfsFile};
 
-use crate::fileinfo::REPARSE_XATTR;
+use crate::fs::fileinfo::REPARSE_XATTR;
+use crate::fs::streams::STREAM_XATTR_PREFIX;
 use crate::limits::MAX_EA_SIZE_LIMIT;
 use crate::security::{POSIX_ACL_ACCESS, POSIX_ACL_DEFAULT, XATTR_NTACL_USER};
 use crate::status_map::VfsResultExt;
-use crate::streams::STREAM_XATTR_PREFIX;
 
 /// EAs are the `user.` xattrs of this prefix and name, as Samba stores them.
 const XATTR_PREFIX: &str = "user.";

@@ -6,14 +6,13 @@
 use smb3d_dtyp::NtStatus;
 use smb3d_dtyp::samba::{DosAttrib, XATTR_DOSATTRIB_NAME};
 use smb3d_fscc::{
-    FileAttributes, FileBasicInformation, FileNetworkOpenInformation, FileStandardInformation,
-    ReparseBuffer,
+    Expression, FileAttributes, FileBasicInformation, FileNetworkOpenInformation,
+    FileStandardInformation, ReparseBuffer,
 };
 use smb3d_vfs::{FileStat, FileType, Timespec, Vfs, VfsError, VfsFile};
 use smb3d_wire::{FileTime, FileTimes};
 
 use crate::blocking::as_service;
-use crate::share::{Presentation, round_allocation};
 use crate::status_map::vfs_status;
 
 /// Attributes clients set and the server keeps (MS-FSCC 2.6); DIRECTORY follows the object,
@@ -243,6 +242,51 @@ pub(crate) fn store(vfs: &dyn Vfs, file: &dyn VfsFile, meta: &Meta) -> Result<()
     }
 }
 
+/// How a share presents its files: names shown hidden and the rounding of allocation sizes.
+#[derive(Debug, Clone)]
+pub struct Presentation {
+    /// Names starting with a dot are hidden (Samba's `hide dot files`).
+    pub hide_dot_files: bool,
+    /// Names matching one of these are hidden (Samba's `hide files`, case-insensitive).
+    hide_patterns: Vec<Expression>,
+    /// AllocationSize is rounded up to a multiple of this; 0 for none.
+    pub allocation_roundup: u64,
+}
+
+impl Default for Presentation {
+    /// Samba's defaults: dot files hidden, nothing else, sizes as allocated.
+    fn default() -> Self {
+        Self::new(true, &[], 0)
+    }
+}
+
+/// `allocated` rounded up to a multiple of `unit` (0: unchanged).
+pub(crate) fn round_allocation(allocated: u64, unit: u64) -> u64 {
+    match unit {
+        0 => allocated,
+        unit => allocated.div_ceil(unit).saturating_mul(unit),
+    }
+}
+
+impl Presentation {
+    pub fn new(hide_dot_files: bool, hide_files: &[String], allocation_roundup: u64) -> Self {
+        Self {
+            hide_dot_files,
+            hide_patterns: hide_files
+                .iter()
+                .map(|p| Expression::new(p, true))
+                .collect(),
+            allocation_roundup,
+        }
+    }
+
+    /// Whether `name` is shown with FILE_ATTRIBUTE_HIDDEN whatever is stored.
+    pub fn hides(&self, name: &str) -> bool {
+        (self.hide_dot_files && name.starts_with('.') && name != "." && name != "..")
+            || self.hide_patterns.iter().any(|p| p.matches(name))
+    }
+}
+
 /// Samba's xattr for reparse points other than symlinks.
 pub(crate) const REPARSE_XATTR: &str = "user.SmbReparse";
 
@@ -367,5 +411,18 @@ mod tests {
             .attributes(),
             FileAttributes::NORMAL
         );
+    }
+
+    #[test]
+    fn presentation_hides_and_rounds() {
+        let p = Presentation::new(true, &["hide*".into(), "?.TMP".into()], 1 << 20);
+        assert!(p.hides(".profile") && p.hides("HideFile") && p.hides("a.tmp"));
+        assert!(!p.hides(".") && !p.hides("..") && !p.hides("file") && !p.hides("ab.tmp"));
+        assert!(!Presentation::new(false, &[], 0).hides(".profile"));
+        assert_eq!(round_allocation(0, 1 << 20), 0);
+        assert_eq!(round_allocation(4096, 1 << 20), 1 << 20);
+        assert_eq!(round_allocation((1 << 20) + 1, 1 << 20), 2 << 20);
+        assert_eq!(round_allocation(u64::MAX, 1 << 20), u64::MAX);
+        assert_eq!(round_allocation(4096, 0), 4096);
     }
 }

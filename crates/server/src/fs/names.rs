@@ -11,7 +11,7 @@ const MAX_COMPONENT_UNITS: usize = 255;
 /// Longest stream name: what fits in a Linux xattr name (255 bytes) after the
 /// `user.DosStream.` prefix and `:$DATA` suffix Samba's streams_xattr gives it.
 pub const MAX_STREAM_NAME_BYTES: usize =
-    255 - crate::streams::STREAM_XATTR_PREFIX.len() - ":$DATA".len();
+    255 - crate::fs::streams::STREAM_XATTR_PREFIX.len() - ":$DATA".len();
 
 /// A share-relative path: components without separators, `.` or `..`, and the data stream it
 /// names (MS-FSCC 2.1.5.3).
