@@ -12,11 +12,11 @@ use smb3d_dtyp::AccessMask;
 use smb3d_smb2::create::ShareAccess;
 
 use crate::escape::escape;
-use crate::files::SharedFile;
-use crate::open::{Open, close_open};
-use crate::server::Server;
-use crate::session::{Session, SessionUser, tear_down};
-use crate::share::Share;
+use crate::state::files::SharedFile;
+use crate::state::open::{Open, close_open};
+use crate::state::server::Server;
+use crate::state::session::{Session, SessionUser, tear_down};
+use crate::state::share::Share;
 
 /// How much of a session's or tree connect's traffic a protection covers (smbstatus'
 /// "degree").

@@ -1,7 +1,7 @@
 //! Entry points for the cargo-fuzz targets (`fuzz/`) to decoders kept inside the crate; built
 //! only with the `fuzzing` feature.
 
-use crate::persistent::Record;
+use crate::state::persistent::Record;
 
 /// Decodes `body` as a persistent-handle record whose checksum holds (a random input would
 /// almost never pass the checksum, and the fields behind it would go untested); a record it

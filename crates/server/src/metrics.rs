@@ -10,7 +10,7 @@ use std::time::Duration;
 use smb3d_smb2::Command;
 
 use crate::admin::{self, Degree};
-use crate::server::Server;
+use crate::state::server::Server;
 
 /// SMB2 commands are 0x00 (NEGOTIATE) to 0x12 (OPLOCK_BREAK), MS-SMB2 2.2.1.2.
 const COMMANDS: usize = 0x13;

@@ -16,8 +16,8 @@ use smb3d_smb2::Command;
 use smb3d_wire::Writer;
 use tokio::sync::Notify;
 
-use crate::connection::Ctx;
-use crate::response::ResponseFrame;
+use crate::state::connection::Ctx;
+use crate::state::connection::response::ResponseFrame;
 
 /// A request that may wait, as CANCEL finds it (MS-SMB2 3.3.1.13 Request).
 pub(crate) struct PendingRequest {

@@ -17,7 +17,7 @@ use smb3d_smb2::header::{Header, HeaderFlags, SMB2_HEADER_LEN};
 use smb3d_smb2::write::WriteRequest;
 use smb3d_vfs::PipedData;
 
-use crate::connection::{Connection, Disconnect};
+use crate::state::connection::{Connection, Disconnect};
 
 /// WRITE frames from this length on may leave their data in a pipe; for shorter ones the
 /// copy costs less than the pipe's system calls.

@@ -4,10 +4,10 @@ use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_fscc::NotifyListEncoder;
 use smb3d_smb2::change_notify::{ChangeNotifyFlags, ChangeNotifyRequest, ChangeNotifyResponse};
 
-use crate::connection::Ctx;
 use crate::handlers::lookup_open;
-use crate::notify::{Kept, ShareKey};
 use crate::pending::{Reply, go_async};
+use crate::state::connection::Ctx;
+use crate::state::notify::{Kept, ShareKey};
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,

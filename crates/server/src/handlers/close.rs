@@ -4,9 +4,9 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::close::{CloseAttributes, CloseFlags, CloseRequest, CloseResponse};
 use smb3d_wire::Writer;
 
-use crate::connection::Ctx;
 use crate::handlers::lookup_open;
-use crate::open::close_written;
+use crate::state::connection::Ctx;
+use crate::state::open::close_written;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,

@@ -5,8 +5,8 @@ use smb3d_smb2::flush::{FlushRequest, FlushResponse};
 use smb3d_wire::Writer;
 
 use crate::blocking::blocking;
-use crate::connection::Ctx;
 use crate::handlers::lookup_open;
+use crate::state::connection::Ctx;
 use crate::status_map::VfsResultExt;
 
 pub(crate) async fn handle(

@@ -6,15 +6,15 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::lock::{LockElement, LockFlags, LockRequest, LockResponse};
 use smb3d_smb2::negotiate::Capabilities;
 
-use crate::connection::Ctx;
 use crate::escape::escape;
 use crate::handlers::lookup_open;
 use crate::limits::Limit;
-use crate::locks::{RangeLock, check_range};
-use crate::open::Open;
 use crate::pending::{Reply, go_async};
-use crate::persistent;
-use crate::session::Session;
+use crate::state::connection::Ctx;
+use crate::state::locks::{RangeLock, check_range};
+use crate::state::open::Open;
+use crate::state::persistent;
+use crate::state::session::Session;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -55,7 +55,7 @@ pub(crate) async fn handle(
         }
     } else {
         admit_locks(cx, &open, req.locks.len())?;
-        crate::caching::before_write(&cx.conn.server, &open);
+        crate::state::caching::before_write(&cx.conn.server, &open);
         let several = req.locks.len() > 1;
         let mut granted: Vec<LockElement> = Vec::new();
         let result = elements.try_for_each(|element| {

@@ -4,7 +4,7 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::logoff::{LogoffRequest, LogoffResponse};
 use smb3d_wire::Writer;
 
-use crate::connection::Ctx;
+use crate::state::connection::Ctx;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -19,7 +19,7 @@ pub(crate) async fn handle(
     server.forget_session(session.id);
     // Durable opens outlive the session, as Windows and Samba keep them, for a reconnect
     // (smbtorture smb2.durable-open.reopen4).
-    crate::durable::disconnect_session(server, &session);
+    crate::state::durable::disconnect_session(server, &session);
     LogoffResponse.encode(w);
     Ok(NtStatus::SUCCESS)
 }

@@ -26,9 +26,9 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
 use smb3d_smb2::file_id::FileId;
 
-use crate::connection::Ctx;
-use crate::open::Open;
 use crate::pending::Reply;
+use crate::state::connection::Ctx;
+use crate::state::open::Open;
 
 /// Runs the handler for the request's command. `Ok` carries the status of a response with a
 /// body (success, or a warning such as STATUS_BUFFER_OVERFLOW); `Err` an error response.

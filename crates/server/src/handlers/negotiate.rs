@@ -13,9 +13,9 @@ use smb3d_smb2::negotiate::{
 use smb3d_smb2::smb1::Smb1Negotiate;
 use smb3d_wire::{FileTime, Guid};
 
-use crate::connection::{Connection, Disconnect, Negotiated};
-use crate::response::ResponseFrame;
-use crate::server::EncryptionPolicy;
+use crate::state::connection::response::ResponseFrame;
+use crate::state::connection::{Connection, Disconnect, Negotiated};
+use crate::state::server::EncryptionPolicy;
 
 /// Salt length in the server's preauth integrity context.
 const SALT_LEN: usize = 32;

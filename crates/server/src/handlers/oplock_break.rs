@@ -6,12 +6,12 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::oplock_break::{LeaseBreakAck, OplockBreak, OplockBreakMessage};
 use smb3d_wire::Writer;
 
-use crate::caching::{self, LeaseId};
-use crate::connection::Ctx;
 use crate::escape::escape;
 use crate::handlers::lookup_open;
-use crate::open::Open;
-use crate::persistent;
+use crate::state::caching::{self, LeaseId};
+use crate::state::connection::Ctx;
+use crate::state::open::Open;
+use crate::state::persistent;
 
 pub(crate) fn handle(
     cx: &mut Ctx<'_>,

@@ -21,11 +21,11 @@ use smb3d_smb2::read::{ReadRequest, ReadResponse};
 use smb3d_smb2::write::{WriteRequest, WriteResponse};
 use smb3d_wire::{FileTimes, Writer};
 
-use crate::connection::Ctx;
 use crate::handlers::check_credit_charge;
 use crate::pending::{Reply, go_async};
-use crate::pipes::{PipeOpen, ServerDirectory};
-use crate::session::{SessionUser, Tree};
+use crate::state::connection::Ctx;
+use crate::state::pipes::{PipeOpen, ServerDirectory};
+use crate::state::session::{SessionUser, Tree};
 
 /// FILE_ATTRIBUTE_NORMAL: what pipes report.
 const ATTRIBUTE_NORMAL: u32 = 0x80;
@@ -78,7 +78,7 @@ pub(crate) fn create(
     }
     let tree = tree(cx)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
-    crate::conn_limits::admit_open(cx.conn, &session)?;
+    crate::state::connection::limits::admit_open(cx.conn, &session)?;
     let identity = cx.identity()?;
     let user = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let server = &cx.conn.server;

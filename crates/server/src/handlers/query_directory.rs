@@ -13,12 +13,12 @@ use smb3d_smb2::query_directory::{
 use smb3d_vfs::{self as vfs, FileType, VfsError};
 use smb3d_wire::Writer;
 
-use crate::connection::Ctx;
-use crate::files::{FileKey, FileTable};
 use crate::fs::fileinfo::{self, Meta};
 use crate::handlers::{check_credit_charge, lookup_open};
-use crate::open::{DirCursor, Open};
 use crate::security;
+use crate::state::connection::Ctx;
+use crate::state::files::{FileKey, FileTable};
+use crate::state::open::{DirCursor, Open};
 use crate::status_map::VfsResultExt;
 
 /// A search pattern names (at most) one name component.

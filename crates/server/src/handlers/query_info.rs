@@ -20,14 +20,14 @@ use smb3d_smb2::query_info::{InfoType, QueryInfoRequest, QueryInfoResponse};
 use smb3d_vfs::{FileStat, FileType, FsStat};
 use smb3d_wire::{FileTime, Guid, Writer};
 
-use crate::connection::Ctx;
 use crate::fs::eas;
 use crate::fs::fileinfo;
 use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
-use crate::open::Open;
 use crate::security;
+use crate::state::connection::Ctx;
+use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
 /// Sector size reported to clients; allocation units are the file system's block size.

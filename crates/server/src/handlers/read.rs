@@ -8,10 +8,10 @@ use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::read::{ReadRequest, ReadResponse};
 
 use crate::blocking::Wait;
-use crate::connection::Ctx;
-use crate::file_tail::FileTail;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
 use crate::pending::Reply;
+use crate::state::connection::Ctx;
+use crate::state::connection::file_tail::FileTail;
 use crate::status_map::VfsResultExt;
 
 /// Reads at least this long are sent from the file when they may be; below it a copy costs

@@ -16,11 +16,6 @@ use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
 use smb3d_vfs::{Access, Disposition, FileType, Kind, OpenRequest, Timespec, VfsError, VfsPath};
 use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime};
 
-use crate::allocation;
-use crate::audit;
-use crate::caching;
-use crate::connection::Ctx;
-use crate::files::{FileKey, FileTable};
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, SETTABLE_ATTRIBUTES};
 use crate::fs::names::parse_path;
@@ -28,9 +23,14 @@ use crate::fs::path_status;
 use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
-use crate::open::Open;
 use crate::pending::{Reply, wait_async};
 use crate::security;
+use crate::state::allocation;
+use crate::state::audit;
+use crate::state::caching;
+use crate::state::connection::Ctx;
+use crate::state::files::{FileKey, FileTable};
+use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
 /// FileModeInformation bits a client may set (MS-FSCC 2.4.26).
@@ -95,10 +95,10 @@ pub(crate) async fn handle(
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
     if renames {
-        crate::persistent::renamed(&cx.conn.server, &open.shared);
+        crate::state::persistent::renamed(&cx.conn.server, &open.shared);
     }
-    crate::notify::set_info_done(&cx.conn.server.notify, &open, &before, &req);
-    crate::dir_leases::set_info_done(&cx.conn.server, &open, &before, &req);
+    crate::state::notify::set_info_done(&cx.conn.server.notify, &open, &before, &req);
+    crate::state::dir_leases::set_info_done(&cx.conn.server, &open, &before, &req);
     SetInfoResponse.encode(&mut reply.writer());
     Ok(NtStatus::SUCCESS)
 }

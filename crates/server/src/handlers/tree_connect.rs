@@ -9,13 +9,13 @@ use smb3d_wire::Writer;
 
 use std::sync::Arc;
 
-use crate::audit;
-use crate::conn_limits::admit_tree;
-use crate::connection::{Connection, Ctx};
 use crate::identity::{Accounts, IdMap, Identity};
-use crate::server::EncryptionPolicy;
-use crate::session::{Session, SessionUser, Tree, TreeAccess};
-use crate::share::{Share, ShareKind};
+use crate::state::audit;
+use crate::state::connection::limits::admit_tree;
+use crate::state::connection::{Connection, Ctx};
+use crate::state::server::EncryptionPolicy;
+use crate::state::session::{Session, SessionUser, Tree, TreeAccess};
+use crate::state::share::{Share, ShareKind};
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,

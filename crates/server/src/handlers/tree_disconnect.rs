@@ -4,8 +4,8 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::tree_disconnect::{TreeDisconnectRequest, TreeDisconnectResponse};
 use smb3d_wire::Writer;
 
-use crate::connection::Ctx;
-use crate::open::close_open;
+use crate::state::connection::Ctx;
+use crate::state::open::close_open;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,

@@ -7,10 +7,10 @@ use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::write::{WriteRequest, WriteResponse};
 use smb3d_wire::Writer;
 
-use crate::allocation;
 use crate::blocking::Wait;
-use crate::connection::Ctx;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
+use crate::state::allocation;
+use crate::state::connection::Ctx;
 use crate::status_map::VfsResultExt;
 
 /// The largest file NTFS can hold (16 TiB - 64 KiB); clients expect writes beyond it to fail
@@ -51,7 +51,7 @@ pub(crate) async fn handle(
     open.shared
         .locks
         .check_io(open.file_id.volatile, req.offset, u64::from(len), true)?;
-    crate::caching::before_write(&cx.conn.server, &open);
+    crate::state::caching::before_write(&cx.conn.server, &open);
     let written = if len == 0 {
         0
     } else {

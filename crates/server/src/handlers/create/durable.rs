@@ -16,16 +16,16 @@ use smb3d_smb2::negotiate::Capabilities;
 use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
-use crate::caching::{Caching, Granted, H, Route};
-use crate::connection::Ctx;
-use crate::durable::{
-    self, DEFAULT_V2_TIMEOUT, Durability, Known, MAX_V2_TIMEOUT, Reconnect, V1_TIMEOUT,
-};
 use crate::escape::escape;
 use crate::fs::fileinfo;
-use crate::open::{Open, close_open};
 use crate::pending::Reply;
-use crate::persistent;
+use crate::state::caching::{Caching, Granted, H, Route};
+use crate::state::connection::Ctx;
+use crate::state::durable::{
+    self, DEFAULT_V2_TIMEOUT, Durability, Known, MAX_V2_TIMEOUT, Reconnect, V1_TIMEOUT,
+};
+use crate::state::open::{Open, close_open};
+use crate::state::persistent;
 use crate::status_map::VfsResultExt;
 
 /// How long a reconnect waits for the open it names to lose its old connection.

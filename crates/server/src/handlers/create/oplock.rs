@@ -10,11 +10,11 @@ use smb3d_smb2::negotiate::Capabilities;
 use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
-use crate::caching::{self, Breaks, Granted, LeaseId, LeaseRequest, Opening, Request};
-use crate::connection::Ctx;
-use crate::files::{Admission, FileKey, OpenEntry, SharedFile};
 use crate::fs::streams;
 use crate::pending::{Reply, wait_async};
+use crate::state::caching::{self, Breaks, Granted, LeaseId, LeaseRequest, Opening, Request};
+use crate::state::connection::Ctx;
+use crate::state::files::{Admission, FileKey, OpenEntry, SharedFile};
 
 /// MS-SMB2 3.3.5.9.8: a lease key the client holds on another file (or stream) cannot name
 /// this one (STATUS_INVALID_PARAMETER), checked before anything is opened or created. A lease

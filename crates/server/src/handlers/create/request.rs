@@ -6,7 +6,7 @@ use smb3d_fscc::FileAttributes;
 use smb3d_smb2::create::{CreateDisposition, CreateOptions, CreateRequest, ImpersonationLevel};
 use smb3d_vfs::{Access, Kind};
 
-use crate::session::Tree;
+use crate::state::session::Tree;
 
 pub(super) fn check(req: &CreateRequest<'_>) -> Result<(), NtStatus> {
     if req.impersonation_level.0 > ImpersonationLevel::DELEGATE.0 {

@@ -12,8 +12,8 @@ use smb3d_vfs::VfsError;
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::connection::Ctx;
-use crate::open::Open;
+use crate::state::connection::Ctx;
+use crate::state::open::Open;
 use crate::status_map::{VfsResultExt, vfs_status};
 
 /// MS-FSA 2.1.5.10.4, with the answers ReFS gives that smbtorture's `dup_extents_*` encode:

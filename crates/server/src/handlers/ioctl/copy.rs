@@ -14,9 +14,9 @@ use smb3d_smb2::ioctl::{CtlCode, IoctlRequest};
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::connection::Ctx;
 use crate::handlers::MAX_OFFSET;
-use crate::open::Open;
+use crate::state::connection::Ctx;
+use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
 /// ServerSideCopyMaxNumberofChunks, ServerSideCopyMaxChunkSize and ServerSideCopyMaxDataSize

@@ -14,9 +14,9 @@ use smb3d_smb2::negotiate::{Capabilities, Dialect, SecurityMode};
 use smb3d_vfs::Vfs;
 use smb3d_wire::Writer;
 
-use crate::connection::Ctx;
 use crate::handlers::{lookup_open, pipe};
 use crate::pending::Reply;
+use crate::state::connection::Ctx;
 
 mod clone;
 mod copy;

@@ -14,7 +14,7 @@ use smb3d_wire::Writer;
 
 use super::respond;
 use crate::fs::fileinfo::{self, REPARSE_XATTR};
-use crate::open::Open;
+use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
 /// The reparse point of the object `open` was opened by: its path's symlink, or the xattr.

@@ -10,10 +10,10 @@ use smb3d_smb2::ioctl::{IoctlRequest, NetworkResiliencyRequest};
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::caching::Caching;
-use crate::connection::Ctx;
-use crate::durable::{DEFAULT_RESILIENCY_TIMEOUT, Durability, MAX_RESILIENCY_TIMEOUT};
-use crate::open::Open;
+use crate::state::caching::Caching;
+use crate::state::connection::Ctx;
+use crate::state::durable::{DEFAULT_RESILIENCY_TIMEOUT, Durability, MAX_RESILIENCY_TIMEOUT};
+use crate::state::open::Open;
 
 /// Makes `open` resilient: Open.IsResilient, Open.ResiliencyTimeout, Open.DurableOwner.
 pub(super) fn request(

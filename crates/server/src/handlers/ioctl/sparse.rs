@@ -11,7 +11,7 @@ use smb3d_wire::Writer;
 
 use super::respond;
 use crate::fs::fileinfo;
-use crate::open::Open;
+use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
 /// FSCTL_SET_SPARSE: any data or attribute write right will do (Windows; smbtorture

@@ -11,8 +11,8 @@ use smb3d_smb2::ioctl::{CtlCode, IoctlRequest};
 use smb3d_wire::{Guid, Writer};
 
 use super::respond;
-use crate::connection::Ctx;
-use crate::open::Open;
+use crate::state::connection::Ctx;
+use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
 /// COMPRESSION_FORMAT_NONE (MS-FSCC 2.3.12).

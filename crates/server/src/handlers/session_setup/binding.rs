@@ -13,9 +13,9 @@ use smb3d_smb2::session_setup::{SessionFlags, SessionSetupRequest};
 use smb3d_wire::Writer;
 
 use super::{failed, logged_on, more_processing, new_exchange, take_leg};
-use crate::connection::{Ctx, signature_holds};
 use crate::limits::Limit;
-use crate::session::{Channel, Session, SessionUser};
+use crate::state::connection::{Ctx, signature_holds};
+use crate::state::session::{Channel, Session, SessionUser};
 
 pub(super) async fn handle(
     cx: &mut Ctx<'_>,

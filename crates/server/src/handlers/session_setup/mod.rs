@@ -15,12 +15,14 @@ use smb3d_smb2::session_setup::{
 use smb3d_wire::{FileTime, Writer};
 
 use crate::address_slots::AddressSlot;
-use crate::connection::{Ctx, sign_refusal};
-use crate::encryption::SessionCipher;
 use crate::handlers::tree_connect;
 use crate::limits::Limit;
-use crate::server::EncryptionPolicy;
-use crate::session::{AuthExchange, Channel, Established, Origin, Session, SessionUser, tear_down};
+use crate::state::connection::{Ctx, sign_refusal};
+use crate::state::encryption::SessionCipher;
+use crate::state::server::EncryptionPolicy;
+use crate::state::session::{
+    AuthExchange, Channel, Established, Origin, Session, SessionUser, tear_down,
+};
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -284,7 +286,7 @@ fn complete(
         // (smbtorture smb2.notify.session-reconnect, smb2.durable-open.reopen1a); its durable
         // opens wait for a reconnect.
         server.forget_session(previous.id);
-        crate::durable::disconnect_session(server, &previous);
+        crate::state::durable::disconnect_session(server, &previous);
     }
 
     // The session's tree connects, as the new identity may have them.

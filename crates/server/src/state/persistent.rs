@@ -26,17 +26,17 @@ use smb3d_vfs::{Access, Credentials, Disposition, Kind, OpenRequest, VfsPath};
 use smb3d_wire::{DecodeError, Guid, Reader, Writer};
 
 use crate::blocking::{Wait, as_user, blocking};
-use crate::caching::{Caching, LeaseId, LeaseRecord, Route};
-use crate::durable::{Durability, ReplayState};
 use crate::escape::escape;
-use crate::files::{FileKey, OpenEntry, SharedFile};
 use crate::fs::write_time::OpenWrites;
 use crate::identity::Identity;
-use crate::locks::RangeLock;
-use crate::open::{DirCursor, Open, open_widest};
-use crate::server::Server;
-use crate::session::SessionUser;
-use crate::share::ShareKind;
+use crate::state::caching::{Caching, LeaseId, LeaseRecord, Route};
+use crate::state::durable::{Durability, ReplayState};
+use crate::state::files::{FileKey, OpenEntry, SharedFile};
+use crate::state::locks::RangeLock;
+use crate::state::open::{DirCursor, Open, open_widest};
+use crate::state::server::Server;
+use crate::state::session::SessionUser;
+use crate::state::share::ShareKind;
 
 /// The first bytes of every record.
 const MAGIC: &[u8; 8] = b"smb3dph\0";
@@ -629,7 +629,7 @@ pub(crate) fn remove(server: &Server, persistent_id: u64) {
 }
 
 /// Marks `open` persistent among its file's opens, so that while disconnected it keeps
-/// conflicting opens out ([`crate::caching::persistent_conflict`]).
+/// conflicting opens out ([`crate::state::caching::persistent_conflict`]).
 pub(crate) fn mark(open: &Open) {
     let mut state = open.shared.state.lock();
     if let Some(entry) = state

@@ -8,8 +8,8 @@ use smb3d_vfs::{Vfs, VfsPath, VfsResult};
 use crate::blocking::Wait;
 pub use crate::fs::fileinfo::Presentation;
 use crate::identity::{Accounts, Identity};
-use crate::server::EncryptionPolicy;
-use crate::session::SessionUser;
+use crate::state::server::EncryptionPolicy;
+use crate::state::session::SessionUser;
 
 /// What a share holds.
 pub enum ShareKind {
@@ -61,7 +61,7 @@ pub struct Share {
     pub access_based_share_enum: bool,
     /// Log opens, renames and deletes at the `audit` target.
     pub audit: bool,
-    /// Writes and end-of-file changes allocate the space they add (see [`crate::allocation`]).
+    /// Writes and end-of-file changes allocate the space they add (see [`crate::state::allocation`]).
     pub strict_allocate: bool,
     /// Creates, renames and deletes are durable before the reply (the parent directory is
     /// synced).

@@ -13,21 +13,21 @@ use smb3d_wire::FileTime;
 
 use smb3d_dtyp::{AccessMask, NtStatus};
 
-use crate::audit;
 use crate::blocking::{Wait, as_user};
-use crate::conn_limits::OpenFileSlot;
-use crate::dir_leases;
-use crate::durable::ReplayState;
 use crate::escape::escape;
-use crate::files::{Deleter, Deletion, SharedFile};
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::path_status;
 use crate::fs::streams::{self, Stream};
 use crate::fs::write_time::OpenWrites;
 use crate::identity::Identity;
-use crate::notify::ShareKey;
-use crate::server::Server;
-use crate::share::Share;
+use crate::state::audit;
+use crate::state::connection::limits::OpenFileSlot;
+use crate::state::dir_leases;
+use crate::state::durable::ReplayState;
+use crate::state::files::{Deleter, Deletion, SharedFile};
+use crate::state::notify::ShareKey;
+use crate::state::server::Server;
+use crate::state::share::Share;
 use crate::status_map::VfsResultExt;
 
 /// The state of a directory enumeration on one open (MS-SMB2 3.3.1.10 Open.EnumerationLocation
@@ -244,7 +244,7 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
         server.host_changes.release(ShareKey::of(&open.vfs));
     }
     if server.durable.forget(open.file_id) {
-        crate::persistent::remove(server, open.file_id.persistent);
+        crate::state::persistent::remove(server, open.file_id.persistent);
     }
     if open.delete_on_close {
         server.files.set_delete_pending(

@@ -13,12 +13,14 @@ use smb3d_vfs::VfsPath;
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
-use crate::audit;
 use crate::fs::write_time::WriteTime;
 use crate::identity::Identity;
+use crate::state::audit;
 
-use crate::caching::{self, Breaks, Caching, Granted, LeaseRecord, LeaseTable, Opening, Route};
-use crate::locks::LockTable;
+use crate::state::caching::{
+    self, Breaks, Caching, Granted, LeaseRecord, LeaseTable, Opening, Route,
+};
+use crate::state::locks::LockTable;
 
 /// A file's identity on the server's file systems.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,7 +92,7 @@ pub(crate) struct SharedFile {
     /// Byte-range locks held through any open of the file.
     pub locks: LockTable,
     /// A size the file has at least, as far as the server changed it (see
-    /// [`crate::allocation`]).
+    /// [`crate::state::allocation`]).
     pub size_floor: AtomicU64,
     /// Whether any open caches reads without writes (level II oplocks, leases without W),
     /// read without the mutex so that WRITE on other files costs nothing.

@@ -19,11 +19,11 @@ use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::oplock_break::{LeaseBreakFlags, LeaseBreakNotification, OplockBreak};
 use smb3d_wire::Guid;
 
-use crate::connection::Connection;
-use crate::files::{FileKey, FileState, OpenEntry, SharedFile};
-use crate::notify::ShareKey;
-use crate::open::Open;
-use crate::server::Server;
+use crate::state::connection::Connection;
+use crate::state::files::{FileKey, FileState, OpenEntry, SharedFile};
+use crate::state::notify::ShareKey;
+use crate::state::open::Open;
+use crate::state::server::Server;
 
 /// Read caching (level II).
 pub(crate) const R: u32 = LeaseState::READ_CACHING.0;
@@ -172,7 +172,7 @@ pub(crate) struct Opening {
     /// The open deletes the file when closed: handle caching of others conflicts with it.
     pub delete_on_close: bool,
     /// The open is of a directory in this share: a lease it gets is a directory lease, which
-    /// changes to the directory's children break ([`crate::dir_leases`]).
+    /// changes to the directory's children break ([`crate::state::dir_leases`]).
     pub directory: Option<ShareKey>,
 }
 

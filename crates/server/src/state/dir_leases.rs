@@ -2,7 +2,7 @@
 //! loses it when a child of the directory is added, removed, renamed in or out, or changes its
 //! metadata (MS-SMB2 3.3.4.7; MS-FSA 2.1.4.12 and the parent-oplock breaks of 2.1.5.1,
 //! 2.1.5.4 and 2.1.5.14). The lease itself is an ordinary lease on the directory's open-file
-//! state ([`crate::caching`]), granted by CREATE and broken like a file's lease by conflicting
+//! state ([`crate::state::caching`]), granted by CREATE and broken like a file's lease by conflicting
 //! opens of the directory; here are the breaks for changes to its children.
 //!
 //! A change made through an open whose lease named the directory's lease key as its parent
@@ -18,10 +18,10 @@ use smb3d_smb2::set_info::SetInfoRequest;
 use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
-use crate::caching::{self, Caching, Request};
-use crate::notify::ShareKey;
-use crate::open::Open;
-use crate::server::Server;
+use crate::state::caching::{self, Caching, Request};
+use crate::state::notify::ShareKey;
+use crate::state::open::Open;
+use crate::state::server::Server;
 
 /// Breaks the leases on the directory `dir` of the share `share` ([`ShareKey::of`] its file
 /// system), because one of its children changed; `None` for every leased directory of the

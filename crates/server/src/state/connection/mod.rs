@@ -2,6 +2,11 @@
 //! pipeline of MS-SMB2 3.3.5.2 (frame → compound split → credits → signature → session and
 //! tree → handler → response → sign → send).
 
+pub mod credits;
+pub(crate) mod file_tail;
+pub(crate) mod limits;
+pub(crate) mod response;
+
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -19,20 +24,20 @@ use smb3d_wire::{Guid, Writer};
 use tokio::sync::Notify;
 
 use crate::address_slots::AddressSlot;
-use crate::caching::Route;
-use crate::conn_limits::{Inflight, Watchdog};
-use crate::credits::{CreditWindow, OutOfWindow};
-use crate::encryption::SessionCipher;
-pub use crate::file_tail::FileTail;
 use crate::handlers;
 use crate::identity::Identity;
 use crate::limits::{ClientKey, Limit};
 use crate::panic_guard;
 use crate::pending::{self, PendingRequest, Reply};
-use crate::response::ResponseFrame;
 use crate::scheduling;
-use crate::server::Server;
-use crate::session::{AuthExchange, Session, Tree};
+use crate::state::caching::Route;
+use crate::state::connection::credits::{CreditWindow, OutOfWindow};
+pub use crate::state::connection::file_tail::FileTail;
+use crate::state::connection::limits::{Inflight, Watchdog};
+use crate::state::connection::response::ResponseFrame;
+use crate::state::encryption::SessionCipher;
+use crate::state::server::Server;
+use crate::state::session::{AuthExchange, Session, Tree};
 
 /// Where a connection's outgoing frames go (the transport's writer).
 pub trait FrameSink: Send + Sync + 'static {
@@ -154,7 +159,7 @@ pub struct Connection {
     sink: Arc<dyn FrameSink>,
     pub(crate) negotiated: OnceLock<Negotiated>,
     state: Mutex<ConnState>,
-    /// Timeouts and in-flight bytes (`conn_limits`).
+    /// Timeouts and in-flight bytes (`connection::limits`).
     pub(crate) watchdog: Arc<Watchdog>,
     /// Fires when a frame settles (see [`Connection::wait_for_earlier`]).
     settled: Notify,
@@ -335,7 +340,7 @@ impl Connection {
             }
         }
         for session in ended {
-            crate::durable::disconnect_session(&self.server, &session);
+            crate::state::durable::disconnect_session(&self.server, &session);
         }
     }
 

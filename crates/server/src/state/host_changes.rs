@@ -5,7 +5,7 @@
 //! A share's back end watches for them ([`Vfs::watch_outside`]) only while something needs
 //! them: a CHANGE_NOTIFY watch, or a directory open holding a directory lease. Each acquires
 //! the share's watch and releases it when done, and the last release stops it. The changes go
-//! to the server's [`NotifyHub`](crate::notify::NotifyHub) and break directory leases as the
+//! to the server's [`NotifyHub`](crate::state::notify::NotifyHub) and break directory leases as the
 //! handlers' own do.
 
 use std::collections::HashMap;
@@ -14,9 +14,9 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 use smb3d_vfs::{OutsideChange, OutsideWatch, Vfs};
 
-use crate::dir_leases;
-use crate::notify::ShareKey;
-use crate::server::Server;
+use crate::state::dir_leases;
+use crate::state::notify::ShareKey;
+use crate::state::server::Server;
 
 /// The running watches of outside changes, by share.
 #[derive(Default)]

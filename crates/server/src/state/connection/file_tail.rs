@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use crate::open::Open;
+use crate::state::open::Open;
 
 /// File data that follows a frame's bytes on the wire.
 pub struct FileTail {

@@ -12,18 +12,18 @@ use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
 use crate::address_slots::AddressSlots;
-use crate::conn_limits::OpenFiles;
-use crate::connection::Connection;
-use crate::durable::DurableTable;
-use crate::files::FileTable;
-use crate::host_changes::HostChanges;
 use crate::identity::IdMap;
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::metrics::Metrics;
-use crate::notify::NotifyHub;
-use crate::persistent::Store;
-use crate::session::Session;
-use crate::share::Share;
+use crate::state::connection::Connection;
+use crate::state::connection::limits::OpenFiles;
+use crate::state::durable::DurableTable;
+use crate::state::files::FileTable;
+use crate::state::host_changes::HostChanges;
+use crate::state::notify::NotifyHub;
+use crate::state::persistent::Store;
+use crate::state::session::Session;
+use crate::state::share::Share;
 use crate::throttle::LogonThrottle;
 
 /// How a server or share uses SMB3 encryption (MS-SMB2 3.3.1.5 EncryptData and
@@ -296,7 +296,7 @@ impl Server {
     /// Reads back the persistent opens kept in the state directory, disconnected, for their
     /// clients to reclaim; returns how many. Call once, before serving, on the runtime.
     pub fn restore_persistent_handles(self: &Arc<Self>) -> usize {
-        crate::persistent::restore(self)
+        crate::state::persistent::restore(self)
     }
 
     /// New opens get volatile ids above `volatile` (one a restored open has).

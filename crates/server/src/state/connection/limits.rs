@@ -15,9 +15,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::address_slots::AddressSlot;
-use crate::connection::{Connection, Disconnect};
 use crate::limits::{ClientKey, Limit, Limits, enabled};
-use crate::session::{Session, SessionState, tear_down};
+use crate::state::connection::{Connection, Disconnect};
+use crate::state::session::{Session, SessionState, tear_down};
 
 /// A connection's clocks and in-flight bytes.
 pub(crate) struct Watchdog {

@@ -8,9 +8,9 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::header::{Header, HeaderFlags, SMB2_HEADER_LEN};
 use smb3d_wire::Writer;
 
-use crate::connection::OutFrame;
-use crate::encryption::{SessionCipher, TRANSFORM_HEADER_LEN};
-use crate::file_tail::FileTail;
+use crate::state::connection::OutFrame;
+use crate::state::connection::file_tail::FileTail;
+use crate::state::encryption::{SessionCipher, TRANSFORM_HEADER_LEN};
 
 /// Room before the first message: the 4-byte Direct-TCP prefix and the 52-byte transform header,
 /// so that an encrypted frame is built in place without moving the messages.

@@ -14,9 +14,9 @@ use smb3d_smb2::file_id::FileId;
 use tokio::sync::Notify;
 
 use crate::identity::{Accounts, Identity, UnixId};
-use crate::server::Server;
-use crate::session::SessionUser;
-use crate::share::{Share, ShareKind};
+use crate::state::server::Server;
+use crate::state::session::SessionUser;
+use crate::state::share::{Share, ShareKind};
 
 /// An open of a named pipe (MS-SMB2 3.3.1.10 Open, for a pipe).
 pub(crate) struct PipeOpen {
@@ -303,8 +303,8 @@ mod tests {
 
     use super::*;
     use crate::identity::IdMap;
-    use crate::server::Settings;
-    use crate::share::Share;
+    use crate::state::server::Settings;
+    use crate::state::share::Share;
 
     /// A database with `alice` (uid 4242) and `bob` (no uid: no account to act as).
     struct Users;

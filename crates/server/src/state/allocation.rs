@@ -17,8 +17,8 @@ use smb3d_dtyp::NtStatus;
 use smb3d_vfs::VfsFile;
 
 use crate::fs::fileinfo::Meta;
-use crate::open::Open;
-use crate::share::Share;
+use crate::state::open::Open;
+use crate::state::share::Share;
 use crate::status_map::{VfsResultExt, vfs_status};
 
 /// Whether the open's data is allocated strictly: the share asks for it, the open is on the

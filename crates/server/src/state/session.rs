@@ -11,14 +11,14 @@ use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
 
 use crate::address_slots::AddressSlot;
-use crate::audit;
-use crate::connection::Connection;
-use crate::encryption::SessionCipher;
 use crate::identity::Identity;
-use crate::open::{Open, close_open};
-use crate::pipes::PipeTable;
-use crate::server::Server;
-use crate::share::Share;
+use crate::state::audit;
+use crate::state::connection::Connection;
+use crate::state::encryption::SessionCipher;
+use crate::state::open::{Open, close_open};
+use crate::state::pipes::PipeTable;
+use crate::state::server::Server;
+use crate::state::share::Share;
 
 /// Who a session belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub(crate) struct AuthExchange {
     pub acceptor: Acceptor,
     /// Session.PreauthIntegrityHashValue for 3.1.1.
     pub preauth: Option<PreauthHash>,
-    /// When the last leg arrived; a stalled exchange is dropped (`conn_limits`).
+    /// When the last leg arrived; a stalled exchange is dropped (`connection::limits`).
     pub last_leg: tokio::time::Instant,
     /// Its place among its address's logons under way, if it takes one
     /// ([`Connection::admit_logon`]); freed however the exchange ends.

@@ -20,10 +20,10 @@ use smb3d_smb2::create::{CreateAction, LeaseKey};
 use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
-use crate::caching::{Caching, Route};
-use crate::open::{Open, close_open};
-use crate::server::Server;
-use crate::session::{Session, SessionUser, Tree};
+use crate::state::caching::{Caching, Route};
+use crate::state::open::{Open, close_open};
+use crate::state::server::Server;
+use crate::state::session::{Session, SessionUser, Tree};
 
 /// MS-SMB2 3.3.5.9.10: the longest a v2 durable open may wait (Windows caps it at 300 s).
 pub(crate) const MAX_V2_TIMEOUT: Duration = Duration::from_secs(300);
@@ -379,7 +379,7 @@ impl DurableTable {
         // smb2.durable-open.delete_on_close1).
         if open.delete_on_close || open.shared.delete_pending() {
             if self.forget(open.file_id) {
-                crate::persistent::remove(server, open.file_id.persistent);
+                crate::state::persistent::remove(server, open.file_id.persistent);
             }
             return Some(open);
         }
@@ -443,7 +443,7 @@ impl DurableTable {
             close_open(server, &open);
             // Out of the table already, so `close_open` did not see it persistent.
             if persistent {
-                crate::persistent::remove(server, open.file_id.persistent);
+                crate::state::persistent::remove(server, open.file_id.persistent);
             }
         }
         true

@@ -21,8 +21,8 @@ use smb3d_wire::FileTime;
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
-use crate::files::SharedFile;
-use crate::open::Open;
+use crate::state::files::SharedFile;
+use crate::state::open::Open;
 
 /// Changes a watch keeps before it gives up and answers STATUS_NOTIFY_ENUM_DIR, whatever the
 /// client's buffer (bounds the memory an idle watch can take).

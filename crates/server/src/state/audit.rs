@@ -9,10 +9,10 @@ use smb3d_dtyp::AccessMask;
 use smb3d_smb2::create::CreateAction;
 use smb3d_vfs::VfsPath;
 
-use crate::connection::Connection;
 use crate::escape::escape;
-use crate::session::SessionUser;
-use crate::share::Share;
+use crate::state::connection::Connection;
+use crate::state::session::SessionUser;
+use crate::state::share::Share;
 
 /// The tracing target of audit events, so that they can be filtered or routed on their own.
 pub const TARGET: &str = "audit";
