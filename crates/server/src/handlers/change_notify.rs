@@ -5,8 +5,8 @@ use smb3d_fscc::NotifyListEncoder;
 use smb3d_smb2::change_notify::{ChangeNotifyFlags, ChangeNotifyRequest, ChangeNotifyResponse};
 
 use crate::handlers::lookup_open;
-use crate::pending::{Reply, go_async};
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
+use crate::request::reply::{Reply, go_async};
 use crate::state::notify::{Kept, ShareKey};
 
 pub(crate) async fn handle(

@@ -5,7 +5,7 @@ use smb3d_smb2::close::{CloseAttributes, CloseFlags, CloseRequest, CloseResponse
 use smb3d_wire::Writer;
 
 use crate::handlers::lookup_open;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 use crate::state::open::close_written;
 
 pub(crate) async fn handle(

@@ -4,7 +4,7 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::echo::{EchoRequest, EchoResponse};
 use smb3d_wire::Writer;
 
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 
 pub(crate) async fn handle(
     _cx: &mut Ctx<'_>,

@@ -6,7 +6,7 @@ use smb3d_wire::Writer;
 
 use crate::blocking::blocking;
 use crate::handlers::lookup_open;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 use crate::status_map::VfsResultExt;
 
 pub(crate) async fn handle(

@@ -4,7 +4,7 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::logoff::{LogoffRequest, LogoffResponse};
 use smb3d_wire::Writer;
 
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,

@@ -26,8 +26,8 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
 use smb3d_smb2::file_id::FileId;
 
-use crate::pending::Reply;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
+use crate::request::reply::Reply;
 use crate::state::open::Open;
 
 /// Runs the handler for the request's command. `Ok` carries the status of a response with a
@@ -37,7 +37,7 @@ pub(crate) async fn dispatch(
     pdu: &[u8],
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    // Commands that may wait take the reply itself, to go async (`pending::go_async`).
+    // Commands that may wait take the reply itself, to go async (`reply::go_async`).
     match cx.hdr.command {
         Command::LOCK => return lock::handle(cx, pdu, reply).await,
         Command::CHANGE_NOTIFY => return change_notify::handle(cx, pdu, reply).await,

@@ -8,8 +8,8 @@ use smb3d_wire::Writer;
 
 use crate::escape::escape;
 use crate::handlers::lookup_open;
+use crate::request::ctx::Ctx;
 use crate::state::caching::{self, LeaseId};
-use crate::state::connection::Ctx;
 use crate::state::open::Open;
 use crate::state::persistent;
 

@@ -22,8 +22,8 @@ use smb3d_smb2::write::{WriteRequest, WriteResponse};
 use smb3d_wire::{FileTimes, Writer};
 
 use crate::handlers::check_credit_charge;
-use crate::pending::{Reply, go_async};
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
+use crate::request::reply::{Reply, go_async};
 use crate::state::pipes::{PipeOpen, ServerDirectory};
 use crate::state::session::{SessionUser, Tree};
 

@@ -15,8 +15,8 @@ use smb3d_wire::Writer;
 
 use crate::fs::fileinfo::{self, Meta};
 use crate::handlers::{check_credit_charge, lookup_open};
+use crate::request::ctx::Ctx;
 use crate::security;
-use crate::state::connection::Ctx;
 use crate::state::files::{FileKey, FileTable};
 use crate::state::open::{DirCursor, Open};
 use crate::status_map::VfsResultExt;

@@ -25,8 +25,8 @@ use crate::fs::fileinfo;
 use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
+use crate::request::ctx::Ctx;
 use crate::security;
-use crate::state::connection::Ctx;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 

@@ -9,8 +9,8 @@ use smb3d_smb2::read::{ReadRequest, ReadResponse};
 
 use crate::blocking::Wait;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
-use crate::pending::Reply;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
+use crate::request::reply::Reply;
 use crate::state::connection::file_tail::FileTail;
 use crate::status_map::VfsResultExt;
 

@@ -10,9 +10,10 @@ use smb3d_wire::Writer;
 use std::sync::Arc;
 
 use crate::identity::{Accounts, IdMap, Identity};
+use crate::request::ctx::Ctx;
 use crate::state::audit;
+use crate::state::connection::Connection;
 use crate::state::connection::limits::admit_tree;
-use crate::state::connection::{Connection, Ctx};
 use crate::state::server::EncryptionPolicy;
 use crate::state::session::{Session, SessionUser, Tree, TreeAccess};
 use crate::state::share::{Share, ShareKind};

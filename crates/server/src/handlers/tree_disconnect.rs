@@ -4,7 +4,7 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::tree_disconnect::{TreeDisconnectRequest, TreeDisconnectResponse};
 use smb3d_wire::Writer;
 
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 use crate::state::open::close_open;
 
 pub(crate) async fn handle(

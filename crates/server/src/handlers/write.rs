@@ -9,8 +9,8 @@ use smb3d_wire::Writer;
 
 use crate::blocking::Wait;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
+use crate::request::ctx::Ctx;
 use crate::state::allocation;
-use crate::state::connection::Ctx;
 use crate::status_map::VfsResultExt;
 
 /// The largest file NTFS can hold (16 TiB - 64 KiB); clients expect writes beyond it to fail

@@ -18,9 +18,9 @@ use smb3d_vfs::casefold::eq_ignore_case;
 
 use crate::escape::escape;
 use crate::fs::fileinfo;
-use crate::pending::Reply;
+use crate::request::ctx::Ctx;
+use crate::request::reply::Reply;
 use crate::state::caching::{Caching, Granted, H, Route};
-use crate::state::connection::Ctx;
 use crate::state::durable::{
     self, DEFAULT_V2_TIMEOUT, Durability, Known, MAX_V2_TIMEOUT, Reconnect, V1_TIMEOUT,
 };

@@ -11,9 +11,9 @@ use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
 use crate::fs::streams;
-use crate::pending::{Reply, wait_async};
+use crate::request::ctx::Ctx;
+use crate::request::reply::{Reply, wait_async};
 use crate::state::caching::{self, Breaks, Granted, LeaseId, LeaseRequest, Opening, Request};
-use crate::state::connection::Ctx;
 use crate::state::files::{Admission, FileKey, OpenEntry, SharedFile};
 
 /// MS-SMB2 3.3.5.9.8: a lease key the client holds on another file (or stream) cannot name

@@ -12,7 +12,7 @@ use smb3d_vfs::VfsError;
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 use crate::state::open::Open;
 use crate::status_map::{VfsResultExt, vfs_status};
 

@@ -15,7 +15,7 @@ use smb3d_wire::Writer;
 
 use super::respond;
 use crate::handlers::MAX_OFFSET;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 

@@ -15,8 +15,8 @@ use smb3d_vfs::Vfs;
 use smb3d_wire::Writer;
 
 use crate::handlers::{lookup_open, pipe};
-use crate::pending::Reply;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
+use crate::request::reply::Reply;
 
 mod clone;
 mod copy;

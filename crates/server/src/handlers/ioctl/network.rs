@@ -12,7 +12,7 @@ use smb3d_wire::Writer;
 
 use super::respond;
 use crate::blocking::blocking;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 
 /// What a link whose speed the kernel does not know (loopback, virtual devices) reports, as
 /// Samba reports it.

@@ -10,8 +10,8 @@ use smb3d_smb2::ioctl::{IoctlRequest, NetworkResiliencyRequest};
 use smb3d_wire::Writer;
 
 use super::respond;
+use crate::request::ctx::Ctx;
 use crate::state::caching::Caching;
-use crate::state::connection::Ctx;
 use crate::state::durable::{DEFAULT_RESILIENCY_TIMEOUT, Durability, MAX_RESILIENCY_TIMEOUT};
 use crate::state::open::Open;
 

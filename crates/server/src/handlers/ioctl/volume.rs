@@ -11,7 +11,7 @@ use smb3d_smb2::ioctl::{CtlCode, IoctlRequest};
 use smb3d_wire::{Guid, Writer};
 
 use super::respond;
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 

@@ -14,7 +14,7 @@ use smb3d_wire::Writer;
 
 use super::{failed, logged_on, more_processing, new_exchange, take_leg};
 use crate::limits::Limit;
-use crate::state::connection::{Ctx, signature_holds};
+use crate::request::ctx::{Ctx, signature_holds};
 use crate::state::session::{Channel, Session, SessionUser};
 
 pub(super) async fn handle(

@@ -17,7 +17,7 @@ use smb3d_wire::{FileTime, Writer};
 use crate::address_slots::AddressSlot;
 use crate::handlers::tree_connect;
 use crate::limits::Limit;
-use crate::state::connection::{Ctx, sign_refusal};
+use crate::request::ctx::{Ctx, sign_refusal};
 use crate::state::encryption::SessionCipher;
 use crate::state::server::EncryptionPolicy;
 use crate::state::session::{

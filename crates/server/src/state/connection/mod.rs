@@ -5,6 +5,7 @@
 pub mod credits;
 pub(crate) mod file_tail;
 pub(crate) mod limits;
+pub(crate) mod pending;
 pub(crate) mod response;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -25,15 +26,16 @@ use tokio::sync::Notify;
 
 use crate::address_slots::AddressSlot;
 use crate::handlers;
-use crate::identity::Identity;
 use crate::limits::{ClientKey, Limit};
 use crate::panic_guard;
-use crate::pending::{self, PendingRequest, Reply};
+use crate::request::ctx::{ChainState, Ctx, sign_refusal, signature_holds};
+use crate::request::reply::Reply;
 use crate::scheduling;
 use crate::state::caching::Route;
 use crate::state::connection::credits::{CreditWindow, OutOfWindow};
 pub use crate::state::connection::file_tail::FileTail;
 use crate::state::connection::limits::{Inflight, Watchdog};
+use crate::state::connection::pending::PendingRequest;
 use crate::state::connection::response::ResponseFrame;
 use crate::state::encryption::SessionCipher;
 use crate::state::server::Server;
@@ -163,89 +165,6 @@ pub struct Connection {
     pub(crate) watchdog: Arc<Watchdog>,
     /// Fires when a frame settles (see [`Connection::wait_for_earlier`]).
     settled: Notify,
-}
-
-/// What the previous request of a compound chain left for related requests (MS-SMB2
-/// 3.3.5.2.7.2).
-#[derive(Default)]
-pub(crate) struct ChainState {
-    pub session_id: u64,
-    pub tree_id: u32,
-    pub file_id: Option<smb3d_smb2::create::FileId>,
-    pub status: NtStatus,
-    /// The frame's arrival number on its connection.
-    pub frame: u64,
-}
-
-/// Everything a handler may use and set for the response.
-pub(crate) struct Ctx<'a> {
-    pub conn: &'a Arc<Connection>,
-    /// What NEGOTIATE settled; requests other than NEGOTIATE only reach handlers after it.
-    pub negotiated: &'a Negotiated,
-    pub hdr: &'a Header,
-    pub session: Option<Arc<Session>>,
-    pub tree: Option<Arc<Tree>>,
-    pub chain: &'a mut ChainState,
-    /// SessionId for the response header when the handler made a new session.
-    pub response_session_id: Option<u64>,
-    /// TreeId for the response header when the handler made a new tree connect.
-    pub response_tree_id: Option<u32>,
-    /// Sign the response with this (the 3.1.1 final SESSION_SETUP response).
-    pub sign_with: Option<Arc<dyn MessageSigner>>,
-    /// Hash the response into this session's preauth value (3.1.1 SESSION_SETUP).
-    pub preauth_session: Option<Arc<Session>>,
-    /// End the connection instead of answering (MS-SMB2 3.3.5.15.12).
-    pub disconnect: Option<&'static str>,
-    /// The request arrived encrypted.
-    pub encrypted: bool,
-    /// ErrorData for an error response (MS-SMB2 2.2.2), e.g. the size a buffer needs.
-    pub error_data: Vec<u8>,
-    /// The request's entry in the connection's pending table, if its command may wait.
-    pub pending: Option<Arc<PendingRequest>>,
-    /// Whether this is the last request of its compound (only that one may wait).
-    pub last_in_chain: bool,
-    /// The key that encrypts the responses, if they are encrypted.
-    pub seal: Option<&'a Seal>,
-    /// Request.AsyncId once the request went async, else 0.
-    pub async_id: u64,
-    /// The request's failure does not fail the related requests after it (a request refused
-    /// for waiting inside a compound, as Windows answers).
-    pub isolated_failure: bool,
-    /// The data of a WRITE that the transport left in a pipe (`piped_write`).
-    pub piped: Option<PipedData>,
-    /// The frame's in-flight bytes, with the room reserved for its responses.
-    pub inflight: &'a mut Inflight,
-}
-
-impl Ctx<'_> {
-    /// The identity of the request's session on the request's tree (a share may force
-    /// another), for access checks and file-system work.
-    pub fn identity(&self) -> Result<Arc<Identity>, NtStatus> {
-        if let Some(forced) = self.tree.as_ref().and_then(|t| t.identity.clone()) {
-            return Ok(forced);
-        }
-        self.session
-            .as_ref()
-            .and_then(|s| s.identity())
-            .ok_or(NtStatus::USER_SESSION_DELETED)
-    }
-}
-
-impl Ctx<'_> {
-    /// Whether the response will go out neither signed nor encrypted (as `run_chain` decides
-    /// with `response_signer` and `seal`), so that its data may follow from the file.
-    pub fn response_in_clear(&self) -> bool {
-        let signing_required = self
-            .session
-            .as_ref()
-            .and_then(|s| s.signing(self.conn.id))
-            .is_none_or(|(_, required)| required);
-        self.seal.is_none()
-            && self.sign_with.is_none()
-            && !self.hdr.flags.contains(HeaderFlags::SIGNED)
-            && !signing_required
-            && !self.tree.as_ref().is_some_and(|t| t.share.require_signing)
-    }
 }
 
 /// A session id and the ciphers that encrypt for it.
@@ -508,7 +427,7 @@ impl Connection {
                     // Verified in place: nothing reads a CANCEL after this.
                     let pdu = frame.get_mut(range.clone()).unwrap_or_default();
                     self.cancel(&st, hdr, pdu, sealed_by.is_some());
-                } else if pending::may_wait(hdr.command) || Self::is_pipe_io(&st, hdr) {
+                } else if may_wait(hdr.command) || Self::is_pipe_io(&st, hdr) {
                     let request = Arc::new(PendingRequest::new(hdr.message_id, session_id));
                     st.pending.insert(hdr.message_id, request.clone());
                     waiting.push(request);
@@ -566,7 +485,7 @@ impl Connection {
     }
 
     /// READ and IOCTL on a named pipe may wait for the client's next write (`handlers::pipe`),
-    /// so CANCEL must find them like the commands of `pending::may_wait`.
+    /// so CANCEL must find them like the commands of [`may_wait`].
     fn is_pipe_io(st: &ConnState, hdr: &Header) -> bool {
         matches!(hdr.command, Command::READ | Command::IOCTL)
             && !hdr.is_related()
@@ -1110,7 +1029,7 @@ impl Connection {
     }
 
     /// The channel signer of session `id` if it ended on this connection lately.
-    fn ended_signer(&self, id: u64) -> Option<Arc<dyn MessageSigner>> {
+    pub(crate) fn ended_signer(&self, id: u64) -> Option<Arc<dyn MessageSigner>> {
         let st = self.state.lock();
         st.ended
             .iter()
@@ -1204,23 +1123,6 @@ impl Drop for Unregister<'_> {
     }
 }
 
-/// A signed request naming a session that is not on its connection is refused with
-/// STATUS_USER_SESSION_DELETED. When the signature holds under the key of a session that ended
-/// on this connection lately, or under Session.SigningKey of a session on another connection,
-/// the refusal is signed with that key, as Windows answers (smbtorture smb2.session.bind2,
-/// reconnect1): the client signs for that session and trusts only a signed answer.
-pub(crate) fn sign_refusal(cx: &mut Ctx<'_>, pdu: &[u8]) {
-    if !cx.hdr.flags.contains(HeaderFlags::SIGNED) {
-        return;
-    }
-    let id = cx.hdr.session_id;
-    cx.sign_with = cx
-        .conn
-        .ended_signer(id)
-        .or_else(|| cx.conn.server.session(id)?.session_signer())
-        .filter(|s| signature_holds(s.as_ref(), pdu));
-}
-
 /// Adds a MORE_PROCESSING_REQUIRED response to the preauth hash of its exchange (3.3.5.5.3):
 /// the binding of `conn` to the session, or else the session's own authentication. A response
 /// to be signed with `signer` is hashed signed.
@@ -1260,13 +1162,9 @@ pub(crate) fn hash_response(
     }
 }
 
-/// How many ended sessions a connection remembers for [`sign_refusal`].
+/// How many ended sessions a connection remembers for
+/// [`sign_refusal`](crate::request::ctx::sign_refusal).
 const ENDED_SESSIONS_KEPT: usize = 8;
-
-/// Verifies a request's signature on a copy, leaving the request as it came.
-pub(crate) fn signature_holds(signer: &dyn MessageSigner, message: &[u8]) -> bool {
-    signer.verify(&mut message.to_vec())
-}
 
 /// Size at which a frame of compounded responses is sent before the chain ends.
 const FRAME_FLUSH_LEN: usize = 4 * 1024 * 1024;
@@ -1284,5 +1182,13 @@ fn needs_tree(command: Command) -> bool {
             | Command::TREE_CONNECT
             | Command::ECHO
             | Command::CANCEL
+    )
+}
+
+/// Whether requests of `command` may wait and so must be findable by CANCEL.
+fn may_wait(command: Command) -> bool {
+    matches!(
+        command,
+        Command::LOCK | Command::CHANGE_NOTIFY | Command::CREATE | Command::SET_INFO
     )
 }

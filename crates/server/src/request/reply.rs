@@ -8,77 +8,14 @@
 //! and the final response follows with the async header.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::Mutex;
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
 use smb3d_wire::Writer;
-use tokio::sync::Notify;
 
-use crate::state::connection::Ctx;
+use crate::request::ctx::Ctx;
+use crate::state::connection::pending::PendingRequest;
 use crate::state::connection::response::ResponseFrame;
-
-/// A request that may wait, as CANCEL finds it (MS-SMB2 3.3.1.13 Request).
-pub(crate) struct PendingRequest {
-    /// Request.MessageId.
-    pub message_id: u64,
-    /// The SessionId of the request's header.
-    pub session_id: u64,
-    /// Request.AsyncId once an interim response went out, else 0.
-    async_id: AtomicU64,
-    /// The status the request is to end with, once something cancelled it.
-    cancelled: Mutex<Option<NtStatus>>,
-    wake: Notify,
-}
-
-impl PendingRequest {
-    pub fn new(message_id: u64, session_id: u64) -> Self {
-        Self {
-            message_id,
-            session_id,
-            async_id: AtomicU64::new(0),
-            cancelled: Mutex::new(None),
-            wake: Notify::new(),
-        }
-    }
-
-    pub fn async_id(&self) -> u64 {
-        self.async_id.load(Ordering::Relaxed)
-    }
-
-    /// Ends the wait with `status`; the first cancellation wins.
-    pub fn cancel(&self, status: NtStatus) {
-        self.cancelled.lock().get_or_insert(status);
-        self.wake.notify_waiters();
-    }
-
-    /// The status a cancellation set, if any.
-    pub fn cancelled_with(&self) -> Option<NtStatus> {
-        *self.cancelled.lock()
-    }
-
-    /// Resolves when the request is cancelled, with the status to answer.
-    pub async fn cancelled(&self) -> NtStatus {
-        loop {
-            let woken = self.wake.notified();
-            tokio::pin!(woken);
-            woken.as_mut().enable();
-            if let Some(status) = self.cancelled_with() {
-                return status;
-            }
-            woken.await;
-        }
-    }
-}
-
-/// Whether requests of `command` may wait and so must be findable by CANCEL.
-pub(crate) fn may_wait(command: Command) -> bool {
-    matches!(
-        command,
-        Command::LOCK | Command::CHANGE_NOTIFY | Command::CREATE | Command::SET_INFO
-    )
-}
 
 /// Where a handler's response goes: the frame being built and the start of this request's
 /// response in it. [`go_async`] moves the response to a new frame.
@@ -120,7 +57,7 @@ pub(crate) fn go_async(
     }
     cx.conn.admit_async()?;
     let async_id = cx.conn.allocate_async_id();
-    pending.async_id.store(async_id, Ordering::Relaxed);
+    pending.set_async_id(async_id);
     let credits = cx.conn.grant_credits(cx.hdr.credits);
     let session_id = if cx.hdr.is_related() {
         cx.chain.session_id
