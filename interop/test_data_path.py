@@ -138,7 +138,7 @@ def open_for_writing(tree, name):
 @pytest.mark.parametrize("protection", ["plain", "signed", "encrypted"])
 def test_writes_store_the_clients_bytes(smb3d, protection):
     """Writes below and above the size from which plain writes are piped
-    (crates/server/src/piped_write.rs), pipelined, over and beyond earlier data."""
+    (crates/server/src/pipeline/piped_write.rs), pipelined, over and beyond earlier data."""
     if protection == "plain":
         conn, session, tree = connect_plain(smb3d)
     else:

@@ -24,9 +24,8 @@ mod identity;
 pub mod limits;
 pub mod metrics;
 pub mod panic_guard;
-pub mod piped_write;
+mod pipeline;
 mod request;
-mod scheduling;
 mod security;
 mod state;
 mod status_map;
@@ -34,6 +33,7 @@ mod throttle;
 
 pub use fs::names;
 pub use limits::{ClientKey, Limit, Limits};
+pub use pipeline::piped_write;
 pub use state::connection::{self, Connection, credits};
 pub use state::server::{EncryptionPolicy, Server, Settings};
 pub use state::{audit, share};

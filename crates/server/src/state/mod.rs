@@ -3,7 +3,8 @@
 //! their tree connects and opens, open files with their share modes, oplocks and leases,
 //! byte-range locks, change notifications, and durable and persistent opens; and the changes
 //! to it that several commands make (closing an open, ending a session). It sits on `fs`,
-//! `security` and the crate root.
+//! `security` and the crate root, and knows no request or handler: the layers above
+//! (`request`, `handlers`, `pipeline`, `admin`) work on it.
 
 pub(crate) mod allocation;
 pub mod audit;

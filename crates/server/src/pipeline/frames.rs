@@ -1,0 +1,366 @@
+//! A received frame, up to the requests it starts (MS-SMB2 3.3.5.2.1-3.3.5.2.3): SMB1
+//! negotiates, decryption of a transform, the compound split, the credit window, NEGOTIATE,
+//! CANCEL, the requests CANCEL must find, and where the frame's requests run.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+use smb3d_smb2::Command;
+use smb3d_smb2::header::Header;
+use smb3d_smb2::transform::TransformHeader;
+use smb3d_vfs::PipedData;
+
+use super::{dispatch, scheduling};
+use crate::limits::Limit;
+use crate::panic_guard;
+use crate::state::connection::credits::{CreditWindow, OutOfWindow};
+use crate::state::connection::limits::Inflight;
+use crate::state::connection::pending::PendingRequest;
+use crate::state::connection::response::ResponseFrame;
+use crate::state::connection::{ConnState, Connection, Disconnect, Negotiated, Seal};
+
+impl Connection {
+    /// Handles one received frame (without its 4-byte prefix). An error means the connection
+    /// must be closed.
+    pub fn on_frame(self: &Arc<Self>, frame: Vec<u8>) -> Result<(), Disconnect> {
+        let inflight = self.watchdog.admit(frame.len());
+        match frame.get(..4) {
+            Some([0xFF, b'S', b'M', b'B']) => self.on_smb1_negotiate(&frame),
+            Some([0xFE, b'S', b'M', b'B']) => self.on_smb2(frame, 0, None, inflight, None),
+            Some([0xFD, b'S', b'M', b'B']) => self.on_transform(frame, inflight),
+            Some([0xFC, b'S', b'M', b'B']) => {
+                Err(Disconnect("compressed message without compression"))
+            }
+            _ => Err(Disconnect("not an SMB2 message")),
+        }
+    }
+
+    /// MS-SMB2 3.3.5.3.1: an SMB1 NEGOTIATE offering SMB2 dialects is answered with an SMB2
+    /// NEGOTIATE response; anything else SMB1 is refused.
+    fn on_smb1_negotiate(self: &Arc<Self>, frame: &[u8]) -> Result<(), Disconnect> {
+        let offer = smb3d_smb2::smb1::Smb1Negotiate::decode(frame)
+            .map_err(|_| Disconnect("SMB1 traffic"))?;
+        {
+            let mut st = self.state.lock();
+            if self.negotiated.get().is_some() || st.smb1_upgraded {
+                return Err(Disconnect("SMB1 negotiate after negotiation"));
+            }
+            // The SMB1 negotiate takes message id 0.
+            st.credits
+                .consume(0, 1)
+                .map_err(|OutOfWindow| Disconnect("credits"))?;
+        }
+        let mut out = ResponseFrame::new();
+        let upgraded = dispatch::smb1_upgrade(self, &offer, &mut out)?;
+        self.state.lock().smb1_upgraded = upgraded;
+        self.queue(out.finish());
+        Ok(())
+    }
+
+    /// MS-SMB2 3.3.5.2.1.1: an encrypted message is decrypted with its session's key; any
+    /// failure (unknown session, no cipher, wrong tag, malformed header) ends the connection
+    /// before anything is processed.
+    fn on_transform(
+        self: &Arc<Self>,
+        mut frame: Vec<u8>,
+        inflight: Inflight,
+    ) -> Result<(), Disconnect> {
+        let unreadable = Disconnect("undecryptable message");
+        let (header, ciphertext) = TransformHeader::decode(&frame).map_err(|_| unreadable)?;
+        let session = self.session(header.session_id).ok_or(unreadable)?;
+        let (cipher, _) = session.encryption().ok_or(unreadable)?;
+        let message = cipher
+            .open(&mut frame, &header, ciphertext)
+            .map_err(|_| unreadable)?;
+        self.server.metrics.encrypted_message();
+        if frame.get(message.start..message.start + 4) != Some(&[0xFE, b'S', b'M', b'B']) {
+            return Err(unreadable);
+        }
+        self.on_smb2(
+            frame,
+            message.start,
+            Some((header.session_id, cipher)),
+            inflight,
+            None,
+        )
+    }
+
+    /// Handles the SMB2 message at `frame[base..]`; `sealed_by` names the session whose key
+    /// decrypted it, `piped` holds the data of a WRITE that the frame ends before.
+    pub(crate) fn on_smb2(
+        self: &Arc<Self>,
+        mut frame: Vec<u8>,
+        base: usize,
+        sealed_by: Option<Seal>,
+        mut inflight: Inflight,
+        piped: Option<PipedData>,
+    ) -> Result<(), Disconnect> {
+        let mut requests: Vec<(Header, Range<usize>)> = Vec::new();
+        let message = frame.get(base..).unwrap_or_default();
+        let mut offset = base;
+        for item in smb3d_smb2::compound::split(message) {
+            let (hdr, pdu) = item.map_err(|_| Disconnect("malformed compound"))?;
+            // MS-SMB2 3.3.5.2.6: an unknown command disconnects without a response.
+            if hdr.command.0 > Command::OPLOCK_BREAK.0 {
+                return Err(Disconnect("unknown command"));
+            }
+            if requests.len() == self.server.settings.limits.max_compound {
+                self.server
+                    .limit_counters
+                    .hit(Limit::Compound, &"a compound too long");
+                return Err(Disconnect("compound too long"));
+            }
+            requests.push((hdr, offset..offset + pdu.len()));
+            offset += pdu.len();
+        }
+        if let Some((session_id, _)) = &sealed_by {
+            // Every request inside a transform belongs to its session (3.3.5.2.1.1).
+            let foreign = requests
+                .iter()
+                .any(|(h, _)| !h.is_related() && h.session_id != *session_id);
+            if foreign
+                || requests
+                    .iter()
+                    .any(|(h, _)| h.command == Command::NEGOTIATE)
+            {
+                return Err(Disconnect("encrypted request of another session"));
+            }
+        }
+        let negotiated = self.negotiated.get();
+        let multi_credit = negotiated.is_some_and(Negotiated::multi_credit);
+        let credits_charged =
+            charge_credits(&mut self.state.lock().credits, &requests, multi_credit)
+                .map_err(|OutOfWindow| Disconnect("message id outside the credit window"))?;
+        // MS-SMB2 3.3.5.2.5: a request's CreditCharge covers the larger of its payload and its
+        // response's, 64 KiB a credit. The responses' room is counted now, so that a client
+        // cannot make the server take on requests for more response bytes than its budget
+        // holds (security.md L6); handlers refuse a READ, QUERY_INFO or QUERY_DIRECTORY whose
+        // response would outgrow its charge.
+        inflight.reserve((credits_charged * CREDIT_BYTES).saturating_sub(inflight.len()));
+        let Some((first, first_range)) = requests.first() else {
+            return Err(Disconnect("empty message"));
+        };
+        if first.command == Command::NEGOTIATE {
+            if requests.len() != 1 || self.negotiated.get().is_some() {
+                return Err(Disconnect("NEGOTIATE after negotiation or in a compound"));
+            }
+            let mut out = ResponseFrame::new();
+            let pdu = frame.get(first_range.clone()).unwrap_or_default();
+            let started = Instant::now();
+            let negotiated = dispatch::negotiate(self, first, pdu, &mut out);
+            self.server
+                .metrics
+                .request(Command::NEGOTIATE, started.elapsed(), negotiated.is_err());
+            negotiated?;
+            self.state.lock().smb1_upgraded = false;
+            self.queue(out.finish());
+            return Ok(());
+        }
+        if negotiated.is_none() {
+            return Err(Disconnect("request before NEGOTIATE"));
+        }
+        if requests
+            .iter()
+            .any(|(h, _)| h.command == Command::NEGOTIATE)
+        {
+            return Err(Disconnect("NEGOTIATE inside a compound"));
+        }
+        // CANCEL gets no response (MS-SMB2 3.3.5.16); it acts here, in arrival order, so it
+        // finds a request of an earlier frame even before that request's handler has run.
+        let mut waiting = Vec::new();
+        let arrival = {
+            let mut st = self.state.lock();
+            // A related request acts in the session of the one before it (3.3.5.2.7.2).
+            let mut chain_session = 0;
+            for (hdr, range) in &requests {
+                let session_id = if hdr.is_related() {
+                    chain_session
+                } else {
+                    hdr.session_id
+                };
+                chain_session = session_id;
+                if hdr.command == Command::CANCEL {
+                    // Verified in place: nothing reads a CANCEL after this.
+                    let pdu = frame.get_mut(range.clone()).unwrap_or_default();
+                    self.cancel(&st, hdr, pdu, sealed_by.is_some());
+                } else if may_wait(hdr.command) || Self::is_pipe_io(&st, hdr) {
+                    let request = Arc::new(PendingRequest::new(hdr.message_id, session_id));
+                    st.pending.insert(hdr.message_id, request.clone());
+                    waiting.push(request);
+                }
+            }
+            st.order.arrive(
+                requests
+                    .iter()
+                    .any(|(h, _)| h.command == Command::CHANGE_NOTIFY),
+            )
+        };
+        if requests.iter().all(|(h, _)| h.command == Command::CANCEL) {
+            self.settle(arrival);
+            return Ok(());
+        }
+        let inline = piped.is_none() && scheduling::runs_inline(&frame, &requests);
+        let conn = self.clone();
+        let chain = async move {
+            let chain = conn.clone().run_chain(
+                frame, requests, sealed_by, waiting, arrival, piped, inflight,
+            );
+            if let Err(why) = panic_guard::contain_async(chain).await {
+                conn.panicked(&why);
+            }
+        };
+        if inline {
+            scheduling::run_here_until_it_waits(chain);
+        } else {
+            tokio::spawn(chain);
+        }
+        Ok(())
+    }
+
+    /// The key that must encrypt the responses to an unencrypted frame: that of a session or
+    /// tree connect with EncryptData (MS-SMB2 3.3.4.1.4). SESSION_SETUP responses are never
+    /// encrypted that way; the client has no keys until it reads the last one.
+    pub(super) fn required_seal(&self, first: &Header) -> Option<Seal> {
+        if first.command == Command::SESSION_SETUP {
+            return None;
+        }
+        let session = self.session(first.session_id)?;
+        let (cipher, session_encrypts) = session.encryption()?;
+        let tree_encrypts = session
+            .state
+            .lock()
+            .trees
+            .get(&first.tree_id)
+            .is_some_and(|t| t.encrypt_data);
+        (session_encrypts || tree_encrypts).then_some((first.session_id, cipher))
+    }
+
+    /// READ and IOCTL on a named pipe may wait for the client's next write (`handlers::pipe`),
+    /// so CANCEL must find them like the commands of [`may_wait`].
+    fn is_pipe_io(st: &ConnState, hdr: &Header) -> bool {
+        matches!(hdr.command, Command::READ | Command::IOCTL)
+            && !hdr.is_related()
+            && st.sessions.get(&hdr.session_id).is_some_and(|session| {
+                session
+                    .state
+                    .lock()
+                    .trees
+                    .get(&hdr.tree_id)
+                    .is_some_and(|tree| tree.share.is_ipc())
+            })
+    }
+}
+
+/// MS-SMB2 3.3.5.2.3: every request but CANCEL spends its message ids from `window`, its
+/// CreditCharge of them where the connection supports multi-credit requests, else one.
+/// Returns the credits the frame was charged (a charge of 0 counts as 1), or stops at the
+/// first request outside the window.
+fn charge_credits(
+    window: &mut CreditWindow,
+    requests: &[(Header, Range<usize>)],
+    multi_credit: bool,
+) -> Result<usize, OutOfWindow> {
+    let mut charged = 0;
+    for (hdr, _) in requests {
+        if hdr.command != Command::CANCEL {
+            let charge = if multi_credit { hdr.credit_charge } else { 1 };
+            window.consume(hdr.message_id, charge)?;
+            charged += usize::from(charge.max(1));
+        }
+    }
+    Ok(charged)
+}
+
+/// The payload one credit pays for (MS-SMB2 3.3.5.2.5).
+const CREDIT_BYTES: usize = 64 * 1024;
+
+/// Whether requests of `command` may wait and so must be findable by CANCEL.
+fn may_wait(command: Command) -> bool {
+    matches!(
+        command,
+        Command::LOCK | Command::CHANGE_NOTIFY | Command::CREATE | Command::SET_INFO
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(command: Command, message_id: u64, credit_charge: u16) -> (Header, Range<usize>) {
+        let hdr = Header {
+            command,
+            message_id,
+            credit_charge,
+            ..Header::default()
+        };
+        (hdr, 0..0)
+    }
+
+    /// A window after NEGOTIATE (id 0) that granted ids 1..=8.
+    fn window() -> CreditWindow {
+        let mut window = CreditWindow::new(100);
+        window.consume(0, 1).unwrap();
+        window.grant(8);
+        window
+    }
+
+    #[test]
+    fn multi_credit_requests_spend_their_charge() {
+        let mut w = window();
+        let frame = [request(Command::READ, 1, 4), request(Command::READ, 5, 0)];
+        assert_eq!(charge_credits(&mut w, &frame, true), Ok(5));
+        assert_eq!(w.available(), 3);
+        assert_eq!(
+            w.consume(5, 1),
+            Err(OutOfWindow),
+            "spent by the charge of 0"
+        );
+    }
+
+    #[test]
+    fn without_multi_credit_a_request_spends_one_id() {
+        let mut w = window();
+        let frame = [request(Command::READ, 1, 4), request(Command::READ, 2, 4)];
+        assert_eq!(charge_credits(&mut w, &frame, false), Ok(2));
+        assert_eq!(w.available(), 6);
+    }
+
+    #[test]
+    fn cancel_spends_nothing() {
+        let mut w = window();
+        // A CANCEL names the MessageId of the request it cancels, already spent.
+        let frame = [request(Command::LOCK, 1, 1), request(Command::CANCEL, 1, 1)];
+        assert_eq!(charge_credits(&mut w, &frame, true), Ok(1));
+        assert_eq!(w.available(), 7);
+    }
+
+    #[test]
+    fn a_request_outside_the_window_stops_the_frame() {
+        let mut w = window();
+        let frame = [request(Command::READ, 1, 1), request(Command::READ, 1, 1)];
+        assert_eq!(charge_credits(&mut w, &frame, true), Err(OutOfWindow));
+        let beyond = [request(Command::WRITE, 7, 4)];
+        assert_eq!(charge_credits(&mut w, &beyond, true), Err(OutOfWindow));
+    }
+
+    #[test]
+    fn the_commands_cancel_can_reach_are_registered() {
+        for command in [
+            Command::LOCK,
+            Command::CHANGE_NOTIFY,
+            Command::CREATE,
+            Command::SET_INFO,
+        ] {
+            assert!(may_wait(command), "{command:?}");
+        }
+        for command in [
+            Command::READ,
+            Command::CLOSE,
+            Command::ECHO,
+            Command::CANCEL,
+        ] {
+            assert!(!may_wait(command), "{command:?}");
+        }
+    }
+}

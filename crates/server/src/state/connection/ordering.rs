@@ -1,0 +1,142 @@
+//! The order of a connection's frames (MS-SMB2 3.3.5.2 leaves it to the server; MS-FSA
+//! 2.1.5.11 for change notify). Frames run concurrently, each from its arrival until it
+//! settles: its requests end, or the one that waits goes async. A request that ends an open
+//! (CLOSE, TREE_DISCONNECT, LOGOFF) or a CHANGE_NOTIFY waits until every earlier frame has
+//! settled; any other request until the earlier CHANGE_NOTIFYs have.
+
+use std::collections::BTreeSet;
+
+use super::{ConnState, Connection};
+
+/// Which frames of a connection still run synchronously, by arrival number.
+#[derive(Default)]
+pub(crate) struct FrameOrder {
+    /// Frames by arrival number whose requests are still running synchronously.
+    unsettled: BTreeSet<u64>,
+    /// The unsettled frames that carry a CHANGE_NOTIFY (see [`Connection::wait_for_notifies`]).
+    unsettled_notifies: BTreeSet<u64>,
+    /// The arrival number of the next frame.
+    next_frame: u64,
+}
+
+impl FrameOrder {
+    /// A frame arrives, carrying a CHANGE_NOTIFY if `notify`: its arrival number, unsettled
+    /// until [`FrameOrder::settle`].
+    pub fn arrive(&mut self, notify: bool) -> u64 {
+        let arrival = self.next_frame;
+        self.next_frame += 1;
+        self.unsettled.insert(arrival);
+        if notify {
+            self.unsettled_notifies.insert(arrival);
+        }
+        arrival
+    }
+
+    /// The frame `arrival` settles; true if it had not yet.
+    pub fn settle(&mut self, arrival: u64) -> bool {
+        self.unsettled_notifies.remove(&arrival);
+        self.unsettled.remove(&arrival)
+    }
+
+    /// Every frame that arrived before `arrival` has settled.
+    pub fn earlier_settled(&self, arrival: u64) -> bool {
+        self.unsettled.range(..arrival).next().is_none()
+    }
+
+    /// Every frame with a CHANGE_NOTIFY that arrived before `arrival` has settled.
+    pub fn earlier_notifies_settled(&self, arrival: u64) -> bool {
+        self.unsettled_notifies.range(..arrival).next().is_none()
+    }
+}
+
+impl Connection {
+    /// The frame `arrival` no longer runs synchronously (it ended, or its request went async).
+    pub(crate) fn settle(&self, arrival: u64) {
+        let mut st = self.state.lock();
+        if st.order.settle(arrival) {
+            drop(st);
+            self.settled.notify_waiters();
+        }
+    }
+
+    /// Waits until every frame that arrived before `arrival` has settled. Frames run
+    /// concurrently; requests that end an open (CLOSE, TREE_DISCONNECT, LOGOFF) wait so that
+    /// they never overtake an earlier request on the same open, which would then fail with
+    /// STATUS_FILE_CLOSED instead of being served (or, for CHANGE_NOTIFY, ended with
+    /// STATUS_NOTIFY_CLEANUP); CHANGE_NOTIFY waits so that changes go to the oldest request
+    /// (MS-FSA 2.1.5.11).
+    pub(crate) async fn wait_for_earlier(&self, arrival: u64) {
+        self.wait_until(|st| st.order.earlier_settled(arrival))
+            .await;
+    }
+
+    /// Waits until every CHANGE_NOTIFY that arrived before `arrival` has settled (registered
+    /// its watch and gone async, or ended): a change made by a later request of the same
+    /// connection must reach it, as it would had the requests run one after the other.
+    pub(crate) async fn wait_for_notifies(&self, arrival: u64) {
+        self.wait_until(|st| st.order.earlier_notifies_settled(arrival))
+            .await;
+    }
+
+    async fn wait_until(&self, done: impl Fn(&ConnState) -> bool) {
+        loop {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            if done(&self.state.lock()) {
+                return;
+            }
+            settled.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_wait_for_earlier_frames_only() {
+        let mut order = FrameOrder::default();
+        let (first, second, third) = (
+            order.arrive(false),
+            order.arrive(false),
+            order.arrive(false),
+        );
+        assert_eq!((first, second, third), (0, 1, 2));
+        assert!(order.earlier_settled(first));
+        assert!(!order.earlier_settled(third));
+        assert!(order.settle(second));
+        assert!(!order.earlier_settled(third), "the first frame still runs");
+        assert!(order.settle(first));
+        assert!(order.earlier_settled(third));
+        // A later frame never holds an earlier one.
+        assert!(order.earlier_settled(second));
+    }
+
+    #[test]
+    fn a_frame_settles_once() {
+        let mut order = FrameOrder::default();
+        let frame = order.arrive(true);
+        assert!(order.settle(frame));
+        assert!(!order.settle(frame), "ended after going async");
+        assert!(!order.settle(7), "never arrived");
+    }
+
+    #[test]
+    fn only_change_notifies_hold_the_other_requests() {
+        let mut order = FrameOrder::default();
+        let read = order.arrive(false);
+        let notify = order.arrive(true);
+        let close = order.arrive(false);
+        assert!(!order.earlier_settled(close));
+        assert!(!order.earlier_notifies_settled(close));
+        // The CHANGE_NOTIFY went async: later requests may go on, a CLOSE still waits for the
+        // READ before it.
+        assert!(order.settle(notify));
+        assert!(order.earlier_notifies_settled(close));
+        assert!(!order.earlier_settled(close));
+        assert!(order.settle(read));
+        assert!(order.earlier_settled(close));
+    }
+}
