@@ -16,6 +16,7 @@ pub(crate) mod encryption;
 pub(crate) mod files;
 pub(crate) mod host_changes;
 pub(crate) mod locks;
+pub mod metrics;
 pub(crate) mod notify;
 pub(crate) mod open;
 pub(crate) mod persistent;

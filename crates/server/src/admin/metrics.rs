@@ -1,122 +1,15 @@
-//! Counters for the metrics endpoint, in the Prometheus text format (version 0.0.4). The hot
-//! path only does relaxed atomic adds: no lock and no allocation per request. Gauges (sessions,
-//! tree connects, opens) are counted from the tables when scraped.
+//! The metrics endpoint's page, in the Prometheus text format (version 0.0.4): the server's
+//! counters (`state::metrics`), and gauges (sessions, tree connects, opens) counted from the
+//! tables when scraped.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use smb3d_smb2::Command;
 
-use crate::admin::{self, Degree};
+use super::status::{Degree, Protection, dialect_name};
+use crate::state::metrics::{BUCKETS_US, load};
 use crate::state::server::Server;
-
-/// SMB2 commands are 0x00 (NEGOTIATE) to 0x12 (OPLOCK_BREAK), MS-SMB2 2.2.1.2.
-const COMMANDS: usize = 0x13;
-
-/// Upper bounds of the latency buckets, in microseconds: 50 µs to 10 s.
-const BUCKETS_US: [u64; 17] = [
-    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
-    1_000_000, 2_500_000, 5_000_000, 10_000_000,
-];
-
-/// One command's counts and latency histogram.
-#[derive(Default)]
-struct CommandStats {
-    requests: AtomicU64,
-    failures: AtomicU64,
-    /// Requests per bucket (not cumulative); the last slot is above every bound.
-    buckets: [AtomicU64; BUCKETS_US.len() + 1],
-    total_us: AtomicU64,
-}
-
-/// Everything the server counts.
-#[derive(Default)]
-pub struct Metrics {
-    commands: [CommandStats; COMMANDS],
-    connections_accepted: AtomicU64,
-    network_received: AtomicU64,
-    network_sent: AtomicU64,
-    file_read: AtomicU64,
-    file_written: AtomicU64,
-    logons: AtomicU64,
-    auth_failures: AtomicU64,
-    signed_requests: AtomicU64,
-    encrypted_messages: AtomicU64,
-}
-
-fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Ordering::Relaxed);
-}
-
-impl Metrics {
-    /// A request was answered after `elapsed`; `failed` when with an error status.
-    pub(crate) fn request(&self, command: Command, elapsed: Duration, failed: bool) {
-        let Some(stats) = self.commands.get(usize::from(command.0)) else {
-            return;
-        };
-        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-        let bucket = BUCKETS_US.partition_point(|&bound| bound < us);
-        add(&stats.requests, 1);
-        if failed {
-            add(&stats.failures, 1);
-        }
-        if let Some(b) = stats.buckets.get(bucket) {
-            add(b, 1);
-        }
-        add(&stats.total_us, us);
-    }
-
-    /// The transport accepted a connection.
-    pub fn connection_accepted(&self) {
-        add(&self.connections_accepted, 1);
-    }
-
-    /// Bytes read from a client's socket.
-    pub fn received(&self, bytes: usize) {
-        add(&self.network_received, bytes as u64);
-    }
-
-    /// Bytes written to a client's socket.
-    pub fn sent(&self, bytes: usize) {
-        add(&self.network_sent, bytes as u64);
-    }
-
-    /// File data returned by READ.
-    pub(crate) fn file_read(&self, bytes: usize) {
-        add(&self.file_read, bytes as u64);
-    }
-
-    /// File data stored by WRITE.
-    pub(crate) fn file_written(&self, bytes: usize) {
-        add(&self.file_written, bytes as u64);
-    }
-
-    /// A session setup succeeded.
-    pub(crate) fn logon(&self) {
-        add(&self.logons, 1);
-    }
-
-    /// A session setup failed (bad password, unknown user, malformed token, ...).
-    pub(crate) fn auth_failure(&self) {
-        add(&self.auth_failures, 1);
-    }
-
-    /// A request with a valid signature arrived.
-    pub(crate) fn signed_request(&self) {
-        add(&self.signed_requests, 1);
-    }
-
-    /// An encrypted message was decrypted.
-    pub(crate) fn encrypted_message(&self) {
-        add(&self.encrypted_messages, 1);
-    }
-}
-
-fn load(counter: &AtomicU64) -> u64 {
-    counter.load(Ordering::Relaxed)
-}
 
 /// Writes `# HELP` and `# TYPE` for a metric family.
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -178,14 +71,12 @@ impl Server {
         let snapshot = self.snapshot();
         let mut sessions: BTreeMap<(String, String, String), u64> = BTreeMap::new();
         for s in snapshot.sessions.iter().filter(|s| s.user.is_some()) {
-            let used = |p: &admin::Protection| match (p.degree, p.algorithm) {
+            let used = |p: &Protection| match (p.degree, p.algorithm) {
                 (Degree::None, _) | (_, None) => "none",
                 (_, Some(name)) => name,
             };
             let key = (
-                s.connection
-                    .dialect
-                    .map_or_else(String::new, admin::dialect_name),
+                s.connection.dialect.map_or_else(String::new, dialect_name),
                 used(&s.signing).to_owned(),
                 used(&s.encryption).to_owned(),
             );
@@ -359,24 +250,6 @@ impl Server {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn latencies_fall_in_their_buckets() {
-        let m = Metrics::default();
-        m.request(Command::READ, Duration::from_micros(40), false);
-        m.request(Command::READ, Duration::from_micros(50), false);
-        m.request(Command::READ, Duration::from_micros(51), true);
-        m.request(Command::READ, Duration::from_secs(60), false);
-        m.request(Command(0x99), Duration::from_micros(1), false);
-        let read = &m.commands[usize::from(Command::READ.0)];
-        assert_eq!(load(&read.requests), 4);
-        assert_eq!(load(&read.failures), 1);
-        let buckets: Vec<u64> = read.buckets.iter().map(load).collect();
-        assert_eq!(buckets[0], 2, "40 and 50 µs are within 50 µs");
-        assert_eq!(buckets[1], 1, "51 µs is within 100 µs");
-        assert_eq!(buckets[BUCKETS_US.len()], 1, "60 s is above every bound");
-        assert_eq!(load(&read.total_us), 60_000_141);
-    }
 
     #[test]
     fn text_format_pieces() {
