@@ -1,5 +1,10 @@
 //! The smb3d protocol core. No sockets: the transport hands it frames ([`Connection::on_frame`])
 //! and takes frames back through a [`connection::FrameSink`].
+//!
+//! One folder per layer, each importing only from those below it (docs/design.md, "Layers of
+//! the server"; `tests/layers.rs` checks it): the modules at this root, `security`, `fs`,
+//! `state`, `request`, `handlers`, `pipeline` and `admin`. This file only declares them and
+//! re-exports the public API where it has always been.
 #![forbid(unsafe_code)]
 // Network-reachable code must not panic (issue 8); tests may.
 #![cfg_attr(
