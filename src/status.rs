@@ -339,6 +339,13 @@ fn utc(t: SystemTime) -> String {
     )
 }
 
+/// A time for people: `2026-11-22 03:46:03 UTC`.
+pub fn date_time(t: SystemTime) -> String {
+    let utc = utc(t);
+    let seconds = utc.split('.').next().unwrap_or(&utc);
+    format!("{} UTC", seconds.replace('T', " "))
+}
+
 /// RFC 3339 as smbstatus writes per-object times: `2026-11-22T03:46:03.217845+00:00`.
 pub fn timestamp(t: SystemTime) -> String {
     format!("{}+00:00", utc(t))

@@ -1,10 +1,10 @@
-//! `smb3d user add|passwd|del|list|import`.
+//! `smb3d user add|passwd|del|list|show|disable|enable|import`.
 
 use std::io::{BufRead, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use smb3d_auth::UserDb;
+use smb3d_auth::{UserDb, UserDbError};
 
 use crate::AnyError;
 
@@ -36,6 +36,23 @@ pub enum UserAction {
     },
     /// List the users.
     List,
+    /// Show one user: uid, account flags, whether it may log on, last password change.
+    Show {
+        /// The user to show.
+        name: String,
+    },
+    /// Disable a user: its logons are refused (STATUS_ACCOUNT_DISABLED) until it is enabled
+    /// again; its password and sessions already logged on are kept (`smb3d close-session`
+    /// ends those).
+    Disable {
+        /// The user to disable.
+        name: String,
+    },
+    /// Enable a disabled user again.
+    Enable {
+        /// The user to enable.
+        name: String,
+    },
     /// Add or replace users from smbpasswd lines, as `pdbedit -L -w` prints them, keeping
     /// their NT hashes, uids and flags: `pdbedit -L -w | smb3d user import`. Nothing is
     /// changed if any line is bad; machine and trust accounts are skipped.
@@ -71,7 +88,16 @@ pub fn run(action: UserAction, config: &Path, db: Option<PathBuf>) -> Result<(),
                 return Err(format!("user {name} exists; use `smb3d user passwd`").into());
             }
             let password = read_password(password_stdin)?;
-            users.add_or_update(&name, &password, uid)?;
+            users
+                .add_or_update(&name, &password, uid)
+                .map_err(|e| match e {
+                    UserDbError::NoUid(_) => format!(
+                        "{e}; give the uid its files are accessed as with --uid (for example \
+                         `smb3d user add {name} --uid 1000`), or create the system account first"
+                    )
+                    .into(),
+                    e => AnyError::from(e),
+                })?;
             create_parent(&path)?;
             users.save()?;
             println!("added {name}");
@@ -117,6 +143,36 @@ pub fn run(action: UserAction, config: &Path, db: Option<PathBuf>) -> Result<(),
                 }
             );
         }
+        UserAction::Show { name } => {
+            let user = users
+                .user(&name)
+                .ok_or_else(|| format!("no user named {name} in {}", path.display()))?;
+            print!("{}", show(&user));
+        }
+        UserAction::Disable { name } => {
+            let changed = users.set_disabled(&name, true)?;
+            users.save()?;
+            println!(
+                "{}",
+                if changed {
+                    format!("disabled {name}; its logons are refused")
+                } else {
+                    format!("{name} was already disabled")
+                }
+            );
+        }
+        UserAction::Enable { name } => {
+            let changed = users.set_disabled(&name, false)?;
+            users.save()?;
+            println!(
+                "{}",
+                if changed {
+                    format!("enabled {name}")
+                } else {
+                    format!("{name} was not disabled")
+                }
+            );
+        }
         UserAction::List => {
             println!("{:<24} {:>8} FLAGS", "NAME", "UID");
             for user in users.list() {
@@ -125,6 +181,40 @@ pub fn run(action: UserAction, config: &Path, db: Option<PathBuf>) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// What smbpasswd(5) account flags mean, for the flags `smb3d user show` explains.
+const FLAG_MEANINGS: &[(char, &str)] = &[
+    ('U', "normal user"),
+    ('D', "disabled"),
+    ('N', "no password (cannot log on here)"),
+    ('X', "password never expires"),
+    ('L', "locked out"),
+    ('H', "home directory required"),
+    ('T', "temporary duplicate"),
+    ('M', "MNS logon account"),
+];
+
+/// `smb3d user show`'s lines, as `pdbedit -v` names the fields.
+fn show(user: &smb3d_auth::userdb::UserInfo) -> String {
+    let meanings: Vec<&str> = user
+        .flags
+        .chars()
+        .filter_map(|c| FLAG_MEANINGS.iter().find(|(f, _)| *f == c).map(|(_, m)| *m))
+        .collect();
+    let may_log_on = !user.flags.contains(['D', 'N']);
+    format!(
+        "Unix username:        {}\nUnix uid:             {}\nAccount Flags:        [{}] ({})\n\
+         Logons allowed:       {}\nPassword last set:    {}\n",
+        user.name,
+        user.uid,
+        user.flags,
+        meanings.join(", "),
+        if may_log_on { "yes" } else { "no" },
+        crate::status::date_time(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::from(user.last_change))
+        ),
+    )
 }
 
 fn read_import(file: &Path) -> Result<String, AnyError> {
@@ -197,4 +287,29 @@ fn read_password(from_stdin: bool) -> Result<String, AnyError> {
         return Err("empty password".into());
     }
     Ok(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn show_explains_the_flags() {
+        let user = smb3d_auth::userdb::UserInfo {
+            name: "bench".into(),
+            uid: 1001,
+            flags: "DU".into(),
+            last_change: 0x6B02_46E4,
+        };
+        let text = show(&user);
+        assert!(text.contains("Unix uid:             1001\n"), "{text}");
+        assert!(text.contains("[DU] (disabled, normal user)"), "{text}");
+        assert!(text.contains("Logons allowed:       no\n"), "{text}");
+        assert!(text.contains("Password last set:    2026-11-22 "), "{text}");
+        let enabled = smb3d_auth::userdb::UserInfo {
+            flags: "U".into(),
+            ..user
+        };
+        assert!(show(&enabled).contains("Logons allowed:       yes\n"));
+    }
 }

@@ -225,6 +225,74 @@ fn user_import_reads_pdbedit_output() {
 }
 
 #[test]
+fn users_are_disabled_enabled_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("users");
+    let db_arg = db.to_str().unwrap();
+    let imported = smb3d(
+        &["user", "--db", db_arg, "import"],
+        &[],
+        Some(&format!("{PDBEDIT_LINE}\n")),
+    );
+    assert!(imported.status.success(), "{}", text(&imported.stderr));
+    let run = |args: &[&str]| {
+        let mut all = vec!["user", "--db", db_arg];
+        all.extend_from_slice(args);
+        smb3d(&all, &[], None)
+    };
+    let out = run(&["disable", "BENCH"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("disabled BENCH"));
+    // The line `smbpasswd -d bench` leaves (flags as Samba orders them).
+    let disabled = PDBEDIT_LINE.replace("[U          ]", "[DU         ]");
+    assert_eq!(
+        std::fs::read_to_string(&db).unwrap(),
+        format!("{disabled}\n")
+    );
+    let shown = text(&run(&["show", "bench"]).stdout);
+    assert!(shown.contains("[DU] (disabled, normal user)"), "{shown}");
+    assert!(shown.contains("Logons allowed:       no"), "{shown}");
+    assert!(text(&run(&["disable", "bench"]).stdout).contains("already disabled"));
+    assert!(run(&["enable", "bench"]).status.success());
+    assert_eq!(
+        std::fs::read_to_string(&db).unwrap(),
+        format!("{PDBEDIT_LINE}\n")
+    );
+    assert!(text(&run(&["show", "bench"]).stdout).contains("Logons allowed:       yes"));
+    for args in [
+        &["show", "nobody"][..],
+        &["disable", "nobody"],
+        &["enable", "nobody"],
+    ] {
+        let out = run(args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("no user named nobody"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let no_account = smb3d(
+        &[
+            "user",
+            "--db",
+            db_arg,
+            "add",
+            "no-such-account-smb3d",
+            "--password-stdin",
+        ],
+        &[],
+        Some("pw\n"),
+    );
+    assert!(!no_account.status.success());
+    assert!(
+        text(&no_account.stderr).contains("--uid"),
+        "{}",
+        text(&no_account.stderr)
+    );
+}
+
+#[test]
 fn user_and_share_commands_take_the_config_after_the_subcommand() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("smb3d.toml");
@@ -329,30 +397,50 @@ fn systemd_unit_verifies() {
     }
 }
 
+/// Every subcommand, found by walking the "Commands:" sections of `--help` from the top, so
+/// that a new one is checked without being listed here.
+fn subcommands() -> Vec<Vec<String>> {
+    let mut found = vec![Vec::new()];
+    let mut next = 0;
+    while let Some(sub) = found.get(next).cloned() {
+        next += 1;
+        let mut args = sub.clone();
+        args.push("--help".into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let help = text(&smb3d(&args, &[], None).stdout);
+        let mut in_commands = false;
+        for line in help.lines() {
+            if !line.starts_with(' ') {
+                in_commands = line.starts_with("Commands:");
+                continue;
+            }
+            let name = line.split_whitespace().next().unwrap_or_default();
+            if in_commands && name != "help" {
+                let mut child = sub.clone();
+                child.push(name.to_owned());
+                found.push(child);
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn every_option_of_every_subcommand_has_help() {
-    let subcommands: &[&[&str]] = &[
-        &[],
-        &["serve"],
-        &["user"],
-        &["user", "add"],
-        &["user", "passwd"],
-        &["user", "del"],
-        &["user", "list"],
-        &["user", "import"],
-        &["share"],
-        &["share", "list"],
-        &["config"],
-        &["config", "check"],
+    let subcommands = subcommands();
+    for expected in [
+        &["user", "disable"][..],
         &["config", "import-smb-conf"],
-        &["status"],
-        &["reload"],
-        &["close-session"],
         &["close-file"],
-    ];
+    ] {
+        assert!(
+            subcommands.iter().any(|s| s == expected),
+            "{expected:?} not found in {subcommands:?}"
+        );
+    }
     let mut undocumented = Vec::new();
-    for sub in subcommands {
-        let mut args = sub.to_vec();
+    for sub in &subcommands {
+        let mut args: Vec<&str> = sub.iter().map(String::as_str).collect();
         args.push("--help");
         let out = smb3d(&args, &[], None);
         assert!(out.status.success(), "{args:?}");

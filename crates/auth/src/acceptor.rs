@@ -19,6 +19,9 @@ pub struct Account {
     pub name: String,
     /// The NT hash of its password (MS-NLMP 3.3.1 NTOWFv1).
     pub nt_hash: Zeroizing<[u8; 16]>,
+    /// The account may not log on: a logon that proves its password is refused with
+    /// STATUS_ACCOUNT_DISABLED (as Samba and Windows answer), a wrong password fails as any.
+    pub disabled: bool,
 }
 
 impl Account {
@@ -28,13 +31,15 @@ impl Account {
         names::same(asked, name).then(|| Account {
             name: name.to_owned(),
             nt_hash: Zeroizing::new(nt_hash),
+            disabled: false,
         })
     }
 }
 
 /// Where accounts come from; a name finds an account as [`names`] compares them.
 pub trait CredentialStore: Send + Sync {
-    /// The account `user` names, or None when there is none or it may not log on.
+    /// The account `user` names, disabled ones included; None when there is none or its
+    /// stored secret means nothing.
     fn account(&self, user: &str) -> Option<Account>;
 
     /// The Unix uid `user` acts as. A user without one has no account to act as: the server
@@ -74,6 +79,9 @@ pub enum AuthError {
     /// deliberately not more specific.
     #[error("logon failure")]
     LogonFailure,
+    /// The password was right but the account is disabled.
+    #[error("account disabled")]
+    AccountDisabled,
     /// The token is malformed or arrived at the wrong point of the exchange.
     #[error("invalid token: {0}")]
     InvalidToken(&'static str),
@@ -87,6 +95,7 @@ impl AuthError {
     pub fn status(self) -> NtStatus {
         match self {
             Self::LogonFailure => NtStatus::LOGON_FAILURE,
+            Self::AccountDisabled => NtStatus::ACCOUNT_DISABLED,
             Self::InvalidToken(_) => NtStatus::INVALID_PARAMETER,
             Self::Unsupported(_) => NtStatus::NOT_SUPPORTED,
         }

@@ -65,11 +65,39 @@ struct Entry {
     last_change: u32,
 }
 
+/// The order Samba writes account flags in (`[DU         ]`), so that a flag set or cleared
+/// here leaves the line as `pdbedit` would write it.
+const FLAG_ORDER: &str = "NDHTUMWSLXI";
+
 impl Entry {
-    /// Accounts flagged D (disabled) may not log on; neither may the no-password (N) ones,
-    /// whose stored hash means nothing.
-    fn may_log_on(&self) -> bool {
-        !self.flags.contains('D') && !self.flags.contains('N')
+    /// Accounts flagged N (no password) have a stored hash that means nothing: no logon
+    /// can prove it. Disabled (D) ones are checked, then refused as disabled.
+    fn has_password(&self) -> bool {
+        !self.flags.contains('N')
+    }
+
+    fn disabled(&self) -> bool {
+        self.flags.contains('D')
+    }
+
+    fn info(&self) -> UserInfo {
+        UserInfo {
+            name: self.name.clone(),
+            uid: self.uid,
+            flags: self.flags.clone(),
+            last_change: self.last_change,
+        }
+    }
+
+    /// Sets or clears one account flag, keeping Samba's order of the others.
+    fn set_flag(&mut self, flag: char, on: bool) {
+        let mut flags: Vec<char> = self.flags.chars().filter(|c| *c != flag).collect();
+        if on {
+            flags.push(flag);
+        }
+        // Letters Samba does not know keep their place after the known ones.
+        flags.sort_by_key(|c| FLAG_ORDER.find(*c).unwrap_or(FLAG_ORDER.len()));
+        self.flags = flags.into_iter().collect();
     }
 }
 
@@ -292,15 +320,24 @@ impl UserDb {
 
     /// The users, ordered by name, without their hashes.
     pub fn list(&self) -> Vec<UserInfo> {
-        self.users
-            .values()
-            .map(|e| UserInfo {
-                name: e.name.clone(),
-                uid: e.uid,
-                flags: e.flags.clone(),
-                last_change: e.last_change,
-            })
-            .collect()
+        self.users.values().map(Entry::info).collect()
+    }
+
+    /// The user `name`, without its hash.
+    pub fn user(&self, name: &str) -> Option<UserInfo> {
+        self.users.get(&fold(name)).map(Entry::info)
+    }
+
+    /// Disables `name` (flag D: its logons are refused) or enables it again; returns whether
+    /// that changed anything.
+    pub fn set_disabled(&mut self, name: &str, disabled: bool) -> Result<bool, UserDbError> {
+        let entry = self
+            .users
+            .get_mut(&fold(name))
+            .ok_or_else(|| UserDbError::NoSuchUser(name.to_owned()))?;
+        let changed = entry.disabled() != disabled;
+        entry.set_flag('D', disabled);
+        Ok(changed)
     }
 
     /// The database in smbpasswd format.
@@ -367,10 +404,11 @@ impl CredentialStore for UserDb {
     fn account(&self, user: &str) -> Option<Account> {
         self.users
             .get(&fold(user))
-            .filter(|e| e.may_log_on())
+            .filter(|e| e.has_password())
             .map(|e| Account {
                 name: e.name.clone(),
                 nt_hash: e.nt_hash.clone(),
+                disabled: e.disabled(),
             })
     }
 
@@ -544,7 +582,51 @@ mod tests {
         write_with_mode(&path, &disabled, 0o600);
         let db = UserDb::load(&path).unwrap();
         assert_eq!(db.list()[0].flags, "DU");
-        assert_eq!(hash(&db, "bench"), None);
+        let account = db.account("bench").unwrap();
+        assert!(account.disabled);
+        assert_eq!(*account.nt_hash, *crypto::nt_hash("pass"));
+        let no_password = PDBEDIT_LINE.replace("[U          ]", "[NU         ]");
+        write_with_mode(&path, &no_password, 0o600);
+        assert_eq!(hash(&UserDb::load(&path).unwrap(), "bench"), None);
+    }
+
+    /// `smb3d user disable` and `enable` set and clear D where pdbedit would write it, and
+    /// save the line as `smbpasswd -d` does.
+    #[test]
+    fn disabling_and_enabling_keeps_samba_flag_order() {
+        let dir = TempDir::new("disable");
+        let path = dir.0.join("users");
+        write_with_mode(&path, &format!("{PDBEDIT_LINE}\n"), 0o600);
+        let mut db = UserDb::load(&path).unwrap();
+        assert!(!db.account("bench").unwrap().disabled);
+        assert!(db.set_disabled("BENCH", true).unwrap());
+        assert!(!db.set_disabled("bench", true).unwrap());
+        db.save().unwrap();
+        // What `smbpasswd -d bench` left in Samba 4.17's passdb (`pdbedit -L -w`).
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            format!(
+                "{}\n",
+                PDBEDIT_LINE.replace("[U          ]", "[DU         ]")
+            )
+        );
+        let mut db = UserDb::load(&path).unwrap();
+        assert!(db.account("bench").unwrap().disabled);
+        assert_eq!(db.user("Bench").unwrap().flags, "DU");
+        assert!(db.set_disabled("bench", false).unwrap());
+        assert_eq!(db.user("bench").unwrap().flags, "U");
+        assert!(!db.account("bench").unwrap().disabled);
+        assert!(matches!(
+            db.set_disabled("nobody", true),
+            Err(UserDbError::NoSuchUser(_))
+        ));
+        assert_eq!(db.user("nobody"), None);
+
+        let mut odd = UserDb::new(&path);
+        odd.import_line(&PDBEDIT_LINE.replace("[U          ]", "[XU         ]"))
+            .unwrap();
+        odd.set_disabled("bench", true).unwrap();
+        assert_eq!(odd.user("bench").unwrap().flags, "DUX");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The test NTLM client against the server's acceptor: NTLMv2 with and without MIC, bare and in
-//! SPNEGO, anonymous, and a wrong password; the keys both sides derive agree.
+//! SPNEGO, anonymous, a wrong password and a disabled account; the keys both sides derive
+//! agree.
 
 use std::sync::Arc;
 
@@ -18,6 +19,18 @@ impl CredentialStore for Alice {
     }
 }
 
+/// Alice, whose account is disabled.
+struct DisabledAlice;
+
+impl CredentialStore for DisabledAlice {
+    fn account(&self, user: &str) -> Option<Account> {
+        Alice.account(user).map(|a| Account {
+            disabled: true,
+            ..a
+        })
+    }
+}
+
 struct Fixed;
 
 impl RandomSource for Fixed {
@@ -27,14 +40,14 @@ impl RandomSource for Fixed {
     }
 }
 
-fn acceptor() -> Acceptor {
+fn acceptor(store: Arc<dyn CredentialStore>) -> Acceptor {
     let identity = ServerIdentity {
         netbios_domain: "WORKGROUP".into(),
         netbios_name: "SERVER".into(),
         dns_domain: String::new(),
         dns_name: "server".into(),
     };
-    Acceptor::with_random(Arc::new(identity), Arc::new(Alice), Arc::new(Fixed))
+    Acceptor::with_random(Arc::new(identity), store, Arc::new(Fixed))
 }
 
 fn logon(spnego: bool, mic: bool) -> Logon<'static> {
@@ -50,8 +63,15 @@ fn logon(spnego: bool, mic: bool) -> Logon<'static> {
 
 /// Runs both legs; the acceptor's result and the client's session key.
 fn exchange(logon: &Logon<'_>) -> (Result<Step, AuthError>, [u8; 16]) {
+    exchange_with(Arc::new(Alice), logon)
+}
+
+fn exchange_with(
+    store: Arc<dyn CredentialStore>,
+    logon: &Logon<'_>,
+) -> (Result<Step, AuthError>, [u8; 16]) {
     let now = FileTime(0x01dc_0000_0000_0000);
-    let mut server = acceptor();
+    let mut server = acceptor(store);
     let (client, first) = NtlmClient::start(logon.spnego);
     let Ok(Step::Continue { token }) = server.step(&first, now) else {
         panic!("the first leg continues");
@@ -106,4 +126,27 @@ fn wrong_password_fails() {
         ..logon(false, true)
     };
     assert!(matches!(exchange(&wrong).0, Err(AuthError::LogonFailure)));
+}
+
+/// As Samba and Windows answer: STATUS_ACCOUNT_DISABLED only to a logon that proves the
+/// password, STATUS_LOGON_FAILURE to one that does not.
+#[test]
+fn a_disabled_account_is_refused_once_its_password_is_proven() {
+    for (spnego, mic) in [(false, false), (true, true)] {
+        let (result, _) = exchange_with(Arc::new(DisabledAlice), &logon(spnego, mic));
+        assert!(
+            matches!(result, Err(AuthError::AccountDisabled)),
+            "spnego {spnego}, mic {mic}: {result:?}"
+        );
+    }
+    let wrong = Logon {
+        password: "wrong",
+        ..logon(true, true)
+    };
+    let (result, _) = exchange_with(Arc::new(DisabledAlice), &wrong);
+    assert!(matches!(result, Err(AuthError::LogonFailure)), "{result:?}");
+    assert_eq!(
+        AuthError::AccountDisabled.status(),
+        smb3d_dtyp::NtStatus::ACCOUNT_DISABLED
+    );
 }

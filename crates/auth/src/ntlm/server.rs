@@ -217,7 +217,7 @@ impl ChallengeState {
         let user = decode_utf16le(auth.user, "UserName").map_err(invalid)?;
         let domain = decode_utf16le(auth.domain, "DomainName").map_err(invalid)?;
 
-        let (account, base_key) =
+        let (account, disabled, base_key) =
             self.verify_response(&user, &domain, sent_proof, client_blob, store)?;
         let exported_session_key = exported(&base_key);
 
@@ -235,6 +235,10 @@ impl ChallengeState {
                 return Err(AuthError::LogonFailure);
             }
         }
+        // Only a client that proved the password learns that the account is disabled.
+        if disabled {
+            return Err(AuthError::AccountDisabled);
+        }
 
         Ok(NtlmOutcome {
             principal: Principal::User {
@@ -249,7 +253,7 @@ impl ChallengeState {
 
     /// Checks the NTProofStr against the stored NT hash with the domain as sent and with an
     /// empty domain (clients differ in which they use), and returns the account's name as the
-    /// store spells it and the SessionBaseKey. Both candidates are always computed, the
+    /// store spells it, whether it is disabled, and the SessionBaseKey. Both candidates are always computed, the
     /// comparison is constant-time, and a user the store does not know is checked against a
     /// stand-in hash whose result is then discarded.
     fn verify_response(
@@ -259,12 +263,12 @@ impl ChallengeState {
         sent_proof: &[u8],
         client_blob: &[u8],
         store: &Arc<dyn CredentialStore>,
-    ) -> Result<(String, Key16), AuthError> {
+    ) -> Result<(String, bool, Key16), AuthError> {
         let account = store.account(user);
         let known = Choice::from(u8::from(account.is_some()));
-        let (name, hash) = match account {
-            Some(account) => (account.name, account.nt_hash),
-            None => (String::new(), Zeroizing::new([0x5a; 16])),
+        let (name, disabled, hash) = match account {
+            Some(account) => (account.name, account.disabled, account.nt_hash),
+            None => (String::new(), false, Zeroizing::new([0x5a; 16])),
         };
         let mut matched = Choice::from(0);
         let mut base_key = Zeroizing::new([0u8; 16]);
@@ -280,7 +284,7 @@ impl ChallengeState {
             matched |= equal;
         }
         if bool::from(matched & known) {
-            Ok((name, base_key))
+            Ok((name, disabled, base_key))
         } else {
             Err(AuthError::LogonFailure)
         }
