@@ -15,8 +15,11 @@ pub enum ConfigAction {
     /// settings (file, defaults and SMB3D_* environment overrides) as TOML.
     Check {
         /// The configuration file.
-        #[arg(default_value = DEFAULT_CONFIG_PATH)]
+        #[arg(default_value = DEFAULT_CONFIG_PATH, conflicts_with = "config")]
         file: PathBuf,
+        /// The configuration file, as every other command takes it.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
         /// Ignore SMB3D_* environment variables: check the file alone.
         #[arg(long)]
         no_env: bool,
@@ -38,7 +41,11 @@ pub enum ConfigAction {
 
 pub fn run(action: ConfigAction) -> Result<(), AnyError> {
     match action {
-        ConfigAction::Check { file, no_env } => check(&file, no_env),
+        ConfigAction::Check {
+            file,
+            config,
+            no_env,
+        } => check(config.as_deref().unwrap_or(&file), no_env),
         ConfigAction::ImportSmbConf {
             file,
             output,

@@ -135,8 +135,22 @@ fn share_list(config: &std::path::Path) -> Result<(), AnyError> {
         if share.guest_ok {
             options.push("guest".to_owned());
         }
-        if !share.valid_users.is_empty() {
-            options.push(format!("users={}", share.valid_users.join(",")));
+        for (label, list) in [
+            ("users", &share.valid_users),
+            ("read_list", &share.read_list),
+            ("write_list", &share.write_list),
+        ] {
+            if !list.is_empty() {
+                options.push(format!("{label}={}", list.join(",")));
+            }
+        }
+        for (label, account) in [
+            ("force_user", &share.force_user),
+            ("force_group", &share.force_group),
+        ] {
+            if let Some(account) = account {
+                options.push(format!("{label}={account}"));
+            }
         }
         println!(
             "{:<20} {:<40} {}",

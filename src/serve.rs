@@ -90,8 +90,24 @@ async fn serve(
             s.state_dir.display()
         );
     }
-    let listeners = smb3d_transport::bind(&s.listen).await?;
+    let mut listeners = Vec::new();
+    let mut bound = Vec::new();
     for addr in &s.listen {
+        match smb3d_transport::bind(std::slice::from_ref(addr)).await {
+            Ok(mut one) => {
+                listeners.append(&mut one);
+                bound.push(*addr);
+            }
+            Err(e) if addr.is_ipv6() && !host_has_ipv6() => {
+                tracing::warn!("not listening on {addr}: this host has no IPv6 ({e})");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if listeners.is_empty() {
+        return Err("no address of server.listen could be listened on".into());
+    }
+    for addr in &bound {
         tracing::info!("listening on {addr}");
     }
     tracing::info!(
@@ -208,6 +224,21 @@ async fn serve(
         }
         Some(why) => Err(format!("serving failed: {why}").into()),
     }
+}
+
+/// Whether the host can bind IPv6 sockets at all: the default listens on `[::]:445` too, and a
+/// host booted with ipv6.disable=1 should still serve IPv4.
+fn host_has_ipv6() -> bool {
+    std::net::UdpSocket::bind((std::net::Ipv6Addr::UNSPECIFIED, 0))
+        .map_or_else(|e| !lacks_ipv6(&e), |_| true)
+}
+
+/// The errors of a host without IPv6.
+fn lacks_ipv6(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL)
+    )
 }
 
 /// What `systemctl status` shows while serving.
@@ -421,6 +452,22 @@ fn current_uid() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_missing_ipv6_is_passed_over() {
+        for (errno, lacking) in [
+            (libc::EAFNOSUPPORT, true),
+            (libc::EADDRNOTAVAIL, true),
+            (libc::EADDRINUSE, false),
+            (libc::EACCES, false),
+        ] {
+            assert_eq!(
+                lacks_ipv6(&io::Error::from_raw_os_error(errno)),
+                lacking,
+                "{errno}"
+            );
+        }
+    }
 
     #[test]
     fn private_state_dirs_are_new_and_0700() {

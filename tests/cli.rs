@@ -300,7 +300,8 @@ fn user_and_share_commands_take_the_config_after_the_subcommand() {
     std::fs::write(
         &config,
         format!(
-            "[server]\nuser_db = {:?}\n[share.projects]\npath = \"/srv/projects\"\n",
+            "[server]\nuser_db = {:?}\n[share.projects]\npath = \"/srv/projects\"\n\
+             read_list = [\"guest\"]\nwrite_list = [\"@staff\", \"bob\"]\n",
             db.display().to_string()
         ),
     )
@@ -334,11 +335,27 @@ fn user_and_share_commands_take_the_config_after_the_subcommand() {
     );
     assert!(import.status.success(), "{}", text(&import.stderr));
     let shares = smb3d(&["share", "list", "--config", c], &[], None);
-    assert!(
-        text(&shares.stdout).contains("/srv/projects"),
-        "{}",
-        text(&shares.stderr)
-    );
+    let listed = text(&shares.stdout);
+    for shown in ["/srv/projects", "read_list=guest", "write_list=@staff,bob"] {
+        assert!(
+            listed.contains(shown),
+            "{shown}: {listed}{}",
+            text(&shares.stderr)
+        );
+    }
+    // config check takes --config like the others, or the file as its argument.
+    for args in [
+        &["config", "check", "--config", c][..],
+        &["config", "check", "-c", c],
+        &["config", "check", c],
+    ] {
+        let check = smb3d(args, &[], None);
+        assert!(check.status.success(), "{args:?}: {}", text(&check.stderr));
+        assert!(
+            text(&check.stdout).contains("write_list = [\"@staff\", \"bob\"]"),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

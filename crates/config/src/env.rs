@@ -1,17 +1,18 @@
 //! Environment-variable overrides, for containers: `SMB3D_<SETTING>=value` replaces a server
 //! setting and `SMB3D_SHARE_<NAME>=<path>[;option]...` adds or replaces a share.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use toml::Spanned;
 
 use crate::model::{
-    check_admin_socket, check_mdns_model, check_server_name, server_problems, share_problems,
+    check_admin_socket, check_mdns_model, check_server_name, parse_listen_address, server_problems,
+    share_problems,
 };
 use crate::{
-    CipherName, Config, ConfigError, DEFAULT_METRICS_PORT, DEFAULT_PORT, Dialect, EncryptPolicy,
-    LogFormat, ShareConfig, SigningPolicy,
+    CipherName, Config, ConfigError, DEFAULT_METRICS_PORT, Dialect, EncryptPolicy, LogFormat,
+    ShareConfig, SigningPolicy,
 };
 
 /// Every override variable starts with this.
@@ -73,13 +74,8 @@ fn parse_bool(value: &str) -> Option<bool> {
 fn parse_listen(value: &str) -> Result<Vec<SocketAddr>, String> {
     let mut addrs = Vec::new();
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let addr = item
-            .parse::<SocketAddr>()
-            .or_else(|_| {
-                item.parse::<IpAddr>()
-                    .map(|ip| SocketAddr::new(ip, DEFAULT_PORT))
-            })
-            .map_err(|_| format!("{item:?} is not an address such as 0.0.0.0:445 or [::]:445"))?;
+        let addr = parse_listen_address(item)
+            .ok_or_else(|| format!("{item:?} is not an address such as 0.0.0.0:445 or [::]:445"))?;
         addrs.push(addr);
     }
     if addrs.is_empty() {
@@ -313,7 +309,7 @@ impl Config {
             applied.push(name.as_str());
         }
         // What only shows in combination (min above max, no ciphers while encrypting).
-        if let Some(problem) = server_problems(&self.server).into_iter().next() {
+        if let Some(problem) = server_problems(&self.server, |_| 0..0).into_iter().next() {
             let names = if applied.is_empty() {
                 "the environment".to_owned()
             } else {

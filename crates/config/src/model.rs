@@ -219,11 +219,41 @@ impl CipherName {
     }
 }
 
+/// A listening address as the configuration and `SMB3D_LISTEN` take it: `ADDR:PORT`, or a
+/// bare address (`0.0.0.0`, `::`, `[::]`) on port 445.
+pub fn parse_listen_address(text: &str) -> Option<SocketAddr> {
+    let text = text.trim();
+    text.parse::<SocketAddr>().ok().or_else(|| {
+        let bare = text
+            .strip_prefix('[')
+            .and_then(|t| t.strip_suffix(']'))
+            .unwrap_or(text);
+        bare.parse::<std::net::IpAddr>()
+            .ok()
+            .map(|ip| SocketAddr::new(ip, DEFAULT_PORT))
+    })
+}
+
+fn listen_addresses<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|item| {
+            parse_listen_address(item).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "{item:?} is not an address such as \"0.0.0.0:445\", \"[::]:445\" or \"0.0.0.0\" \
+                     (port {DEFAULT_PORT})"
+                ))
+            })
+        })
+        .collect()
+}
+
 /// Settings for the whole server.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
-    /// Socket addresses to listen on.
+    /// Socket addresses to listen on; an address without a port listens on 445.
+    #[serde(deserialize_with = "listen_addresses")]
     pub listen: Vec<SocketAddr>,
     /// The NetBIOS-style name the server announces (upper-cased, at most 15 characters).
     pub server_name: String,
@@ -266,7 +296,12 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            listen: vec![SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT))],
+            // Every IPv4 and every IPv6 address, as Samba listens by default; the IPv6
+            // listener takes IPv6 only, so both can be bound.
+            listen: vec![
+                SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
+                SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
+            ],
             server_name: "SMB3D".into(),
             workgroup: "WORKGROUP".into(),
             min_dialect: Spanned::new(0..0, Dialect::Smb202),
@@ -462,13 +497,6 @@ impl Problem {
             message: message.into(),
         }
     }
-
-    fn unplaced(message: impl Into<String>) -> Self {
-        Self {
-            span: None,
-            message: message.into(),
-        }
-    }
 }
 
 impl Config {
@@ -512,11 +540,15 @@ impl Config {
         }
         let mut problems = Vec::new();
         let mut server = None;
+        let mut server_spans = Vec::new();
         let mut limits = None;
         let mut raw_shares = Vec::new();
         for (key, value) in root.into_inner() {
             match key.get_ref().as_ref() {
-                "server" => match ServerConfig::deserialize(ValueDeserializer::from(value)) {
+                "server" => match ServerConfig::deserialize(ValueDeserializer::from({
+                    server_spans = value_spans(&value);
+                    value
+                })) {
                     Ok(s) => server = Some(s),
                     Err(e) => problems.push(de_problem(&e)),
                 },
@@ -554,7 +586,7 @@ impl Config {
             .collect();
         let config = Self::checked(
             path,
-            server,
+            (server, &server_spans),
             limits.unwrap_or_default(),
             shares,
             &mut problems,
@@ -569,12 +601,17 @@ impl Config {
     /// Validates values that types alone do not, adding what is wrong to `problems`.
     fn checked(
         path: &Path,
-        server: ServerConfig,
+        (server, server_spans): (ServerConfig, &[(String, std::ops::Range<usize>)]),
         limits: LimitsConfig,
         raw_shares: Vec<(Spanned<String>, ShareConfig)>,
         problems: &mut Vec<Problem>,
     ) -> Self {
-        problems.extend(server_problems(&server));
+        problems.extend(server_problems(&server, |key| {
+            server_spans
+                .iter()
+                .find(|(k, _)| k == key)
+                .map_or(0..0, |(_, span)| span.clone())
+        }));
         problems.extend(limits_problems(&limits, &server));
         let mut shares: Vec<(String, ShareConfig)> = Vec::new();
         for (name, share) in raw_shares {
@@ -616,6 +653,17 @@ fn first(errors: Vec<ConfigError>) -> ConfigError {
     })
 }
 
+/// Where each key's value of a table is, for problems found after deserializing it.
+fn value_spans(table: &Spanned<DeValue<'_>>) -> Vec<(String, std::ops::Range<usize>)> {
+    match table.get_ref() {
+        DeValue::Table(t) => t
+            .iter()
+            .map(|(k, v)| (k.get_ref().to_string(), v.span()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn de_problem(e: &toml::de::Error) -> Problem {
     Problem {
         span: e.span(),
@@ -623,11 +671,18 @@ fn de_problem(e: &toml::de::Error) -> Problem {
     }
 }
 
-/// What is wrong with the server settings beyond their types.
-pub(crate) fn server_problems(server: &ServerConfig) -> Vec<Problem> {
+/// What is wrong with the server settings beyond their types; `place` tells where a key's
+/// value is written (0..0 when it is not: a default, or an environment variable).
+pub(crate) fn server_problems(
+    server: &ServerConfig,
+    place: impl Fn(&str) -> std::ops::Range<usize>,
+) -> Vec<Problem> {
     let mut problems = Vec::new();
     if server.listen.is_empty() {
-        problems.push(Problem::unplaced("server.listen names no address"));
+        problems.push(Problem::at(
+            place("listen"),
+            "server.listen names no address",
+        ));
     }
     if *server.min_dialect.get_ref() > *server.max_dialect.get_ref() {
         problems.push(Problem::at(
@@ -640,7 +695,8 @@ pub(crate) fn server_problems(server: &ServerConfig) -> Vec<Problem> {
         ));
     }
     if server.ciphers.is_empty() && server.encrypt != EncryptPolicy::Off {
-        problems.push(Problem::unplaced(
+        problems.push(Problem::at(
+            place("ciphers"),
             "server.ciphers is empty while encryption is on",
         ));
     }
@@ -652,19 +708,22 @@ pub(crate) fn server_problems(server: &ServerConfig) -> Vec<Problem> {
         ));
     }
     if let Err(m) = check_server_name(&server.server_name) {
-        problems.push(Problem::unplaced(m));
+        problems.push(Problem::at(place("server_name"), m));
     }
     if let Err(m) = check_mdns_model(&server.mdns_model) {
-        problems.push(Problem::unplaced(m));
+        problems.push(Problem::at(place("mdns_model"), m));
     }
     if let Err(m) = check_admin_socket(&server.admin_socket) {
-        problems.push(Problem::unplaced(m));
+        problems.push(Problem::at(place("admin_socket"), m));
     }
     if !server.state_dir.is_absolute() {
-        problems.push(Problem::unplaced(format!(
-            "server.state_dir {:?} must be an absolute path",
-            server.state_dir.display()
-        )));
+        problems.push(Problem::at(
+            place("state_dir"),
+            format!(
+                "server.state_dir {:?} must be an absolute path",
+                server.state_dir.display()
+            ),
+        ));
     }
     problems
 }
@@ -989,10 +1048,10 @@ access_based_share_enum = true
                     [share.A]\npath = \"/a\"\n[other]\n";
         let errors = Config::parse_all_errors(Path::new("t.toml"), text).unwrap_err();
         let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
-        assert_eq!(lines, [2, 4, 7, 10, 11, 13, 0], "{errors:#?}");
-        assert!(errors[6].message.contains("mdns_model"), "{errors:#?}");
-        assert!(errors[4].message.contains("twice"), "{errors:#?}");
-        assert!(errors[5].message.contains("unknown section"), "{errors:#?}");
+        assert_eq!(lines, [2, 4, 5, 7, 10, 11, 13], "{errors:#?}");
+        assert!(errors[2].message.contains("mdns_model"), "{errors:#?}");
+        assert!(errors[5].message.contains("twice"), "{errors:#?}");
+        assert!(errors[6].message.contains("unknown section"), "{errors:#?}");
         assert_eq!(
             Config::parse(Path::new("t.toml"), text).unwrap_err(),
             errors[0]
@@ -1051,6 +1110,61 @@ access_based_share_enum = true
             .unwrap();
         assert!(c.server.mdns);
         assert_eq!(c.server.mdns_model, "MacPro7,1@ECOLOR=226,226,224");
+    }
+
+    /// Every error a value of `[server]` can have names its line and column (issue 23: the
+    /// server_name ones did not).
+    #[test]
+    fn server_errors_name_line_and_column() {
+        for (text, key, needle) in [
+            (
+                "[server]\nworkgroup = \"W\"\nserver_name = \"bad name!\"\n",
+                "server_name",
+                "server_name",
+            ),
+            (
+                "[server]\n\nmdns_model = \"\"\n",
+                "mdns_model",
+                "mdns_model",
+            ),
+            ("[server]\nx_pad = 1\n", "x_pad", "unknown field"),
+            (
+                "[server]\n\nadmin_socket = \"relative.sock\"\n",
+                "admin_socket",
+                "admin_socket",
+            ),
+            (
+                "[server]\n\nstate_dir = \"state\"\n",
+                "state_dir",
+                "state_dir",
+            ),
+            ("[server]\n\nlisten = []\n", "listen", "listen"),
+            ("[server]\n\nciphers = []\n", "ciphers", "ciphers"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.message.contains(needle), "{text}: {e}");
+            let line = text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+            assert_eq!(e.line, line, "{text}: {e}");
+            assert!(e.column > 0, "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn listen_takes_bare_addresses_on_port_445_and_defaults_to_both_families() {
+        let c = parse("").unwrap();
+        let listen: Vec<String> = c.server.listen.iter().map(ToString::to_string).collect();
+        assert_eq!(listen, ["0.0.0.0:445", "[::]:445"]);
+        let c =
+            parse("[server]\nlisten = [\"192.0.2.1\", \"::1\", \"[::]\", \"127.0.0.1:4445\"]\n")
+                .unwrap();
+        let listen: Vec<String> = c.server.listen.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            listen,
+            ["192.0.2.1:445", "[::1]:445", "[::]:445", "127.0.0.1:4445"]
+        );
+        let e = parse("[server]\nlisten = [\"0.0.0.0:445\", \"nas.local\"]\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("nas.local"), "{e}");
     }
 
     #[test]

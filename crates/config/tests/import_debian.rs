@@ -37,7 +37,10 @@ fn debian_default_with_a_share_converts() {
     assert_eq!(*c.server.max_dialect.get_ref(), Dialect::Smb311);
     assert_eq!(c.server.signing, SigningPolicy::Auto);
     assert_eq!(c.server.encrypt, EncryptPolicy::Auto);
-    assert_eq!(c.server.listen, ["0.0.0.0:445".parse().unwrap()]);
+    assert_eq!(
+        c.server.listen,
+        ["0.0.0.0:445".parse().unwrap(), "[::]:445".parse().unwrap()]
+    );
 
     let names: Vec<&str> = c.shares.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["print$", "projects"]);

@@ -484,8 +484,7 @@ impl Converter {
                     self.warn(
                         section,
                         Some(&p),
-                        "no interface address could be used; listening on every IPv4 address"
-                            .into(),
+                        "no interface address could be used; listening on every address".into(),
                     );
                 }
             }
@@ -494,14 +493,16 @@ impl Converter {
                 Some(&p),
                 format!(
                     "{} = {}: without `bind interfaces only = yes` Samba listens on every \
-                     address; so does the converted configuration (0.0.0.0)",
+                     address; so does the converted configuration (0.0.0.0 and ::)",
                     p.name, p.value
                 ),
             ),
             None => {}
         }
         if addrs.is_empty() {
+            // Every address of both families, as Samba listens by default.
             addrs.push(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+            addrs.push(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
         }
         let mut listen = Vec::new();
         for ip in &addrs {
@@ -808,6 +809,19 @@ mod tests {
                 "/etc/samba/smb.conf:9: [global]: interfaces = 127.0.0.1/8 lo eth0 ::1: interface \"eth0\" is not an address; add its addresses to listen by hand",
             ]
         );
+    }
+
+    #[test]
+    fn samba_listens_on_both_families_by_default() {
+        let i = convert_text("[global]\nsmb ports = 4445\n");
+        let listen: Vec<String> = i
+            .config
+            .server
+            .listen
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(listen, ["0.0.0.0:4445", "[::]:4445"]);
     }
 
     #[test]
