@@ -17,7 +17,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::reload::Outcome;
+use crate::reload::{Outcome, SharedHealth};
 
 /// Bytes a client may send on one connection: requests are a few dozen bytes.
 const MAX_REQUEST_BYTES: u64 = 64 * 1024;
@@ -36,6 +36,7 @@ pub struct AdminSocket {
 /// What requests are served from.
 struct Context {
     server: Arc<Server>,
+    health: SharedHealth,
     config_path: PathBuf,
     reloads: mpsc::Sender<ReloadRequest>,
     /// The uid the server runs as; it and root may use the socket.
@@ -54,6 +55,7 @@ impl AdminSocket {
     pub fn start(
         path: &Path,
         server: Arc<Server>,
+        health: SharedHealth,
         config_path: PathBuf,
         reloads: mpsc::Sender<ReloadRequest>,
     ) -> io::Result<Self> {
@@ -88,6 +90,7 @@ impl AdminSocket {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         let context = Arc::new(Context {
             server,
+            health,
             config_path,
             reloads,
             owner: process_uid(),
@@ -177,6 +180,7 @@ async fn answer(request: &Value, context: &Context) -> Value {
         "status" => {
             let report = crate::status::report(
                 &context.server.snapshot(),
+                &context.health.lock(),
                 &context.config_path,
                 SystemTime::now(),
             );

@@ -12,7 +12,9 @@ use crate::AnyError;
 #[derive(Subcommand)]
 pub enum ConfigAction {
     /// Check a configuration like testparm: print every error with its line, or the effective
-    /// settings (file, defaults and SMB3D_* environment overrides) as TOML.
+    /// settings (file, defaults and SMB3D_* environment overrides) as TOML. Shares are checked
+    /// as `serve` opens them: one that cannot be opened, and users or groups the shares name
+    /// that do not exist, are warnings (serve starts without such a share).
     Check {
         /// The configuration file.
         #[arg(default_value = DEFAULT_CONFIG_PATH, conflicts_with = "config")]
@@ -23,6 +25,10 @@ pub enum ConfigAction {
         /// Ignore SMB3D_* environment variables: check the file alone.
         #[arg(long)]
         no_env: bool,
+        /// Print only errors and warnings, not the effective settings (for systemd's
+        /// ExecStartPre, which would put the whole configuration in the journal).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Convert a Samba smb.conf (with its includes) into an smb3d configuration. Every
     /// parameter that does not map is reported on standard error with its file, line and
@@ -45,7 +51,8 @@ pub fn run(action: ConfigAction) -> Result<(), AnyError> {
             file,
             config,
             no_env,
-        } => check(config.as_deref().unwrap_or(&file), no_env),
+            quiet,
+        } => check(config.as_deref().unwrap_or(&file), no_env, quiet),
         ConfigAction::ImportSmbConf {
             file,
             output,
@@ -84,7 +91,7 @@ pub fn load(path: &Path) -> Result<Config, AnyError> {
     })
 }
 
-fn check(file: &Path, no_env: bool) -> Result<(), AnyError> {
+fn check(file: &Path, no_env: bool, quiet: bool) -> Result<(), AnyError> {
     let result = if no_env {
         Config::load_all_errors(file)
     } else {
@@ -101,8 +108,22 @@ fn check(file: &Path, no_env: bool) -> Result<(), AnyError> {
             );
         }
     };
+    let warnings = share_warnings(&config);
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    if quiet {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "# {} is valid; effective settings:", file.display())?;
+    if !warnings.is_empty() {
+        writeln!(
+            out,
+            "# {} warning(s) on standard error: shares serve leaves out or users they name",
+            warnings.len()
+        )?;
+    }
     if !no_env {
         for (name, value) in override_variables() {
             writeln!(out, "# from the environment: {name}={value}")?;
@@ -110,6 +131,58 @@ fn check(file: &Path, no_env: bool) -> Result<(), AnyError> {
     }
     write!(out, "{}", config.to_toml())?;
     Ok(())
+}
+
+/// What `serve` would find wrong with the shares of a valid configuration: shares it cannot
+/// open (it serves the others without them), and users and groups the shares' lists name that
+/// the user database or the system does not have.
+pub fn share_warnings(config: &Config) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (name, share) in &config.shares {
+        if let Err(why) = crate::reload::build_share(name, share, &config.server) {
+            warnings.push(format!("{why}: smb3d serve leaves this share out"));
+        }
+    }
+    let users = smb3d_auth::UserDb::load(&config.server.user_db);
+    if let Err(e) = &users {
+        warnings.push(format!(
+            "user database: {e}; the users that shares name are not checked"
+        ));
+    }
+    let groups = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    let group_exists = |group: &str| {
+        groups
+            .lines()
+            .filter_map(|l| l.split(':').next())
+            .any(|g| g == group || smb3d_auth::names::same(g, group))
+    };
+    for (name, share) in &config.shares {
+        for (option, list) in [
+            ("valid_users", &share.valid_users),
+            ("read_list", &share.read_list),
+            ("write_list", &share.write_list),
+        ] {
+            for entry in list {
+                let problem = match entry.strip_prefix(['@', '+']) {
+                    Some(group) if !group_exists(group) => {
+                        format!("{group} is not a Unix group (/etc/group)")
+                    }
+                    Some(_) => continue,
+                    None => match &users {
+                        Ok(db) if db.user(entry).is_none() => format!(
+                            "{entry} is not in the user database {}",
+                            config.server.user_db.display()
+                        ),
+                        _ => continue,
+                    },
+                };
+                warnings.push(format!(
+                    "share {name}: {option} names {entry:?}, but {problem}"
+                ));
+            }
+        }
+    }
+    warnings
 }
 
 fn import(file: &Path, output: Option<&Path>, force: bool) -> Result<(), AnyError> {

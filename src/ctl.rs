@@ -133,6 +133,19 @@ pub fn reload(target: &Target) -> Result<(), AnyError> {
     for key in names(&outcome, "restart_needed") {
         eprintln!("warning: server setting {key} changed: it takes effect when smb3d is restarted");
     }
+    for share in outcome
+        .get("unavailable")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field = |k| share.get(k).and_then(Value::as_str).unwrap_or("");
+        eprintln!(
+            "warning: share {} is unavailable: {}",
+            field("share"),
+            field("reason")
+        );
+    }
     Ok(())
 }
 

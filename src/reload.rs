@@ -2,11 +2,14 @@
 //! the server runs (SIGHUP, `smb3d reload`): shares added, removed or changed apply to new tree
 //! connects; existing tree connects keep the share they connected to, as Samba 4.17's do, even
 //! when it was removed. Server settings that cannot change live are named in the log. An
-//! invalid configuration is refused and the running one kept.
+//! invalid configuration is refused and the running one kept. A share that cannot be opened
+//! (a missing directory, an unknown forced account) does not stop the others: it is left out,
+//! logged, and reported by `smb3d status` and the metrics until a reload finds it healthy.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use smb3d_config::{Config, EncryptPolicy, ServerConfig, ShareConfig, SigningPolicy};
 use smb3d_server::share::{Presentation, Share};
@@ -85,33 +88,89 @@ pub fn build_share(
     Ok(built)
 }
 
-/// Every share of `config`, IPC$ first.
-pub fn build_shares(config: &Config) -> Result<Vec<Arc<Share>>, String> {
-    let mut shares = vec![Arc::new(Share::ipc())];
-    for (name, share) in &config.shares {
-        shares.push(Arc::new(build_share(name, share, &config.server)?));
-    }
-    Ok(shares)
+/// The configured shares and, for those that are not served, why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShareHealth {
+    /// Every share of the configuration in its order, with the reason it could not be opened
+    /// when it is not served.
+    pub shares: Vec<(String, Option<String>)>,
 }
 
-/// What a reload changed.
+impl ShareHealth {
+    /// The shares that are not served, with why.
+    pub fn unavailable(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.shares
+            .iter()
+            .filter_map(|(name, why)| Some((name.as_str(), why.as_deref()?)))
+    }
+
+    fn is_unavailable(&self, name: &str) -> bool {
+        self.unavailable()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
+}
+
+/// The health of the running shares, shared by the reloader (which writes it) and the admin
+/// socket and metrics endpoint (which report it).
+pub type SharedHealth = Arc<Mutex<ShareHealth>>;
+
+/// Logs the shares that cannot be served; the others are served without them.
+pub fn log_unavailable(health: &ShareHealth) {
+    for (name, why) in health.unavailable() {
+        tracing::error!(
+            share = name,
+            "share {name} is unavailable: {why}; the other shares are served, and a reload \
+             tries it again"
+        );
+    }
+}
+
+/// The shares of `config` that can be opened, IPC$ first, and the health of all of them.
+pub fn build_shares(config: &Config) -> (Vec<Arc<Share>>, ShareHealth) {
+    let mut shares = vec![Arc::new(Share::ipc())];
+    let mut health = ShareHealth::default();
+    for (name, share) in &config.shares {
+        let why = match build_share(name, share, &config.server) {
+            Ok(built) => {
+                shares.push(Arc::new(built));
+                None
+            }
+            Err(why) => Some(why),
+        };
+        health.shares.push((name.clone(), why));
+    }
+    (shares, health)
+}
+
+/// What a reload changed in the set of served shares.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
+    /// Served now and not before: new shares, and unavailable ones that could be opened.
     pub added: Vec<String>,
+    /// Served before and not now: removed from the configuration, or now unavailable.
     pub removed: Vec<String>,
+    /// Served before and now, built afresh.
     pub changed: Vec<String>,
     /// Server settings that differ but apply only after a restart.
     pub restart_needed: Vec<String>,
+    /// Shares of the configuration that could not be opened, with why.
+    pub unavailable: Vec<(String, String)>,
 }
 
 impl Outcome {
     /// The outcome as the admin socket reports it.
     pub fn to_json(&self) -> Value {
+        let unavailable: Vec<Value> = self
+            .unavailable
+            .iter()
+            .map(|(share, reason)| json!({"share": share, "reason": reason}))
+            .collect();
         json!({
             "added": self.added,
             "removed": self.removed,
             "changed": self.changed,
             "restart_needed": self.restart_needed,
+            "unavailable": unavailable,
         })
     }
 }
@@ -163,14 +222,16 @@ fn share_changed(name: &str, old: &Config, new: &Config) -> bool {
         || (after.audit.is_none() && old.server.audit != new.server.audit)
 }
 
-/// Serves `new`'s shares on `server`, which runs `old`: unchanged shares are kept as they
-/// are, changed and added ones built afresh. Nothing changes if a share cannot be built.
-/// Returns the configuration now in effect.
+/// Serves `new`'s shares on `server`, which runs `old` with `health`: unchanged shares are
+/// kept as they are, changed and added ones built afresh, and those that were unavailable tried
+/// again; a share that cannot be opened is left out. Returns the configuration now in effect,
+/// what changed, and the health of `new`'s shares.
 pub fn apply(
     server: &Server,
     old: &Config,
+    health: &ShareHealth,
     new: &Config,
-) -> Result<(Config, Outcome), Vec<String>> {
+) -> (Config, Outcome, ShareHealth) {
     let restart_needed = restart_needed(old, new);
     let new = &effective(old, new);
     let current = server.shares();
@@ -183,14 +244,19 @@ pub fn apply(
         restart_needed,
         ..Outcome::default()
     };
-    let mut errors = Vec::new();
+    let mut new_health = ShareHealth::default();
     for (name, share) in &new.shares {
         let running = current
             .iter()
             .find(|s| s.name.eq_ignore_ascii_case(name) && s.name != "IPC$");
-        match running {
-            Some(running) if !share_changed(name, old, new) && running.name == *name => {
+        let why = match running {
+            Some(running)
+                if !share_changed(name, old, new)
+                    && running.name == *name
+                    && !health.is_unavailable(name) =>
+            {
                 shares.push(running.clone());
+                None
             }
             _ => match build_share(name, share, &new.server) {
                 Ok(built) => {
@@ -200,21 +266,23 @@ pub fn apply(
                         outcome.added.push(name.clone());
                     }
                     shares.push(Arc::new(built));
+                    None
                 }
-                Err(e) => errors.push(e),
+                Err(why) => {
+                    outcome.unavailable.push((name.clone(), why.clone()));
+                    Some(why)
+                }
             },
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
+        };
+        new_health.shares.push((name.clone(), why));
     }
     outcome.removed = current
         .iter()
-        .filter(|s| s.name != "IPC$" && new.share(&s.name).is_none())
+        .filter(|s| s.name != "IPC$" && !shares.iter().any(|kept| kept.name == s.name))
         .map(|s| s.name.clone())
         .collect();
     server.replace_shares(shares);
-    Ok((new.clone(), outcome))
+    (new.clone(), outcome, new_health)
 }
 
 /// Rereads the configuration at `path` and applies it to the running `server`, logging what
@@ -224,6 +292,7 @@ pub struct Reloader {
     pub path: Option<PathBuf>,
     pub config: Config,
     pub server: Arc<Server>,
+    pub health: SharedHealth,
 }
 
 impl Reloader {
@@ -239,12 +308,18 @@ impl Reloader {
         crate::systemd::notify_reloading();
         let result = crate::config_cmd::load_effective(path)
             .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())
-            .and_then(|new| apply(&self.server, &self.config, &new));
-        let result = result.map(|(config, outcome)| {
-            self.config = config;
-            outcome
-        });
-        crate::systemd::notify_ready(&crate::serve::status_line(&self.config));
+            .map(|new| {
+                let health = self.health.lock().clone();
+                let (config, outcome, health) = apply(&self.server, &self.config, &health, &new);
+                self.config = config;
+                log_unavailable(&health);
+                *self.health.lock() = health;
+                outcome
+            });
+        crate::systemd::notify_ready(&crate::serve::status_line(
+            &self.config,
+            &self.health.lock(),
+        ));
         match result {
             Ok(outcome) => {
                 tracing::info!(
@@ -312,7 +387,7 @@ mod tests {
             )
         };
         let old = config(&format!("{}{}", share("a", ""), share("b", "")));
-        let server = crate::serve::build_server(&old, no_users()).unwrap();
+        let (server, health) = crate::serve::build_server(&old, no_users()).unwrap();
         let a_before = server
             .shares()
             .iter()
@@ -326,7 +401,7 @@ mod tests {
             share("b", "read_only = true\n"),
             share("c", "")
         ));
-        let (running, outcome) = apply(&server, &old, &new).unwrap();
+        let (running, outcome, health) = apply(&server, &old, &health, &new);
         assert_eq!(outcome.added, ["c"]);
         assert_eq!(outcome.changed, ["b"]);
         assert!(outcome.removed.is_empty());
@@ -341,7 +416,7 @@ mod tests {
             share("a", "audit = false\n"),
             share("c", "")
         ));
-        let (_, outcome) = apply(&server, &running, &audited).unwrap();
+        let (_, outcome, _) = apply(&server, &running, &health, &audited);
         assert_eq!(outcome.removed, ["b"]);
         // a's own settings changed; c inherits the server's new audit setting.
         assert_eq!(outcome.changed, ["a", "c"]);
@@ -349,20 +424,43 @@ mod tests {
         assert!(server.shares()[2].audit);
     }
 
+    /// Issue 23 item 5: a share that cannot be opened is left out, at start and at reload,
+    /// and every reload tries it again; the others are served.
     #[test]
-    fn a_share_that_cannot_be_opened_refuses_the_whole_reload() {
+    fn a_share_that_cannot_be_opened_is_left_out_and_tried_again() {
         let dir = tempfile::tempdir().unwrap();
-        let old = config(&format!(
-            "[share.a]\npath = {:?}\n",
-            dir.path().display().to_string()
-        ));
-        let server = crate::serve::build_server(&old, no_users()).unwrap();
-        let new = config(&format!(
-            "[share.a]\npath = {:?}\n[share.gone]\npath = \"/nonexistent/smb3d\"\n",
-            dir.path().display().to_string()
-        ));
-        let errors = apply(&server, &old, &new).unwrap_err();
-        assert!(errors[0].contains("share gone"), "{errors:?}");
-        assert_eq!(server.shares().len(), 2);
+        let later = dir.path().join("later");
+        let text = format!(
+            "[share.a]\npath = {:?}\n[share.later]\npath = {:?}\n\
+             [share.forced]\npath = {:?}\nforce_user = \"no-such-user-smb3d\"\n",
+            dir.path().display().to_string(),
+            later.display().to_string(),
+            dir.path().display().to_string(),
+        );
+        let old = config(&text);
+        let (server, health) = crate::serve::build_server(&old, no_users()).unwrap();
+        let served = |server: &Server| -> Vec<String> {
+            server.shares().iter().map(|s| s.name.clone()).collect()
+        };
+        assert_eq!(served(&server), ["IPC$", "a"]);
+        let unavailable: Vec<(&str, &str)> = health.unavailable().collect();
+        assert_eq!(unavailable.len(), 2, "{unavailable:?}");
+        assert!(unavailable[0].0 == "later" && unavailable[0].1.contains("later"));
+        assert!(unavailable[1].0 == "forced" && unavailable[1].1.contains("no-such-user-smb3d"));
+
+        // The directory appears: the same configuration, reloaded, serves it.
+        std::fs::create_dir(&later).unwrap();
+        let (running, outcome, health) = apply(&server, &old, &health, &config(&text));
+        assert_eq!(outcome.added, ["later"]);
+        assert!(outcome.removed.is_empty() && outcome.changed.is_empty());
+        assert_eq!(outcome.unavailable.len(), 1);
+        assert_eq!(served(&server), ["IPC$", "a", "later"]);
+
+        // A served share whose new path is missing stops being served.
+        let broken = text.replace(&later.display().to_string(), "/nonexistent/smb3d");
+        let (_, outcome, health) = apply(&server, &running, &health, &config(&broken));
+        assert_eq!(outcome.removed, ["later"]);
+        assert_eq!(served(&server), ["IPC$", "a"]);
+        assert_eq!(health.unavailable().count(), 2);
     }
 }

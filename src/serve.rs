@@ -22,7 +22,7 @@ use crate::AnyError;
 use crate::admin_socket::{AdminSocket, ReloadRequest};
 use crate::credentials::ReloadingUserDb;
 use crate::metrics_http;
-use crate::reload::{Reloader, build_shares, encryption_policy};
+use crate::reload::{Reloader, ShareHealth, SharedHealth, build_shares, encryption_policy};
 use crate::systemd;
 
 /// Port of the demo server unless `--port` says otherwise.
@@ -65,11 +65,20 @@ pub fn run(args: ServeArgs) -> Result<(), AnyError> {
         ReloadingUserDb::open(config.server.user_db.clone())
             .map_err(|e| format!("user database: {e} (create it with `smb3d user add NAME`)"))?,
     );
-    let server = build_server(&config, credentials)?;
+    let (server, health) = build_server(&config, credentials)?;
+    crate::reload::log_unavailable(&health);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(serve(config, config_path, server, banner, args.demo))
+    let health = Arc::new(parking_lot::Mutex::new(health));
+    runtime.block_on(serve(
+        config,
+        config_path,
+        server,
+        health,
+        banner,
+        args.demo,
+    ))
 }
 
 /// Listens, serves until SIGTERM or SIGINT, rereads the configuration on SIGHUP or
@@ -79,6 +88,7 @@ async fn serve(
     config: Config,
     config_path: Option<PathBuf>,
     server: Arc<Server>,
+    health: SharedHealth,
     banner: Option<String>,
     demo: bool,
 ) -> Result<(), AnyError> {
@@ -115,9 +125,10 @@ async fn serve(
         server.limits().max_open_files
     );
     let metrics = if s.metrics {
-        let endpoint = metrics_http::Endpoint::start(s.metrics_listen, server.clone())
-            .await
-            .map_err(|e| format!("metrics endpoint {}: {e}", s.metrics_listen))?;
+        let endpoint =
+            metrics_http::Endpoint::start(s.metrics_listen, server.clone(), health.clone())
+                .await
+                .map_err(|e| format!("metrics endpoint {}: {e}", s.metrics_listen))?;
         tracing::info!("metrics at http://{}/metrics", s.metrics_listen);
         Some(endpoint)
     } else {
@@ -127,6 +138,7 @@ async fn serve(
     let admin = match AdminSocket::start(
         &s.admin_socket,
         server.clone(),
+        health.clone(),
         config_path.clone().unwrap_or_else(|| config.source.clone()),
         reload_requests,
     ) {
@@ -161,7 +173,7 @@ async fn serve(
             let _ = stopped.await;
         },
     ));
-    systemd::notify_ready(&status_line(&config));
+    systemd::notify_ready(&status_line(&config, &health.lock()));
     if let Some(banner) = banner {
         println!("{banner}");
     }
@@ -169,6 +181,7 @@ async fn serve(
         path: config_path,
         config,
         server,
+        health,
     };
     let failure = loop {
         tokio::select! {
@@ -242,21 +255,30 @@ fn lacks_ipv6(e: &io::Error) -> bool {
 }
 
 /// What `systemctl status` shows while serving.
-pub fn status_line(config: &Config) -> String {
+pub fn status_line(config: &Config, health: &ShareHealth) -> String {
     let listen: Vec<String> = config
         .server
         .listen
         .iter()
         .map(ToString::to_string)
         .collect();
+    let unavailable: Vec<&str> = health.unavailable().map(|(name, _)| name).collect();
+    let broken = if unavailable.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({} unavailable: {}; see smb3d status)",
+            unavailable.len(),
+            unavailable.join(", ")
+        )
+    };
     format!(
-        "serving {} share(s) on {}",
-        config.shares.len(),
+        "serving {} share(s){broken} on {}",
+        config.shares.len().saturating_sub(unavailable.len()),
         listen.join(", ")
     )
 }
 
-/// The server for `config`, with `credentials` for logons.
 /// The server's limits from the `[limits]` section (docs/limits.md); `nofile` is the
 /// process's descriptor limit, which `max_open_files` follows unless it is set.
 fn limits(l: &LimitsConfig, nofile: u64) -> Limits {
@@ -300,10 +322,12 @@ fn limits(l: &LimitsConfig, nofile: u64) -> Limits {
     }
 }
 
+/// The server for `config`, with `credentials` for logons, serving the shares that can be
+/// opened; the health of every configured share.
 pub fn build_server(
     config: &Config,
     credentials: Arc<dyn CredentialStore>,
-) -> Result<Arc<Server>, AnyError> {
+) -> Result<(Arc<Server>, ShareHealth), AnyError> {
     let s = &config.server;
     let settings = Settings {
         encryption: encryption_policy(s.encrypt),
@@ -333,7 +357,7 @@ pub fn build_server(
         dns_domain: String::new(),
         dns_name: host.to_lowercase(),
     };
-    let shares = build_shares(config)?;
+    let (shares, health) = build_shares(config);
     let server = Server::new(
         settings,
         identity,
@@ -342,7 +366,7 @@ pub fn build_server(
         Vec::new(),
     );
     server.replace_shares(shares);
-    Ok(server)
+    Ok((server, health))
 }
 
 fn hostname() -> String {

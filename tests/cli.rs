@@ -224,6 +224,59 @@ fn user_import_reads_pdbedit_output() {
     );
 }
 
+/// Issue 23 item 5: `config check` checks shares as serve opens them, and the users and groups
+/// they name; those are warnings, since serve starts without a broken share.
+#[test]
+fn config_check_warns_of_shares_serve_would_leave_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("users");
+    let imported = smb3d(
+        &["user", "--db", db.to_str().unwrap(), "import"],
+        &[],
+        Some(&format!("{PDBEDIT_LINE}\n")),
+    );
+    assert!(imported.status.success(), "{}", text(&imported.stderr));
+    let config = dir.path().join("smb3d.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nuser_db = {:?}\n\
+             [share.ok]\npath = {:?}\nvalid_users = [\"bench\", \"BENCH\", \"@root\"]\n\
+             [share.gone]\npath = \"/nonexistent/smb3d-gone\"\n\
+             [share.forced]\npath = {:?}\nforce_group = \"no-such-group-smb3d\"\n\
+             [share.lists]\npath = {:?}\nvalid_users = [\"carol\"]\nwrite_list = [\"@no-such-group-smb3d\"]\n",
+            db.display().to_string(),
+            dir.path().display().to_string(),
+            dir.path().display().to_string(),
+            dir.path().display().to_string(),
+        ),
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    let out = smb3d(&["config", "check", c], &[], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let warnings: Vec<String> = text(&out.stderr).lines().map(str::to_owned).collect();
+    assert_eq!(warnings.len(), 4, "{warnings:#?}");
+    for (line, needle) in [
+        "warning: share gone: /nonexistent/smb3d-gone: ",
+        "warning: share forced: force_group \"no-such-group-smb3d\" is not a Unix group",
+        "warning: share lists: valid_users names \"carol\", but carol is not in the user database",
+        "warning: share lists: write_list names \"@no-such-group-smb3d\", but no-such-group-smb3d is not a Unix group",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(warnings[line].starts_with(needle), "{needle}: {warnings:#?}");
+    }
+    assert!(warnings[0].ends_with("smb3d serve leaves this share out"));
+    assert!(text(&out.stdout).contains("# 4 warning(s) on standard error"));
+    // --quiet: what ExecStartPre runs; the warnings, not the configuration.
+    let quiet = smb3d(&["config", "check", "--quiet", c], &[], None);
+    assert!(quiet.status.success());
+    assert!(quiet.stdout.is_empty(), "{}", text(&quiet.stdout));
+    assert_eq!(text(&quiet.stderr).lines().count(), 4);
+}
+
 #[test]
 fn users_are_disabled_enabled_and_shown() {
     let dir = tempfile::tempdir().unwrap();

@@ -38,6 +38,8 @@ struct Served {
     port: u16,
     child: Child,
     notify: Option<UnixDatagram>,
+    /// The READY=1 notification, with the STATUS= line systemd shows.
+    ready: String,
 }
 
 /// `[server]` lines every test server has, and one share.
@@ -62,10 +64,16 @@ fn empty_user_db(dir: &Path) {
 
 impl Served {
     fn start(extra: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_with_shares(extra, "", env)
+    }
+
+    /// A server whose configuration ends with `shares` after the usual share.
+    fn start_with_shares(extra: &str, shares: &str, env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let config = dir.path().join("smb3d.toml");
-        std::fs::write(&config, base_config(dir.path(), port, extra)).unwrap();
+        let text = base_config(dir.path(), port, extra) + shares;
+        std::fs::write(&config, text).unwrap();
         let add = Command::new(BIN)
             .args([
                 "user",
@@ -104,7 +112,7 @@ impl Served {
             .spawn()
             .unwrap();
         let socket = dir.path().join("run/admin.sock");
-        let served = Served {
+        let mut served = Served {
             dir,
             config,
             socket,
@@ -112,8 +120,9 @@ impl Served {
             port,
             child,
             notify: Some(notify),
+            ready: String::new(),
         };
-        served.expect_notification("READY=1");
+        served.ready = served.expect_notification("READY=1");
         served
     }
 
@@ -436,4 +445,70 @@ fn environment_overrides_apply_to_serve_and_both_wildcards_can_be_listed() {
     }
     // The file's own address was replaced.
     assert!(TcpStream::connect(("127.0.0.1", served.port)).is_err());
+}
+
+/// Issue 23 item 5: a share whose directory is missing, or that forces an account the system
+/// does not have, is left out; the server starts with the others, logs why, tells systemd,
+/// and reports it in `smb3d status` and the metrics until a reload finds it healthy.
+#[test]
+fn a_broken_share_does_not_stop_the_server() {
+    let port = free_port();
+    let shares = "[share.gone]\npath = \"/nonexistent/smb3d-gone\"\n\
+                  [share.forced]\npath = \"/\"\nforce_user = \"no-such-user-smb3d\"\n";
+    let metrics = format!("metrics = true\nmetrics_listen = \"127.0.0.1:{port}\"");
+    let mut served = Served::start_with_shares(&metrics, shares, &[]);
+    let ready = &served.ready;
+    assert!(
+        ready.contains("serving 1 share(s) (2 unavailable: gone, forced; see smb3d status)"),
+        "{ready}"
+    );
+    served.wait_for_log("share gone is unavailable: share gone: /nonexistent/smb3d-gone");
+    served.wait_for_log("share forced is unavailable: share forced: force_user");
+    TcpStream::connect(("127.0.0.1", served.port)).unwrap();
+
+    let status = text(&served.ctl(&["status"]).stdout);
+    assert!(status.contains("Unavailable shares"), "{status}");
+    assert!(
+        status.contains("  gone: share gone: /nonexistent/smb3d-gone"),
+        "{status}"
+    );
+    let json = text(&served.ctl(&["status", "--json"]).stdout);
+    assert!(json.contains("\"unavailable_shares\": {"), "{json}");
+    let page = http_get(SocketAddr::from(([127, 0, 0, 1], port)), "/metrics");
+    for line in [
+        "smb3d_share_available{share=\"share\"} 1",
+        "smb3d_share_available{share=\"gone\"} 0",
+        "smb3d_share_available{share=\"forced\"} 0",
+    ] {
+        assert!(page.contains(line), "{line} in {page}");
+    }
+
+    // The directory appears: a reload serves it.
+    let config = std::fs::read_to_string(&served.config).unwrap();
+    let made = served.dir.path().join("gone");
+    std::fs::create_dir(&made).unwrap();
+    std::fs::write(
+        &served.config,
+        config.replace("/nonexistent/smb3d-gone", made.to_str().unwrap()),
+    )
+    .unwrap();
+    let out = served.ctl(&["reload"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("shares added gone"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("warning: share forced is unavailable"),
+        "{}",
+        text(&out.stderr)
+    );
+    let page = http_get(SocketAddr::from(([127, 0, 0, 1], port)), "/metrics");
+    assert!(
+        page.contains("smb3d_share_available{share=\"gone\"} 1"),
+        "{page}"
+    );
+    served.signal("TERM");
+    assert!(served.exit_status().success());
 }
