@@ -1,7 +1,8 @@
 //! The admin socket: a unix stream socket (mode 0600, in a directory created 0700) on which
 //! root or the account smb3d runs as sends one JSON request per line and reads one JSON answer
 //! per line. Requests: `{"command":"status"}`, `{"command":"reload"}`,
-//! `{"command":"close-session","id":N}`, `{"command":"close-file","id":N}`. Answers carry
+//! `{"command":"close-session","id":N}`, `{"command":"close-file","id":N}`,
+//! `{"command":"debug"}` and `{"command":"debug","level":"..."}`. Answers carry
 //! `"ok": true` and the result, or `"ok": false` and `"error"`.
 
 use std::io;
@@ -217,8 +218,21 @@ async fn answer(request: &Value, context: &Context) -> Value {
                 failure(format!("no {what} has id {id}"))
             }
         }
+        "debug" => {
+            let level = request.get("level").and_then(Value::as_str);
+            match crate::logging::set_filter(level) {
+                Ok((before, after)) => {
+                    if level.is_some() {
+                        tracing::info!("log filter changed from {before:?} to {after:?}");
+                    }
+                    json!({"ok": true, "before": before, "filter": after})
+                }
+                Err(e) => failure(e),
+            }
+        }
         other => failure(format!(
-            "unknown command {other:?}; expected status, reload, close-session or close-file"
+            "unknown command {other:?}; expected status, reload, close-session, close-file or \
+             debug"
         )),
     }
 }

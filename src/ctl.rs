@@ -1,5 +1,5 @@
 //! The commands that talk to a running server over its admin socket: `status`, `reload`,
-//! `close-session` and `close-file`.
+//! `close-session`, `close-file` and `debug`.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::net::UnixStream;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::{Value, json};
-use smb3d_config::{DEFAULT_CONFIG_PATH, ServerConfig};
+use smb3d_config::{DEFAULT_CONFIG_PATH, ServerConfig, admin_socket_in};
 
 use crate::AnyError;
 
@@ -29,18 +29,26 @@ pub struct Target {
 }
 
 impl Target {
-    /// The socket: --socket, else the configuration's (with environment overrides), else the
-    /// default when the default configuration file does not exist.
+    /// The socket: --socket, else SMB3D_ADMIN_SOCKET, else the one the configuration names,
+    /// else the default. The configuration is not parsed as a whole: a file with an error must
+    /// not keep `smb3d reload` from the running server, which then reports that error.
     fn socket(&self) -> Result<PathBuf, AnyError> {
         if let Some(socket) = &self.socket {
             return Ok(socket.clone());
         }
-        let default_missing =
-            self.config == Path::new(DEFAULT_CONFIG_PATH) && !self.config.exists();
-        if default_missing && std::env::var_os("SMB3D_ADMIN_SOCKET").is_none() {
-            return Ok(ServerConfig::default().admin_socket);
+        if let Some(socket) = std::env::var_os("SMB3D_ADMIN_SOCKET") {
+            return Ok(PathBuf::from(socket));
         }
-        Ok(crate::config_cmd::load(&self.config)?.server.admin_socket)
+        match std::fs::read_to_string(&self.config) {
+            Ok(text) => Ok(admin_socket_in(&text)),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && self.config == Path::new(DEFAULT_CONFIG_PATH) =>
+            {
+                Ok(ServerConfig::default().admin_socket)
+            }
+            Err(e) => Err(format!("{}: {e}", self.config.display()).into()),
+        }
     }
 
     /// Sends one request and returns the answer's fields, or the server's error.
@@ -87,10 +95,43 @@ impl Target {
     }
 }
 
-/// `smb3d status [--json]`.
-pub fn status(target: &Target, as_json: bool) -> Result<(), AnyError> {
+/// smbstatus' filters, as far as the report carries what they select.
+#[derive(Args)]
+pub struct StatusFilter {
+    /// Show sessions ("processes" in smbstatus).
+    #[arg(short = 'p', long)]
+    processes: bool,
+    /// Show tree connects (shares).
+    #[arg(short = 'S', long)]
+    shares: bool,
+    /// Show open files ("locked files" in smbstatus) and byte-range locks.
+    #[arg(short = 'L', long)]
+    locks: bool,
+    /// Show byte-range locks.
+    #[arg(short = 'B', long)]
+    byterange: bool,
+    /// Only what this user's sessions hold (names compared as at logon).
+    #[arg(short = 'u', long)]
+    user: Option<String>,
+}
+
+impl StatusFilter {
+    fn sections(&self) -> crate::status::Sections {
+        let all = !(self.processes || self.shares || self.locks || self.byterange);
+        crate::status::Sections {
+            sessions: all || self.processes,
+            tcons: all || self.shares,
+            open_files: all || self.locks,
+            byte_range_locks: all || self.locks || self.byterange,
+        }
+    }
+}
+
+/// `smb3d status [--json] [-p] [-S] [-L] [-B] [-u USER]`.
+pub fn status(target: &Target, as_json: bool, filter: &StatusFilter) -> Result<(), AnyError> {
     let answer = target.ask(&json!({"command": "status"}))?;
-    let report = answer.get("status").cloned().unwrap_or(Value::Null);
+    let mut report = answer.get("status").cloned().unwrap_or(Value::Null);
+    crate::status::filter(&mut report, filter.sections(), filter.user.as_deref());
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -145,6 +186,24 @@ pub fn reload(target: &Target) -> Result<(), AnyError> {
             field("share"),
             field("reason")
         );
+    }
+    Ok(())
+}
+
+/// `smb3d debug [LEVEL]`.
+pub fn debug(target: &Target, level: Option<&str>) -> Result<(), AnyError> {
+    let mut request = json!({"command": "debug"});
+    if let Some(level) = level {
+        request["level"] = json!(level);
+    }
+    let answer = target.ask(&request)?;
+    let filter = answer.get("filter").and_then(Value::as_str).unwrap_or("");
+    match level {
+        Some(_) => println!(
+            "log filter changed from {:?} to {filter:?}",
+            answer.get("before").and_then(Value::as_str).unwrap_or("")
+        ),
+        None => println!("log filter {filter:?}"),
     }
     Ok(())
 }

@@ -59,11 +59,24 @@ enum Command {
         #[command(subcommand)]
         action: config_cmd::ConfigAction,
     },
-    /// Show the running server's sessions, tree connects, open files and byte-range locks (like smbstatus).
+    /// Show the running server's sessions, tree connects, open files and byte-range locks (like
+    /// smbstatus); -p, -S, -L and -B pick sections, -u a user.
     Status {
         /// Print the report as JSON, with smbstatus --json's keys where they map.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: ctl::StatusFilter,
+        #[command(flatten)]
+        target: ctl::Target,
+    },
+    /// Show or change the running server's log level, as `smbcontrol smbd debug` does: a
+    /// Samba debug level (0 errors, 1 warnings, 2-3 info, 4-9 debug, 10 trace), a filter as
+    /// SMB3D_LOG takes it (`smb3d_server=debug,info`), or `reset` for the level it started
+    /// with. It lasts until the server stops.
+    Debug {
+        /// The new level; without it the current one is shown.
+        level: Option<String>,
         #[command(flatten)]
         target: ctl::Target,
     },
@@ -105,7 +118,12 @@ fn main() -> ExitCode {
             config,
         } => share_list(&config),
         Command::Config { action } => config_cmd::run(action),
-        Command::Status { json, target } => ctl::status(&target, json),
+        Command::Status {
+            json,
+            filter,
+            target,
+        } => ctl::status(&target, json, &filter),
+        Command::Debug { level, target } => ctl::debug(&target, level.as_deref()),
         Command::Reload { target } => ctl::reload(&target),
         Command::CloseSession { id, target } => ctl::close_session(&target, &id),
         Command::CloseFile { id, target } => ctl::close_file(&target, &id),

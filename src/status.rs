@@ -392,7 +392,74 @@ fn deny_mode(sharemode: &Value) -> &'static str {
     }
 }
 
-/// The report as smbstatus-like tables.
+/// Which tables a report keeps (smbstatus' -p, -S, -L, -B).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sections {
+    pub sessions: bool,
+    pub tcons: bool,
+    pub open_files: bool,
+    pub byte_range_locks: bool,
+}
+
+/// Keeps the tables `sections` asks for and, with `user`, only what that user's sessions hold:
+/// its sessions, their tree connects and opens, and the byte-range locks of those opens.
+pub fn filter(report: &mut Value, sections: Sections, user: Option<&str>) {
+    let Some(report) = report.as_object_mut() else {
+        return;
+    };
+    if let Some(user) = user {
+        let mut kept_sessions = Vec::new();
+        if let Some(Value::Object(sessions)) = report.get_mut("sessions") {
+            sessions.retain(|_, s| smb3d_auth::names::same(text(s, "username"), user));
+            kept_sessions = sessions
+                .values()
+                .map(|s| text(s, "session_id").to_owned())
+                .collect();
+        }
+        let in_kept = |v: &Value| kept_sessions.iter().any(|id| id == text(v, "session_id"));
+        if let Some(Value::Object(tcons)) = report.get_mut("tcons") {
+            tcons.retain(|_, t| in_kept(t));
+        }
+        let mut kept_opens = Vec::new();
+        if let Some(Value::Object(files)) = report.get_mut("open_files") {
+            for file in files.values_mut() {
+                if let Some(Value::Object(opens)) = file.get_mut("opens") {
+                    opens.retain(|_, o| in_kept(o));
+                    kept_opens.extend(opens.keys().cloned());
+                }
+            }
+            files.retain(|_, f| {
+                f.get("opens")
+                    .and_then(Value::as_object)
+                    .is_some_and(|o| !o.is_empty())
+            });
+        }
+        if let Some(Value::Object(files)) = report.get_mut("byte_range_locks") {
+            for file in files.values_mut() {
+                if let Some(Value::Array(locks)) = file.get_mut("locks") {
+                    locks.retain(|l| kept_opens.iter().any(|id| id == text(l, "share_file_id")));
+                }
+            }
+            files.retain(|_, f| {
+                f.get("locks")
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| !l.is_empty())
+            });
+        }
+    }
+    for (key, wanted) in [
+        ("sessions", sections.sessions),
+        ("tcons", sections.tcons),
+        ("open_files", sections.open_files),
+        ("byte_range_locks", sections.byte_range_locks),
+    ] {
+        if !wanted {
+            report.remove(key);
+        }
+    }
+}
+
+/// The report as smbstatus-like tables: those it has.
 pub fn render(report: &Value) -> String {
     let mut out = String::new();
     let empty = Map::new();
@@ -414,103 +481,111 @@ pub fn render(report: &Value) -> String {
         }
         let _ = writeln!(out);
     }
-    let _ = writeln!(
-        out,
-        "{:<16} {:<16} {:<12} {:<40} {:<17} {:<22} {:<14}",
-        "Session", "Username", "Group", "Machine", "Protocol Version", "Encryption", "Signing"
-    );
-    let _ = writeln!(out, "{}", "-".repeat(141));
-    for s in section("sessions").values() {
+    if report.get("sessions").is_some() {
         let _ = writeln!(
             out,
             "{:<16} {:<16} {:<12} {:<40} {:<17} {:<22} {:<14}",
-            text(s, "session_id"),
-            text(s, "username"),
-            text(s, "groupname"),
-            format!("{} ({})", text(s, "remote_machine"), text(s, "hostname")),
-            text(s, "session_dialect"),
-            s.get("encryption").map(shown).unwrap_or_default(),
-            s.get("signing").map(shown).unwrap_or_default(),
+            "Session", "Username", "Group", "Machine", "Protocol Version", "Encryption", "Signing"
         );
-    }
-    let _ = writeln!(
-        out,
-        "\n{:<16} {:<20} {:<16} {:<33} {:<22} {:<14}",
-        "Service", "Session/Tree", "Machine", "Connected at", "Encryption", "Signing"
-    );
-    let _ = writeln!(out, "{}", "-".repeat(125));
-    for (key, t) in section("tcons") {
-        let _ = writeln!(
-            out,
-            "{:<16} {:<20} {:<16} {:<33} {:<22} {:<14}",
-            text(t, "service"),
-            key,
-            text(t, "machine"),
-            text(t, "connected_at"),
-            t.get("encryption").map(shown).unwrap_or_default(),
-            t.get("signing").map(shown).unwrap_or_default(),
-        );
-    }
-    let _ = writeln!(out, "\nLocked files:");
-    let _ = writeln!(
-        out,
-        "{:<10} {:<10} {:<11} {:<11} {:<6} {:<8} {:<24} {:<32} Time",
-        "File ID", "User(ID)", "DenyMode", "Access", "R/W", "Oplock", "SharePath", "Name"
-    );
-    let _ = writeln!(out, "{}", "-".repeat(140));
-    for file in section("open_files").values() {
-        let opens = file.get("opens").and_then(Value::as_object);
-        for (id, o) in opens.into_iter().flatten() {
-            let access = o.get("access_mask").unwrap_or(&Value::Null);
-            let rw = match text(access, "text") {
-                "RW" => "RDWR",
-                "R" => "RDONLY",
-                "W" => "WRONLY",
-                _ => "-",
-            };
-            let oplock = o
-                .get("oplock")
-                .map(|v| text(v, "text"))
-                .filter(|t| !t.is_empty())
-                .unwrap_or("NONE");
+        let _ = writeln!(out, "{}", "-".repeat(141));
+        for s in section("sessions").values() {
             let _ = writeln!(
                 out,
-                "{:<10} {:<10} {:<11} {:<11} {:<6} {:<8} {:<24} {:<32} {}",
-                id,
-                o.get("uid").map(ToString::to_string).unwrap_or_default(),
-                deny_mode(o.get("sharemode").unwrap_or(&Value::Null)),
-                text(access, "hex"),
-                rw,
-                oplock,
-                text(file, "service_path"),
-                text(file, "filename"),
-                text(o, "opened_at"),
+                "{:<16} {:<16} {:<12} {:<40} {:<17} {:<22} {:<14}",
+                text(s, "session_id"),
+                text(s, "username"),
+                text(s, "groupname"),
+                format!("{} ({})", text(s, "remote_machine"), text(s, "hostname")),
+                text(s, "session_dialect"),
+                s.get("encryption").map(shown).unwrap_or_default(),
+                s.get("signing").map(shown).unwrap_or_default(),
             );
         }
     }
-    let _ = writeln!(out, "\nByte range locks:");
-    let _ = writeln!(
-        out,
-        "{:<10} {:<24} {:<4} {:<20} {:<20} {:<24} Name",
-        "File ID", "dev:inode", "R/W", "start", "size", "SharePath"
-    );
-    let _ = writeln!(out, "{}", "-".repeat(140));
-    for file in section("byte_range_locks").values() {
-        let id = file.get("fileid").unwrap_or(&Value::Null);
-        let number = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-        let locks = file.get("locks").and_then(Value::as_array);
-        for l in locks.into_iter().flatten() {
+    if report.get("tcons").is_some() {
+        let _ = writeln!(
+            out,
+            "\n{:<16} {:<20} {:<16} {:<33} {:<22} {:<14}",
+            "Service", "Session/Tree", "Machine", "Connected at", "Encryption", "Signing"
+        );
+        let _ = writeln!(out, "{}", "-".repeat(125));
+        for (key, t) in section("tcons") {
             let _ = writeln!(
                 out,
-                "{:<10} {:<24} {:<4} {:<20} {:<20} {:<24} {}",
-                text(l, "share_file_id"),
-                format!("{}:{}", number(id, "devid"), number(id, "inode")),
-                text(l, "type"),
-                number(l, "start"),
-                number(l, "size"),
-                text(file, "share_path"),
-                text(file, "file_name"),
+                "{:<16} {:<20} {:<16} {:<33} {:<22} {:<14}",
+                text(t, "service"),
+                key,
+                text(t, "machine"),
+                text(t, "connected_at"),
+                t.get("encryption").map(shown).unwrap_or_default(),
+                t.get("signing").map(shown).unwrap_or_default(),
             );
+        }
+    }
+    if report.get("open_files").is_some() {
+        let _ = writeln!(out, "\nLocked files:");
+        let _ = writeln!(
+            out,
+            "{:<10} {:<10} {:<11} {:<11} {:<6} {:<8} {:<24} {:<32} Time",
+            "File ID", "User(ID)", "DenyMode", "Access", "R/W", "Oplock", "SharePath", "Name"
+        );
+        let _ = writeln!(out, "{}", "-".repeat(140));
+        for file in section("open_files").values() {
+            let opens = file.get("opens").and_then(Value::as_object);
+            for (id, o) in opens.into_iter().flatten() {
+                let access = o.get("access_mask").unwrap_or(&Value::Null);
+                let rw = match text(access, "text") {
+                    "RW" => "RDWR",
+                    "R" => "RDONLY",
+                    "W" => "WRONLY",
+                    _ => "-",
+                };
+                let oplock = o
+                    .get("oplock")
+                    .map(|v| text(v, "text"))
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or("NONE");
+                let _ = writeln!(
+                    out,
+                    "{:<10} {:<10} {:<11} {:<11} {:<6} {:<8} {:<24} {:<32} {}",
+                    id,
+                    o.get("uid").map(ToString::to_string).unwrap_or_default(),
+                    deny_mode(o.get("sharemode").unwrap_or(&Value::Null)),
+                    text(access, "hex"),
+                    rw,
+                    oplock,
+                    text(file, "service_path"),
+                    text(file, "filename"),
+                    text(o, "opened_at"),
+                );
+            }
+        }
+    }
+    if report.get("byte_range_locks").is_some() {
+        let _ = writeln!(out, "\nByte range locks:");
+        let _ = writeln!(
+            out,
+            "{:<10} {:<24} {:<4} {:<20} {:<20} {:<24} Name",
+            "File ID", "dev:inode", "R/W", "start", "size", "SharePath"
+        );
+        let _ = writeln!(out, "{}", "-".repeat(140));
+        for file in section("byte_range_locks").values() {
+            let id = file.get("fileid").unwrap_or(&Value::Null);
+            let number = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let locks = file.get("locks").and_then(Value::as_array);
+            for l in locks.into_iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "{:<10} {:<24} {:<4} {:<20} {:<20} {:<24} {}",
+                    text(l, "share_file_id"),
+                    format!("{}:{}", number(id, "devid"), number(id, "inode")),
+                    text(l, "type"),
+                    number(l, "start"),
+                    number(l, "size"),
+                    text(file, "share_path"),
+                    text(file, "file_name"),
+                );
+            }
         }
     }
     out
@@ -750,6 +825,104 @@ mod tests {
             |c: char| c != '\n' && (c.is_control() || ('\u{2000}'..='\u{206F}').contains(&c));
         assert!(!r.to_string().contains(unshowable), "{r}");
         assert!(!text.contains(unshowable), "{text}");
+    }
+
+    const ALL: Sections = Sections {
+        sessions: true,
+        tcons: true,
+        open_files: true,
+        byte_range_locks: true,
+    };
+
+    fn sample_report() -> Value {
+        report(
+            &sample(),
+            &ShareHealth::default(),
+            Path::new("/etc/smb3d/smb3d.toml"),
+            UNIX_EPOCH,
+        )
+    }
+
+    /// smbstatus -u USER: that user's sessions and what they hold, nothing of others.
+    #[test]
+    fn a_user_filter_keeps_what_the_users_sessions_hold() {
+        let mut r = sample_report();
+        filter(&mut r, ALL, Some("BENCH"));
+        let sessions: Vec<&String> = r["sessions"].as_object().unwrap().keys().collect();
+        assert_eq!(sessions, ["2630074081"]);
+        assert_eq!(r["tcons"].as_object().unwrap().len(), 1);
+        assert!(r["open_files"]["/srv/share/dir/a.txt"]["opens"]["12"].is_object());
+        assert_eq!(
+            r["byte_range_locks"]["/srv/share/dir/a.txt"]["locks"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+        let mut r = sample_report();
+        filter(&mut r, ALL, Some("alice"));
+        for key in ["sessions", "tcons", "open_files", "byte_range_locks"] {
+            assert_eq!(r[key], json!({}), "{key}");
+        }
+    }
+
+    /// smbstatus -p, -S, -L and -B: the report and its tables keep only those sections.
+    #[test]
+    fn section_filters_keep_only_their_tables() {
+        let none = Sections {
+            sessions: false,
+            tcons: false,
+            open_files: false,
+            byte_range_locks: false,
+        };
+        for (sections, kept, heading) in [
+            (
+                Sections {
+                    sessions: true,
+                    ..none
+                },
+                "sessions",
+                "Session ",
+            ),
+            (
+                Sections {
+                    tcons: true,
+                    ..none
+                },
+                "tcons",
+                "Service ",
+            ),
+            (
+                Sections {
+                    open_files: true,
+                    ..none
+                },
+                "open_files",
+                "Locked files:",
+            ),
+            (
+                Sections {
+                    byte_range_locks: true,
+                    ..none
+                },
+                "byte_range_locks",
+                "Byte range locks:",
+            ),
+        ] {
+            let mut r = sample_report();
+            filter(&mut r, sections, None);
+            let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+            assert!(keys.contains(&&kept.to_owned()), "{keys:?}");
+            assert_eq!(keys.len(), 5, "metadata and {kept}: {keys:?}");
+            let text = render(&r);
+            assert!(text.contains(heading), "{text}");
+            let headings = ["Session ", "Service ", "Locked files:", "Byte range locks:"];
+            assert_eq!(
+                headings.iter().filter(|h| text.contains(**h)).count(),
+                1,
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -512,3 +512,78 @@ fn a_broken_share_does_not_stop_the_server() {
     served.signal("TERM");
     assert!(served.exit_status().success());
 }
+
+/// A connection that ends in the middle of a frame, which the transport logs at debug.
+fn cut_connection(port: u16) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(b"\x00\x00\x00\x40abc").unwrap();
+}
+
+/// Issue 23 item 7: `status`, `reload` and `debug` find the admin socket in a configuration
+/// file that no longer parses (the running server keeps the one it started with, and refuses
+/// the broken one on reload), and `smb3d debug` changes the running server's log level.
+#[test]
+fn admin_commands_reach_the_server_through_a_broken_configuration() {
+    let served = Served::start("", &[]);
+    let good = std::fs::read_to_string(&served.config).unwrap();
+    std::fs::write(&served.config, format!("{good}[share.broken\npath = = 1\n")).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .arg("--config")
+            .arg(&served.config)
+            .output()
+            .unwrap()
+    };
+    let status = run(&["status", "-S"]);
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    assert!(
+        text(&status.stdout).contains("Service"),
+        "{}",
+        text(&status.stdout)
+    );
+    assert!(
+        !text(&status.stdout).contains("Locked files"),
+        "-S shows tree connects only"
+    );
+    let reload = run(&["reload"]);
+    assert!(!reload.status.success());
+    let refused = text(&reload.stderr);
+    assert!(
+        refused.contains("not reloaded; the running one is kept"),
+        "{refused}"
+    );
+    assert!(refused.contains("smb3d.toml:"), "{refused}");
+
+    cut_connection(served.port);
+    let shown = run(&["debug"]);
+    assert!(
+        text(&shown.stdout).contains("log filter \"info\""),
+        "{}",
+        text(&shown.stderr)
+    );
+    let changed = run(&["debug", "5"]);
+    assert!(changed.status.success(), "{}", text(&changed.stderr));
+    assert!(
+        text(&changed.stdout).contains("log filter changed from \"info\" to \"debug\""),
+        "{}",
+        text(&changed.stdout)
+    );
+    served.wait_for_log("log filter changed from \"info\" to \"debug\"");
+    assert!(
+        !served.log().contains("connection ended"),
+        "logged at info: {}",
+        served.log()
+    );
+    cut_connection(served.port);
+    served.wait_for_log("connection ended");
+    let bad = run(&["debug", "smb3d=["]);
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("is not a log filter"),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(run(&["debug", "reset"]).status.success());
+    assert!(text(&run(&["debug"]).stdout).contains("log filter \"info\""));
+}

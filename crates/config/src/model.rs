@@ -653,6 +653,55 @@ fn first(errors: Vec<ConfigError>) -> ConfigError {
     })
 }
 
+/// The admin socket the configuration `text` names, read even when the file has errors
+/// elsewhere (a syntax error, an unknown key), so that `smb3d status` and `smb3d reload` still
+/// reach the running server, which holds the configuration it started with; the default when
+/// `[server]` names none that can be read.
+pub fn admin_socket_in(text: &str) -> PathBuf {
+    let (root, _) = toml::de::DeTable::parse_recoverable(text);
+    let named = root.get_ref().iter().find_map(|(key, value)| {
+        let DeValue::Table(server) = value.get_ref() else {
+            return None;
+        };
+        if key.get_ref().as_ref() != "server" {
+            return None;
+        }
+        server
+            .iter()
+            .find_map(|(key, value)| match value.get_ref() {
+                DeValue::String(path) if key.get_ref().as_ref() == "admin_socket" => {
+                    Some(PathBuf::from(path.as_ref()))
+                }
+                _ => None,
+            })
+    });
+    // An error can swallow the lines after it (an unclosed array); the key's own line, in the
+    // [server] section, is then read alone.
+    named
+        .or_else(|| admin_socket_line(text))
+        .filter(|path| check_admin_socket(path).is_ok())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_ADMIN_SOCKET))
+}
+
+/// The `admin_socket = "..."` line of the `[server]` section, read as a line.
+fn admin_socket_line(text: &str) -> Option<PathBuf> {
+    let mut in_server = false;
+    text.lines().map(str::trim).find_map(|line| {
+        if line.starts_with('[') {
+            in_server = line.trim_end_matches(|c| c != ']') == "[server]";
+            return None;
+        }
+        let (key, value) = line.split_once('=')?;
+        if !in_server || key.trim() != "admin_socket" {
+            return None;
+        }
+        match toml::de::DeValue::parse(value.trim()).ok()?.into_inner() {
+            DeValue::String(path) => Some(PathBuf::from(path.as_ref())),
+            _ => None,
+        }
+    })
+}
+
 /// Where each key's value of a table is, for problems found after deserializing it.
 fn value_spans(table: &Spanned<DeValue<'_>>) -> Vec<(String, std::ops::Range<usize>)> {
     match table.get_ref() {
@@ -1165,6 +1214,30 @@ access_based_share_enum = true
         let e = parse("[server]\nlisten = [\"0.0.0.0:445\", \"nas.local\"]\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
         assert!(e.message.contains("nas.local"), "{e}");
+    }
+
+    #[test]
+    fn the_admin_socket_is_found_in_a_file_with_errors() {
+        let broken = "[server]\nlisten = [\"0.0.0.0:445\"\nadmin_socket = \"/run/x/a.sock\"\n\
+                      bogus = 1\n[share.s]\npath = = \"/s\"\n";
+        assert!(parse(broken).is_err());
+        assert_eq!(admin_socket_in(broken), Path::new("/run/x/a.sock"));
+        let later = "[share.s\npath = 1\n[server]\nadmin_socket = \"/tmp/b.sock\"\nx = \n";
+        assert_eq!(admin_socket_in(later), Path::new("/tmp/b.sock"));
+        for unnamed in [
+            "",
+            "[server]\nadmin_socket = 5\n",
+            "[server]\nadmin_socket = \"relative.sock\"\n",
+            "[other]\nadmin_socket = \"/tmp/c.sock\"\n",
+            "admin_socket = \"/tmp/c.sock\"\n",
+            "[server\nadmin_socket = \"/tmp/c.sock\"\n",
+        ] {
+            assert_eq!(
+                admin_socket_in(unnamed),
+                Path::new(DEFAULT_ADMIN_SOCKET),
+                "{unnamed:?}"
+            );
+        }
     }
 
     #[test]
