@@ -114,6 +114,8 @@ struct ShareParams {
     allocation_roundup_size: Option<u64>,
     hide_dot_files: Option<bool>,
     hide_files: Option<Vec<String>>,
+    /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
+    streams: Option<bool>,
 }
 
 /// Parameters smb3d has no use for, with why, so that the warning helps.
@@ -548,7 +550,7 @@ impl Converter {
                 Some(policy) => out.encrypt = Some(policy),
                 None => self.warn_value(section, p, "unknown encryption setting"),
             },
-            "vfsobjects" | "vfsobject" => self.vfs_objects(section, p),
+            "vfsobjects" | "vfsobject" => out.streams = Some(self.vfs_objects(section, p)),
             "createmask" | "createmode" => {
                 out.create_mask = self.mode_param(section, p).or(out.create_mask);
             }
@@ -653,8 +655,10 @@ impl Converter {
     }
 
     /// acl_xattr and streams_xattr store what smb3d stores natively, in the same format.
-    fn vfs_objects(&mut self, section: &Section, p: &Param) {
-        for module in split_list(&p.value) {
+    /// Returns whether the modules give the share named streams.
+    fn vfs_objects(&mut self, section: &Section, p: &Param) -> bool {
+        let modules = split_list(&p.value);
+        for module in &modules {
             if module != "acl_xattr" && module != "streams_xattr" {
                 self.warn(
                     section,
@@ -663,6 +667,9 @@ impl Converter {
                 );
             }
         }
+        modules
+            .iter()
+            .any(|m| m == "streams_xattr" || m == "streams_depot")
     }
 
     fn skip(&mut self, section: &Section, why: &str) {
@@ -704,21 +711,28 @@ impl Converter {
             self.skip(section, &why);
             return None;
         }
-        let path = match params.path {
-            None => {
-                self.skip(section, "it has no path");
-                return None;
-            }
-            Some(path) if path.contains('%') => {
-                self.skip(section, &format!("path {path} uses a substitution"));
-                return None;
-            }
-            Some(path) if !path.starts_with('/') => {
-                self.skip(section, &format!("path {path} is not absolute"));
-                return None;
-            }
-            Some(path) => path,
+        let streams = params.streams.unwrap_or(false);
+        let Some(path) = params.path else {
+            self.skip(section, "it has no path");
+            return None;
         };
+        let path = match self.static_substitution(&section.name, &path) {
+            Ok(path) => path,
+            Err(dynamic) => {
+                self.skip(
+                    section,
+                    &format!(
+                        "path {path} uses {dynamic}, which changes with each connection; smb3d \
+                         has no per-connection share paths yet"
+                    ),
+                );
+                return None;
+            }
+        };
+        if !path.starts_with('/') {
+            self.skip(section, &format!("path {path} is not absolute"));
+            return None;
+        }
         let valid_users = match params.valid_users {
             Some((users, true)) if users.is_empty() => {
                 // Dropping the groups would open the share to every user.
@@ -751,12 +765,44 @@ impl Converter {
         share.encrypt = params.encrypt;
         share.create_mask = params.create_mask.unwrap_or(DEFAULT_CREATE_MASK);
         share.directory_mask = params.directory_mask.unwrap_or(DEFAULT_DIRECTORY_MASK);
-        // smb3d allocates strictly unless told not to, whatever Samba's default.
-        share.strict_allocate = params.strict_allocate.unwrap_or(true);
+        // Samba's default: no (smb3d's own is yes, so it is written out).
+        share.strict_allocate = params.strict_allocate.unwrap_or(false);
         share.allocation_roundup_size = params.allocation_roundup_size.unwrap_or(0);
         share.hide_dot_files = params.hide_dot_files.unwrap_or(true);
         share.hide_files = params.hide_files.unwrap_or_default();
+        if !streams {
+            self.warn(
+                section,
+                None,
+                "named streams: Samba serves none on this share (its vfs objects have no \
+                 streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no \
+                 option to turn them off yet"
+                    .into(),
+            );
+        }
         Some(share)
+    }
+
+    /// `path` with the substitutions that are the same for every connection replaced: %S (the
+    /// share's name), %L (the server's NetBIOS name), %% (a percent sign). The first other one
+    /// (%U, %m, %t, ...) is the error: those change with each connection.
+    fn static_substitution(&self, share: &str, path: &str) -> Result<String, String> {
+        let mut out = String::with_capacity(path.len());
+        let mut chars = path.chars();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('S') => out.push_str(share),
+                Some('L') => out.push_str(&self.server.server_name),
+                Some('%') => out.push('%'),
+                Some(other) => return Err(format!("the substitution %{other}")),
+                None => return Err("a lone %".into()),
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -769,8 +815,15 @@ mod tests {
         convert(path, SmbConf::parse(path, text).unwrap()).unwrap()
     }
 
+    /// The warnings, less the named-streams one every share without streams_xattr gets
+    /// (`samba_defaults_that_differ_from_smb3d_s`).
     fn messages(imported: &Imported) -> Vec<String> {
-        imported.warnings.iter().map(ToString::to_string).collect()
+        imported
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .filter(|w| !w.contains("named streams:"))
+            .collect()
     }
 
     #[test]
@@ -881,7 +934,7 @@ mod tests {
         assert_eq!(s.allocation_roundup_size, 1 << 20);
         assert_eq!(s.hide_files, ["hidefile", "*.tmp"]);
         let t = i.config.share("t").unwrap();
-        assert!(t.strict_allocate && !t.hide_dot_files && t.hide_files.is_empty());
+        assert!(!t.strict_allocate && !t.hide_dot_files && t.hide_files.is_empty());
         assert_eq!(t.allocation_roundup_size, 0);
         let warnings = messages(&i);
         assert_eq!(warnings.len(), 2, "{warnings:?}");
@@ -981,7 +1034,8 @@ mod tests {
             (4, "[nopath]: share skipped: it has no path"),
             (
                 5,
-                "[macro]: share skipped: path /home/%U uses a substitution",
+                "[macro]: share skipped: path /home/%U uses the substitution %U, which changes \
+                 with each connection; smb3d has no per-connection share paths yet",
             ),
             (6, "[rel]: share skipped: path srv is not absolute"),
             (7, "[groups]: share skipped: valid users names only groups"),
@@ -1025,6 +1079,54 @@ mod tests {
         let again = Config::parse(Path::new("out.toml"), &text).unwrap();
         assert_eq!(again.to_toml(), i.config.to_toml());
         assert_eq!(again.shares[0].0, "Team Data");
+    }
+
+    /// Issue 23 item 12: where smb3d's defaults differ from Samba's, an imported share keeps
+    /// Samba's behaviour or says why it cannot.
+    #[test]
+    fn samba_defaults_that_differ_from_smb3d_s() {
+        let i = convert_text(
+            "[global]\nnetbios name = nas1\n\
+             [plain]\npath = /srv/plain\n\
+             [strict]\npath = /srv/strict\nstrict allocate = yes\nvfs objects = streams_xattr\n\
+             [named]\npath = /srv/%S/%L/100%%\nvfs objects = acl_xattr streams_xattr\n\
+             [dynamic_share]\npath = /srv/dynamic/%t\n\
+             [relative]\npath = %S\n",
+        );
+        // strict allocate = no is Samba's default: a write far beyond the end leaves a hole
+        // rather than allocating everything before it (smbtorture smb2.rw.invalid).
+        assert!(!i.config.share("plain").unwrap().strict_allocate);
+        assert!(i.config.share("strict").unwrap().strict_allocate);
+        // Substitutions that are the same for every connection are made now.
+        assert_eq!(
+            i.config.share("named").unwrap().path.get_ref(),
+            Path::new("/srv/named/NAS1/100%")
+        );
+        assert!(i.config.share("dynamic_share").is_none());
+        assert!(i.config.share("relative").is_none());
+        let all: Vec<String> = i.warnings.iter().map(ToString::to_string).collect();
+        let streams: Vec<&String> = all
+            .iter()
+            .filter(|w| w.contains("named streams:"))
+            .collect();
+        assert_eq!(streams.len(), 1, "{all:#?}");
+        assert!(
+            streams[0].contains("[plain]: named streams: Samba serves none"),
+            "{all:#?}"
+        );
+        assert!(
+            all.iter().any(|w| w.contains(
+                "[dynamic_share]: share skipped: path /srv/dynamic/%t uses the substitution %t"
+            )),
+            "{all:#?}"
+        );
+        assert!(
+            all.iter().any(
+                |w| w.contains("[relative]: share skipped: path named is not absolute")
+                    || w.contains("[relative]: share skipped: path relative is not absolute")
+            ),
+            "{all:#?}"
+        );
     }
 
     #[test]
