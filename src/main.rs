@@ -7,6 +7,7 @@ mod credentials;
 mod ctl;
 mod descriptors;
 mod logging;
+mod manual;
 mod metrics_http;
 mod reload;
 mod serve;
@@ -17,14 +18,23 @@ mod users;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 use smb3d_config::DEFAULT_CONFIG_PATH;
 
 #[derive(Parser)]
 #[command(
     name = "smb3d",
     version,
-    about = "A memory-safe, fast SMB2/SMB3 file server"
+    about = "A memory-safe, fast SMB2/SMB3 file server",
+    long_about = "A memory-safe, fast SMB2/SMB3 file server for Linux: it serves the shares of \
+                  its configuration to Windows, macOS and Linux clients (SMB 2.0.2 to 3.1.1, \
+                  NTLMv2, signing and encryption), with its own user database in Samba's \
+                  smbpasswd format, and converts a Samba smb.conf.",
+    after_long_help = "Files: /etc/smb3d/smb3d.toml (the configuration; smb3d config check \
+                       explains it), /var/lib/smb3d/users (the user database), \
+                       /run/smb3d/admin.sock (the admin socket of status, reload and debug). \
+                       SMB3D_LOG sets the log filter, SMB3D_* variables override settings. \
+                       More in /usr/share/doc/smb3d (operations.md) and the README."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -59,8 +69,9 @@ enum Command {
         #[command(subcommand)]
         action: config_cmd::ConfigAction,
     },
-    /// Show the running server's sessions, tree connects, open files and byte-range locks (like
-    /// smbstatus); -p, -S, -L and -B pick sections, -u a user.
+    /// Show the running server's sessions, tree connects, open files and byte-range locks.
+    ///
+    /// Like smbstatus: -p, -S, -L and -B pick those sections, -u one user's.
     Status {
         /// Print the report as JSON, with smbstatus --json's keys where they map.
         #[arg(long)]
@@ -70,10 +81,11 @@ enum Command {
         #[command(flatten)]
         target: ctl::Target,
     },
-    /// Show or change the running server's log level, as `smbcontrol smbd debug` does: a
-    /// Samba debug level (0 errors, 1 warnings, 2-3 info, 4-9 debug, 10 trace), a filter as
-    /// SMB3D_LOG takes it (`smb3d_server=debug,info`), or `reset` for the level it started
-    /// with. It lasts until the server stops.
+    /// Show or change the running server's log level (as smbcontrol smbd debug).
+    ///
+    /// LEVEL is a Samba debug level (0 errors, 1 warnings, 2-3 info, 4-9 debug, 10 trace), a
+    /// filter as SMB3D_LOG takes it (smb3d_server=debug,info), or `reset` for the level the
+    /// server started with. It lasts until the server stops.
     Debug {
         /// The new level; without it the current one is shown.
         level: Option<String>,
@@ -99,6 +111,16 @@ enum Command {
         id: String,
         #[command(flatten)]
         target: ctl::Target,
+    },
+    /// Write the manual pages of smb3d and of each subcommand (smb3d.8, smb3d-serve.8, ...).
+    Manpages {
+        /// The directory to write them into, for example /usr/local/share/man/man8.
+        dir: PathBuf,
+    },
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -127,6 +149,17 @@ fn main() -> ExitCode {
         Command::Reload { target } => ctl::reload(&target),
         Command::CloseSession { id, target } => ctl::close_session(&target, &id),
         Command::CloseFile { id, target } => ctl::close_file(&target, &id),
+        Command::Manpages { dir } => manual::manpages(Cli::command(), &dir).map(|pages| {
+            println!(
+                "wrote {} manual page(s) into {}",
+                pages.len(),
+                dir.display()
+            );
+        }),
+        Command::Completions { shell } => {
+            manual::completions(&mut Cli::command(), shell);
+            Ok(())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -41,8 +41,10 @@ pub enum UserAction {
         /// The user to show.
         name: String,
     },
-    /// Disable a user: its logons are refused (STATUS_ACCOUNT_DISABLED) until it is enabled
-    /// again; its password and sessions already logged on are kept (`smb3d close-session`
+    /// Disable a user: its logons are refused until it is enabled again.
+    ///
+    /// A logon with the right password is answered STATUS_ACCOUNT_DISABLED, as Samba answers
+    /// it; the password and the sessions already logged on are kept (`smb3d close-session`
     /// ends those).
     Disable {
         /// The user to disable.

@@ -453,9 +453,14 @@ fn systemd_unit_verifies() {
     ] {
         assert!(text_unit.contains(needed), "unit lacks {needed}");
     }
+    // verify runs `man` on every Documentation= page: the ones `smb3d manpages` writes.
+    let man = dir.path().join("man");
+    let pages = smb3d(&["manpages", man.join("man8").to_str().unwrap()], &[], None);
+    assert!(pages.status.success(), "{}", text(&pages.stderr));
     match Command::new("systemd-analyze")
         .arg("verify")
         .arg(&unit)
+        .env("MANPATH", &man)
         .output()
     {
         Ok(out) => assert!(
@@ -467,15 +472,80 @@ fn systemd_unit_verifies() {
     }
 }
 
-/// Every subcommand, found by walking the "Commands:" sections of `--help` from the top, so
-/// that a new one is checked without being listed here.
+/// Issue 23 item 10: the manual pages and completions are made from the command line itself:
+/// a page for every subcommand `--help` shows, which man renders, and completion scripts that
+/// know the subcommands.
+#[test]
+fn manual_pages_and_completions_cover_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let man8 = dir.path().join("man8");
+    let out = smb3d(&["manpages", man8.to_str().unwrap()], &[], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let subcommands = subcommands();
+    let mut written: Vec<String> = std::fs::read_dir(&man8)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let mut expected: Vec<String> = subcommands
+        .iter()
+        .map(|sub| {
+            let mut name = vec!["smb3d".to_owned()];
+            name.extend(sub.iter().cloned());
+            format!("{}.8", name.join("-"))
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(written, expected);
+    let top = std::fs::read_to_string(man8.join("smb3d.8")).unwrap();
+    assert!(
+        top.starts_with(".ie \\n(.g .ds Aq") || top.contains(".TH smb3d 8"),
+        "{top}"
+    );
+    assert!(top.contains(".TH smb3d 8"), "{top}");
+    let disable = std::fs::read_to_string(man8.join("smb3d-user-disable.8")).unwrap();
+    assert!(disable.contains("STATUS_ACCOUNT_DISABLED"), "{disable}");
+    if let Ok(rendered) = Command::new("man")
+        .arg("-l")
+        .arg(man8.join("smb3d.8"))
+        .env("MANWIDTH", "100")
+        .output()
+    {
+        let page = text(&rendered.stdout);
+        for part in [
+            "SYNOPSIS",
+            "smb3d-serve(8)",
+            "smb3d-user(8)",
+            "/etc/smb3d/smb3d.toml",
+        ] {
+            assert!(page.contains(part), "{part} in {page}");
+        }
+    }
+    for (shell, marker) in [
+        ("bash", "complete -F _smb3d"),
+        ("zsh", "#compdef smb3d"),
+        ("fish", "complete -c smb3d"),
+    ] {
+        let script = smb3d(&["completions", shell], &[], None);
+        assert!(script.status.success(), "{shell}");
+        let script = text(&script.stdout);
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(
+            script.contains("disable") && script.contains("import-smb-conf"),
+            "{shell}"
+        );
+    }
+}
+
+/// Every subcommand, found by walking the "Commands:" sections of `-h` (the compact help, one
+/// line an option) from the top, so that a new one is checked without being listed here.
 fn subcommands() -> Vec<Vec<String>> {
     let mut found = vec![Vec::new()];
     let mut next = 0;
     while let Some(sub) = found.get(next).cloned() {
         next += 1;
         let mut args = sub.clone();
-        args.push("--help".into());
+        args.push("-h".into());
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let help = text(&smb3d(&args, &[], None).stdout);
         let mut in_commands = false;
@@ -511,7 +581,7 @@ fn every_option_of_every_subcommand_has_help() {
     let mut undocumented = Vec::new();
     for sub in &subcommands {
         let mut args: Vec<&str> = sub.iter().map(String::as_str).collect();
-        args.push("--help");
+        args.push("-h");
         let out = smb3d(&args, &[], None);
         assert!(out.status.success(), "{args:?}");
         let help = text(&out.stdout);
