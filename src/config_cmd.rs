@@ -118,11 +118,7 @@ fn check(file: &Path, no_env: bool, quiet: bool) -> Result<(), AnyError> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "# {} is valid; effective settings:", file.display())?;
     if !warnings.is_empty() {
-        writeln!(
-            out,
-            "# {} warning(s) on standard error: shares serve leaves out or users they name",
-            warnings.len()
-        )?;
+        writeln!(out, "# {} warning(s) on standard error", warnings.len())?;
     }
     if !no_env {
         for (name, value) in override_variables() {
@@ -133,11 +129,17 @@ fn check(file: &Path, no_env: bool, quiet: bool) -> Result<(), AnyError> {
     Ok(())
 }
 
-/// What `serve` would find wrong with the shares of a valid configuration: shares it cannot
-/// open (it serves the others without them), and users and groups the shares' lists name that
-/// the user database or the system does not have.
+/// What `serve` would find wrong with a valid configuration: settings it does not enforce
+/// yet, shares it cannot open (it serves the others without them), and users and groups the
+/// shares' lists name that the user database or the system does not have.
 pub fn share_warnings(config: &Config) -> Vec<String> {
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = config
+        .not_enforced()
+        .into_iter()
+        .map(|(setting, meanwhile)| {
+            format!("{setting} is set, but NOT ENFORCED by this version of smb3d: {meanwhile}")
+        })
+        .collect();
     for (name, share) in &config.shares {
         if let Err(why) = crate::reload::build_share(name, share, &config.server) {
             warnings.push(format!("{why}: smb3d serve leaves this share out"));
@@ -161,6 +163,8 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
             ("valid_users", &share.valid_users),
             ("read_list", &share.read_list),
             ("write_list", &share.write_list),
+            ("invalid_users", &share.invalid_users),
+            ("admin_users", &share.admin_users),
         ] {
             for entry in list {
                 let problem = match entry.strip_prefix(['@', '+']) {

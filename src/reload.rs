@@ -125,6 +125,13 @@ pub fn log_unavailable(health: &ShareHealth) {
     }
 }
 
+/// Warns of every setting of `config` that this version takes but does not enforce yet.
+pub fn log_not_enforced(config: &Config) {
+    for (setting, meanwhile) in config.not_enforced() {
+        tracing::warn!("{setting} is set, but NOT ENFORCED by this version of smb3d: {meanwhile}");
+    }
+}
+
 /// The shares of `config` that can be opened, IPC$ first, and the health of all of them.
 pub fn build_shares(config: &Config) -> (Vec<Arc<Share>>, ShareHealth) {
     let mut shares = vec![Arc::new(Share::ipc())];
@@ -311,6 +318,7 @@ impl Reloader {
             .map(|new| {
                 let health = self.health.lock().clone();
                 let (config, outcome, health) = apply(&self.server, &self.config, &health, &new);
+                log_not_enforced(&config);
                 self.config = config;
                 log_unavailable(&health);
                 *self.health.lock() = health;

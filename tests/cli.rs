@@ -277,6 +277,32 @@ fn config_check_warns_of_shares_serve_would_leave_out() {
     assert_eq!(text(&quiet.stderr).lines().count(), 4);
 }
 
+/// Settings taken but not enforced yet (issue 23 item 2) are warned about, not silently kept.
+#[test]
+fn config_check_warns_of_settings_not_enforced_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("smb3d.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nuser_db = \"/nonexistent/users\"\nhosts_deny = [\"10.0.0.0/8\"]\n\
+             [share.s]\npath = {:?}\ninvalid_users = [\"root\"]\n",
+            dir.path().display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = smb3d(&["config", "check", config.to_str().unwrap()], &[], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let warnings = text(&out.stderr);
+    for needle in [
+        "warning: server.hosts_deny is set, but NOT ENFORCED by this version of smb3d: restrict client addresses with a firewall meanwhile",
+        "warning: share \"s\": invalid_users is set, but NOT ENFORCED",
+    ] {
+        assert!(warnings.contains(needle), "{needle}: {warnings}");
+    }
+    assert!(text(&out.stdout).contains("hosts_deny = [\"10.0.0.0/8\"]"));
+}
+
 #[test]
 fn users_are_disabled_enabled_and_shown() {
     let dir = tempfile::tempdir().unwrap();

@@ -587,3 +587,14 @@ fn admin_commands_reach_the_server_through_a_broken_configuration() {
     assert!(run(&["debug", "reset"]).status.success());
     assert!(text(&run(&["debug"]).stdout).contains("log filter \"info\""));
 }
+
+/// Issue 23 item 2: a setting the server takes but does not enforce yet is logged at start.
+#[test]
+fn settings_not_enforced_yet_are_logged_at_start() {
+    let served = Served::start(
+        "hosts_allow = [\"127.0.0.1\"]\nmap_to_guest = \"bad-user\"",
+        &[],
+    );
+    served.wait_for_log("server.hosts_allow is set, but NOT ENFORCED by this version of smb3d");
+    served.wait_for_log("server.map_to_guest is set, but NOT ENFORCED");
+}

@@ -14,6 +14,7 @@
 
 mod env;
 mod error;
+mod hosts;
 mod limits;
 mod model;
 mod render;
@@ -21,11 +22,12 @@ pub mod smbconf;
 
 pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;
+pub use hosts::HostPattern;
 pub use limits::{Bytes, Interval, LimitsConfig};
 pub use model::{
     CipherName, Config, DEFAULT_ADMIN_SOCKET, DEFAULT_CONFIG_PATH, DEFAULT_CREATE_MASK,
     DEFAULT_DIRECTORY_MASK, DEFAULT_MDNS_MODEL, DEFAULT_METRICS_PORT, DEFAULT_PORT,
     DEFAULT_STATE_DIR, Dialect, EncryptPolicy, LogFormat, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE,
-    MAX_SOCKET_PATH, MIN_IO_SIZE, ServerConfig, ShareConfig, SigningPolicy, admin_socket_in,
-    parse_listen_address,
+    MAX_SOCKET_PATH, MIN_IO_SIZE, MapToGuest, ServerConfig, ShareConfig, SigningPolicy,
+    admin_socket_in, parse_listen_address,
 };

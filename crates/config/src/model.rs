@@ -5,8 +5,8 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeValue, ValueDeserializer};
 
-use crate::ConfigError;
 use crate::limits::{LimitsConfig, limits_problems};
+use crate::{ConfigError, HostPattern};
 
 /// Where `smb3d` looks for its configuration when none is named.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/smb3d/smb3d.toml";
@@ -219,6 +219,27 @@ impl CipherName {
     }
 }
 
+/// Whether a logon with an unknown user name becomes a guest logon (Samba's `map to guest`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum MapToGuest {
+    /// Unknown users are refused.
+    #[default]
+    Never,
+    /// A logon with a user name that no account has is a guest logon (`bad user`).
+    BadUser,
+}
+
+impl MapToGuest {
+    /// The configuration name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Never => "never",
+            Self::BadUser => "bad-user",
+        }
+    }
+}
+
 /// A listening address as the configuration and `SMB3D_LISTEN` take it: `ADDR:PORT`, or a
 /// bare address (`0.0.0.0`, `::`, `[::]`) on port 445.
 pub fn parse_listen_address(text: &str) -> Option<SocketAddr> {
@@ -291,6 +312,16 @@ pub struct ServerConfig {
     /// Log opens, renames and deletes of every share (shares may override it) at the `audit`
     /// target.
     pub audit: bool,
+    /// Client addresses allowed to connect at all (Samba's global `hosts allow`); empty allows
+    /// every address not in `hosts_deny`. NOT ENFORCED yet ([`Config::not_enforced`]).
+    pub hosts_allow: Vec<HostPattern>,
+    /// Client addresses refused unless `hosts_allow` names them. NOT ENFORCED yet.
+    pub hosts_deny: Vec<HostPattern>,
+    /// The Unix account guest sessions act as (Samba's `guest account`); absent, the built-in
+    /// nobody (uid 65534). NOT ENFORCED yet.
+    pub guest_account: Option<String>,
+    /// Whether a logon with an unknown user name becomes a guest logon. NOT ENFORCED yet.
+    pub map_to_guest: MapToGuest,
 }
 
 impl Default for ServerConfig {
@@ -326,6 +357,10 @@ impl Default for ServerConfig {
             metrics_listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_METRICS_PORT)),
             log_format: LogFormat::Human,
             audit: false,
+            hosts_allow: Vec::new(),
+            hosts_deny: Vec::new(),
+            guest_account: None,
+            map_to_guest: MapToGuest::Never,
         }
     }
 }
@@ -350,6 +385,21 @@ pub struct ShareConfig {
     /// it wins over `read_list`.
     #[serde(default)]
     pub write_list: Vec<String>,
+    /// Users refused on this share whatever the other lists say (Samba's `invalid users`).
+    /// NOT ENFORCED yet ([`Config::not_enforced`]).
+    #[serde(default)]
+    pub invalid_users: Vec<String>,
+    /// Users who act as root on this share (Samba's `admin users`). NOT ENFORCED yet.
+    #[serde(default)]
+    pub admin_users: Vec<String>,
+    /// Client addresses allowed to connect to this share (Samba's `hosts allow`), besides
+    /// the server's own lists. NOT ENFORCED yet.
+    #[serde(default)]
+    pub hosts_allow: Vec<HostPattern>,
+    /// Client addresses refused on this share unless its `hosts_allow` names them. NOT
+    /// ENFORCED yet.
+    #[serde(default)]
+    pub hosts_deny: Vec<HostPattern>,
     /// A Unix user every session works on the share as (Samba's `force user`).
     #[serde(default)]
     pub force_user: Option<String>,
@@ -424,6 +474,10 @@ impl ShareConfig {
             valid_users: Vec::new(),
             read_list: Vec::new(),
             write_list: Vec::new(),
+            invalid_users: Vec::new(),
+            admin_users: Vec::new(),
+            hosts_allow: Vec::new(),
+            hosts_deny: Vec::new(),
             force_user: None,
             force_group: None,
             browseable: true,
@@ -635,6 +689,55 @@ impl Config {
         }
     }
 
+    /// The settings this configuration sets that smb3d does not enforce yet, each as
+    /// `(setting, what to do meanwhile)`: the configuration and the importer already take
+    /// them, the server will apply them in a later version. `serve` and `config check` warn
+    /// of each so that nobody relies on them.
+    pub fn not_enforced(&self) -> Vec<(String, &'static str)> {
+        const FIREWALL: &str = "restrict client addresses with a firewall meanwhile";
+        let s = &self.server;
+        let mut found = Vec::new();
+        if !s.hosts_allow.is_empty() {
+            found.push(("server.hosts_allow".to_owned(), FIREWALL));
+        }
+        if !s.hosts_deny.is_empty() {
+            found.push(("server.hosts_deny".to_owned(), FIREWALL));
+        }
+        if s.guest_account.is_some() {
+            found.push((
+                "server.guest_account".to_owned(),
+                "guest sessions act as the built-in nobody (uid 65534) meanwhile",
+            ));
+        }
+        if s.map_to_guest != MapToGuest::Never {
+            found.push((
+                "server.map_to_guest".to_owned(),
+                "unknown user names are refused meanwhile",
+            ));
+        }
+        for (name, share) in &self.shares {
+            for (option, set, meanwhile) in [
+                ("hosts_allow", !share.hosts_allow.is_empty(), FIREWALL),
+                ("hosts_deny", !share.hosts_deny.is_empty(), FIREWALL),
+                (
+                    "invalid_users",
+                    !share.invalid_users.is_empty(),
+                    "list the allowed users in valid_users meanwhile",
+                ),
+                (
+                    "admin_users",
+                    !share.admin_users.is_empty(),
+                    "these users act as themselves meanwhile",
+                ),
+            ] {
+                if set {
+                    found.push((format!("share {name:?}: {option}"), meanwhile));
+                }
+            }
+        }
+        found
+    }
+
     /// Finds a share by name, ignoring case as Windows does.
     pub fn share(&self, name: &str) -> Option<&ShareConfig> {
         self.shares
@@ -765,6 +868,14 @@ pub(crate) fn server_problems(
     if let Err(m) = check_admin_socket(&server.admin_socket) {
         problems.push(Problem::at(place("admin_socket"), m));
     }
+    if let Some(account) = &server.guest_account
+        && !valid_account_name(account)
+    {
+        problems.push(Problem::at(
+            place("guest_account"),
+            format!("server.guest_account {account:?} is not a valid Unix name"),
+        ));
+    }
     if !server.state_dir.is_absolute() {
         problems.push(Problem::at(
             place("state_dir"),
@@ -840,6 +951,8 @@ pub(crate) fn share_problems(
         ("valid_users", &share.valid_users),
         ("read_list", &share.read_list),
         ("write_list", &share.write_list),
+        ("invalid_users", &share.invalid_users),
+        ("admin_users", &share.admin_users),
     ] {
         for entry in list {
             if !valid_account_name(entry.strip_prefix('@').unwrap_or(entry)) {
@@ -1214,6 +1327,76 @@ access_based_share_enum = true
         let e = parse("[server]\nlisten = [\"0.0.0.0:445\", \"nas.local\"]\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
         assert!(e.message.contains("nas.local"), "{e}");
+    }
+
+    /// Issue 23 item 2's settings: taken, checked, rendered back, and listed as not enforced.
+    #[test]
+    fn access_settings_not_enforced_yet_are_taken_and_named() {
+        let text = "[server]\nhosts_allow = [\"10.0.0.0/8\", \"::1\"]\nhosts_deny = [\"0.0.0.0/0\"]\n\
+                    guest_account = \"smbguest\"\nmap_to_guest = \"bad-user\"\n\
+                    [share.s]\npath = \"/s\"\ninvalid_users = [\"root\", \"@wheel\"]\n\
+                    admin_users = [\"alice\"]\nhosts_allow = [\"192.168.1.0/24\"]\nhosts_deny = [\"192.168.1.9\"]\n\
+                    [share.t]\npath = \"/t\"\n";
+        let c = parse(text).unwrap();
+        assert_eq!(c.server.hosts_allow.len(), 2);
+        assert!(c.server.hosts_allow[0].contains("10.9.8.7".parse().unwrap()));
+        assert_eq!(c.server.guest_account.as_deref(), Some("smbguest"));
+        assert_eq!(c.server.map_to_guest, MapToGuest::BadUser);
+        let share = c.share("s").unwrap();
+        assert_eq!(share.invalid_users, ["root", "@wheel"]);
+        assert_eq!(share.admin_users, ["alice"]);
+        assert_eq!(share.hosts_deny[0].to_string(), "192.168.1.9");
+        let again = parse(&c.to_toml()).unwrap();
+        assert_eq!(again.to_toml(), c.to_toml());
+        assert_eq!(again.share("s"), c.share("s"));
+        let named: Vec<String> = c.not_enforced().into_iter().map(|(s, _)| s).collect();
+        assert_eq!(
+            named,
+            [
+                "server.hosts_allow",
+                "server.hosts_deny",
+                "server.guest_account",
+                "server.map_to_guest",
+                "share \"s\": hosts_allow",
+                "share \"s\": hosts_deny",
+                "share \"s\": invalid_users",
+                "share \"s\": admin_users",
+            ]
+        );
+        let defaults = parse("[share.t]\npath = \"/t\"\n").unwrap();
+        assert!(defaults.not_enforced().is_empty());
+        assert!(
+            !defaults.to_toml().contains("hosts_"),
+            "{}",
+            defaults.to_toml()
+        );
+        for (bad, line, needle) in [
+            (
+                "[server]\nhosts_allow = [\"10.1.2.3/8\"]\n",
+                2,
+                "the network is 10.0.0.0/8",
+            ),
+            ("[server]\n\nguest_account = \"a:b\"\n", 3, "guest_account"),
+            (
+                "[server]\nmap_to_guest = \"bad password\"\n",
+                2,
+                "unknown variant",
+            ),
+            (
+                "[share.s]\npath = \"/s\"\nhosts_deny = [\"host.example\"]\n",
+                3,
+                "not an address",
+            ),
+            (
+                "[share.s]\npath = \"/s\"\nadmin_users = [\"\"]\n",
+                1,
+                "admin_users",
+            ),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.line, line, "{bad}: {e}");
+            assert!(e.message.contains(needle), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::{Config, ShareConfig};
+use crate::{Config, HostPattern, MapToGuest, ShareConfig};
 
 /// A TOML basic string holding `s`, escaped as TOML requires.
 pub(crate) fn toml_string(s: &str) -> String {
@@ -76,6 +76,13 @@ impl Config {
         let _ = writeln!(out, "metrics_listen = \"{}\"", s.metrics_listen);
         let _ = writeln!(out, "log_format = \"{}\"", s.log_format.as_str());
         let _ = writeln!(out, "audit = {}", s.audit);
+        render_hosts(&mut out, &s.hosts_allow, &s.hosts_deny);
+        if let Some(account) = &s.guest_account {
+            let _ = writeln!(out, "guest_account = {}", toml_string(account));
+        }
+        if s.map_to_guest != MapToGuest::Never {
+            let _ = writeln!(out, "map_to_guest = \"{}\"", s.map_to_guest.as_str());
+        }
         out.push('\n');
         crate::limits::render_limits(&mut out, &self.limits);
         for (name, share) in &self.shares {
@@ -83,6 +90,20 @@ impl Config {
             render_share(&mut out, name, share);
         }
         out
+    }
+}
+
+/// `hosts_allow` and `hosts_deny`, when set.
+fn render_hosts(out: &mut String, allow: &[HostPattern], deny: &[HostPattern]) {
+    for (option, list) in [("hosts_allow", allow), ("hosts_deny", deny)] {
+        if !list.is_empty() {
+            let entries: Vec<String> = list.iter().map(ToString::to_string).collect();
+            let _ = writeln!(
+                out,
+                "{option} = {}",
+                string_list(entries.iter().map(String::as_str))
+            );
+        }
     }
 }
 
@@ -99,6 +120,8 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     for (option, list) in [
         ("read_list", &share.read_list),
         ("write_list", &share.write_list),
+        ("invalid_users", &share.invalid_users),
+        ("admin_users", &share.admin_users),
     ] {
         if !list.is_empty() {
             let _ = writeln!(
@@ -116,6 +139,7 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
             let _ = writeln!(out, "{option} = {}", toml_string(account));
         }
     }
+    render_hosts(out, &share.hosts_allow, &share.hosts_deny);
     let _ = writeln!(out, "browseable = {}", share.browseable);
     let _ = writeln!(out, "guest_ok = {}", share.guest_ok);
     if let Some(encrypt) = share.encrypt {

@@ -12,8 +12,8 @@ use crate::limits::{Interval, LimitsConfig};
 use crate::model::{check_server_name, check_share_name};
 use crate::{
     Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT, Dialect,
-    EncryptPolicy, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE, MIN_IO_SIZE, ServerConfig, ShareConfig,
-    SigningPolicy,
+    EncryptPolicy, HostPattern, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE, MIN_IO_SIZE, MapToGuest,
+    ServerConfig, ShareConfig, SigningPolicy,
 };
 
 /// The result of a conversion.
@@ -116,6 +116,10 @@ struct ShareParams {
     hide_files: Option<Vec<String>>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
+    invalid_users: Option<Vec<String>>,
+    admin_users: Option<Vec<String>>,
+    hosts_allow: Option<Vec<HostPattern>>,
+    hosts_deny: Option<Vec<HostPattern>>,
 }
 
 /// Parameters smb3d has no use for, with why, so that the warning helps.
@@ -132,15 +136,8 @@ fn unmapped_reason(key: &str) -> &'static str {
         | "passwdchat"
         | "pampasswordchange"
         | "obeypamrestrictions" => "smb3d keeps its own user database and does not use PAM",
-        "hostsallow" | "allowhosts" | "hostsdeny" | "denyhosts" => {
-            "NOT ENFORCED by smb3d: restrict client addresses with a firewall"
-        }
-        "invalidusers" => "NOT ENFORCED by smb3d: list the allowed users in valid_users instead",
         "forcecreatemode" | "forcedirectorymode" => {
             "not mapped yet: smb3d applies create_mask and directory_mask but forces no bits"
-        }
-        "maptoguest" | "guestaccount" => {
-            "not mapped: guest access is per share (guest_ok) in smb3d"
         }
         "usershareallowguests" | "usersharemaxshares" | "usersharepath" | "usershareowneronly" => {
             "user shares are not supported"
@@ -186,6 +183,45 @@ fn parse_encrypt(value: &str) -> Option<EncryptPolicy> {
         "desired" => Some(EncryptPolicy::Desired),
         "required" | "mandatory" | "force" | "forced" | "enforced" => Some(EncryptPolicy::Required),
         _ => None,
+    }
+}
+
+/// One entry of `hosts allow`/`hosts deny` as patterns: `ALL`, an address or network in any
+/// of Samba's spellings, or why it cannot be one.
+fn samba_host(item: &str) -> Result<Vec<HostPattern>, String> {
+    if item.eq_ignore_ascii_case("ALL") {
+        return Ok(HostPattern::everything().to_vec());
+    }
+    // "10.1." is every address starting so: 10.1.0.0/16.
+    if let Some(prefix) = item.strip_suffix('.') {
+        let octets: Vec<&str> = prefix.split('.').collect();
+        if (1..=3).contains(&octets.len()) && octets.iter().all(|o| o.parse::<u8>().is_ok()) {
+            let mut address = octets.clone();
+            address.resize(4, "0");
+            return HostPattern::parse(&format!("{}/{}", address.join("."), 8 * octets.len()))
+                .map(|p| vec![p]);
+        }
+    }
+    // "10.0.0.0/255.0.0.0": a netmask for the prefix length.
+    if let Some((address, netmask)) = item.split_once('/')
+        && let Ok(netmask) = netmask.parse::<Ipv4Addr>()
+    {
+        let bits = u32::from(netmask);
+        if bits.leading_ones() + bits.trailing_zeros() != 32 {
+            return Err(format!("has netmask {netmask}, which is not contiguous"));
+        }
+        return HostPattern::parse(&format!("{address}/{}", bits.leading_ones())).map(|p| vec![p]);
+    }
+    match HostPattern::parse(item) {
+        Ok(pattern) => Ok(vec![pattern]),
+        Err(_)
+            if item.eq_ignore_ascii_case("LOCAL")
+                || item.starts_with('@')
+                || (item.contains(|c: char| c.is_ascii_alphabetic()) && !item.contains(':')) =>
+        {
+            Err("is a host name, domain, netgroup or LOCAL, which smb3d does not match".into())
+        }
+        Err(why) => Err(format!("is not an address smb3d takes ({why})")),
     }
 }
 
@@ -344,6 +380,45 @@ impl Converter {
                 "smb2maxread" | "smb2maxwrite" | "smb2maxtrans" => match p.value.parse::<u32>() {
                     Ok(n) => io_limit = Some(io_limit.map_or(n, |m| m.min(n))),
                     Err(_) => self.warn_value(section, p, "not a number of bytes"),
+                },
+                "hostsallow" | "allowhosts" => {
+                    if let Some(hosts) = self.host_list(section, p, "hosts_allow") {
+                        self.server.hosts_allow = hosts;
+                    }
+                }
+                "hostsdeny" | "denyhosts" => {
+                    if let Some(hosts) = self.host_list(section, p, "hosts_deny") {
+                        self.server.hosts_deny = hosts;
+                    }
+                }
+                "guestaccount" => {
+                    if let Some(account) = self.account(section, p) {
+                        self.not_enforced(
+                            section,
+                            p,
+                            &format!("guest_account = {account:?}"),
+                            "guest sessions act as the built-in nobody (uid 65534) meanwhile",
+                        );
+                        self.server.guest_account = Some(account);
+                    }
+                }
+                "maptoguest" => match p.value.trim().to_ascii_lowercase().as_str() {
+                    "never" => self.server.map_to_guest = MapToGuest::Never,
+                    "bad user" => {
+                        self.server.map_to_guest = MapToGuest::BadUser;
+                        self.not_enforced(
+                            section,
+                            p,
+                            "map_to_guest = \"bad-user\"",
+                            "unknown user names are refused meanwhile",
+                        );
+                    }
+                    _ => self.warn_value(
+                        section,
+                        p,
+                        "smb3d maps only `never` and `bad user`; unknown users and wrong \
+                         passwords are refused",
+                    ),
                 },
                 "passdbbackend" => self.warn(
                     section,
@@ -534,6 +609,36 @@ impl Converter {
             }
             "validusers" => out.valid_users = Some(self.user_list(section, p)),
             "readlist" => out.read_list = Some(self.user_list(section, p).0),
+            "invalidusers" => {
+                let users = self.user_list(section, p).0;
+                self.not_enforced(
+                    section,
+                    p,
+                    &format!("invalid_users = {users:?}"),
+                    "list the allowed users in valid_users meanwhile",
+                );
+                out.invalid_users = Some(users);
+            }
+            "adminusers" => {
+                let users = self.user_list(section, p).0;
+                self.not_enforced(
+                    section,
+                    p,
+                    &format!("admin_users = {users:?}"),
+                    "these users act as themselves meanwhile",
+                );
+                out.admin_users = Some(users);
+            }
+            "hostsallow" | "allowhosts" => {
+                out.hosts_allow = self
+                    .host_list(section, p, "hosts_allow")
+                    .or(out.hosts_allow.take());
+            }
+            "hostsdeny" | "denyhosts" => {
+                out.hosts_deny = self
+                    .host_list(section, p, "hosts_deny")
+                    .or(out.hosts_deny.take());
+            }
             "writelist" => out.write_list = Some(self.user_list(section, p).0),
             "forceuser" => out.force_user = self.account(section, p).or(out.force_user.take()),
             "forcegroup" => {
@@ -614,6 +719,68 @@ impl Converter {
             }
         }
         (users, dropped)
+    }
+
+    /// A parameter that maps to a setting smb3d takes but does not enforce yet: said so, with
+    /// what holds meanwhile (`Config::not_enforced` lists the same).
+    fn not_enforced(&mut self, section: &Section, p: &Param, mapped: &str, meanwhile: &str) {
+        self.warn(
+            section,
+            Some(p),
+            format!(
+                "{} = {}: mapped to {mapped}, but NOT ENFORCED by smb3d yet: {meanwhile}",
+                p.name, p.value
+            ),
+        );
+    }
+
+    /// `hosts allow` or `hosts deny` as address patterns: addresses, networks (`10.0.0.0/8`,
+    /// `10.0.0.0/255.0.0.0`, Samba's `10.1.` prefixes), IPv6, and `ALL`. Host names, domains,
+    /// netgroups and `LOCAL` are warned about and left out; a list with `EXCEPT` is not mapped
+    /// at all, since leaving out either side would change whom it admits.
+    fn host_list(
+        &mut self,
+        section: &Section,
+        p: &Param,
+        option: &str,
+    ) -> Option<Vec<HostPattern>> {
+        let deny = option == "hosts_deny";
+        let items = split_list(&p.value);
+        if items.iter().any(|i| i.eq_ignore_ascii_case("EXCEPT")) {
+            self.warn_value(
+                section,
+                p,
+                "EXCEPT lists are not supported; list the networks without the exceptions by hand",
+            );
+            return None;
+        }
+        let mut hosts = Vec::new();
+        for item in &items {
+            match samba_host(item) {
+                Ok(patterns) => hosts.extend(patterns),
+                Err(why) => self.warn(
+                    section,
+                    Some(p),
+                    format!(
+                        "{}: {item:?} {why}; left out, so {}",
+                        p.name,
+                        if deny {
+                            "clients there are NOT refused"
+                        } else {
+                            "clients there are not admitted by this entry"
+                        }
+                    ),
+                ),
+            }
+        }
+        let shown: Vec<String> = hosts.iter().map(ToString::to_string).collect();
+        self.not_enforced(
+            section,
+            p,
+            &format!("{option} = {shown:?}"),
+            "restrict client addresses with a firewall meanwhile",
+        );
+        Some(hosts)
     }
 
     /// The account of `force user` or `force group` (a leading `+` of `force group`, "only if
@@ -756,6 +923,10 @@ impl Converter {
         share.valid_users = valid_users;
         share.read_list = params.read_list.unwrap_or_default();
         share.write_list = params.write_list.unwrap_or_default();
+        share.invalid_users = params.invalid_users.unwrap_or_default();
+        share.admin_users = params.admin_users.unwrap_or_default();
+        share.hosts_allow = params.hosts_allow.unwrap_or_default();
+        share.hosts_deny = params.hosts_deny.unwrap_or_default();
         share.force_user = params.force_user;
         share.force_group = params.force_group;
         share.hide_unreadable = params.hide_unreadable.unwrap_or(false);
@@ -1061,7 +1232,7 @@ mod tests {
             text,
             [
                 "/etc/samba/smb.conf:2: [global]: log file = /var/log/samba/%m: smb3d logs to standard error (the journal under systemd); set the level with SMB3D_LOG",
-                "/etc/samba/smb.conf:3: [global]: hosts allow = 10.: NOT ENFORCED by smb3d: restrict client addresses with a firewall",
+                "/etc/samba/smb.conf:3: [global]: hosts allow = 10.: mapped to hosts_allow = [\"10.0.0.0/8\"], but NOT ENFORCED by smb3d yet: restrict client addresses with a firewall meanwhile",
                 "/etc/samba/smb.conf:4: [global]: passdb backend = tdbsam: smb3d has its own user database; copy the users with `pdbedit -L -w | smb3d user import`",
                 "/etc/samba/smb.conf:5: [global]: made up = 1: not mapped",
                 "/etc/samba/smb.conf:8: [s]: force user = %U: not a Unix account name smb3d accepts; ignored",
@@ -1127,6 +1298,69 @@ mod tests {
             ),
             "{all:#?}"
         );
+    }
+
+    /// Issue 23 item 2, the importer's part: who may connect maps into settings, each still
+    /// warned about as NOT ENFORCED until the server applies it.
+    #[test]
+    fn who_may_connect_maps_and_says_it_is_not_enforced_yet() {
+        let i = convert_text(
+            "[global]\nhosts allow = 127. 192.168.1. 10.0.0.0/255.0.0.0 ::1, fe80::/10 files.example\n\
+             hosts deny = ALL\nguest account = smbguest\nmap to guest = bad user\n\
+             invalid users = root\n\
+             [s]\npath = /srv/s\nadmin users = alice @admins\nhosts deny = 192.168.1.9 @net\n\
+             [t]\npath = /srv/t\ninvalid users = bob\nhosts allow = 10. EXCEPT 10.1.\n",
+        );
+        let server = &i.config.server;
+        let allow: Vec<String> = server.hosts_allow.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            allow,
+            [
+                "127.0.0.0/8",
+                "192.168.1.0/24",
+                "10.0.0.0/8",
+                "::1",
+                "fe80::/10"
+            ]
+        );
+        let deny: Vec<String> = server.hosts_deny.iter().map(ToString::to_string).collect();
+        assert_eq!(deny, ["0.0.0.0/0", "::/0"]);
+        assert_eq!(server.guest_account.as_deref(), Some("smbguest"));
+        assert_eq!(server.map_to_guest, MapToGuest::BadUser);
+        let s = i.config.share("s").unwrap();
+        assert_eq!(
+            s.invalid_users,
+            ["root"],
+            "[global]'s is every share's default"
+        );
+        assert_eq!(s.admin_users, ["alice", "@admins"]);
+        assert_eq!(s.hosts_deny.len(), 1);
+        let t = i.config.share("t").unwrap();
+        assert_eq!(t.invalid_users, ["bob"]);
+        assert!(t.hosts_allow.is_empty(), "an EXCEPT list is not mapped");
+        let all = messages(&i);
+        for needle in [
+            "[global]: hosts allow: \"files.example\" is a host name, domain, netgroup or LOCAL",
+            "[global]: hosts allow = 127. 192.168.1. 10.0.0.0/255.0.0.0 ::1, fe80::/10 files.example: mapped to hosts_allow = [\"127.0.0.0/8\"",
+            "[global]: hosts deny = ALL: mapped to hosts_deny = [\"0.0.0.0/0\", \"::/0\"], but NOT ENFORCED by smb3d yet",
+            "[global]: guest account = smbguest: mapped to guest_account = \"smbguest\", but NOT ENFORCED",
+            "[global]: map to guest = bad user: mapped to map_to_guest = \"bad-user\", but NOT ENFORCED",
+            "[s]: admin users = alice @admins: mapped to admin_users = [\"alice\", \"@admins\"], but NOT ENFORCED",
+            "[s]: hosts deny: \"@net\" is a host name, domain, netgroup or LOCAL, which smb3d does not match; left out, so clients there are NOT refused",
+            "[t]: hosts allow = 10. EXCEPT 10.1.: EXCEPT lists are not supported",
+        ] {
+            assert!(all.iter().any(|w| w.contains(needle)), "{needle}: {all:#?}");
+        }
+        // Four server settings, three of [s], one of [t].
+        assert_eq!(
+            i.config.not_enforced().len(),
+            8,
+            "{:#?}",
+            i.config.not_enforced()
+        );
+        let bad = convert_text("[global]\nmap to guest = bad password\n");
+        assert_eq!(bad.config.server.map_to_guest, MapToGuest::Never);
+        assert!(messages(&bad)[0].contains("only `never` and `bad user`"));
     }
 
     #[test]
