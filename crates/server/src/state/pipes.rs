@@ -408,11 +408,11 @@ mod tests {
             dir.lookup_name("ALICE"),
             Some((alice, SidType::User, "FILES".into()))
         );
-        // bob has no account to act as: not the server's own (root's) SID, whatever else
-        // the system calls bob.
+        // bob has no account to act as: not the server's own (root's) SID, nor the system's
+        // user bob; only a group the system calls bob, if there is one, has that name.
         let bob = Accounts::read()
-            .uid_of("bob")
-            .map(|uid| (server.ids.user_sid(uid), SidType::User, "FILES".into()));
+            .gid_of("bob")
+            .map(|gid| (server.ids.group_sid(gid), SidType::Group, "FILES".into()));
         assert_eq!(dir.lookup_name("bob"), bob);
         // Unix accounts not in the database resolve too; root exists everywhere.
         let root = server.ids.user_sid(0);
