@@ -41,6 +41,38 @@ const MAX_CREDITS: usize = 1 << 16;
 /// The MessageId of an oplock or lease break notification (MS-SMB2 3.3.4.6).
 const NOTIFICATION_ID: u64 = u64::MAX;
 
+/// Buffers a connection keeps for reuse.
+const POOLED_BUFFERS: usize = 32;
+/// Larger buffers are freed rather than kept.
+const POOLED_CAPACITY: usize = 2 << 20;
+
+/// Frame buffers freed by sent requests and dropped responses, handed out again: a new
+/// 1 MiB buffer per READ or WRITE costs its page faults every time (the allocator returns
+/// large blocks to the system), which made them a third of the client's CPU.
+#[derive(Default)]
+pub(crate) struct BufferPool {
+    free: Mutex<Vec<Vec<u8>>>,
+}
+
+impl BufferPool {
+    /// An empty buffer with room for at least `capacity` bytes.
+    fn take(&self, capacity: usize) -> Vec<u8> {
+        let mut buf = self.free.lock().pop().unwrap_or_default();
+        buf.clear();
+        buf.reserve(capacity);
+        buf
+    }
+
+    fn give(&self, buf: Vec<u8>) {
+        if buf.capacity() > 0 && buf.capacity() <= POOLED_CAPACITY {
+            let mut free = self.free.lock();
+            if free.len() < POOLED_BUFFERS {
+                free.push(buf);
+            }
+        }
+    }
+}
+
 /// What NEGOTIATE settled (MS-SMB2 3.2.5.2).
 #[derive(Debug, Clone)]
 pub struct Negotiated {
@@ -71,11 +103,30 @@ pub(crate) struct SessionCrypto {
 }
 
 /// One response: its header and the PDU (from its header to the next one of a compound).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Response {
     pub header: Header,
     buf: Vec<u8>,
     range: Range<usize>,
+    /// Where the buffer goes back when the response is dropped.
+    pool: Option<Arc<BufferPool>>,
+}
+
+impl core::fmt::Debug for Response {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Response")
+            .field("header", &self.header)
+            .field("len", &self.range.len())
+            .finish()
+    }
+}
+
+impl Drop for Response {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.give(std::mem::take(&mut self.buf));
+        }
+    }
 }
 
 impl Response {
@@ -125,14 +176,20 @@ struct Element {
 }
 
 impl Message {
-    /// An empty message for `session` (none before a logon), signed or encrypted as asked.
-    pub fn new(session: Option<Arc<SessionCrypto>>, sign: bool, encrypt: bool) -> Self {
+    /// An empty message in `buf` for `session` (none before a logon), signed or encrypted
+    /// as asked.
+    fn new(
+        mut buf: Vec<u8>,
+        session: Option<Arc<SessionCrypto>>,
+        sign: bool,
+        encrypt: bool,
+    ) -> Self {
         let head = if encrypt {
             PREFIX_LEN + TRANSFORM_HEADER_LEN
         } else {
             PREFIX_LEN
         };
-        let mut buf = Vec::with_capacity(head + 256);
+        buf.clear();
         buf.resize(head, 0);
         Self {
             buf,
@@ -211,6 +268,7 @@ pub(crate) struct Shared {
     nonce_counter: AtomicU64,
     nonce_salt: [u8; 4],
     request_timeout: Duration,
+    pool: Arc<BufferPool>,
 }
 
 /// One connection to a server. Cloning shares it; dropping the last clone (and every
@@ -267,6 +325,7 @@ impl Connection {
             nonce_counter: AtomicU64::new(1),
             nonce_salt: salt,
             request_timeout: timeout,
+            pool: Arc::new(BufferPool::default()),
         });
         let reader_task = tokio::spawn(read_loop(
             shared.clone(),
@@ -304,9 +363,19 @@ impl Connection {
         &self.handle.shared
     }
 
+    /// An empty message of `session` (none before a logon), in a buffer from the pool.
+    pub(crate) fn message(
+        &self,
+        session: Option<Arc<SessionCrypto>>,
+        sign: bool,
+        encrypt: bool,
+    ) -> Message {
+        Message::new(self.shared().pool.take(512), session, sign, encrypt)
+    }
+
     /// Sends ECHO (MS-SMB2 2.2.28) and waits for its answer.
     pub async fn echo(&self) -> Result<()> {
-        let mut message = Message::new(None, false, false);
+        let mut message = self.message(None, false, false);
         message.push(
             Header {
                 command: Command::ECHO,
@@ -589,9 +658,15 @@ impl Shared {
     /// One frame from the server: decrypted if sealed, split into its responses, each checked
     /// and handed to its waiter.
     fn on_frame(&self, mut frame: Vec<u8>) -> Result<()> {
+        let result = self.split_frame(&mut frame);
+        self.pool.give(frame);
+        result
+    }
+
+    fn split_frame(&self, frame: &mut Vec<u8>) -> Result<()> {
         let (start, sealed_for) = match frame.get(..4) {
             Some(p) if p == TRANSFORM_PROTOCOL_ID => {
-                let session = self.open_sealed(&mut frame)?;
+                let session = self.open_sealed(frame)?;
                 (TRANSFORM_HEADER_LEN, Some(session))
             }
             Some(p) if p == PROTOCOL_ID => (0, None),
@@ -613,8 +688,9 @@ impl Shared {
                 self.on_response(
                     Response {
                         header,
-                        buf: frame,
+                        buf: std::mem::take(frame),
                         range,
+                        pool: Some(self.pool.clone()),
                     },
                     sealed_for,
                 )?;
@@ -629,6 +705,7 @@ impl Shared {
                     header,
                     buf: bytes,
                     range: 0..len,
+                    pool: None,
                 },
                 sealed_for,
             )?;
@@ -772,7 +849,7 @@ fn put(buf: &mut [u8], at: usize, bytes: &[u8]) {
 
 async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, mut reader: BufReader<R>) {
     let error = loop {
-        match read_frame(&mut reader).await {
+        match read_frame(&mut reader, &shared.pool).await {
             Ok(frame) => {
                 if let Err(e) = shared.on_frame(frame) {
                     break e;
@@ -785,7 +862,10 @@ async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, mut reader: BufRea
 }
 
 /// One Direct-TCP frame, its length checked before anything is allocated for it.
-async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Result<Vec<u8>> {
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    pool: &BufferPool,
+) -> Result<Vec<u8>> {
     let mut prefix = [0u8; PREFIX_LEN];
     match reader.read_exact(&mut prefix).await {
         Ok(_) => {}
@@ -796,7 +876,7 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Result<V
     }
     let len = framing::frame_len(prefix, MAX_FRAME_LEN)
         .map_err(|e| Error::protocol(format!("frame prefix: {e:?}")))?;
-    let mut frame = Vec::with_capacity(len);
+    let mut frame = pool.take(len);
     let got = (&mut *reader)
         .take(len as u64)
         .read_to_end(&mut frame)
@@ -816,10 +896,14 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 ) {
     while let Some(frame) = frames.recv().await {
         let mut result = writer.write_all(&frame).await;
+        shared.pool.give(frame);
         // Frames queued meanwhile go out in the same system call.
         while result.is_ok() {
             match frames.try_recv() {
-                Ok(frame) => result = writer.write_all(&frame).await,
+                Ok(frame) => {
+                    result = writer.write_all(&frame).await;
+                    shared.pool.give(frame);
+                }
                 Err(_) => break,
             }
         }

@@ -142,7 +142,7 @@ impl Connection {
             dialects: config.dialects.clone(),
             contexts,
         };
-        let mut message = Message::new(None, false, false);
+        let mut message = self.message(None, false, false);
         message.keep_request = true;
         message.push(header(Command::NEGOTIATE, 0), 1, |w| request.encode(w));
         let (sent, mut responses) = self.send_keeping(message).await?;
@@ -183,7 +183,7 @@ impl Connection {
                 previous_session_id: 0,
                 security_buffer: &token,
             };
-            let mut message = Message::new(None, false, false);
+            let mut message = self.message(None, false, false);
             message.keep_request = true;
             message.push(
                 header(Command::SESSION_SETUP, 0).with_session(session_id),
@@ -411,7 +411,7 @@ impl Session {
 
     /// An empty message of this session; `encrypt` for a tree that requires encryption.
     pub(crate) fn message(&self, encrypt: bool) -> Message {
-        Message::new(
+        self.conn.message(
             Some(self.crypto.clone()),
             self.sign,
             self.encrypt || encrypt,
@@ -427,7 +427,9 @@ impl Session {
             contexts: None,
         };
         let sign = self.sign || self.signs_tree_connect;
-        let mut message = Message::new(Some(self.crypto.clone()), sign, self.encrypt);
+        let mut message = self
+            .conn
+            .message(Some(self.crypto.clone()), sign, self.encrypt);
         message.push(header(Command::TREE_CONNECT, 0), 1, |w| request.encode(w));
         let response = self.conn.send_one(message).await?.ok()?;
         let body = TreeConnectResponse::decode(response.pdu())
