@@ -2,7 +2,8 @@
 
 import statistics
 
-FORMATS = {"MiB/s": "%.0f", "ops/s": "%.0f", "files/s": "%.0f", "s": "%.2f", "KiB/conn": "%.1f", "KiB/open": "%.2f"}
+FORMATS = {"MiB/s": "%.0f", "ops/s": "%.0f", "files/s": "%.0f", "s": "%.2f", "KiB/conn": "%.1f", "KiB/open": "%.2f",
+           "us/op": "%.1f", "us": "%.0f"}
 
 
 def fmt(value, unit):
@@ -18,6 +19,7 @@ class Table:
         self.notes = []
         self.raw = []
         self.medians = {}  # workload name -> (baseline median, contender median) of its first row
+        self.extra_medians = {}  # (workload name, extras key) -> (baseline, contender) medians
         self.cpu_medians = {}  # throughput workload name -> (baseline, contender) CPU s/GiB
 
     def _note(self, text):
@@ -42,19 +44,21 @@ class Table:
     def add(self, workload, results, load):
         """One workload's samples per server label (None: server not measured); load is the
         1-minute load average when it started, kept with the raw runs."""
-        rows = [(workload.title, workload.unit, workload.higher_is_better, lambda s: s.value)]
+        rows = [(None, workload.title, workload.unit, workload.higher_is_better, lambda s: s.value)]
         for key, title, unit, higher in workload.extra_rows:
-            rows.append((title, unit, higher, lambda s, key=key: s.extras.get(key)))
+            rows.append((key, title, unit, higher, lambda s, key=key: s.extras.get(key)))
         base_label, new_label = self.labels
-        for title, unit, higher, pick in rows:
+        for key, title, unit, higher, pick in rows:
             base, base_cell = self._cell(base_label, results.get(base_label), pick, unit)
             new, new_cell = self._cell(new_label, results.get(new_label), pick, unit)
             self.medians.setdefault(workload.name, (base, new))
+            if key is not None:
+                self.extra_medians[(workload.name, key)] = (base, new)
             ratio = "-"
             if base and new:
                 ratio = "%.2f" % (new / base if higher else base / new)
             cpu = ["", ""]
-            if workload.throughput:
+            if workload.throughput and key is None:
                 cpu_medians = []
                 for label in self.labels:
                     samples = [s for s in results.get(label) or () if s.error is None and s.cpu_per_gib is not None]
@@ -112,6 +116,8 @@ def checks_markdown(table, tcp_limit):
     for name in ("read-signed", "read-encrypted", "write-signed", "write-encrypted"):
         ratio_check(name, 2.0)
     for name, (base, new) in table.cpu_medians.items():
+        if name.startswith("load-"):
+            continue
         check("%s: smb3d CPU/GiB <= 0.5x Samba" % name, "-" if base is None or new is None else "%.2fx" % (new / base),
               None if base is None or new is None else new <= 0.5 * base)
     for n in (4, 16):
@@ -124,6 +130,39 @@ def checks_markdown(table, tcp_limit):
         new = table.medians["idle-memory"][1]
         check("idle-memory: smb3d <= 64 KiB RSS per connection", "-" if new is None else "%.1f KiB" % new,
               None if new is None else new <= 64)
-    if not rows:
-        return ""
-    return "\n".join(["| issue 7 check | measured | holds |", "|---|---:|---|"] + rows)
+    tables = []
+    if rows:
+        tables.append("\n".join(["| issue 7 check | measured | holds |", "|---|---:|---|"] + rows))
+    issue21 = issue21_checks(table)
+    if issue21:
+        tables.append("\n".join(["| issue 21 check | measured | holds |", "|---|---:|---|"] + issue21))
+    return "\n\n".join(tables)
+
+
+def issue21_checks(table):
+    """Issue 21's checks on the smbload rows: server CPU per operation against Samba's, the
+    many-clients mix's rate and p99, NBENCH's rate."""
+    rows = []
+
+    def check(what, measured, holds):
+        rows.append("| %s | %s | %s |" % (what, measured, "n/a" if holds is None else "yes" if holds else "**no**"))
+
+    for (name, key), (base, new) in table.extra_medians.items():
+        if key != "cpu_us_per_op" or not name.startswith("load-") or name.startswith("load-mix"):
+            continue
+        limit = 0.35 if name == "load-read-1m-plain" else 0.5
+        ratio = new / base if base and new else None
+        check("%s: smb3d server CPU per operation <= %.2fx Samba" % (name, limit),
+              "-" if ratio is None else "%.2fx" % ratio, None if ratio is None else ratio <= limit)
+    for name in ("load-mix-64", "load-mix-256"):
+        if name in table.medians:
+            r = _ratio(table.medians, name)
+            check("%s: smb3d ops/s >= 3x Samba" % name, "-" if r is None else "%.2fx" % r, None if r is None else r >= 3)
+            base, new = table.extra_medians.get((name, "p99_us"), (None, None))
+            check("%s: smb3d p99 <= Samba's" % name, "-" if not base or not new else "%.0f vs %.0f us" % (new, base),
+                  None if not base or not new else new <= base)
+    for name in ("nbench-8", "nbench-32"):
+        if name in table.medians:
+            r = _ratio(table.medians, name)
+            check("%s: smb3d ops/s >= 2x Samba" % name, "-" if r is None else "%.2fx" % r, None if r is None else r >= 2)
+    return rows

@@ -128,6 +128,15 @@ class Samba(Server):
         super().__init__(root, password, log_dir)
         self.smbd = smbd
         self.conf = root / "smb.conf"
+        self.xattrs = True
+
+    def set_xattrs(self, on):
+        """Restarts Samba storing DOS attributes, NT ACLs and streams in xattrs (the default)
+        or not at all, to measure what they cost (seed 004)."""
+        if self.xattrs != on:
+            self.xattrs = on
+            self.stop()
+            self.start()
 
     def version(self):
         r = subprocess.run([self.smbd, "--version"], capture_output=True, text=True)
@@ -161,13 +170,13 @@ class Samba(Server):
   pid directory = {r}/run
   ncalrpc dir = {r}/ncalrpc
   log file = {self.log_dir}/samba-log.%m
-  store dos attributes = yes
-  ea support = yes
+  store dos attributes = {"yes" if self.xattrs else "no"}
+  ea support = {"yes" if self.xattrs else "no"}
 
 [{SHARE}]
   path = {self.share_dir}
   read only = no
-  vfs objects = acl_xattr streams_xattr
+  vfs objects = {"acl_xattr streams_xattr" if self.xattrs else ""}
 """)
 
     def _launch(self):

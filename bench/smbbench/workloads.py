@@ -37,12 +37,22 @@ class Sizes:
     open_files: int
     torture_seconds: int
     limit_seconds: int
+    load_seconds: float
+    load_warmup: float
+    load_entries: int
+    mix_seconds: float
+    nbench_seconds: float
+    nbench_clients: tuple
 
 
 FULL = Sizes(read_bytes=GIB, write_bytes=512 * MIB, scan_dirs=200, scan_files_per_dir=100, small_files=10_000,
-             small_connections=4, idle_connections=1000, open_files=2000, torture_seconds=5, limit_seconds=3)
+             small_connections=4, idle_connections=1000, open_files=2000, torture_seconds=5, limit_seconds=3,
+             load_seconds=10, load_warmup=2, load_entries=20_000, mix_seconds=30, nbench_seconds=20,
+             nbench_clients=(1, 8, 32))
 QUICK = Sizes(read_bytes=64 * MIB, write_bytes=32 * MIB, scan_dirs=20, scan_files_per_dir=50, small_files=400,
-              small_connections=2, idle_connections=20, open_files=50, torture_seconds=1, limit_seconds=1)
+              small_connections=2, idle_connections=20, open_files=50, torture_seconds=1, limit_seconds=1,
+              load_seconds=1, load_warmup=0.3, load_entries=2000, mix_seconds=1, nbench_seconds=2,
+              nbench_clients=(1, 8))
 
 
 @dataclass
@@ -59,8 +69,9 @@ class Context:
     """What workloads share: sizes, the scratch directory outside the shares, and the account
     that owns the share contents."""
 
-    def __init__(self, sizes: Sizes, scratch: Path, uid: int, gid: int):
+    def __init__(self, sizes: Sizes, scratch: Path, uid: int, gid: int, smbload=None):
         self.sizes = sizes
+        self.smbload = smbload
         self.scratch = scratch
         self.uid = uid
         self.gid = gid
@@ -124,6 +135,9 @@ class Workload(abc.ABC):
 
     def prepare(self, ctx: Context, server):
         """Untimed setup on server's share."""
+
+    def finish(self, ctx: Context, server):
+        """Undoes what prepare changed on server, after the workload's last sample."""
 
     @abc.abstractmethod
     def sample(self, ctx: Context, server) -> Sample:
@@ -498,4 +512,7 @@ def all_workloads(sizes: Sizes):
         for nprocs in (4, 16):
             workloads.append(Torture(test, nprocs))
     workloads += [DirectoryScan(sizes), SmallFiles(sizes), IdleMemory(sizes), OpenFileMemory(sizes)]
+    # Imported here: load.py builds on this module's classes.
+    from .load import load_workloads
+    workloads += load_workloads(sizes)
     return workloads
