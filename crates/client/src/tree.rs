@@ -138,8 +138,17 @@ impl ReadData {
     pub fn from_response(response: Response) -> Result<Self> {
         let pdu = response.pdu();
         let body = ReadResponse::decode(pdu).map_err(malformed(Command::READ))?;
-        let start = body.data.as_ptr() as usize - pdu.as_ptr() as usize;
-        let data = start..start + body.data.len();
+        // The decoder hands out a slice of the PDU (an empty one from nowhere in particular);
+        // where it starts is kept instead of a copy.
+        let data = if body.data.is_empty() {
+            0..0
+        } else {
+            let start = (body.data.as_ptr() as usize)
+                .checked_sub(pdu.as_ptr() as usize)
+                .filter(|start| start + body.data.len() <= pdu.len())
+                .ok_or_else(|| Error::protocol("READ data outside its response"))?;
+            start..start + body.data.len()
+        };
         Ok(Self { response, data })
     }
 

@@ -267,6 +267,24 @@ fn related_compounds_create_write_read_and_close() {
 }
 
 #[test]
+fn a_read_of_nothing_returns_no_data() {
+    let served = Served::start();
+    served.run(async {
+        let tree = tree(served.addr, &ClientConfig::default()).await;
+        let open = tree
+            .create("empty-read.bin", &OpenSpec::open_or_create())
+            .await
+            .unwrap();
+        tree.write(open.file_id, 0, b"some bytes").await.unwrap();
+        // A successful READ with DataLength 0, whose data the decoder returns as an empty slice
+        // that is not inside the response.
+        let read = tree.read(open.file_id, 0, 0).await.unwrap();
+        assert!(read.data().is_empty());
+        tree.close(open.file_id).await.unwrap();
+    });
+}
+
+#[test]
 fn several_connections_work_side_by_side() {
     let served = Served::start();
     served.run(async {
