@@ -474,11 +474,19 @@ impl Shared {
         Vec<(u64, oneshot::Receiver<Result<Response>>)>,
     )> {
         let total: u32 = message.elements.iter().map(|e| u32::from(e.charge)).sum();
-        let permit = self
-            .credits
-            .acquire_many(total.max(1))
-            .await
-            .map_err(|_| self.closed_error())?;
+        // A server that grants no credits must not hold the caller forever.
+        let permit = tokio::time::timeout(
+            self.request_timeout,
+            self.credits.acquire_many(total.max(1)),
+        )
+        .await
+        .map_err(|_| {
+            Error::Closed(format!(
+                "no credits for {total} within {:?}",
+                self.request_timeout
+            ))
+        })?
+        .map_err(|_| self.closed_error())?;
         permit.forget();
         let first = self
             .next_message_id

@@ -193,6 +193,14 @@ fn scripted<F>(answer: F) -> (tokio::runtime::Runtime, Connection)
 where
     F: Fn(&[u8]) -> Vec<Vec<u8>> + Send + 'static,
 {
+    scripted_with_timeout(answer, Duration::from_secs(5))
+}
+
+/// [`scripted`] with a client that waits at most `timeout` for a response or credits.
+fn scripted_with_timeout<F>(answer: F, timeout: Duration) -> (tokio::runtime::Runtime, Connection)
+where
+    F: Fn(&[u8]) -> Vec<Vec<u8>> + Send + 'static,
+{
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -219,7 +227,7 @@ where
             }
         });
         let (rd, wr) = tokio::io::split(client);
-        Connection::from_parts(rd, wr, 64, Duration::from_secs(5))
+        Connection::from_parts(rd, wr, 64, timeout)
     });
     (runtime, conn)
 }
@@ -388,6 +396,34 @@ fn a_frame_prefix_beyond_24_bits_is_refused_before_anything_is_read() {
         let error = conn.echo().await.unwrap_err();
         assert!(
             matches!(&error, Error::Protocol(what) if what.contains("prefix")),
+            "{error:?}"
+        );
+    });
+}
+
+#[test]
+fn a_server_that_grants_no_credits_does_not_hold_the_client_forever() {
+    let (runtime, conn) = scripted_with_timeout(
+        |request| {
+            vec![reply(
+                request,
+                NtStatus::SUCCESS,
+                0,
+                HeaderFlags::empty(),
+                &ECHO_BODY,
+            )]
+        },
+        Duration::from_millis(300),
+    );
+    runtime.block_on(async {
+        conn.echo().await.unwrap();
+        assert_eq!(conn.available_credits(), 0);
+        let error = tokio::time::timeout(Duration::from_secs(10), conn.echo())
+            .await
+            .expect("the client gave up by itself")
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::Closed(what) if what.contains("no credits")),
             "{error:?}"
         );
     });
