@@ -713,4 +713,92 @@ QUERY_FS_INFORMATION 259 NT_STATUS_WEIRD
         assert_eq!(fs_class(1), 3);
         assert_eq!(find_class(260), 3);
     }
+
+    /// Every kind of step, with the statuses a trace would record, against the in-memory
+    /// server: the client's replay gets the same ones, twice over (the second pass starts
+    /// by deleting what the first left).
+    const SCRIPT: &str = r#"
+Deltree "\clients\client1" NT_STATUS_OK
+Mkdir "\clients" NT_STATUS_OK
+NTCreateX "\clients\client1" 0x1 0x2 16385 NT_STATUS_OK
+Close 16385 NT_STATUS_OK
+NTCreateX "\clients\client1\missing" 0x40 0x1 9935 NT_STATUS_OBJECT_NAME_NOT_FOUND
+FIND_FIRST "\clients\client1\FILLER.*" 260 1366 0 NT_STATUS_NO_SUCH_FILE
+Mkdir "\clients\client1\sub" NT_STATUS_OK
+Mkdir "\clients\client1\empty" NT_STATUS_OK
+Rmdir "\clients\client1\empty" NT_STATUS_OK
+NTCreateX "\clients\client1\sub\a.doc" 0x40 0x2 9938 NT_STATUS_OK
+QUERY_FS_INFORMATION 259 NT_STATUS_OK
+WriteX 9938 0 65536 65536 NT_STATUS_OK
+QUERY_FILE_INFORMATION 9938 258 NT_STATUS_OK
+SET_FILE_INFORMATION 9938 1004 NT_STATUS_OK
+ReadX 9938 4096 4096 4096 NT_STATUS_OK
+LockX 9938 100 1 NT_STATUS_OK
+UnlockX 9938 100 1 NT_STATUS_OK
+Flush 9938 NT_STATUS_OK
+Close 9938 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\sub\a.doc" 1035 NT_STATUS_OK
+FIND_FIRST "\clients\client1\sub\*" 260 1366 3 NT_STATUS_OK
+Rename "\clients\client1\sub\a.doc" "\clients\client1\sub\b.doc" NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\sub\a.doc" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
+Unlink "\clients\client1\sub\b.doc" 0x6 NT_STATUS_OK
+NTCreateX "\clients\client1\sub\c.doc" 0x40 0x2 9939 NT_STATUS_OK
+Close 9939 NT_STATUS_OK
+Deltree "\clients\client1" NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\sub" 1004 NT_STATUS_OBJECT_PATH_NOT_FOUND
+"#;
+
+    #[test]
+    fn every_step_gets_the_status_the_trace_recorded_from_the_in_memory_server() {
+        use smb3d_client::ntlm::Logon;
+        use smb3d_client::{ClientConfig, Connection};
+        use smb3d_testkit::harness::{self, PASSWORD, SHARE_UNC, TestServer, USER};
+
+        let lines = parse(SCRIPT).unwrap();
+        let server =
+            TestServer::new(harness::settings(), smb3d_crypto::default_provider()).unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let listeners = smb3d_transport::bind(&["127.0.0.1:0".parse().unwrap()])
+                .await
+                .unwrap();
+            let addr = listeners[0].local_addr().unwrap();
+            tokio::spawn(smb3d_transport::serve(
+                listeners,
+                server.server.clone(),
+                smb3d_transport::TransportConfig::default(),
+                std::future::pending(),
+            ));
+            let config = ClientConfig::default();
+            let logon = Logon {
+                user: USER,
+                password: PASSWORD,
+                domain: "WORKGROUP",
+                anonymous: false,
+                mic: true,
+                spnego: true,
+            };
+            let conn = Connection::connect(addr, &config).await.unwrap();
+            let session = conn.logon(&logon, &config).await.unwrap();
+            let tree = session.tree_connect(SHARE_UNC).await.unwrap();
+            let data: std::sync::Arc<[u8]> = vec![7u8; 65536].into();
+            let mut client = Client::new(2, tree, data);
+            for pass in 0..2 {
+                for line in &lines {
+                    let outcome = client.run(&line.step).await.unwrap();
+                    assert_eq!(
+                        Some(outcome.status),
+                        line.expect,
+                        "pass {pass}: {:?}",
+                        line.step
+                    );
+                }
+            }
+        });
+        drop(runtime);
+    }
 }
