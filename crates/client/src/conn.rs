@@ -226,6 +226,24 @@ impl Message {
         self.buf.reserve(extra);
     }
 
+    /// Signs each request of a signed message in place (MS-SMB2 3.2.4.1.1), after linking.
+    fn sign_elements(&mut self) -> Result<()> {
+        if !self.sign {
+            return Ok(());
+        }
+        let session = self
+            .session
+            .clone()
+            .ok_or_else(|| Error::Unsupported("signing without a session".into()))?;
+        for i in 0..self.elements.len() {
+            let range = self.element_range(i);
+            if let Some(pdu) = self.buf.get_mut(range) {
+                session.signer.sign(pdu);
+            }
+        }
+        Ok(())
+    }
+
     fn element_range(&self, i: usize) -> Range<usize> {
         let start = self.elements.get(i).map_or(0, |e| e.start);
         let end = self.elements.get(i + 1).map_or(self.buf.len(), |e| e.start);
@@ -474,83 +492,9 @@ impl Shared {
         Vec<(u64, oneshot::Receiver<Result<Response>>)>,
     )> {
         let total: u32 = message.elements.iter().map(|e| u32::from(e.charge)).sum();
-        // A server that grants no credits must not hold the caller forever.
-        let permit = tokio::time::timeout(
-            self.request_timeout,
-            self.credits.acquire_many(total.max(1)),
-        )
-        .await
-        .map_err(|_| {
-            Error::Closed(format!(
-                "no credits for {total} within {:?}",
-                self.request_timeout
-            ))
-        })?
-        .map_err(|_| self.closed_error())?;
-        permit.forget();
-        let first = self
-            .next_message_id
-            .fetch_add(u64::from(total.max(1)), Ordering::Relaxed);
-        let held = self.credits.available_permits() as u64 + self.in_flight.load(Ordering::Relaxed);
-        let mut want_more = self.target_credits.saturating_sub(held);
-        let dialect_202 = self
-            .negotiated
-            .read()
-            .as_ref()
-            .is_some_and(|n| n.dialect == Dialect::SMB2_0_2);
-        let mut id = first;
-        let mut receivers = Vec::with_capacity(message.elements.len());
-        let mut waiters = Vec::with_capacity(message.elements.len());
-        for i in 0..message.elements.len() {
-            let range = message.element_range(i);
-            let Some(element) = message.elements.get(i) else {
-                break;
-            };
-            let charge = element.charge.max(1);
-            let ask = u16::try_from(u64::from(charge) + want_more.min(256)).unwrap_or(u16::MAX);
-            want_more = want_more.saturating_sub(u64::from(ask - charge));
-            let wire_charge = if element.command == Command::NEGOTIATE || dialect_202 {
-                0
-            } else {
-                charge
-            };
-            if let Some(head) = message
-                .buf
-                .get_mut(range.start..range.start + SMB2_HEADER_LEN)
-            {
-                put(head, 6, &wire_charge.to_le_bytes());
-                put(head, 14, &ask.to_le_bytes());
-                put(head, 24, &id.to_le_bytes());
-            }
-            let (tx, rx) = oneshot::channel();
-            waiters.push((
-                id,
-                Waiter {
-                    tx,
-                    command: element.command,
-                    charge,
-                    signed_by: message.sign.then(|| message.session.clone()).flatten(),
-                    encrypted_for: message
-                        .encrypt
-                        .then(|| message.session.as_ref().map(|s| s.id))
-                        .flatten(),
-                },
-            ));
-            receivers.push((id, rx));
-            id += u64::from(charge);
-        }
-        if message.sign {
-            let session = message
-                .session
-                .clone()
-                .ok_or_else(|| Error::Unsupported("signing without a session".into()))?;
-            for i in 0..message.elements.len() {
-                let range = message.element_range(i);
-                if let Some(pdu) = message.buf.get_mut(range) {
-                    session.signer.sign(pdu);
-                }
-            }
-        }
+        let first = self.take_credits(total.max(1)).await?;
+        let (waiters, receivers) = self.number(&mut message, first);
+        message.sign_elements()?;
         let request = message
             .keep_request
             .then(|| {
@@ -582,6 +526,89 @@ impl Shared {
             .send(message.buf)
             .map_err(|_| self.closed_error())?;
         Ok((request, receivers))
+    }
+
+    /// Takes `total` credits, waiting for the server to grant them; returns the first of the
+    /// `total` MessageIds they pay for.
+    async fn take_credits(&self, total: u32) -> Result<u64> {
+        // A server that grants no credits must not hold the caller forever.
+        let permit = tokio::time::timeout(self.request_timeout, self.credits.acquire_many(total))
+            .await
+            .map_err(|_| {
+                Error::Closed(format!(
+                    "no credits for {total} within {:?}",
+                    self.request_timeout
+                ))
+            })?
+            .map_err(|_| self.closed_error())?;
+        permit.forget();
+        Ok(self
+            .next_message_id
+            .fetch_add(u64::from(total), Ordering::Relaxed))
+    }
+
+    /// Writes each request's MessageId (from `first`), CreditCharge and CreditRequest (asking
+    /// for more while the client holds fewer than it targets); returns their waiters and the
+    /// receivers of their responses.
+    #[allow(clippy::type_complexity)]
+    fn number(
+        &self,
+        message: &mut Message,
+        first: u64,
+    ) -> (
+        Vec<(u64, Waiter)>,
+        Vec<(u64, oneshot::Receiver<Result<Response>>)>,
+    ) {
+        let held = self.credits.available_permits() as u64 + self.in_flight.load(Ordering::Relaxed);
+        let mut want_more = self.target_credits.saturating_sub(held);
+        let dialect_202 = self
+            .negotiated
+            .read()
+            .as_ref()
+            .is_some_and(|n| n.dialect == Dialect::SMB2_0_2);
+        let signed_by = message.sign.then(|| message.session.clone()).flatten();
+        let encrypted_for = message
+            .encrypt
+            .then(|| message.session.as_ref().map(|s| s.id))
+            .flatten();
+        let mut id = first;
+        let mut waiters = Vec::with_capacity(message.elements.len());
+        let mut receivers = Vec::with_capacity(message.elements.len());
+        for i in 0..message.elements.len() {
+            let range = message.element_range(i);
+            let Some(element) = message.elements.get(i) else {
+                break;
+            };
+            let charge = element.charge.max(1);
+            let ask = u16::try_from(u64::from(charge) + want_more.min(256)).unwrap_or(u16::MAX);
+            want_more = want_more.saturating_sub(u64::from(ask - charge));
+            // NEGOTIATE, and every request in 2.0.2, carries CreditCharge 0 (MS-SMB2 3.2.4.1.5).
+            let wire_charge = if element.command == Command::NEGOTIATE || dialect_202 {
+                0
+            } else {
+                charge
+            };
+            if let Some(head) = message
+                .buf
+                .get_mut(range.start..range.start + SMB2_HEADER_LEN)
+            {
+                put(head, 6, &wire_charge.to_le_bytes());
+                put(head, 14, &ask.to_le_bytes());
+                put(head, 24, &id.to_le_bytes());
+            }
+            let (tx, rx) = oneshot::channel();
+            let waiter = Waiter {
+                tx,
+                command: element.command,
+                charge,
+                signed_by: signed_by.clone(),
+                encrypted_for,
+            };
+            waiters.push((id, waiter));
+            receivers.push((id, rx));
+            id += u64::from(charge);
+        }
+        (waiters, receivers)
     }
 
     /// Encrypts the message after its transform header (MS-SMB2 3.2.4.1.8).
