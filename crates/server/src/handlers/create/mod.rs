@@ -1,6 +1,9 @@
-//! CREATE: MS-SMB2 3.3.5.9, in phases: request checks and access (`request`) → open → the
-//! checks against the existing file (MS-FSA 2.1.5.1.2) → share access → overwrite and new-file
-//! metadata → response contexts (`contexts`) → response.
+//! CREATE: MS-SMB2 3.3.5.9. `handle` runs its phases in order, each a function over a value of
+//! its own: the request's intent (`request`, [`Plan`]) → the name resolved and access checked
+//! against the new or the existing file (MS-FSA 2.1.5.1.1, 2.1.5.1.2: [`Resolved`]) → share
+//! access and the oplock or lease (`oplock`: [`Registered`]) → the file prepared: overwrite,
+//! new-file metadata, EAs, allocation, stream ([`Prepared`]) → the open built and recorded
+//! ([`Built`]) → the response with its contexts (`contexts`, `durable`).
 
 mod contexts;
 mod durable;
@@ -17,7 +20,7 @@ use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
 use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
-    CreateResponseFlags, OplockLevel, ResponseContext,
+    CreateResponseFlags, LeaseKey, OplockLevel, ResponseContext,
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_vfs::{Disposition, Kind, OpenRequest, Vfs, VfsFile, VfsPath};
@@ -26,7 +29,7 @@ use smb3d_wire::FileTime;
 use crate::blocking::as_user;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
-use crate::fs::names::parse_path;
+use crate::fs::names::{SmbPath, parse_path};
 use crate::fs::path_status;
 use crate::fs::streams::{self, Stream, StreamFile};
 use crate::identity::{IdMap, Identity};
@@ -35,13 +38,15 @@ use crate::request::reply::Reply;
 use crate::security;
 use crate::state::allocation;
 use crate::state::audit;
-use crate::state::caching::{Caching, Opening, Route};
-use crate::state::connection::limits::{admit_open, admit_open_file};
+use crate::state::caching::{Caching, Granted, Opening, Route};
+use crate::state::connection::limits::{OpenFileSlot, admit_open, admit_open_file};
 use crate::state::dir_leases;
-use crate::state::durable::ReplayState;
-use crate::state::files::{FileKey, OpenEntry};
+use crate::state::durable::{Reconnect, ReplayState};
+use crate::state::files::{FileKey, OpenEntry, SharedFile};
 use crate::state::notify::ShareKey;
 use crate::state::open::{DirCursor, Open, close_open, open_widest};
+use crate::state::server::Server;
+use crate::state::session::{Session, Tree};
 use crate::state::share::ShareKind;
 use crate::status_map::VfsResultExt;
 
@@ -61,331 +66,583 @@ pub(crate) async fn handle(
     let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
     let durable_ask = durable::ask(cx, &req)?;
     if let durable::Ask::Reconnect(reconnect) = durable_ask {
-        // A reconnect names the file only to be checked against the open (3.3.5.9.7).
-        admit_open(cx.conn, &session)?;
-        let name = smb3d_wire::decode_utf16le(req.name, "Name")
-            .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
-        let path = parse_path(&name)?;
-        let vfs_path = VfsPath::from_components(path.components.iter())
-            .map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)?;
-        // A client that lost its connection may reconnect before that connection's end
-        // has been seen here: its open is given a moment to become disconnected.
-        cx.conn
-            .server
-            .durable
-            .wait_for_disconnect(
-                reconnect.file_id.persistent,
-                cx.conn.id,
-                durable::RECONNECT_GRACE,
-            )
-            .await;
-        return durable::reconnect(
-            cx,
-            reply,
-            &req,
-            &vfs_path,
-            reconnect,
-            CreateAction::OPENED,
-            None,
-        );
+        return reconnect_durable(cx, reply, &req, &session, reconnect).await;
     }
+    // What is checked before any file-system call: the request, the open limits, the name.
     request::check(&req)?;
     admit_open(cx.conn, &session)?;
-    let ShareKind::Disk(vfs) = &tree.share.kind else {
-        // Named pipes arrive with the RPC services; until then none exists.
-        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-    };
+    let vfs = disk(&tree)?;
     let counted = admit_open_file(cx.conn)?;
-
-    let name =
-        smb3d_wire::decode_utf16le(req.name, "Name").map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
-    let path = parse_path(&name)?;
-    let vfs_path = match VfsPath::from_components(path.components.iter()) {
-        Ok(vfs_path) => vfs_path,
-        Err(_) => {
-            let identity = cx.identity()?;
-            return Err(as_user(
-                vfs.as_ref(),
-                &identity,
-                tree.share.metadata_wait(),
-                || Ok(path_status::unrepresentable(vfs.as_ref(), &path.components)),
-            )?);
-        }
-    };
-    if let Some(answer) = durable::replay(cx, reply, &req, durable_ask, &vfs_path) {
+    let target = Target::parse(cx, &req, &tree, vfs.as_ref())?;
+    if let Some(answer) = durable::replay(cx, reply, &req, durable_ask, &target.vfs_path) {
         return answer;
     }
     let _under_way = durable::reserve(cx, durable_ask)?;
-    let mut intent = request::intent(&req, &tree)?;
-
-    // EAs given with the create (MS-SMB2 3.3.5.9.2) are checked before anything is created.
-    let ea_buffer = req.contexts.iter().flatten().find_map(|c| match c {
-        CreateContext::EaBuffer(data) => Some(data),
-        _ => None,
-    });
-    if let Some(data) = ea_buffer {
-        eas::check(data, cx.conn.server.limits().max_ea_size)?;
-    }
-    let sd_buffer = security_context(&req)?;
-    // SMB2_CREATE_ALLOCATION_SIZE (MS-SMB2 2.2.13.2.6): space for a new or overwritten file.
-    let allocation_request = req.contexts.iter().flatten().find_map(|c| match c {
-        CreateContext::AllocationSize(size) => Some(size),
-        _ => None,
-    });
-    let wants_maximal_access = req
-        .contexts
-        .iter()
-        .flatten()
-        .any(|c| matches!(c, CreateContext::MaximalAccessRequest { .. }));
-
-    // Truncation waits until the existing file has been checked and share access granted
-    // (MS-FSA 2.1.5.1.2), so an existing file is opened without it first.
-    let mut open_request = OpenRequest {
-        access: intent.vfs_access,
-        disposition: match intent.disposition {
-            CreateDisposition::OPEN | CreateDisposition::OVERWRITE => Disposition::Open,
-            CreateDisposition::CREATE => Disposition::Create,
-            _ => Disposition::OpenOrCreate,
-        },
-        kind: intent.kind,
-        // Masked further by the process umask, or replaced by the parent's default POSIX ACL.
-        create_mode: if intent.kind == Kind::Directory {
-            0o777 & tree.share.directory_mask
-        } else {
-            0o666 & tree.share.create_mask
-        },
+    let plan = Plan::of(cx, &req, &tree, &target.path)?;
+    oplock::check_lease_key(cx, &req, &target.vfs_path, target.path.stream.as_deref())?;
+    let creation = Creation {
+        req: &req,
+        server: &cx.conn.server,
+        identity: cx.identity()?,
+        session,
+        tree,
+        vfs,
+        target,
+        plan,
+        durable: durable_ask,
+        counted,
     };
-    stream::adapt(&path, &mut intent, &mut open_request)?;
-    oplock::check_lease_key(cx, &req, &vfs_path, path.stream.as_deref())?;
-    let identity = cx.identity()?;
-    let conn = cx.conn;
-    let server = &conn.server;
-    let vfs = vfs.clone();
-    let leaf = vfs_path.name().unwrap_or("");
-    let (opened, meta, granted, maximal, named_stream) =
-        as_user(vfs.as_ref(), &identity, tree.share.metadata_wait(), || {
-            let opened = open_widest(vfs.as_ref(), &vfs_path, open_request, intent.desired)?;
-            let meta = fileinfo::load_with(
-                opened.file.as_ref(),
-                opened.stat,
-                leaf,
-                &tree.share.presentation,
-            )
-            .status()?;
-            let parent = security::Parent::of(vfs.as_ref(), &vfs_path, &server.ids);
-            let (granted, sd) = if opened.created {
-                admit_new(
-                    vfs.as_ref(),
-                    &vfs_path,
-                    opened.file.as_ref(),
-                    &meta,
-                    &identity,
-                    &intent,
-                    &server.ids,
-                    &parent,
-                    sd_buffer.as_ref(),
-                )?
+    // MS-FSA 2.1.5.1: open or create and check access, then share access and caching; only
+    // then is an existing file overwritten or a new one given its metadata.
+    let resolved = creation.resolve()?;
+    let registered = creation.register(cx, reply, &resolved).await?;
+    let outcome = resolved.outcome;
+    let prepared = creation.prepare(&registered, resolved)?;
+    let built = creation.build(cx, registered, outcome, prepared)?;
+    respond(cx, reply, &req, durable_ask, outcome, built)
+}
+
+/// A durable reconnect (MS-SMB2 3.3.5.9.7): the name is only checked against the open it
+/// names.
+async fn reconnect_durable(
+    cx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    req: &CreateRequest<'_>,
+    session: &Session,
+    reconnect: Reconnect,
+) -> Result<NtStatus, NtStatus> {
+    admit_open(cx.conn, session)?;
+    let name =
+        smb3d_wire::decode_utf16le(req.name, "Name").map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+    let path = parse_path(&name)?;
+    let vfs_path = VfsPath::from_components(path.components.iter())
+        .map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    // A client that lost its connection may reconnect before that connection's end
+    // has been seen here: its open is given a moment to become disconnected.
+    cx.conn
+        .server
+        .durable
+        .wait_for_disconnect(
+            reconnect.file_id.persistent,
+            cx.conn.id,
+            durable::RECONNECT_GRACE,
+        )
+        .await;
+    durable::reconnect(
+        cx,
+        reply,
+        req,
+        &vfs_path,
+        reconnect,
+        CreateAction::OPENED,
+        None,
+    )
+}
+
+/// The file system of the tree's share. The dispatcher gives CREATEs on IPC$ to the named
+/// pipes, so the share here always has one; the status is what a missing pipe would get.
+fn disk(tree: &Tree) -> Result<Arc<dyn Vfs>, NtStatus> {
+    match &tree.share.kind {
+        ShareKind::Disk(vfs) => Ok(vfs.clone()),
+        ShareKind::Ipc => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+    }
+}
+
+/// The name a CREATE opens: as the client wrote it (with its stream) and as the VFS takes it.
+struct Target {
+    path: SmbPath,
+    vfs_path: VfsPath,
+}
+
+impl Target {
+    /// A name the VFS cannot represent is answered as the existing path it stops at says.
+    fn parse(
+        cx: &Ctx<'_>,
+        req: &CreateRequest<'_>,
+        tree: &Tree,
+        vfs: &dyn Vfs,
+    ) -> Result<Self, NtStatus> {
+        let name = smb3d_wire::decode_utf16le(req.name, "Name")
+            .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
+        let path = parse_path(&name)?;
+        match VfsPath::from_components(path.components.iter()) {
+            Ok(vfs_path) => Ok(Self { path, vfs_path }),
+            Err(_) => {
+                let identity = cx.identity()?;
+                Err(as_user(vfs, &identity, tree.share.metadata_wait(), || {
+                    Ok(path_status::unrepresentable(vfs, &path.components))
+                })?)
+            }
+        }
+    }
+
+    /// The last component, which the share's presentation (hidden dot files) looks at.
+    fn leaf(&self) -> &str {
+        self.vfs_path.name().unwrap_or("")
+    }
+}
+
+/// What the open asks for: its intent, the open the back end is asked for, and the create
+/// contexts that act on the file, all checked before anything is created.
+struct Plan<'r> {
+    intent: Intent,
+    /// Truncation waits until the existing file has been checked and share access granted
+    /// (MS-FSA 2.1.5.1.2), so an existing file is opened without it first.
+    open_request: OpenRequest,
+    /// SMB2_CREATE_EA_BUFFER (MS-SMB2 3.3.5.9.2).
+    ea_buffer: Option<&'r [u8]>,
+    /// The descriptor of SMB2_CREATE_SD_BUFFER (MS-SMB2 2.2.13.2.3).
+    sd_buffer: Option<SecurityDescriptor>,
+    /// SMB2_CREATE_ALLOCATION_SIZE (MS-SMB2 2.2.13.2.6): space for a new or overwritten file.
+    allocation: Option<u64>,
+    wants_maximal_access: bool,
+}
+
+impl<'r> Plan<'r> {
+    fn of(
+        cx: &Ctx<'_>,
+        req: &CreateRequest<'r>,
+        tree: &Tree,
+        path: &SmbPath,
+    ) -> Result<Self, NtStatus> {
+        let mut intent = request::intent(req, tree)?;
+        let ea_buffer = req.contexts.iter().flatten().find_map(|c| match c {
+            CreateContext::EaBuffer(data) => Some(data),
+            _ => None,
+        });
+        if let Some(data) = ea_buffer {
+            eas::check(data, cx.conn.server.limits().max_ea_size)?;
+        }
+        let sd_buffer = security_context(req)?;
+        let allocation = req.contexts.iter().flatten().find_map(|c| match c {
+            CreateContext::AllocationSize(size) => Some(size),
+            _ => None,
+        });
+        let wants_maximal_access = req
+            .contexts
+            .iter()
+            .flatten()
+            .any(|c| matches!(c, CreateContext::MaximalAccessRequest { .. }));
+        let mut open_request = OpenRequest {
+            access: intent.vfs_access,
+            disposition: match intent.disposition {
+                CreateDisposition::OPEN | CreateDisposition::OVERWRITE => Disposition::Open,
+                CreateDisposition::CREATE => Disposition::Create,
+                _ => Disposition::OpenOrCreate,
+            },
+            kind: intent.kind,
+            // Masked further by the process umask, or replaced by the parent's default POSIX ACL.
+            create_mode: if intent.kind == Kind::Directory {
+                0o777 & tree.share.directory_mask
             } else {
-                check_existing(&meta, &intent, req.file_attributes, path.stream.is_some())?;
-                let sd = security::descriptor(
-                    vfs.as_ref(),
-                    opened.file.as_ref(),
-                    &meta.stat,
-                    &server.ids,
-                );
-                // Overwriting needs the right to write whatever the open asks for.
-                let required = if intent.truncates {
-                    AccessMask::FILE_WRITE_DATA
-                } else {
-                    AccessMask::empty()
-                };
-                let granted = security::grant(&sd, &identity, intent.desired, required, &parent)?;
-                (granted, sd)
-            };
-            let maximal = wants_maximal_access.then(|| security::maximal(&sd, &identity, &parent));
-            let named_stream = match &path.stream {
-                None => None,
-                Some(name) => match stream::resolve(opened.file.as_ref(), name, intent.disposition)
-                {
-                    Ok(resolved) => Some(resolved),
-                    Err(status) => {
-                        if opened.created {
-                            let _ = vfs.unlink(&vfs_path);
-                        }
-                        return Err(status);
-                    }
-                },
-            };
-            Ok((
-                opened,
-                meta,
-                granted & tree.maximal_access,
-                maximal.map(|m| m & tree.maximal_access),
-                named_stream,
-            ))
+                0o666 & tree.share.create_mask
+            },
+        };
+        stream::adapt(path, &mut intent, &mut open_request)?;
+        Ok(Self {
+            intent,
+            open_request,
+            ea_buffer,
+            sd_buffer,
+            allocation,
+            wants_maximal_access,
         })
+    }
+}
+
+/// A new open on a disk share once its request has been checked: what the phases after the
+/// intent read.
+struct Creation<'r> {
+    req: &'r CreateRequest<'r>,
+    server: &'r Arc<Server>,
+    session: Arc<Session>,
+    tree: Arc<Tree>,
+    vfs: Arc<dyn Vfs>,
+    identity: Arc<Identity>,
+    target: Target,
+    plan: Plan<'r>,
+    durable: durable::Ask,
+    counted: OpenFileSlot,
+}
+
+/// The file opened (or created) and the access it grants.
+struct Resolved {
+    file: Box<dyn VfsFile>,
+    meta: Meta,
+    /// The stored name of the named stream opened.
+    stream: Option<String>,
+    outcome: Outcome,
+}
+
+/// What the open did to the file and what it may do.
+#[derive(Debug, Clone, Copy)]
+struct Outcome {
+    created: bool,
+    stream_created: bool,
+    /// The existing file (not a stream) is truncated.
+    overwritten: bool,
+    action: CreateAction,
+    granted: AccessMask,
+    /// The file's maximal access, when the request asked for it.
+    maximal: Option<AccessMask>,
+}
+
+/// The open in the file's table of opens, with the caching it was granted.
+struct Registered {
+    file_id: FileId,
+    shared: Arc<SharedFile>,
+    caching: Granted,
+    /// The lease on the parent directory this open's change does not break.
+    changed_by: Option<LeaseKey>,
+}
+
+/// The file as the open will use it: the stream's own, for a named stream.
+struct Prepared {
+    file: Box<dyn VfsFile>,
+    stream: Option<Arc<Stream>>,
+    meta: Meta,
+}
+
+/// The open, recorded in its session.
+struct Built {
+    open: Arc<Open>,
+    meta: Meta,
+    caching: Granted,
+}
+
+impl Creation<'_> {
+    /// Opens or creates the file with the user's credentials and checks access: to a new file
+    /// as [`AccessCheck::admit_new`] says, to an existing one as MS-FSA 2.1.5.1.2 does; then
+    /// the named stream.
+    fn resolve(&self) -> Result<Resolved, NtStatus> {
+        as_user(
+            self.vfs.as_ref(),
+            &self.identity,
+            self.tree.share.metadata_wait(),
+            || self.open_and_check(),
+        )
         .map_err(|status| {
-            if tree.read_only
+            if self.tree.read_only
                 && status == NtStatus::OBJECT_NAME_NOT_FOUND
-                && req.create_disposition != CreateDisposition::OPEN
+                && self.req.create_disposition != CreateDisposition::OPEN
             {
                 NtStatus::ACCESS_DENIED
             } else {
                 status
             }
-        })?;
-    let (stream_name, stream_created) = match named_stream {
-        Some((name, created)) => (Some(name), created),
-        None => (None, false),
-    };
-    let overwritten = intent.truncates && !opened.created && stream_name.is_none();
+        })
+    }
 
-    let file_id = server.new_file_id();
-    let key = FileKey {
-        dev: meta.stat.dev,
-        ino: meta.stat.ino,
-    };
-    let entry = OpenEntry {
-        id: file_id.volatile,
-        access: granted,
-        share: req.share_access,
-        stream: stream_name.as_deref().map(streams::key),
-        persistent_id: file_id.persistent,
-        caching: Caching::None,
-        route: Route {
-            conn: Arc::downgrade(conn),
-            session_id: session.id,
-            encrypt: tree.encrypt_data,
-        },
-        disconnected: false,
-        persistent: false,
-    };
-    let opening = Opening {
-        request: oplock::request(cx, &req, meta.is_directory()),
-        overwrite: intent.truncates && stream_name.is_none(),
-        first_attempt: true,
-        existed: !opened.created && !stream_created,
-        delete_on_close: req.create_options.contains(CreateOptions::DELETE_ON_CLOSE),
-        directory: meta.is_directory().then(|| ShareKey::of(&vfs)),
-    };
-    let changed_by = dir_leases::requested_parent(&opening.request);
-    let (shared, caching) = oplock::register(cx, reply, key, &vfs_path, entry, opening).await?;
-    let file = opened.file;
-    let touches_files = opened.created || overwritten || stream_name.is_some();
-    let prepare_open = || {
-        let meta = prepare(
-            vfs.as_ref(),
+    fn open_and_check(&self) -> Result<Resolved, NtStatus> {
+        let vfs = self.vfs.as_ref();
+        let path = &self.target.vfs_path;
+        let intent = &self.plan.intent;
+        let opened = open_widest(vfs, path, self.plan.open_request, intent.desired)?;
+        let meta = fileinfo::load_with(
+            opened.file.as_ref(),
+            opened.stat,
+            self.target.leaf(),
+            &self.tree.share.presentation,
+        )
+        .status()?;
+        let check = AccessCheck {
+            vfs,
+            path,
+            who: &self.identity,
+            ids: &self.server.ids,
+            parent: security::Parent::of(vfs, path, &self.server.ids),
+        };
+        let (granted, sd) = if opened.created {
+            check.admit_new(
+                opened.file.as_ref(),
+                &meta,
+                intent,
+                self.plan.sd_buffer.as_ref(),
+            )?
+        } else {
+            check_existing(
+                &meta,
+                intent,
+                self.req.file_attributes,
+                self.target.path.stream.is_some(),
+            )?;
+            check.admit_existing(opened.file.as_ref(), &meta, intent)?
+        };
+        let maximal = self
+            .plan
+            .wants_maximal_access
+            .then(|| security::maximal(&sd, &self.identity, &check.parent));
+        let (stream, stream_created) = match &self.target.path.stream {
+            None => (None, false),
+            Some(name) => match stream::resolve(opened.file.as_ref(), name, intent.disposition) {
+                Ok((stored, created)) => (Some(stored), created),
+                Err(status) => {
+                    if opened.created {
+                        let _ = vfs.unlink(path);
+                    }
+                    return Err(status);
+                }
+            },
+        };
+        let overwritten = intent.truncates && !opened.created && stream.is_none();
+        let action = if opened.created || stream_created {
+            CreateAction::CREATED
+        } else if intent.disposition == CreateDisposition::SUPERSEDE {
+            CreateAction::SUPERSEDED
+        } else if overwritten {
+            CreateAction::OVERWRITTEN
+        } else {
+            CreateAction::OPENED
+        };
+        Ok(Resolved {
+            file: opened.file,
+            meta,
+            stream,
+            outcome: Outcome {
+                created: opened.created,
+                stream_created,
+                overwritten,
+                action,
+                granted: granted & self.tree.maximal_access,
+                maximal: maximal.map(|m| m & self.tree.maximal_access),
+            },
+        })
+    }
+
+    /// Registers the open with the file's other opens: share access, and the oplock or lease
+    /// it is granted once the breaks it causes are answered (`oplock::register`).
+    async fn register(
+        &self,
+        cx: &mut Ctx<'_>,
+        reply: &mut Reply<'_>,
+        resolved: &Resolved,
+    ) -> Result<Registered, NtStatus> {
+        let meta = &resolved.meta;
+        let outcome = resolved.outcome;
+        let file_id = self.server.new_file_id();
+        let key = FileKey {
+            dev: meta.stat.dev,
+            ino: meta.stat.ino,
+        };
+        let entry = OpenEntry {
+            id: file_id.volatile,
+            access: outcome.granted,
+            share: self.req.share_access,
+            stream: resolved.stream.as_deref().map(streams::key),
+            persistent_id: file_id.persistent,
+            caching: Caching::None,
+            route: Route {
+                conn: Arc::downgrade(cx.conn),
+                session_id: self.session.id,
+                encrypt: self.tree.encrypt_data,
+            },
+            disconnected: false,
+            persistent: false,
+        };
+        let opening = Opening {
+            request: oplock::request(cx, self.req, meta.is_directory()),
+            overwrite: self.plan.intent.truncates && resolved.stream.is_none(),
+            first_attempt: true,
+            existed: !outcome.created && !outcome.stream_created,
+            delete_on_close: self.deletes_on_close(),
+            directory: meta.is_directory().then(|| ShareKey::of(&self.vfs)),
+        };
+        let changed_by = dir_leases::requested_parent(&opening.request);
+        let path = &self.target.vfs_path;
+        let (shared, caching) = oplock::register(cx, reply, key, path, entry, opening).await?;
+        Ok(Registered {
+            file_id,
+            shared,
+            caching,
+            changed_by,
+        })
+    }
+
+    /// Prepares the file once the open is granted ([`Self::prepare_file`]); if that fails, the
+    /// open leaves the file's table again.
+    fn prepare(&self, registered: &Registered, resolved: Resolved) -> Result<Prepared, NtStatus> {
+        let outcome = resolved.outcome;
+        let touches_files = outcome.created || outcome.overwritten || resolved.stream.is_some();
+        let prepare = || self.prepare_file(resolved);
+        // An existing file opened as it is needs no file-system call here, so no change of
+        // credentials either.
+        let prepared = if touches_files {
+            as_user(
+                self.vfs.as_ref(),
+                &self.identity,
+                self.tree.share.metadata_wait(),
+                prepare,
+            )
+        } else {
+            prepare()
+        };
+        prepared.inspect_err(|_| {
+            self.server
+                .files
+                .release(&registered.shared, registered.file_id.volatile);
+        })
+    }
+
+    /// The overwrite or the new file's metadata and EAs ([`prepare_metadata`]), the new name
+    /// made durable in its directory, the allocation asked for, and the named stream's open.
+    fn prepare_file(&self, resolved: Resolved) -> Result<Prepared, NtStatus> {
+        let Resolved {
+            file,
+            meta,
+            stream,
+            outcome,
+        } = resolved;
+        let vfs = self.vfs.as_ref();
+        let meta = prepare_metadata(
+            vfs,
             file.as_ref(),
             meta,
-            opened.created,
-            overwritten,
-            req.file_attributes,
-            ea_buffer,
+            outcome.created,
+            outcome.overwritten,
+            self.req.file_attributes,
+            self.plan.ea_buffer,
         )?;
-        if opened.created {
-            tree.share.sync_parent(vfs.as_ref(), &vfs_path).status()?;
+        if outcome.created {
+            self.tree
+                .share
+                .sync_parent(vfs, &self.target.vfs_path)
+                .status()?;
         }
-        let meta = match allocation_request {
-            Some(size) if (opened.created || overwritten) && stream_name.is_none() => {
-                allocation::reserve(&tree.share, file.as_ref(), meta, size)?
+        let meta = match self.plan.allocation {
+            Some(size) if (outcome.created || outcome.overwritten) && stream.is_none() => {
+                allocation::reserve(&self.tree.share, file.as_ref(), meta, size)?
             }
             _ => meta,
         };
-        let Some(name) = stream_name else {
-            return Ok((file, None, meta));
+        let Some(name) = stream else {
+            return Ok(Prepared {
+                file,
+                stream: None,
+                meta,
+            });
         };
         // From here on the open is the stream's: its size, the file's other metadata.
         let stream = Stream::new(file, name);
         let file: Box<dyn VfsFile> = Box::new(StreamFile(stream.clone()));
-        let meta = fileinfo::load(file.as_ref(), leaf, &tree.share.presentation).status()?;
-        Ok((file, Some(stream), meta))
-    };
-    // An existing file opened as it is needs no file-system call here, so no change of
-    // credentials either.
-    let prepared = if touches_files {
-        as_user(
-            vfs.as_ref(),
-            &identity,
-            tree.share.metadata_wait(),
-            prepare_open,
-        )
-    } else {
-        prepare_open()
-    };
-    let (file, stream, meta) = match prepared {
-        Ok(prepared) => prepared,
-        Err(status) => {
-            server.files.release(&shared, file_id.volatile);
-            return Err(status);
-        }
-    };
-    let action = if opened.created || stream_created {
-        CreateAction::CREATED
-    } else if intent.disposition == CreateDisposition::SUPERSEDE {
-        CreateAction::SUPERSEDED
-    } else if overwritten {
-        CreateAction::OVERWRITTEN
-    } else {
-        CreateAction::OPENED
-    };
+        let leaf = self.target.leaf();
+        let meta = fileinfo::load(file.as_ref(), leaf, &self.tree.share.presentation).status()?;
+        Ok(Prepared {
+            file,
+            stream: Some(stream),
+            meta,
+        })
+    }
 
-    if opened.created {
-        server.notify.report_name(
-            ShareKey::of(&vfs),
-            &vfs_path,
-            NotifyAction::ADDED,
-            meta.is_directory(),
-        );
-    }
-    if opened.created || overwritten {
-        dir_leases::child_changed(server, ShareKey::of(&vfs), &vfs_path, changed_by);
-    }
-    let watches_host = meta.is_directory() && caching.lease.is_some();
-    if watches_host {
-        server.host_changes.acquire(server, &vfs);
-    }
-    let open = Arc::new(Open {
-        file_id,
-        tree_id: AtomicU32::new(tree.id),
-        vfs,
-        identity,
-        file,
-        stream,
-        shared,
-        is_directory: meta.is_directory(),
-        granted,
-        delete_on_close: req.create_options.contains(CreateOptions::DELETE_ON_CLOSE),
-        position: AtomicU64::new(0),
-        mode: AtomicU64::new(u64::from(req.create_options.0 & MODE_OPTIONS)),
-        dir: Mutex::new(DirCursor::default()),
-        writes: Default::default(),
-        opened_at: SystemTime::now(),
-        audit: tree.audit.clone(),
-        share: tree.share.clone(),
-        replay: ReplayState::new(
-            u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default(),
-            matches!(durable_ask, durable::Ask::V2(_)),
-        ),
-        watches_host: AtomicBool::new(watches_host),
-        _counted: counted,
-    });
-    if let Some(who) = &open.audit {
-        audit::opened(who, &vfs_path, action, granted, open.is_directory);
-    }
-    {
-        // The open may have waited for breaks while its tree connect went away.
-        let mut st = session.state.lock();
-        if !st.trees.contains_key(&tree.id) {
-            drop(st);
-            close_open(server, &open);
-            return Err(NtStatus::NETWORK_NAME_DELETED);
+    /// Builds the open after telling watchers and directory leases of a new or overwritten
+    /// file, and records it in its session, unless its tree connect went away meanwhile.
+    fn build(
+        self,
+        cx: &mut Ctx<'_>,
+        registered: Registered,
+        outcome: Outcome,
+        prepared: Prepared,
+    ) -> Result<Built, NtStatus> {
+        let server = self.server;
+        let path = &self.target.vfs_path;
+        let Prepared { file, stream, meta } = prepared;
+        if outcome.created {
+            let share = ShareKey::of(&self.vfs);
+            server
+                .notify
+                .report_name(share, path, NotifyAction::ADDED, meta.is_directory());
         }
-        st.opens.insert(file_id.volatile, open.clone());
+        if outcome.created || outcome.overwritten {
+            let share = ShareKey::of(&self.vfs);
+            dir_leases::child_changed(server, share, path, registered.changed_by);
+        }
+        let watches_host = meta.is_directory() && registered.caching.lease.is_some();
+        if watches_host {
+            server.host_changes.acquire(server, &self.vfs);
+        }
+        let file_id = registered.file_id;
+        let delete_on_close = self.deletes_on_close();
+        let open = Arc::new(Open {
+            file_id,
+            tree_id: AtomicU32::new(self.tree.id),
+            vfs: self.vfs,
+            identity: self.identity,
+            file,
+            stream,
+            shared: registered.shared,
+            is_directory: meta.is_directory(),
+            granted: outcome.granted,
+            delete_on_close,
+            position: AtomicU64::new(0),
+            mode: AtomicU64::new(u64::from(self.req.create_options.0 & MODE_OPTIONS)),
+            dir: Mutex::new(DirCursor::default()),
+            writes: Default::default(),
+            opened_at: SystemTime::now(),
+            audit: self.tree.audit.clone(),
+            share: self.tree.share.clone(),
+            replay: ReplayState::new(
+                u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default(),
+                matches!(self.durable, durable::Ask::V2(_)),
+            ),
+            watches_host: AtomicBool::new(watches_host),
+            _counted: self.counted,
+        });
+        if let Some(who) = &open.audit {
+            audit::opened(
+                who,
+                path,
+                outcome.action,
+                outcome.granted,
+                open.is_directory,
+            );
+        }
+        {
+            // The open may have waited for breaks while its tree connect went away.
+            let mut st = self.session.state.lock();
+            if !st.trees.contains_key(&self.tree.id) {
+                drop(st);
+                close_open(server, &open);
+                return Err(NtStatus::NETWORK_NAME_DELETED);
+            }
+            st.opens.insert(file_id.volatile, open.clone());
+        }
+        cx.chain.file_id = Some(file_id);
+        Ok(Built {
+            open,
+            meta,
+            caching: registered.caching,
+        })
     }
-    cx.chain.file_id = Some(file_id);
 
-    let mut contexts = contexts::responses(&req, maximal, &meta);
-    contexts.extend(durable::grant(cx, durable_ask, &open, &caching, action));
+    fn deletes_on_close(&self) -> bool {
+        self.req
+            .create_options
+            .contains(CreateOptions::DELETE_ON_CLOSE)
+    }
+}
+
+/// The response with the contexts the request asked for, the durability granted and the
+/// lease.
+fn respond(
+    cx: &Ctx<'_>,
+    reply: &mut Reply<'_>,
+    req: &CreateRequest<'_>,
+    durable_ask: durable::Ask,
+    outcome: Outcome,
+    built: Built,
+) -> Result<NtStatus, NtStatus> {
+    let Built {
+        open,
+        meta,
+        caching,
+    } = built;
+    let mut contexts = contexts::responses(req, outcome.maximal, &meta);
+    contexts.extend(durable::grant(
+        cx,
+        durable_ask,
+        &open,
+        &caching,
+        outcome.action,
+    ));
     if let Some(lease) = caching.lease {
         contexts.push(ResponseContext::Lease(lease));
     }
@@ -393,8 +650,8 @@ pub(crate) async fn handle(
         reply,
         &meta,
         caching.oplock_level,
-        action,
-        file_id,
+        outcome.action,
+        open.file_id,
         contexts,
     );
     Ok(NtStatus::SUCCESS)
@@ -442,62 +699,88 @@ fn security_context(req: &CreateRequest<'_>) -> Result<Option<SecurityDescriptor
     Ok(Some(sd))
 }
 
-/// A file or directory this open just created: the parent must allow adding it (else it is
-/// removed again and the open refused, MS-FSA 2.1.5.1.1); it takes the descriptor of the
-/// create context over what it inherits from the parent (MS-DTYP 2.5.3.4.1), and either
-/// reaches its POSIX permissions. The creator gets what it asked for. Returns the granted
-/// access and the new descriptor.
-#[allow(clippy::too_many_arguments)]
-fn admit_new(
-    vfs: &dyn Vfs,
-    path: &VfsPath,
-    file: &dyn VfsFile,
-    meta: &Meta,
-    who: &Identity,
-    intent: &Intent,
-    ids: &IdMap,
-    parent: &security::Parent<'_>,
-    sd_buffer: Option<&SecurityDescriptor>,
-) -> Result<(AccessMask, SecurityDescriptor), NtStatus> {
-    let add = if meta.is_directory() {
-        AccessMask::FILE_ADD_SUBDIRECTORY
-    } else {
-        AccessMask::FILE_ADD_FILE
-    };
-    let parent_sd = parent.descriptor();
-    if parent_sd.is_some_and(|sd| !security::allows(sd, who, add)) {
-        let _ = vfs.unlink(path);
-        return Err(NtStatus::ACCESS_DENIED);
-    }
-    let inherited = parent_sd.and_then(|sd| security::inherited(sd, meta.is_directory(), who));
-    let initial = || security::initial_descriptor(vfs, file, &meta.stat, ids, who);
-    let applied = match (sd_buffer, &inherited) {
-        (Some(update), _) => {
-            let current = inherited.clone().unwrap_or_else(initial);
-            let info = security::parts_of(update);
-            security::change(vfs, file, who, ids, info, update, &current)
+/// What the access checks of an open look at: the file's path, who opens it, and its parent.
+struct AccessCheck<'a> {
+    vfs: &'a dyn Vfs,
+    path: &'a VfsPath,
+    who: &'a Identity,
+    ids: &'a IdMap,
+    parent: security::Parent<'a>,
+}
+
+impl AccessCheck<'_> {
+    /// A file or directory this open just created: the parent must allow adding it (else it
+    /// is removed again and the open refused, MS-FSA 2.1.5.1.1); it takes the descriptor of
+    /// the create context over what it inherits from the parent (MS-DTYP 2.5.3.4.1), and
+    /// either reaches its POSIX permissions. The creator gets what it asked for. Returns the
+    /// granted access and the new descriptor.
+    fn admit_new(
+        &self,
+        file: &dyn VfsFile,
+        meta: &Meta,
+        intent: &Intent,
+        sd_buffer: Option<&SecurityDescriptor>,
+    ) -> Result<(AccessMask, SecurityDescriptor), NtStatus> {
+        let (vfs, who, ids) = (self.vfs, self.who, self.ids);
+        let add = if meta.is_directory() {
+            AccessMask::FILE_ADD_SUBDIRECTORY
+        } else {
+            AccessMask::FILE_ADD_FILE
+        };
+        let parent_sd = self.parent.descriptor();
+        if parent_sd.is_some_and(|sd| !security::allows(sd, who, add)) {
+            let _ = vfs.unlink(self.path);
+            return Err(NtStatus::ACCESS_DENIED);
         }
-        (None, Some(sd)) => security::apply(vfs, file, ids, sd),
-        // Where the file system cannot make the creator the owner, the descriptor does.
-        (None, None) if !vfs.runs_as_users() => security::store(vfs, file, &initial()),
-        (None, None) => Ok(()),
-    };
-    match applied {
-        // A file system without security xattrs keeps no ACL; the POSIX mode governs.
-        Ok(()) | Err(NtStatus::NOT_SUPPORTED) => {}
-        Err(status) => {
-            let _ = vfs.unlink(path);
-            return Err(status);
+        let inherited = parent_sd.and_then(|sd| security::inherited(sd, meta.is_directory(), who));
+        let initial = || security::initial_descriptor(vfs, file, &meta.stat, ids, who);
+        let applied = match (sd_buffer, &inherited) {
+            (Some(update), _) => {
+                let current = inherited.clone().unwrap_or_else(initial);
+                let info = security::parts_of(update);
+                security::change(vfs, file, who, ids, info, update, &current)
+            }
+            (None, Some(sd)) => security::apply(vfs, file, ids, sd),
+            // Where the file system cannot make the creator the owner, the descriptor does.
+            (None, None) if !vfs.runs_as_users() => security::store(vfs, file, &initial()),
+            (None, None) => Ok(()),
+        };
+        match applied {
+            // A file system without security xattrs keeps no ACL; the POSIX mode governs.
+            Ok(()) | Err(NtStatus::NOT_SUPPORTED) => {}
+            Err(status) => {
+                let _ = vfs.unlink(self.path);
+                return Err(status);
+            }
         }
+        let requested = intent.desired.without(AccessMask::MAXIMUM_ALLOWED);
+        let granted = if intent.desired.contains(AccessMask::MAXIMUM_ALLOWED) {
+            requested | AccessMask::FILE_ALL_ACCESS
+        } else {
+            requested
+        };
+        let stat = file.stat().status()?;
+        Ok((granted, security::descriptor(vfs, file, &stat, ids)))
     }
-    let requested = intent.desired.without(AccessMask::MAXIMUM_ALLOWED);
-    let granted = if intent.desired.contains(AccessMask::MAXIMUM_ALLOWED) {
-        requested | AccessMask::FILE_ALL_ACCESS
-    } else {
-        requested
-    };
-    let stat = file.stat().status()?;
-    Ok((granted, security::descriptor(vfs, file, &stat, ids)))
+
+    /// An existing file: its descriptor grants what the open asks for (MS-FSA 2.1.5.1.2), and
+    /// overwriting needs the right to write whatever the open asks for. Returns the granted
+    /// access and the descriptor.
+    fn admit_existing(
+        &self,
+        file: &dyn VfsFile,
+        meta: &Meta,
+        intent: &Intent,
+    ) -> Result<(AccessMask, SecurityDescriptor), NtStatus> {
+        let sd = security::descriptor(self.vfs, file, &meta.stat, self.ids);
+        let required = if intent.truncates {
+            AccessMask::FILE_WRITE_DATA
+        } else {
+            AccessMask::empty()
+        };
+        let granted = security::grant(&sd, self.who, intent.desired, required, &self.parent)?;
+        Ok((granted, sd))
+    }
 }
 
 /// MS-FSA 2.1.5.1.2.1 against an existing file: a read-only file is not written or deleted
@@ -529,9 +812,10 @@ fn check_existing(
 }
 
 /// What happens to the file once the open is granted: an overwritten file is truncated, loses
-/// its named streams and takes the requested attributes with ARCHIVE; a new file gets its attributes (ARCHIVE for
-/// files, as NTFS sets it) and create time; either gets the EAs of the request.
-fn prepare(
+/// its named streams and takes the requested attributes with ARCHIVE; a new file gets its
+/// attributes (ARCHIVE for files, as NTFS sets it) and create time; either gets the EAs of the
+/// request.
+fn prepare_metadata(
     vfs: &dyn Vfs,
     file: &dyn VfsFile,
     mut meta: Meta,
