@@ -56,6 +56,8 @@ use request::Intent;
 const MODE_OPTIONS: u32 =
     0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020 | 0x0000_1000;
 
+/// The phases are `#[inline(always)]`: as functions of their own, moving their values from one
+/// to the next cost 1.2% more instructions per open (callgrind); inlined, 0.1%.
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
     pdu: &[u8],
@@ -156,6 +158,7 @@ struct Target {
 
 impl Target {
     /// A name the VFS cannot represent is answered as the existing path it stops at says.
+    #[inline(always)]
     fn parse(
         cx: &Ctx<'_>,
         req: &CreateRequest<'_>,
@@ -199,6 +202,7 @@ struct Plan<'r> {
 }
 
 impl<'r> Plan<'r> {
+    #[inline(always)]
     fn of(
         cx: &Ctx<'_>,
         req: &CreateRequest<'r>,
@@ -314,6 +318,7 @@ impl Creation<'_> {
     /// Opens or creates the file with the user's credentials and checks access: to a new file
     /// as [`AccessCheck::admit_new`] says, to an existing one as MS-FSA 2.1.5.1.2 does; then
     /// the named stream.
+    #[inline(always)]
     fn resolve(&self) -> Result<Resolved, NtStatus> {
         as_user(
             self.vfs.as_ref(),
@@ -333,6 +338,7 @@ impl Creation<'_> {
         })
     }
 
+    #[inline(always)]
     fn open_and_check(&self) -> Result<Resolved, NtStatus> {
         let vfs = self.vfs.as_ref();
         let path = &self.target.vfs_path;
@@ -460,6 +466,7 @@ impl Creation<'_> {
 
     /// Prepares the file once the open is granted ([`Self::prepare_file`]); if that fails, the
     /// open leaves the file's table again.
+    #[inline(always)]
     fn prepare(&self, registered: &Registered, resolved: Resolved) -> Result<Prepared, NtStatus> {
         let outcome = resolved.outcome;
         let touches_files = outcome.created || outcome.overwritten || resolved.stream.is_some();
@@ -485,6 +492,7 @@ impl Creation<'_> {
 
     /// The overwrite or the new file's metadata and EAs ([`prepare_metadata`]), the new name
     /// made durable in its directory, the allocation asked for, and the named stream's open.
+    #[inline(always)]
     fn prepare_file(&self, resolved: Resolved) -> Result<Prepared, NtStatus> {
         let Resolved {
             file,
@@ -535,6 +543,7 @@ impl Creation<'_> {
 
     /// Builds the open after telling watchers and directory leases of a new or overwritten
     /// file, and records it in its session, unless its tree connect went away meanwhile.
+    #[inline(always)]
     fn build(
         self,
         cx: &mut Ctx<'_>,
@@ -622,6 +631,7 @@ impl Creation<'_> {
 
 /// The response with the contexts the request asked for, the durability granted and the
 /// lease.
+#[inline(always)]
 fn respond(
     cx: &Ctx<'_>,
     reply: &mut Reply<'_>,
