@@ -6,6 +6,7 @@ use smb3d_smb2::change_notify::{ChangeNotifyFlags, ChangeNotifyRequest, ChangeNo
 
 use crate::handlers::lookup_open;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::request::reply::{Reply, go_async};
 use crate::state::notify::{Kept, ShareKey};
 
@@ -14,7 +15,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = ChangeNotifyRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = ChangeNotifyRequest::decode(pdu).map_err(malformed)?;
     let open = lookup_open(cx, req.file_id)?;
     if req.output_buffer_length > cx.conn.server.settings.max_io_size {
         return Err(NtStatus::INVALID_PARAMETER);

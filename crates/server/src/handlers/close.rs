@@ -6,6 +6,7 @@ use smb3d_wire::Writer;
 
 use crate::handlers::lookup_open;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::open::close_written;
 
 pub(crate) async fn handle(
@@ -13,7 +14,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = CloseRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = CloseRequest::decode(pdu).map_err(malformed)?;
     let open = lookup_open(cx, req.file_id)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     session.state.lock().opens.remove(&open.file_id.volatile);

@@ -7,6 +7,7 @@ use smb3d_wire::Writer;
 use crate::blocking::blocking;
 use crate::handlers::lookup_open;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::status_map::VfsResultExt;
 
 pub(crate) async fn handle(
@@ -14,7 +15,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = FlushRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = FlushRequest::decode(pdu).map_err(malformed)?;
     let open = lookup_open(cx, req.file_id)?;
     if !open.may(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA) {
         return Err(NtStatus::ACCESS_DENIED);

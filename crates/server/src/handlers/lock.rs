@@ -10,6 +10,7 @@ use crate::escape::escape;
 use crate::handlers::lookup_open;
 use crate::limits::Limit;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::request::reply::{Reply, go_async};
 use crate::state::locks::{RangeLock, check_range};
 use crate::state::open::Open;
@@ -21,7 +22,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = LockRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = LockRequest::decode(pdu).map_err(malformed)?;
     if req.locks.is_empty() {
         return Err(NtStatus::INVALID_PARAMETER);
     }

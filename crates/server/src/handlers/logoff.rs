@@ -5,13 +5,14 @@ use smb3d_smb2::logoff::{LogoffRequest, LogoffResponse};
 use smb3d_wire::Writer;
 
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    LogoffRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    LogoffRequest::decode(pdu).map_err(malformed)?;
     let session = cx.session.take().ok_or(NtStatus::USER_SESSION_DELETED)?;
     cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
     // The session ends on every channel.

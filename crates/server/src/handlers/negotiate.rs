@@ -13,6 +13,7 @@ use smb3d_smb2::negotiate::{
 use smb3d_smb2::smb1::Smb1Negotiate;
 use smb3d_wire::{FileTime, Guid};
 
+use crate::request::malformed;
 use crate::state::connection::response::ResponseFrame;
 use crate::state::connection::{Connection, Disconnect, Negotiated};
 use crate::state::server::EncryptionPolicy;
@@ -104,7 +105,7 @@ fn negotiate(
     if hdr.flags.contains(HeaderFlags::SIGNED) {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let req = NegotiateRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = NegotiateRequest::decode(pdu).map_err(malformed)?;
     if req.dialects.is_empty() {
         return Err(NtStatus::INVALID_PARAMETER);
     }

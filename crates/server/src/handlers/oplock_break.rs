@@ -9,6 +9,7 @@ use smb3d_wire::Writer;
 use crate::escape::escape;
 use crate::handlers::lookup_open;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::caching::{self, LeaseId};
 use crate::state::open::Open;
 use crate::state::persistent;
@@ -18,7 +19,7 @@ pub(crate) fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let message = OplockBreakMessage::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let message = OplockBreakMessage::decode(pdu).map_err(malformed)?;
     match message {
         OplockBreakMessage::Oplock(ack) => {
             let open = lookup_open(cx, ack.file_id)?;

@@ -23,6 +23,7 @@ use smb3d_wire::{FileTimes, Writer};
 
 use crate::handlers::check_credit_charge;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::request::reply::{Reply, go_async};
 use crate::state::pipes::{PipeOpen, ServerDirectory};
 use crate::state::session::{SessionUser, Tree};
@@ -64,7 +65,7 @@ pub(crate) fn create(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = CreateRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = CreateRequest::decode(pdu).map_err(malformed)?;
     if req.impersonation_level.0 > ImpersonationLevel::DELEGATE.0 {
         return Err(NtStatus::BAD_IMPERSONATION_LEVEL);
     }
@@ -123,7 +124,7 @@ pub(crate) fn close(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = CloseRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = CloseRequest::decode(pdu).map_err(malformed)?;
     let open = lookup(cx, req.file_id)?;
     if let Some(open) = tree(cx)?.pipes.remove(open.file_id) {
         open.close();
@@ -142,7 +143,7 @@ pub(crate) fn flush(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = FlushRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = FlushRequest::decode(pdu).map_err(malformed)?;
     lookup(cx, req.file_id)?;
     FlushResponse.encode(w);
     Ok(NtStatus::SUCCESS)
@@ -156,7 +157,7 @@ pub(crate) async fn read(
     pdu: &[u8],
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = ReadRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = ReadRequest::decode(pdu).map_err(malformed)?;
     if req.length > cx.conn.server.settings.max_io_size {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -245,7 +246,7 @@ pub(crate) fn write(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = WriteRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = WriteRequest::decode(pdu).map_err(malformed)?;
     let len = u32::try_from(req.data.len()).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     if len > cx.conn.server.settings.max_io_size {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -321,7 +322,7 @@ pub(crate) fn peek(
 /// FSCTL_PIPE_WAIT (MS-SMB2 3.3.5.15.9, MS-FSCC 2.3.47): every pipe this server serves takes
 /// any number of opens, so an existing pipe is available at once.
 pub(crate) fn wait(req: &IoctlRequest<'_>, w: &mut Writer<'_>) -> Result<NtStatus, NtStatus> {
-    let wait = FilePipeWaitRequest::decode(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let wait = FilePipeWaitRequest::decode(req.input).map_err(malformed)?;
     if !pipe_exists(&wait.name) {
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
@@ -337,7 +338,7 @@ pub(crate) fn query_info(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = QueryInfoRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = QueryInfoRequest::decode(pdu).map_err(malformed)?;
     lookup(cx, req.file_id)?;
     if req.info_type != InfoType::FILE || req.file_info_class != FILE_STANDARD_INFORMATION {
         return Err(NtStatus::NOT_SUPPORTED);

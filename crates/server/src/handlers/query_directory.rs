@@ -16,6 +16,7 @@ use smb3d_wire::Writer;
 use crate::fs::fileinfo::{self, Meta};
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::security;
 use crate::state::files::{FileKey, FileTable};
 use crate::state::open::{DirCursor, Open};
@@ -29,7 +30,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = QueryDirectoryRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = QueryDirectoryRequest::decode(pdu).map_err(malformed)?;
     let open = lookup_open(cx, req.file_id)?;
     if !open.is_directory {
         return Err(NtStatus::INVALID_PARAMETER);

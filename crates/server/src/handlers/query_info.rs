@@ -26,6 +26,7 @@ use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::security;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
@@ -38,7 +39,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = QueryInfoRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = QueryInfoRequest::decode(pdu).map_err(malformed)?;
     let open = lookup_open(cx, req.file_id)?;
     if req.output_buffer_length > cx.conn.server.settings.max_io_size {
         return Err(NtStatus::INVALID_PARAMETER);

@@ -10,6 +10,7 @@ use smb3d_smb2::read::{ReadRequest, ReadResponse};
 use crate::blocking::Wait;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::request::reply::Reply;
 use crate::state::connection::file_tail::FileTail;
 use crate::status_map::VfsResultExt;
@@ -23,7 +24,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = ReadRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = ReadRequest::decode(pdu).map_err(malformed)?;
     if req.length > cx.conn.server.settings.max_io_size {
         return Err(NtStatus::INVALID_PARAMETER);
     }

@@ -24,6 +24,7 @@ use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::request::reply::{Reply, wait_async};
 use crate::security;
 use crate::state::allocation;
@@ -41,7 +42,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = SetInfoRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = SetInfoRequest::decode(pdu).map_err(malformed)?;
     let open = lookup_open(cx, req.file_id)?;
     let buffer_len = u32::try_from(req.buffer.len()).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     if buffer_len > cx.conn.server.settings.max_io_size {

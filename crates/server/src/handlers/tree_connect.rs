@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::identity::{Accounts, IdMap, Identity};
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::audit;
 use crate::state::connection::Connection;
 use crate::state::connection::limits::admit_tree;
@@ -23,7 +24,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = TreeConnectRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = TreeConnectRequest::decode(pdu).map_err(malformed)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let user = session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
     // 3.1.1 clients prove the negotiation untampered only through signed messages, so an

@@ -5,6 +5,7 @@ use smb3d_smb2::tree_disconnect::{TreeDisconnectRequest, TreeDisconnectResponse}
 use smb3d_wire::Writer;
 
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::open::close_open;
 
 pub(crate) async fn handle(
@@ -12,7 +13,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    TreeDisconnectRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    TreeDisconnectRequest::decode(pdu).map_err(malformed)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let tree = cx.tree.take().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
     let opens = {

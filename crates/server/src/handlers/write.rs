@@ -10,6 +10,7 @@ use smb3d_wire::Writer;
 use crate::blocking::Wait;
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::allocation;
 use crate::status_map::VfsResultExt;
 
@@ -27,7 +28,7 @@ pub(crate) async fn handle(
         None => WriteRequest::decode(pdu),
         Some(data) => WriteRequest::decode_without_data(pdu, data.len()),
     }
-    .map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    .map_err(malformed)?;
     let data_len = req.data_range.len();
     let len = u32::try_from(data_len).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     if len > cx.conn.server.settings.max_io_size {

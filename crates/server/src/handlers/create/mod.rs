@@ -34,6 +34,7 @@ use crate::fs::path_status;
 use crate::fs::streams::{self, Stream, StreamFile};
 use crate::identity::{IdMap, Identity};
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::request::reply::Reply;
 use crate::security;
 use crate::state::allocation;
@@ -63,7 +64,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = CreateRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = CreateRequest::decode(pdu).map_err(malformed)?;
     let session = cx.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let tree = cx.tree.clone().ok_or(NtStatus::NETWORK_NAME_DELETED)?;
     let durable_ask = durable::ask(cx, &req)?;

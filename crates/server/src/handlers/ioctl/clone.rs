@@ -13,6 +13,7 @@ use smb3d_wire::Writer;
 
 use super::respond;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::open::Open;
 use crate::status_map::{VfsResultExt, vfs_status};
 
@@ -35,7 +36,7 @@ pub(super) fn duplicate_extents(
     } else {
         DuplicateExtents::decode(req.input)
     }
-    .map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    .map_err(malformed)?;
     let source = source_open(cx, dup.source_file_id).ok_or(NtStatus::INVALID_HANDLE)?;
     let (Ok(source_offset), Ok(offset), Ok(len)) = (
         u64::try_from(dup.source_offset),

@@ -16,6 +16,7 @@ use smb3d_wire::Writer;
 use super::respond;
 use crate::handlers::MAX_OFFSET;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
@@ -93,7 +94,7 @@ pub(super) fn copy_chunks(
     req: &IoctlRequest<'_>,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let copy = CopyChunkCopy::decode(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let copy = CopyChunkCopy::decode(req.input).map_err(malformed)?;
     let source = open_of_key(cx, &copy.source_key).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
     if (req.max_output_response as usize) < CopyChunkResponse::LEN {
         return Err(NtStatus::INVALID_PARAMETER);

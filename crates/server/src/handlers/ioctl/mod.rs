@@ -16,6 +16,7 @@ use smb3d_wire::Writer;
 
 use crate::handlers::{lookup_open, pipe};
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::request::reply::Reply;
 
 mod clone;
@@ -31,7 +32,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     reply: &mut Reply<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let req = IoctlRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = IoctlRequest::decode(pdu).map_err(malformed)?;
     let max_io = cx.conn.server.settings.max_io_size;
     if req.input.len() > max_io as usize || req.max_output_response > max_io {
         return Err(NtStatus::INVALID_PARAMETER);

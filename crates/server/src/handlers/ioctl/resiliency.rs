@@ -11,6 +11,7 @@ use smb3d_wire::Writer;
 
 use super::respond;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::caching::Caching;
 use crate::state::durable::{DEFAULT_RESILIENCY_TIMEOUT, Durability, MAX_RESILIENCY_TIMEOUT};
 use crate::state::open::Open;
@@ -25,8 +26,7 @@ pub(super) fn request(
     if cx.negotiated.dialect == 0x0202 {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     }
-    let asked =
-        NetworkResiliencyRequest::decode(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let asked = NetworkResiliencyRequest::decode(req.input).map_err(malformed)?;
     let timeout = match Duration::from_millis(asked.timeout_ms.into()) {
         Duration::ZERO => DEFAULT_RESILIENCY_TIMEOUT,
         longer if longer > MAX_RESILIENCY_TIMEOUT => return Err(NtStatus::INVALID_PARAMETER),

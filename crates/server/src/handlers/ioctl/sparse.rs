@@ -11,6 +11,7 @@ use smb3d_wire::Writer;
 
 use super::respond;
 use crate::fs::fileinfo;
+use crate::request::malformed;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
@@ -30,7 +31,7 @@ pub(super) fn set_sparse(
     if !open.may(rights) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let sparse = decode_set_sparse(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let sparse = decode_set_sparse(req.input).map_err(malformed)?;
     open.io(|| {
         let mut meta = open.stored_meta()?;
         if meta.stored.contains(FileAttributes::SPARSE_FILE) == sparse {
@@ -57,8 +58,7 @@ pub(super) fn zero_data(
     if !open.may(AccessMask::FILE_WRITE_DATA) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let zero =
-        FileZeroDataInformation::decode(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let zero = FileZeroDataInformation::decode(req.input).map_err(malformed)?;
     let (Ok(offset), Ok(end)) = (
         u64::try_from(zero.file_offset),
         u64::try_from(zero.beyond_final_zero),
@@ -94,7 +94,7 @@ pub(super) fn allocated_ranges(
     if !open.may(AccessMask::FILE_READ_DATA) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let range = FileAllocatedRange::decode(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let range = FileAllocatedRange::decode(req.input).map_err(malformed)?;
     let (Ok(offset), Ok(len)) = (
         u64::try_from(range.file_offset),
         u64::try_from(range.length),

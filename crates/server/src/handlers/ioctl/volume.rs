@@ -12,6 +12,7 @@ use smb3d_wire::{Guid, Writer};
 
 use super::respond;
 use crate::request::ctx::Ctx;
+use crate::request::malformed;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
@@ -37,8 +38,7 @@ pub(super) fn handle(
             Ok(NtStatus::SUCCESS)
         }
         CtlCode::FSCTL_SET_COMPRESSION => {
-            let format =
-                decode_compression_state(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+            let format = decode_compression_state(req.input).map_err(malformed)?;
             // "None" is what the file already is; anything else is not supported (ReFS's
             // answer, smbtorture `compress_notsup_set`).
             if format != COMPRESSION_FORMAT_NONE {
@@ -117,7 +117,7 @@ fn trim(
     if !open.may(AccessMask::FILE_WRITE_DATA) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let trim = FileLevelTrim::decode(req.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let trim = FileLevelTrim::decode(req.input).map_err(malformed)?;
     if open.is_directory {
         return Err(NtStatus::INVALID_PARAMETER);
     }

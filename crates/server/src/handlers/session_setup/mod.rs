@@ -18,6 +18,7 @@ use crate::address_slots::AddressSlot;
 use crate::handlers::tree_connect;
 use crate::limits::Limit;
 use crate::request::ctx::{Ctx, sign_refusal};
+use crate::request::malformed;
 use crate::state::encryption::SessionCipher;
 use crate::state::server::EncryptionPolicy;
 use crate::state::session::{
@@ -30,7 +31,7 @@ pub(crate) async fn handle(
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let arrived = tokio::time::Instant::now();
-    let req = SessionSetupRequest::decode(pdu).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let req = SessionSetupRequest::decode(pdu).map_err(malformed)?;
     let negotiated = cx.negotiated;
     let server = cx.conn.server.clone();
     // A server that requires encryption refuses clients that cannot encrypt (3.3.5.5 steps 1
