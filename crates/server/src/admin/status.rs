@@ -15,7 +15,7 @@ use crate::escape::escape;
 use crate::state::files::SharedFile;
 use crate::state::open::{Open, close_open};
 use crate::state::server::Server;
-use crate::state::session::{Session, SessionUser, tear_down};
+use crate::state::session::{Established, Session, SessionUser, tear_down};
 use crate::state::share::Share;
 
 /// How much of a session's or tree connect's traffic a protection covers (smbstatus'
@@ -228,6 +228,76 @@ fn session_protection(
     (signing, encryption)
 }
 
+/// An open as `snapshot` shows it, read from its file's table of opens.
+fn open_info((session_id, share, open): FoundOpen) -> OpenInfo {
+    let (path, share_access, delete_pending) = {
+        let state = open.shared.state.lock();
+        let share_access = state
+            .opens
+            .iter()
+            .find(|e| e.id == open.file_id.volatile)
+            .map_or(ShareAccess::empty(), |e| e.share);
+        (
+            state.path.as_str().to_owned(),
+            share_access,
+            state.delete_pending.is_some(),
+        )
+    };
+    OpenInfo {
+        id: open.file_id.volatile,
+        session_id,
+        tree_id: open.tree_id(),
+        share: share.as_ref().map_or_else(String::new, |s| s.name.clone()),
+        share_path: share
+            .filter(|s| !s.path.is_empty())
+            .map(|s| PathBuf::from(&s.path)),
+        path,
+        uid: open.identity.unix.uid,
+        access: open.granted,
+        share_access,
+        is_directory: open.is_directory,
+        delete_pending,
+        device: open.shared.key.dev,
+        inode: open.shared.key.ino,
+        opened_at: open.opened_at,
+    }
+}
+
+/// The byte-range locks the `opens` hold: they belong to opens, and each file's table is read
+/// once.
+fn locks_of(opens: &[OpenInfo], shared_files: &[Arc<SharedFile>]) -> Vec<LockInfo> {
+    let mut locks = Vec::new();
+    let mut files_seen = Vec::new();
+    for open in opens {
+        let key = (open.device, open.inode);
+        if files_seen.contains(&key) {
+            continue;
+        }
+        files_seen.push(key);
+        let Some(file) = shared_files.iter().find(|f| (f.key.dev, f.key.ino) == key) else {
+            continue;
+        };
+        for lock in file.locks.held() {
+            let Some(holder) = opens.iter().find(|o| o.id == lock.owner) else {
+                continue;
+            };
+            locks.push(LockInfo {
+                open_id: lock.owner,
+                session_id: holder.session_id,
+                share: holder.share.clone(),
+                share_path: holder.share_path.clone(),
+                path: holder.path.clone(),
+                device: key.0,
+                inode: key.1,
+                offset: lock.offset,
+                length: lock.length,
+                exclusive: lock.exclusive,
+            });
+        }
+    }
+    locks
+}
+
 /// A tree connect's protection: its session's, full where the share requires it.
 fn tree_protection(session: Protection, required: bool) -> Protection {
     if required && session.algorithm.is_some() {
@@ -240,11 +310,14 @@ fn tree_protection(session: Protection, required: bool) -> Protection {
     }
 }
 
+/// An open found in a session's table, with the share of its tree connect.
+type FoundOpen = (u64, Option<Arc<Share>>, Arc<Open>);
+
 impl Server {
     /// The sessions, tree connects and opens of every connection, as they are now.
     pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot::default();
-        let mut opens: Vec<(u64, Option<Arc<Share>>, Arc<Open>)> = Vec::new();
+        let mut opens = Vec::new();
         for conn in self.live_connections() {
             let negotiated = conn.negotiated.get();
             let connection = ConnectionInfo {
@@ -257,26 +330,7 @@ impl Server {
             for session in conn.sessions() {
                 let (signing, encryption) = session_protection(&session, signing_algorithm);
                 let st = session.state.lock();
-                let user = st.established.as_ref().map(|e| {
-                    let (name, domain, claimed_domain) = match &e.user {
-                        SessionUser::User {
-                            name,
-                            claimed_domain,
-                        } => (
-                            Some(name.clone()),
-                            self.identity.netbios_name.clone(),
-                            claimed_domain.clone(),
-                        ),
-                        SessionUser::Anonymous => (None, String::new(), String::new()),
-                    };
-                    UserInfo {
-                        name,
-                        domain,
-                        claimed_domain,
-                        uid: e.identity.unix.uid,
-                        gid: e.identity.unix.gid,
-                    }
-                });
+                let user = st.established.as_ref().map(|e| self.user_info(e));
                 for tree in st.trees.values() {
                     snapshot.trees.push(TreeInfo {
                         session_id: session.id,
@@ -304,71 +358,14 @@ impl Server {
         }
         // File state is read with no session lock held: handlers take them the other way round.
         let mut shared_files: Vec<Arc<SharedFile>> = Vec::new();
-        for (session_id, share, open) in opens {
+        for found in opens {
+            let open = &found.2;
             if !shared_files.iter().any(|f| Arc::ptr_eq(f, &open.shared)) {
                 shared_files.push(open.shared.clone());
             }
-            let (path, share_access, delete_pending) = {
-                let state = open.shared.state.lock();
-                let share_access = state
-                    .opens
-                    .iter()
-                    .find(|e| e.id == open.file_id.volatile)
-                    .map_or(ShareAccess::empty(), |e| e.share);
-                (
-                    state.path.as_str().to_owned(),
-                    share_access,
-                    state.delete_pending.is_some(),
-                )
-            };
-            snapshot.opens.push(OpenInfo {
-                id: open.file_id.volatile,
-                session_id,
-                tree_id: open.tree_id(),
-                share: share.as_ref().map_or_else(String::new, |s| s.name.clone()),
-                share_path: share
-                    .filter(|s| !s.path.is_empty())
-                    .map(|s| PathBuf::from(&s.path)),
-                path,
-                uid: open.identity.unix.uid,
-                access: open.granted,
-                share_access,
-                is_directory: open.is_directory,
-                delete_pending,
-                device: open.shared.key.dev,
-                inode: open.shared.key.ino,
-                opened_at: open.opened_at,
-            });
+            snapshot.opens.push(open_info(found));
         }
-        // Locks belong to opens; each file's table is read once.
-        let mut files_seen = Vec::new();
-        for open in &snapshot.opens {
-            let key = (open.device, open.inode);
-            if files_seen.contains(&key) {
-                continue;
-            }
-            files_seen.push(key);
-            let Some(file) = shared_files.iter().find(|f| (f.key.dev, f.key.ino) == key) else {
-                continue;
-            };
-            for lock in file.locks.held() {
-                let Some(holder) = snapshot.opens.iter().find(|o| o.id == lock.owner) else {
-                    continue;
-                };
-                snapshot.locks.push(LockInfo {
-                    open_id: lock.owner,
-                    session_id: holder.session_id,
-                    share: holder.share.clone(),
-                    share_path: holder.share_path.clone(),
-                    path: holder.path.clone(),
-                    device: key.0,
-                    inode: key.1,
-                    offset: lock.offset,
-                    length: lock.length,
-                    exclusive: lock.exclusive,
-                });
-            }
-        }
+        snapshot.locks = locks_of(&snapshot.opens, &shared_files);
         snapshot.sessions.sort_by_key(|s| s.id);
         snapshot.trees.sort_by_key(|t| (t.session_id, t.id));
         snapshot.opens.sort_by_key(|o| o.id);
@@ -376,6 +373,28 @@ impl Server {
             .locks
             .sort_by_key(|l| (l.device, l.inode, l.offset, l.open_id));
         snapshot
+    }
+
+    /// Who a session's logon established, as `snapshot` shows it.
+    fn user_info(&self, established: &Established) -> UserInfo {
+        let (name, domain, claimed_domain) = match &established.user {
+            SessionUser::User {
+                name,
+                claimed_domain,
+            } => (
+                Some(name.clone()),
+                self.identity.netbios_name.clone(),
+                claimed_domain.clone(),
+            ),
+            SessionUser::Anonymous => (None, String::new(), String::new()),
+        };
+        UserInfo {
+            name,
+            domain,
+            claimed_domain,
+            uid: established.identity.unix.uid,
+            gid: established.identity.unix.gid,
+        }
     }
 
     /// Logs a session off as if it had sent LOGOFF: its opens are closed and its tree connects
