@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::atomic::AtomicU64;
 
 use smb3d_smb2::Command;
 
-use super::status::{Degree, Protection, dialect_name};
-use crate::state::metrics::{BUCKETS_US, load};
+use super::status::{Degree, Protection, Snapshot, dialect_name};
+use crate::state::metrics::{BUCKETS_US, CommandStats, Metrics, load};
 use crate::state::server::Server;
 
 /// Writes `# HELP` and `# TYPE` for a metric family.
@@ -40,63 +41,93 @@ fn command_name(index: usize) -> String {
         .map_or_else(|| format!("0x{index:02x}"), str::to_owned)
 }
 
+/// A family of one sample.
+fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
+    family(out, name, kind, help);
+    sample(out, name, value);
+}
+
+/// A metric's name, its help, and where its value is kept.
+type Counter<T> = (&'static str, &'static str, fn(&T) -> &AtomicU64);
+
+/// The counters of the server, in the order of the page.
+const COUNTERS: &[Counter<Metrics>] = &[
+    ("smb3d_logons_total", "Successful session setups.", |m| {
+        &m.logons
+    }),
+    (
+        "smb3d_auth_failures_total",
+        "Failed session setups (wrong password, unknown user, bad token).",
+        |m| &m.auth_failures,
+    ),
+    (
+        "smb3d_signed_requests_total",
+        "Requests that arrived with a valid signature.",
+        |m| &m.signed_requests,
+    ),
+    (
+        "smb3d_encrypted_messages_total",
+        "Messages that arrived encrypted and were decrypted.",
+        |m| &m.encrypted_messages,
+    ),
+    (
+        "smb3d_read_bytes_total",
+        "File data returned by READ.",
+        |m| &m.file_read,
+    ),
+    (
+        "smb3d_written_bytes_total",
+        "File data stored by WRITE.",
+        |m| &m.file_written,
+    ),
+    (
+        "smb3d_network_received_bytes_total",
+        "Bytes received from clients.",
+        |m| &m.network_received,
+    ),
+    (
+        "smb3d_network_sent_bytes_total",
+        "Bytes sent to clients.",
+        |m| &m.network_sent,
+    ),
+];
+
+/// The counters kept per command, by command.
+const COMMAND_COUNTERS: &[Counter<CommandStats>] = &[
+    (
+        "smb3d_requests_total",
+        "Requests answered, by command.",
+        |c| &c.requests,
+    ),
+    (
+        "smb3d_request_failures_total",
+        "Requests answered with an error status, by command.",
+        |c| &c.failures,
+    ),
+];
+
 impl Server {
     /// The metrics page: every counter, and gauges read from the tables now.
     pub fn render_metrics(&self) -> String {
         let m = &self.metrics;
         let mut out = String::with_capacity(32 * 1024);
-        family(
+        let connections = self.connections.lock().len() as u64;
+        metric(
             &mut out,
             "smb3d_connections",
             "gauge",
             "Client connections open now.",
+            connections,
         );
-        sample(
-            &mut out,
-            "smb3d_connections",
-            self.connections.lock().len() as u64,
-        );
-        family(
+        metric(
             &mut out,
             "smb3d_connections_accepted_total",
             "counter",
             "Client connections accepted.",
-        );
-        sample(
-            &mut out,
-            "smb3d_connections_accepted_total",
             load(&m.connections_accepted),
         );
-
         let snapshot = self.snapshot();
-        let mut sessions: BTreeMap<(String, String, String), u64> = BTreeMap::new();
-        for s in snapshot.sessions.iter().filter(|s| s.user.is_some()) {
-            let used = |p: &Protection| match (p.degree, p.algorithm) {
-                (Degree::None, _) | (_, None) => "none",
-                (_, Some(name)) => name,
-            };
-            let key = (
-                s.connection.dialect.map_or_else(String::new, dialect_name),
-                used(&s.signing).to_owned(),
-                used(&s.encryption).to_owned(),
-            );
-            *sessions.entry(key).or_default() += 1;
-        }
-        family(
-            &mut out,
-            "smb3d_sessions",
-            "gauge",
-            "Authenticated sessions by dialect and the signing and encryption algorithms in use.",
-        );
-        for ((dialect, signing, encryption), n) in &sessions {
-            let _ = writeln!(
-                out,
-                "smb3d_sessions{{dialect=\"{}\",signing=\"{}\",encryption=\"{}\"}} {n}",
-                label(dialect),
-                label(signing),
-                label(encryption)
-            );
-        }
+        render_sessions(&mut out, &snapshot);
         for (name, help, value) in [
             (
                 "smb3d_tree_connects",
@@ -124,56 +155,11 @@ impl Server {
                 self.host_changes.watching(),
             ),
         ] {
-            family(&mut out, name, "gauge", help);
-            sample(&mut out, name, value as u64);
+            metric(&mut out, name, "gauge", help, value as u64);
         }
-
-        for (name, help, counter) in [
-            (
-                "smb3d_logons_total",
-                "Successful session setups.",
-                &m.logons,
-            ),
-            (
-                "smb3d_auth_failures_total",
-                "Failed session setups (wrong password, unknown user, bad token).",
-                &m.auth_failures,
-            ),
-            (
-                "smb3d_signed_requests_total",
-                "Requests that arrived with a valid signature.",
-                &m.signed_requests,
-            ),
-            (
-                "smb3d_encrypted_messages_total",
-                "Messages that arrived encrypted and were decrypted.",
-                &m.encrypted_messages,
-            ),
-            (
-                "smb3d_read_bytes_total",
-                "File data returned by READ.",
-                &m.file_read,
-            ),
-            (
-                "smb3d_written_bytes_total",
-                "File data stored by WRITE.",
-                &m.file_written,
-            ),
-            (
-                "smb3d_network_received_bytes_total",
-                "Bytes received from clients.",
-                &m.network_received,
-            ),
-            (
-                "smb3d_network_sent_bytes_total",
-                "Bytes sent to clients.",
-                &m.network_sent,
-            ),
-        ] {
-            family(&mut out, name, "counter", help);
-            sample(&mut out, name, load(counter));
+        for (name, help, counter) in COUNTERS {
+            metric(&mut out, name, "counter", help, load(counter(m)));
         }
-
         family(
             &mut out,
             "smb3d_limit_hits_total",
@@ -187,63 +173,79 @@ impl Server {
                 limit.name()
             );
         }
-        family(
-            &mut out,
-            "smb3d_requests_total",
-            "counter",
-            "Requests answered, by command.",
-        );
-        for (i, stats) in m.commands.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "smb3d_requests_total{{command=\"{}\"}} {}",
-                command_name(i),
-                load(&stats.requests)
-            );
-        }
-        family(
-            &mut out,
-            "smb3d_request_failures_total",
-            "counter",
-            "Requests answered with an error status, by command.",
-        );
-        for (i, stats) in m.commands.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "smb3d_request_failures_total{{command=\"{}\"}} {}",
-                command_name(i),
-                load(&stats.failures)
-            );
-        }
-        family(
-            &mut out,
-            "smb3d_request_duration_seconds",
-            "histogram",
-            "Time from a request's arrival to its response, by command.",
-        );
-        for (i, stats) in m.commands.iter().enumerate() {
-            let command = command_name(i);
-            let mut cumulative = 0;
-            for (bound, bucket) in BUCKETS_US.iter().zip(&stats.buckets) {
-                cumulative += load(bucket);
-                let _ = writeln!(
-                    out,
-                    "smb3d_request_duration_seconds_bucket{{command=\"{command}\",le=\"{}\"}} {cumulative}",
-                    seconds(*bound)
-                );
+        for (name, help, counter) in COMMAND_COUNTERS {
+            family(&mut out, name, "counter", help);
+            for (i, stats) in m.commands.iter().enumerate() {
+                let value = load(counter(stats));
+                let _ = writeln!(out, "{name}{{command=\"{}\"}} {value}", command_name(i));
             }
-            // The +Inf bucket is the count, so that it agrees with _count even while other
-            // threads add.
-            let count = stats.buckets.iter().map(load).sum::<u64>();
+        }
+        render_durations(&mut out, &m.commands);
+        out
+    }
+}
+
+/// Authenticated sessions by dialect and the algorithms in use.
+fn render_sessions(out: &mut String, snapshot: &Snapshot) {
+    let mut sessions: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    for s in snapshot.sessions.iter().filter(|s| s.user.is_some()) {
+        let used = |p: &Protection| match (p.degree, p.algorithm) {
+            (Degree::None, _) | (_, None) => "none",
+            (_, Some(name)) => name,
+        };
+        let key = (
+            s.connection.dialect.map_or_else(String::new, dialect_name),
+            used(&s.signing).to_owned(),
+            used(&s.encryption).to_owned(),
+        );
+        *sessions.entry(key).or_default() += 1;
+    }
+    family(
+        out,
+        "smb3d_sessions",
+        "gauge",
+        "Authenticated sessions by dialect and the signing and encryption algorithms in use.",
+    );
+    for ((dialect, signing, encryption), n) in &sessions {
+        let _ = writeln!(
+            out,
+            "smb3d_sessions{{dialect=\"{}\",signing=\"{}\",encryption=\"{}\"}} {n}",
+            label(dialect),
+            label(signing),
+            label(encryption)
+        );
+    }
+}
+
+/// The histogram of request durations, by command.
+fn render_durations(out: &mut String, commands: &[CommandStats]) {
+    family(
+        out,
+        "smb3d_request_duration_seconds",
+        "histogram",
+        "Time from a request's arrival to its response, by command.",
+    );
+    for (i, stats) in commands.iter().enumerate() {
+        let command = command_name(i);
+        let mut cumulative = 0;
+        for (bound, bucket) in BUCKETS_US.iter().zip(&stats.buckets) {
+            cumulative += load(bucket);
             let _ = writeln!(
                 out,
-                "smb3d_request_duration_seconds_bucket{{command=\"{command}\",le=\"+Inf\"}} {count}\n\
-                 smb3d_request_duration_seconds_sum{{command=\"{command}\"}} {}\n\
-                 smb3d_request_duration_seconds_count{{command=\"{command}\"}} {count}",
-                seconds(load(&stats.total_us))
+                "smb3d_request_duration_seconds_bucket{{command=\"{command}\",le=\"{}\"}} {cumulative}",
+                seconds(*bound)
             );
         }
-        out
+        // The +Inf bucket is the count, so that it agrees with _count even while other
+        // threads add.
+        let count = stats.buckets.iter().map(load).sum::<u64>();
+        let _ = writeln!(
+            out,
+            "smb3d_request_duration_seconds_bucket{{command=\"{command}\",le=\"+Inf\"}} {count}\n\
+             smb3d_request_duration_seconds_sum{{command=\"{command}\"}} {}\n\
+             smb3d_request_duration_seconds_count{{command=\"{command}\"}} {count}",
+            seconds(load(&stats.total_us))
+        );
     }
 }
 
