@@ -6,7 +6,7 @@ mod binding;
 use std::sync::Arc;
 
 use smb3d_auth::{Acceptor, AuthError, Principal, Step};
-use smb3d_crypto::SessionKeys;
+use smb3d_crypto::{PreauthHash, SessionKeys};
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::negotiate::SecurityMode;
 use smb3d_smb2::session_setup::{
@@ -16,13 +16,14 @@ use smb3d_wire::{FileTime, Writer};
 
 use crate::address_slots::AddressSlot;
 use crate::handlers::tree_connect;
+use crate::identity::Identity;
 use crate::limits::Limit;
 use crate::request::ctx::{Ctx, sign_refusal};
 use crate::request::malformed;
 use crate::state::encryption::SessionCipher;
-use crate::state::server::EncryptionPolicy;
+use crate::state::server::{EncryptionPolicy, Server};
 use crate::state::session::{
-    AuthExchange, Channel, Established, Origin, Session, SessionUser, tear_down,
+    AuthExchange, Channel, Established, Origin, Session, SessionUser, Tree, tear_down,
 };
 
 pub(crate) async fn handle(
@@ -216,7 +217,6 @@ fn complete(
     principal: Principal,
     session_key: &[u8; 16],
 ) -> Result<SessionFlags, NtStatus> {
-    let negotiated = cx.negotiated;
     let server = &cx.conn.server;
     let exchange = session.state.lock().exchange.take();
     let preauth = exchange.and_then(|e| e.preauth);
@@ -228,7 +228,26 @@ fn complete(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let anonymous = user == SessionUser::Anonymous;
-    let identity = Arc::new(match &user {
+    let identity = identity_of(server, &user)?;
+    let protection = Protection::new(cx, req, anonymous, session_key, preauth.as_ref())?;
+    end_previous_session(server, req, session, &user);
+    // The session's tree connects, as the new identity may have them.
+    let trees = owner
+        .is_some()
+        .then(|| tree_connect::renew_trees(cx.conn, session, &user, &identity));
+    let encrypt_data = establish(cx, session, user, identity, protection, trees);
+    Ok(if anonymous {
+        SessionFlags::IS_NULL
+    } else if encrypt_data {
+        SessionFlags::ENCRYPT_DATA
+    } else {
+        SessionFlags::empty()
+    })
+}
+
+/// Whose credentials the session's work runs with.
+fn identity_of(server: &Server, user: &SessionUser) -> Result<Arc<Identity>, NtStatus> {
+    Ok(Arc::new(match user {
         // A user with no uid has no account to act as (it went after its password was
         // checked): the logon fails rather than run as the server's own account.
         SessionUser::User { name, .. } => {
@@ -239,48 +258,78 @@ fn complete(
             server.ids.identity(uid)
         }
         SessionUser::Anonymous => server.ids.anonymous(),
-    });
-    let keys = SessionKeys::derive(
-        negotiated.dialect,
-        session_key,
-        preauth.as_ref(),
-        negotiated.cipher,
-    );
-    let signer: Option<Arc<dyn smb3d_crypto::MessageSigner>> = if anonymous {
-        None
-    } else {
-        Some(Arc::from(
-            server
-                .crypto
-                .signer(negotiated.signing_algorithm, &keys.signing),
-        ))
-    };
-    // Session.SigningRequired: the server's policy, or the client asked for it at NEGOTIATE
-    // (Connection.ShouldSign) or now.
-    let client_requires = SecurityMode(negotiated.client_security_mode)
-        .contains(SecurityMode::SIGNING_REQUIRED)
-        || req.security_mode.contains(SecurityMode::SIGNING_REQUIRED);
-    let signing_required = !anonymous && (server.settings.require_signing || client_requires);
+    }))
+}
 
-    // Session.EncryptData (3.3.5.5.3): a null session has no keys to encrypt with, so where
-    // encryption is required it is refused.
-    let cipher = negotiated
-        .cipher
-        .filter(|_| !anonymous)
-        .and_then(|c| SessionCipher::new(server.crypto.as_ref(), c, &keys))
-        .map(Arc::new);
-    let policy = server.settings.encryption;
-    if policy == EncryptionPolicy::Required && cipher.is_none() {
-        return Err(NtStatus::ACCESS_DENIED);
+/// The signing and encryption an authentication sets up (MS-SMB2 3.3.5.5.3); a
+/// re-authentication keeps those of the first.
+struct Protection {
+    signer: Option<Arc<dyn smb3d_crypto::MessageSigner>>,
+    signing_required: bool,
+    cipher: Option<Arc<SessionCipher>>,
+    encrypt_data: bool,
+}
+
+impl Protection {
+    fn new(
+        cx: &Ctx<'_>,
+        req: &SessionSetupRequest<'_>,
+        anonymous: bool,
+        session_key: &[u8; 16],
+        preauth: Option<&PreauthHash>,
+    ) -> Result<Self, NtStatus> {
+        let negotiated = cx.negotiated;
+        let server = &cx.conn.server;
+        let keys = SessionKeys::derive(negotiated.dialect, session_key, preauth, negotiated.cipher);
+        let signer: Option<Arc<dyn smb3d_crypto::MessageSigner>> = if anonymous {
+            None
+        } else {
+            Some(Arc::from(
+                server
+                    .crypto
+                    .signer(negotiated.signing_algorithm, &keys.signing),
+            ))
+        };
+        // Session.SigningRequired: the server's policy, or the client asked for it at NEGOTIATE
+        // (Connection.ShouldSign) or now.
+        let client_requires = SecurityMode(negotiated.client_security_mode)
+            .contains(SecurityMode::SIGNING_REQUIRED)
+            || req.security_mode.contains(SecurityMode::SIGNING_REQUIRED);
+        let signing_required = !anonymous && (server.settings.require_signing || client_requires);
+
+        // Session.EncryptData (3.3.5.5.3): a null session has no keys to encrypt with, so where
+        // encryption is required it is refused.
+        let cipher = negotiated
+            .cipher
+            .filter(|_| !anonymous)
+            .and_then(|c| SessionCipher::new(server.crypto.as_ref(), c, &keys))
+            .map(Arc::new);
+        let policy = server.settings.encryption;
+        if policy == EncryptionPolicy::Required && cipher.is_none() {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        let encrypt_data = cipher.is_some() && policy.asks();
+        Ok(Self {
+            signer,
+            signing_required,
+            cipher,
+            encrypt_data,
+        })
     }
-    let encrypt_data = cipher.is_some() && policy.asks();
+}
 
-    // PreviousSessionId: the client lost its earlier connection; that session goes if it is
-    // the same user's (3.3.5.5.3).
+/// PreviousSessionId: the client lost its earlier connection; that session goes if it is the
+/// same user's (3.3.5.5.3).
+fn end_previous_session(
+    server: &Arc<Server>,
+    req: &SessionSetupRequest<'_>,
+    session: &Session,
+    user: &SessionUser,
+) {
     if req.previous_session_id != 0
         && req.previous_session_id != session.id
         && let Some(previous) = server.session(req.previous_session_id)
-        && previous.user().is_some_and(|p| p.same_account(&user))
+        && previous.user().is_some_and(|p| p.same_account(user))
     {
         server.sessions.lock().remove(&previous.id);
         // On its own connection (this one or another) its id stops working at once
@@ -289,21 +338,30 @@ fn complete(
         server.forget_session(previous.id);
         crate::state::durable::disconnect_session(server, &previous);
     }
+}
 
-    // The session's tree connects, as the new identity may have them.
-    let trees = owner
-        .is_some()
-        .then(|| tree_connect::renew_trees(cx.conn, session, &user, &identity));
+/// Records who the session acts for now, with its protection and renewed tree connects.
+/// Returns whether the session encrypts its data.
+fn establish(
+    cx: &mut Ctx<'_>,
+    session: &Session,
+    user: SessionUser,
+    identity: Arc<Identity>,
+    protection: Protection,
+    trees: Option<Vec<Arc<Tree>>>,
+) -> bool {
     let mut st = session.state.lock();
     // A re-authentication (3.3.5.5.2) renews who the session acts for, not its keys: the
     // client keeps signing and encrypting with the ones of the first authentication.
-    let (owner, signer, signing_required, cipher, encrypt_data) = match st.established.take() {
+    let (owner, protection) = match st.established.take() {
         Some(first) => (
             first.owner,
-            first.signer,
-            first.signing_required,
-            first.cipher,
-            first.encrypt_data,
+            Protection {
+                signer: first.signer,
+                signing_required: first.signing_required,
+                cipher: first.cipher,
+                encrypt_data: first.encrypt_data,
+            },
         ),
         None => {
             // The first authentication: this connection is the session's first channel, and
@@ -312,36 +370,30 @@ fn complete(
                 cx.conn.id,
                 Channel {
                     conn: Arc::downgrade(cx.conn),
-                    signer: signer.clone(),
+                    signer: protection.signer.clone(),
                 },
             );
-            (user.clone(), signer, signing_required, cipher, encrypt_data)
+            (user.clone(), protection)
         }
     };
     for tree in trees.into_iter().flatten() {
         st.renew_tree(tree);
     }
     // 3.1.1 signs the final response with the channel's key whatever the signing policy.
-    if negotiated.dialect == 0x0311 {
+    if cx.negotiated.dialect == 0x0311 {
         cx.sign_with = st.channels.get(&cx.conn.id).and_then(|c| c.signer.clone());
     }
+    let encrypt_data = protection.encrypt_data;
     st.established = Some(Established {
         owner,
         user,
         identity,
-        signer,
-        signing_required,
-        cipher,
+        signer: protection.signer,
+        signing_required: protection.signing_required,
+        cipher: protection.cipher,
         encrypt_data,
     });
-    drop(st);
-    Ok(if anonymous {
-        SessionFlags::IS_NULL
-    } else if encrypt_data {
-        SessionFlags::ENCRYPT_DATA
-    } else {
-        SessionFlags::empty()
-    })
+    encrypt_data
 }
 
 /// MS-SMB2 3.3.5.5.2: whether a session whose first authentication proved `owner` may
