@@ -16,7 +16,7 @@ use smb3d_wire::{FileTime, Guid};
 use crate::request::malformed;
 use crate::state::connection::response::ResponseFrame;
 use crate::state::connection::{Connection, Disconnect, Negotiated};
-use crate::state::server::EncryptionPolicy;
+use crate::state::server::{EncryptionPolicy, Settings};
 
 /// Salt length in the server's preauth integrity context.
 const SALT_LEN: usize = 32;
@@ -110,90 +110,33 @@ fn negotiate(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let settings = &conn.server.settings;
-    let dialect = req
-        .dialects
-        .iter()
-        .copied()
-        .filter(|d| {
-            *d != Dialect::SMB2_WILDCARD
-                && (settings.min_dialect..=settings.max_dialect).contains(&d.0)
-        })
-        .filter(|d| {
-            [
-                Dialect::SMB2_0_2,
-                Dialect::SMB2_1,
-                Dialect::SMB3_0,
-                Dialect::SMB3_0_2,
-                Dialect::SMB3_1_1,
-            ]
-            .contains(d)
-        })
-        .max()
-        .ok_or(NtStatus::NOT_SUPPORTED)?;
-
-    let mut preauth = None;
-    let mut signing = if dialect.is_smb3() {
-        SigningAlgorithm::AesCmac
-    } else {
-        SigningAlgorithm::HmacSha256
-    };
-    let mut response_contexts = Vec::new();
-    let mut salt = [0u8; SALT_LEN];
+    let dialect = select_dialect(settings, &req.dialects)?;
     let offers_encryption = settings.encryption != EncryptionPolicy::Off;
-    // 3.0 and 3.0.2 have one cipher, AES-128-CCM, used when the client says it can encrypt.
-    let mut cipher = (offers_encryption
-        && matches!(dialect, Dialect::SMB3_0 | Dialect::SMB3_0_2)
-        && req.capabilities.contains(Capabilities::ENCRYPTION))
-    .then_some(smb3d_crypto::Cipher::Aes128Ccm);
-    if dialect == Dialect::SMB3_1_1 {
-        let choice = negotiate_contexts(&req.contexts)?;
-        conn.server.crypto.fill_random(&mut salt);
-        response_contexts.push(NegotiateContext::PreauthIntegrity {
-            hash_algorithms: vec![HashAlgorithm::SHA512],
-            salt: &salt,
-        });
-        if let Some(offered) = &choice.client_ciphers {
-            // The server's preference decides among the ciphers both sides have; none in
-            // common (or encryption off) is answered with cipher 0 (MS-SMB2 3.3.5.4).
-            cipher = settings
-                .ciphers
-                .iter()
-                .copied()
-                .filter(|_| offers_encryption)
-                .find(|c| offered.contains(&Cipher(c.id())));
-            response_contexts.push(NegotiateContext::Encryption {
-                ciphers: vec![Cipher(cipher.map_or(0, |c| c.id()))],
-            });
-        }
-        if let Some(algorithm) = choice.signing {
-            response_contexts.push(NegotiateContext::Signing {
-                algorithms: vec![algorithm.0],
-            });
-            signing = algorithm.1;
-        }
-        let mut hash = PreauthHash::new();
-        hash.update(pdu);
-        preauth = Some(hash);
-    }
-
-    // MS-SMB2 3.3.5.4: multichannel, directory leasing and persistent handles go to a 3.x
-    // client whose Capabilities ask for them, when the server offers them (persistent handles
-    // when it keeps them and serves a continuous-availability share). Clients that do not ask
-    // may not expect them: impacket fails every CREATE in a share root when offered directory
-    // leasing.
-    let mut smb3 = Capabilities::empty();
-    if conn.server.settings.multichannel {
-        smb3 |= Capabilities::MULTI_CHANNEL;
-    }
-    if conn.server.settings.directory_leases {
-        smb3 |= Capabilities::DIRECTORY_LEASING;
-    }
-    if req.capabilities.contains(Capabilities::PERSISTENT_HANDLES)
-        && conn.server.offers_persistent_handles()
-    {
-        smb3 |= Capabilities::PERSISTENT_HANDLES;
-    }
-    smb3 = smb3 & req.capabilities;
+    let mut salt = [0u8; SALT_LEN];
+    let smb311 = if dialect == Dialect::SMB3_1_1 {
+        Some(negotiate_311(conn, &req, pdu, &mut salt)?)
+    } else {
+        None
+    };
+    let (cipher, signing, preauth, response_contexts) = match smb311 {
+        Some(agreed) => (
+            agreed.cipher,
+            agreed.signing,
+            Some(agreed.preauth),
+            agreed.contexts,
+        ),
+        // 3.0 and 3.0.2 have one cipher, AES-128-CCM, used when the client says it can encrypt.
+        None => (
+            (offers_encryption
+                && matches!(dialect, Dialect::SMB3_0 | Dialect::SMB3_0_2)
+                && req.capabilities.contains(Capabilities::ENCRYPTION))
+            .then_some(smb3d_crypto::Cipher::Aes128Ccm),
+            default_signing(dialect),
+            None,
+            Vec::new(),
+        ),
+    };
+    let smb3 = smb3_capabilities(conn, req.capabilities);
     let capabilities = server_capabilities(dialect, cipher.is_some(), smb3);
     let init_token = smb3d_auth::server_initial_token();
     response(conn, dialect, capabilities, &init_token, response_contexts)
@@ -214,6 +157,112 @@ fn negotiate(
         cipher,
         preauth,
     })
+}
+
+/// The highest dialect both the client and the server's configured range have.
+fn select_dialect(settings: &Settings, offered: &[Dialect]) -> Result<Dialect, NtStatus> {
+    offered
+        .iter()
+        .copied()
+        .filter(|d| {
+            *d != Dialect::SMB2_WILDCARD
+                && (settings.min_dialect..=settings.max_dialect).contains(&d.0)
+        })
+        .filter(|d| {
+            [
+                Dialect::SMB2_0_2,
+                Dialect::SMB2_1,
+                Dialect::SMB3_0,
+                Dialect::SMB3_0_2,
+                Dialect::SMB3_1_1,
+            ]
+            .contains(d)
+        })
+        .max()
+        .ok_or(NtStatus::NOT_SUPPORTED)
+}
+
+/// The signing algorithm of a dialect without a signing context.
+fn default_signing(dialect: Dialect) -> SigningAlgorithm {
+    if dialect.is_smb3() {
+        SigningAlgorithm::AesCmac
+    } else {
+        SigningAlgorithm::HmacSha256
+    }
+}
+
+/// What a 3.1.1 NEGOTIATE settles through its contexts.
+struct Agreed311<'s> {
+    /// The response's contexts: preauth integrity, and encryption and signing when asked.
+    contexts: Vec<NegotiateContext<'s>>,
+    cipher: Option<smb3d_crypto::Cipher>,
+    signing: SigningAlgorithm,
+    /// Connection.PreauthIntegrityHashValue, with the request.
+    preauth: PreauthHash,
+}
+
+/// The 3.1.1 contexts (MS-SMB2 3.3.5.4): a new salt, the cipher and the signing algorithm.
+fn negotiate_311<'s>(
+    conn: &Connection,
+    req: &NegotiateRequest<'_>,
+    pdu: &[u8],
+    salt: &'s mut [u8; SALT_LEN],
+) -> Result<Agreed311<'s>, NtStatus> {
+    let settings = &conn.server.settings;
+    let choice = negotiate_contexts(&req.contexts)?;
+    conn.server.crypto.fill_random(salt);
+    let mut contexts = vec![NegotiateContext::PreauthIntegrity {
+        hash_algorithms: vec![HashAlgorithm::SHA512],
+        salt: &*salt,
+    }];
+    let mut cipher = None;
+    if let Some(offered) = &choice.client_ciphers {
+        // The server's preference decides among the ciphers both sides have; none in
+        // common (or encryption off) is answered with cipher 0 (MS-SMB2 3.3.5.4).
+        let offers_encryption = settings.encryption != EncryptionPolicy::Off;
+        cipher = settings
+            .ciphers
+            .iter()
+            .copied()
+            .filter(|_| offers_encryption)
+            .find(|c| offered.contains(&Cipher(c.id())));
+        contexts.push(NegotiateContext::Encryption {
+            ciphers: vec![Cipher(cipher.map_or(0, |c| c.id()))],
+        });
+    }
+    let mut signing = default_signing(Dialect::SMB3_1_1);
+    if let Some(algorithm) = choice.signing {
+        contexts.push(NegotiateContext::Signing {
+            algorithms: vec![algorithm.0],
+        });
+        signing = algorithm.1;
+    }
+    let mut preauth = PreauthHash::new();
+    preauth.update(pdu);
+    Ok(Agreed311 {
+        contexts,
+        cipher,
+        signing,
+        preauth,
+    })
+}
+
+/// MS-SMB2 3.3.5.4: multichannel, directory leasing and persistent handles go to a 3.x client
+/// whose Capabilities ask for them, when the server offers them (persistent handles when it
+/// keeps them and serves a continuous-availability share). Clients that do not ask may not
+/// expect them: impacket fails every CREATE in a share root when offered directory leasing.
+fn smb3_capabilities(conn: &Connection, asked: Capabilities) -> Capabilities {
+    let mut smb3 = Capabilities::empty();
+    if conn.server.settings.multichannel {
+        smb3 |= Capabilities::MULTI_CHANNEL;
+    }
+    if conn.server.settings.directory_leases {
+        smb3 |= Capabilities::DIRECTORY_LEASING;
+    }
+    if asked.contains(Capabilities::PERSISTENT_HANDLES) && conn.server.offers_persistent_handles() {
+        smb3 |= Capabilities::PERSISTENT_HANDLES;
+    }
+    smb3 & asked
 }
 
 struct ContextChoice {
