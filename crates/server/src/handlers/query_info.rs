@@ -21,7 +21,7 @@ use smb3d_vfs::{FileStat, FileType, FsStat};
 use smb3d_wire::{FileTime, Guid, Writer};
 
 use crate::fs::eas;
-use crate::fs::fileinfo;
+use crate::fs::fileinfo::{self, Meta};
 use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
@@ -169,19 +169,7 @@ fn file_info(
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let size = class.query_size().ok_or(NtStatus::INVALID_INFO_CLASS)?;
-    if class == FileInformationClass::FILE_FULL_EA_INFORMATION
-        && !open.may(AccessMask::FILE_READ_EA)
-    {
-        return Err(NtStatus::ACCESS_DENIED);
-    }
-    let needs_read_attributes = matches!(
-        class,
-        FileInformationClass::FILE_BASIC_INFORMATION
-            | FileInformationClass::FILE_ALL_INFORMATION
-            | FileInformationClass::FILE_NETWORK_OPEN_INFORMATION
-            | FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION
-    );
-    if needs_read_attributes && !open.may(AccessMask::FILE_READ_ATTRIBUTES) {
+    if required_access(class).is_some_and(|access| !open.may(access)) {
         return Err(NtStatus::ACCESS_DENIED);
     }
     let path = open.path();
@@ -212,28 +200,7 @@ fn file_info(
             alignment_requirement: 0,
         }
         .encode(w),
-        FileInformationClass::FILE_ALL_INFORMATION => FileAllInformation {
-            basic: meta.basic(),
-            standard: meta.standard(open.shared.delete_pending()),
-            internal: FileInternalInformation {
-                index_number: stat.ino,
-            },
-            ea: FileEaInformation {
-                ea_size: eas::size(&eas::read(open.file.as_ref())?),
-            },
-            access: FileAccessInformation {
-                access_flags: open.granted,
-            },
-            position: position(open),
-            mode: mode(open),
-            alignment: FileAlignmentInformation {
-                alignment_requirement: 0,
-            },
-            name: FileNameInformation {
-                file_name: full_name(open),
-            },
-        }
-        .encode(w),
+        FileInformationClass::FILE_ALL_INFORMATION => all_information(open, &meta)?.encode(w),
         FileInformationClass::FILE_NETWORK_OPEN_INFORMATION => meta.network_open().encode(w),
         FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => FileAttributeTagInformation {
             file_attributes: meta.attributes(),
@@ -252,15 +219,7 @@ fn file_info(
             cluster_shift: 0,
         }
         .encode(w),
-        FileInformationClass::FILE_ID_INFORMATION => {
-            let mut file_id = [0u8; 16];
-            file_id[..8].copy_from_slice(&stat.ino.to_le_bytes());
-            FileIdInformation {
-                volume_serial_number: stat.dev,
-                file_id,
-            }
-            .encode(w)
-        }
+        FileInformationClass::FILE_ID_INFORMATION => id_information(stat).encode(w),
         FileInformationClass::FILE_STREAM_INFORMATION => stream_info(open, stat, w)?,
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
             file_name: crate::fs::shortname::short_name(name),
@@ -279,6 +238,54 @@ fn file_info(
         _ => return Err(NtStatus::INVALID_INFO_CLASS),
     }
     fit(size, start, limit, w)
+}
+
+/// The access the open must have been granted to query a class.
+fn required_access(class: FileInformationClass) -> Option<AccessMask> {
+    match class {
+        FileInformationClass::FILE_FULL_EA_INFORMATION => Some(AccessMask::FILE_READ_EA),
+        FileInformationClass::FILE_BASIC_INFORMATION
+        | FileInformationClass::FILE_ALL_INFORMATION
+        | FileInformationClass::FILE_NETWORK_OPEN_INFORMATION
+        | FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => {
+            Some(AccessMask::FILE_READ_ATTRIBUTES)
+        }
+        _ => None,
+    }
+}
+
+fn all_information(open: &Open, meta: &Meta) -> Result<FileAllInformation, NtStatus> {
+    Ok(FileAllInformation {
+        basic: meta.basic(),
+        standard: meta.standard(open.shared.delete_pending()),
+        internal: FileInternalInformation {
+            index_number: meta.stat.ino,
+        },
+        ea: FileEaInformation {
+            ea_size: eas::size(&eas::read(open.file.as_ref())?),
+        },
+        access: FileAccessInformation {
+            access_flags: open.granted,
+        },
+        position: position(open),
+        mode: mode(open),
+        alignment: FileAlignmentInformation {
+            alignment_requirement: 0,
+        },
+        name: FileNameInformation {
+            file_name: full_name(open),
+        },
+    })
+}
+
+/// The file's 128-bit id: its inode number, on the volume of its device.
+fn id_information(stat: &FileStat) -> FileIdInformation {
+    let mut file_id = [0u8; 16];
+    file_id[..8].copy_from_slice(&stat.ino.to_le_bytes());
+    FileIdInformation {
+        volume_serial_number: stat.dev,
+        file_id,
+    }
 }
 
 fn position(open: &Open) -> FilePositionInformation {
