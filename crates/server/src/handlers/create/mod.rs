@@ -1,10 +1,11 @@
 //! CREATE: MS-SMB2 3.3.5.9. `handle` runs its phases in order, each a function over a value of
 //! its own: the request's intent (`request`, [`Plan`]) → the name resolved and access checked
-//! against the new or the existing file (MS-FSA 2.1.5.1.1, 2.1.5.1.2: [`Resolved`]) → share
-//! access and the oplock or lease (`oplock`: [`Registered`]) → the file prepared: overwrite,
-//! new-file metadata, EAs, allocation, stream ([`Prepared`]) → the open built and recorded
-//! ([`Built`]) → the response with its contexts (`contexts`, `durable`).
+//! against the new or the existing file (`access`, MS-FSA 2.1.5.1.1, 2.1.5.1.2: [`Resolved`])
+//! → share access and the oplock or lease (`oplock`: [`Registered`]) → the file prepared:
+//! overwrite, new-file metadata, EAs, allocation, stream ([`Prepared`]) → the open built and
+//! recorded ([`Built`]) → the response with its contexts (`contexts`, `durable`).
 
+mod access;
 mod contexts;
 mod durable;
 mod oplock;
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
-use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
+use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor};
 use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
@@ -32,7 +33,7 @@ use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::fs::names::{SmbPath, parse_path};
 use crate::fs::path_status;
 use crate::fs::streams::{self, Stream, StreamFile};
-use crate::identity::{IdMap, Identity};
+use crate::identity::Identity;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::request::reply::Reply;
@@ -51,6 +52,7 @@ use crate::state::session::{Session, Tree};
 use crate::state::share::ShareKind;
 use crate::status_map::VfsResultExt;
 
+use access::{AccessCheck, check_existing, security_context};
 use request::Intent;
 
 /// The CreateOptions that FileModeInformation reports (MS-FSCC 2.4.26).
@@ -689,137 +691,6 @@ fn encode_response(
         contexts,
     }
     .encode(&mut reply.writer());
-}
-
-/// The descriptor of the SD_BUFFER create context (MS-SMB2 2.2.13.2.3), checked before
-/// anything is created.
-fn security_context(req: &CreateRequest<'_>) -> Result<Option<SecurityDescriptor>, NtStatus> {
-    let Some(data) = req.contexts.iter().flatten().find_map(|c| match c {
-        CreateContext::SecurityDescriptor(data) => Some(data),
-        _ => None,
-    }) else {
-        return Ok(None);
-    };
-    if data.len() > security::MAX_DESCRIPTOR_LEN {
-        return Err(NtStatus::INVALID_PARAMETER);
-    }
-    let sd = SecurityDescriptor::decode(data).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
-    if security::parts_of(&sd).contains(SecurityInformation::SACL) {
-        return Err(NtStatus::PRIVILEGE_NOT_HELD);
-    }
-    Ok(Some(sd))
-}
-
-/// What the access checks of an open look at: the file's path, who opens it, and its parent.
-struct AccessCheck<'a> {
-    vfs: &'a dyn Vfs,
-    path: &'a VfsPath,
-    who: &'a Identity,
-    ids: &'a IdMap,
-    parent: security::Parent<'a>,
-}
-
-impl AccessCheck<'_> {
-    /// A file or directory this open just created: the parent must allow adding it (else it
-    /// is removed again and the open refused, MS-FSA 2.1.5.1.1); it takes the descriptor of
-    /// the create context over what it inherits from the parent (MS-DTYP 2.5.3.4.1), and
-    /// either reaches its POSIX permissions. The creator gets what it asked for. Returns the
-    /// granted access and the new descriptor.
-    fn admit_new(
-        &self,
-        file: &dyn VfsFile,
-        meta: &Meta,
-        intent: &Intent,
-        sd_buffer: Option<&SecurityDescriptor>,
-    ) -> Result<(AccessMask, SecurityDescriptor), NtStatus> {
-        let (vfs, who, ids) = (self.vfs, self.who, self.ids);
-        let add = if meta.is_directory() {
-            AccessMask::FILE_ADD_SUBDIRECTORY
-        } else {
-            AccessMask::FILE_ADD_FILE
-        };
-        let parent_sd = self.parent.descriptor();
-        if parent_sd.is_some_and(|sd| !security::allows(sd, who, add)) {
-            let _ = vfs.unlink(self.path);
-            return Err(NtStatus::ACCESS_DENIED);
-        }
-        let inherited = parent_sd.and_then(|sd| security::inherited(sd, meta.is_directory(), who));
-        let initial = || security::initial_descriptor(vfs, file, &meta.stat, ids, who);
-        let applied = match (sd_buffer, &inherited) {
-            (Some(update), _) => {
-                let current = inherited.clone().unwrap_or_else(initial);
-                let info = security::parts_of(update);
-                security::change(vfs, file, who, ids, info, update, &current)
-            }
-            (None, Some(sd)) => security::apply(vfs, file, ids, sd),
-            // Where the file system cannot make the creator the owner, the descriptor does.
-            (None, None) if !vfs.runs_as_users() => security::store(vfs, file, &initial()),
-            (None, None) => Ok(()),
-        };
-        match applied {
-            // A file system without security xattrs keeps no ACL; the POSIX mode governs.
-            Ok(()) | Err(NtStatus::NOT_SUPPORTED) => {}
-            Err(status) => {
-                let _ = vfs.unlink(self.path);
-                return Err(status);
-            }
-        }
-        let requested = intent.desired.without(AccessMask::MAXIMUM_ALLOWED);
-        let granted = if intent.desired.contains(AccessMask::MAXIMUM_ALLOWED) {
-            requested | AccessMask::FILE_ALL_ACCESS
-        } else {
-            requested
-        };
-        let stat = file.stat().status()?;
-        Ok((granted, security::descriptor(vfs, file, &stat, ids)))
-    }
-
-    /// An existing file: its descriptor grants what the open asks for (MS-FSA 2.1.5.1.2), and
-    /// overwriting needs the right to write whatever the open asks for. Returns the granted
-    /// access and the descriptor.
-    fn admit_existing(
-        &self,
-        file: &dyn VfsFile,
-        meta: &Meta,
-        intent: &Intent,
-    ) -> Result<(AccessMask, SecurityDescriptor), NtStatus> {
-        let sd = security::descriptor(self.vfs, file, &meta.stat, self.ids);
-        let required = if intent.truncates {
-            AccessMask::FILE_WRITE_DATA
-        } else {
-            AccessMask::empty()
-        };
-        let granted = security::grant(&sd, self.who, intent.desired, required, &self.parent)?;
-        Ok((granted, sd))
-    }
-}
-
-/// MS-FSA 2.1.5.1.2.1 against an existing file: a read-only file is not written or deleted
-/// (nor are its streams), and an overwrite of the file must keep the HIDDEN and SYSTEM
-/// attributes it has.
-fn check_existing(
-    meta: &Meta,
-    intent: &Intent,
-    requested: u32,
-    named_stream: bool,
-) -> Result<(), NtStatus> {
-    if meta.readonly() && !meta.is_directory() {
-        if intent.delete_on_close {
-            return Err(NtStatus::CANNOT_DELETE);
-        }
-        if intent.writes_data || intent.truncates {
-            return Err(NtStatus::ACCESS_DENIED);
-        }
-    }
-    if intent.truncates && !named_stream {
-        let requested = FileAttributes(requested);
-        for kept in [FileAttributes::HIDDEN, FileAttributes::SYSTEM] {
-            if meta.stored.contains(kept) && !requested.contains(kept) {
-                return Err(NtStatus::ACCESS_DENIED);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// What happens to the file once the open is granted: an overwritten file is truncated, loses
