@@ -26,9 +26,9 @@ pub(crate) mod write;
 use std::sync::Arc;
 
 use smb3d_dtyp::NtStatus;
-use smb3d_smb2::Command;
 use smb3d_smb2::file_id::FileId;
 
+use crate::request::commands;
 use crate::request::ctx::Ctx;
 use crate::state::open::Open;
 
@@ -61,10 +61,7 @@ pub(crate) fn lookup_open(cx: &mut Ctx<'_>, file_id: FileId) -> Result<Arc<Open>
     if cx.negotiated.is_smb3() {
         let sequence = u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default();
         let current = open.replay.check_channel_sequence(sequence);
-        if matches!(
-            cx.hdr.command,
-            Command::WRITE | Command::IOCTL | Command::SET_INFO
-        ) {
+        if commands::spec(cx.hdr.command).modifies {
             current?;
         }
     }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use smb3d_crypto::MessageSigner;
 use smb3d_dtyp::NtStatus;
-use smb3d_smb2::Command;
 use smb3d_smb2::header::{Header, HeaderFlags};
 
+use crate::request::commands::{self, Session};
 use crate::request::ctx::{ChainState, Ctx, sign_refusal, signature_holds};
 use crate::state::connection::{ConnState, Connection};
 use crate::state::session::Tree;
@@ -30,7 +30,8 @@ impl Connection {
         let (session_id, tree_id) = acts_in(hdr, index, cx.chain)?;
 
         let signed = hdr.flags.contains(HeaderFlags::SIGNED);
-        if hdr.command == Command::SESSION_SETUP {
+        let spec = commands::spec(hdr.command);
+        if spec.session == Session::Own {
             // SESSION_SETUP finds (or makes) its session itself (3.3.5.5); one that
             // re-authenticates an established session is signed with this channel's key as any
             // request (3.3.5.2.4), verified on a copy since the preauth hash takes it whole.
@@ -50,7 +51,7 @@ impl Connection {
             cx.session = session;
             return Ok(());
         }
-        if hdr.command == Command::ECHO && session_id == 0 {
+        if spec.session == Session::Never || (spec.session == Session::IfNamed && session_id == 0) {
             return Ok(());
         }
         let Some(session) = self.session(session_id) else {
@@ -59,13 +60,7 @@ impl Connection {
         };
         let (signer, signing_required) = match session.signing(self.id) {
             Some(signing) => signing,
-            None if matches!(
-                hdr.command,
-                Command::LOGOFF | Command::CLOSE | Command::LOCK
-            ) =>
-            {
-                (None, false)
-            }
+            None if spec.may_be_unsigned => (None, false),
             None => return Err(NtStatus::USER_SESSION_DELETED),
         };
         // A decrypted message is authenticated by its tag; its signature is not checked
@@ -82,7 +77,7 @@ impl Connection {
         if cx.encrypted {
             session.seen.note_encrypted();
         }
-        if needs_tree(hdr.command) {
+        if spec.needs_tree {
             let tree = session.state.lock().trees.get(&tree_id).cloned();
             let tree = tree.ok_or(NtStatus::NETWORK_NAME_DELETED)?;
             // TreeConnect.EncryptData and per-share signing (3.3.5.2.11).
@@ -200,22 +195,10 @@ fn plaintext_admitted(
     Ok(())
 }
 
-/// Commands that act within a tree connect.
-fn needs_tree(command: Command) -> bool {
-    !matches!(
-        command,
-        Command::NEGOTIATE
-            | Command::SESSION_SETUP
-            | Command::LOGOFF
-            | Command::TREE_CONNECT
-            | Command::ECHO
-            | Command::CANCEL
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smb3d_smb2::Command;
 
     fn header(related: bool) -> Header {
         Header {
@@ -279,22 +262,5 @@ mod tests {
             denied,
             "not encrypted"
         );
-    }
-
-    #[test]
-    fn commands_outside_a_tree_connect() {
-        for command in [
-            Command::NEGOTIATE,
-            Command::SESSION_SETUP,
-            Command::LOGOFF,
-            Command::TREE_CONNECT,
-            Command::ECHO,
-            Command::CANCEL,
-        ] {
-            assert!(!needs_tree(command), "{command:?}");
-        }
-        for command in [Command::CREATE, Command::TREE_DISCONNECT, Command::IOCTL] {
-            assert!(needs_tree(command), "{command:?}");
-        }
     }
 }

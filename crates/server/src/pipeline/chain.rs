@@ -1,5 +1,5 @@
 //! One frame's requests, in order (MS-SMB2 3.3.5.2.7, 3.3.4.1.3): each waits for the frames
-//! before it as it must (`ordering`), is admitted, dispatched to its handler, and answered in
+//! before it as its command's `Order` says (`ordering`), is admitted, dispatched to its handler, and answered in
 //! the frame's response, signed or sealed; a compound passes its session, tree, open and
 //! failure on to its related requests.
 
@@ -13,6 +13,7 @@ use smb3d_smb2::header::{Header, HeaderFlags};
 use smb3d_vfs::PipedData;
 
 use super::dispatch;
+use crate::request::commands::{self, Order};
 use crate::request::ctx::{ChainState, Ctx};
 use crate::request::reply::Reply;
 use crate::state::connection::limits::Inflight;
@@ -57,16 +58,9 @@ impl Connection {
             if hdr.command == Command::CANCEL {
                 continue;
             }
-            if matches!(
-                hdr.command,
-                Command::CLOSE
-                    | Command::TREE_DISCONNECT
-                    | Command::LOGOFF
-                    | Command::CHANGE_NOTIFY
-            ) {
-                self.wait_for_earlier(arrival).await;
-            } else {
-                self.wait_for_notifies(arrival).await;
+            match commands::spec(hdr.command).order {
+                Order::AfterAll => self.wait_for_earlier(arrival).await,
+                Order::AfterWatches => self.wait_for_notifies(arrival).await,
             }
             let start = out.begin();
             let pending = waiting

@@ -14,6 +14,7 @@ use smb3d_vfs::PipedData;
 use super::{dispatch, scheduling};
 use crate::limits::Limit;
 use crate::panic_guard;
+use crate::request::commands::{self, Waits};
 use crate::state::connection::credits::{CreditWindow, OutOfWindow};
 use crate::state::connection::limits::Inflight;
 use crate::state::connection::pending::PendingRequest;
@@ -102,7 +103,7 @@ impl Connection {
         for item in smb3d_smb2::compound::split(message) {
             let (hdr, pdu) = item.map_err(|_| Disconnect("malformed compound"))?;
             // MS-SMB2 3.3.5.2.6: an unknown command disconnects without a response.
-            if hdr.command.0 > Command::OPLOCK_BREAK.0 {
+            if !commands::is_known(hdr.command) {
                 return Err(Disconnect("unknown command"));
             }
             if requests.len() == self.server.settings.limits.max_compound {
@@ -184,7 +185,7 @@ impl Connection {
                     // Verified in place: nothing reads a CANCEL after this.
                     let pdu = frame.get_mut(range.clone()).unwrap_or_default();
                     self.cancel(&st, hdr, pdu, sealed_by.is_some());
-                } else if may_wait(hdr.command) || Self::is_pipe_io(&st, hdr) {
+                } else if Self::may_wait(&st, hdr) {
                     let request = Arc::new(PendingRequest::new(hdr.message_id, session_id));
                     st.pending.insert(hdr.message_id, request.clone());
                     waiting.push(request);
@@ -193,7 +194,7 @@ impl Connection {
             st.order.arrive(
                 requests
                     .iter()
-                    .any(|(h, _)| h.command == Command::CHANGE_NOTIFY),
+                    .any(|(h, _)| commands::spec(h.command).watches),
             )
         };
         if requests.iter().all(|(h, _)| h.command == Command::CANCEL) {
@@ -236,19 +237,25 @@ impl Connection {
         (session_encrypts || tree_encrypts).then_some((first.session_id, cipher))
     }
 
-    /// READ and IOCTL on a named pipe may wait for the client's next write (`handlers::pipe`),
-    /// so CANCEL must find them like the commands of [`may_wait`].
-    fn is_pipe_io(st: &ConnState, hdr: &Header) -> bool {
-        matches!(hdr.command, Command::READ | Command::IOCTL)
-            && !hdr.is_related()
-            && st.sessions.get(&hdr.session_id).is_some_and(|session| {
-                session
-                    .state
-                    .lock()
-                    .trees
-                    .get(&hdr.tree_id)
-                    .is_some_and(|tree| tree.share.is_ipc())
-            })
+    /// Whether the request may wait and so must be findable by CANCEL: as its command's
+    /// `Waits` says, where on a named pipe a READ or IOCTL may wait for the client's next
+    /// write (`handlers::pipe`).
+    fn may_wait(st: &ConnState, hdr: &Header) -> bool {
+        match commands::spec(hdr.command).waits {
+            Waits::Always => true,
+            Waits::Never => false,
+            Waits::OnPipe => {
+                !hdr.is_related()
+                    && st.sessions.get(&hdr.session_id).is_some_and(|session| {
+                        session
+                            .state
+                            .lock()
+                            .trees
+                            .get(&hdr.tree_id)
+                            .is_some_and(|tree| tree.share.is_ipc())
+                    })
+            }
+        }
     }
 }
 
@@ -274,14 +281,6 @@ fn charge_credits(
 
 /// The payload one credit pays for (MS-SMB2 3.3.5.2.5).
 const CREDIT_BYTES: usize = 64 * 1024;
-
-/// Whether requests of `command` may wait and so must be findable by CANCEL.
-fn may_wait(command: Command) -> bool {
-    matches!(
-        command,
-        Command::LOCK | Command::CHANGE_NOTIFY | Command::CREATE | Command::SET_INFO
-    )
-}
 
 #[cfg(test)]
 mod tests {
@@ -342,25 +341,5 @@ mod tests {
         assert_eq!(charge_credits(&mut w, &frame, true), Err(OutOfWindow));
         let beyond = [request(Command::WRITE, 7, 4)];
         assert_eq!(charge_credits(&mut w, &beyond, true), Err(OutOfWindow));
-    }
-
-    #[test]
-    fn the_commands_cancel_can_reach_are_registered() {
-        for command in [
-            Command::LOCK,
-            Command::CHANGE_NOTIFY,
-            Command::CREATE,
-            Command::SET_INFO,
-        ] {
-            assert!(may_wait(command), "{command:?}");
-        }
-        for command in [
-            Command::READ,
-            Command::CLOSE,
-            Command::ECHO,
-            Command::CANCEL,
-        ] {
-            assert!(!may_wait(command), "{command:?}");
-        }
     }
 }

@@ -12,27 +12,29 @@ use std::future::Future;
 use std::ops::Range;
 use std::task::{Context, Waker};
 
-use smb3d_smb2::Command;
 use smb3d_smb2::header::Header;
 use smb3d_smb2::read::ReadRequest;
 
 use crate::blocking::Wait;
+use crate::request::commands::{self, Runs};
 
 /// Frames from this size on carry bulk data (a WRITE) and get a task of their own.
 const INLINE_FRAME_MAX: usize = 64 * 1024;
 
 /// Whether the requests of `frame` (at `requests`) are brief enough to run on the reader's
-/// task: no bulk transfer, flush, listing or FSCTL (copies) among them.
+/// task: no bulk transfer, and none whose command `Runs::OwnTask` (flushes, listings, FSCTLs).
 pub(crate) fn runs_inline(frame: &[u8], requests: &[(Header, Range<usize>)]) -> bool {
     frame.len() < INLINE_FRAME_MAX
-        && requests.iter().all(|(hdr, range)| match hdr.command {
-            Command::FLUSH | Command::IOCTL | Command::QUERY_DIRECTORY => false,
-            Command::READ => frame
-                .get(range.clone())
-                .and_then(|pdu| ReadRequest::decode(pdu).ok())
-                .is_none_or(|read| Wait::transfer(read.length as usize) == Wait::Brief),
-            _ => true,
-        })
+        && requests
+            .iter()
+            .all(|(hdr, range)| match commands::spec(hdr.command).runs {
+                Runs::Inline => true,
+                Runs::OwnTask => false,
+                Runs::ByReadLength => frame
+                    .get(range.clone())
+                    .and_then(|pdu| ReadRequest::decode(pdu).ok())
+                    .is_none_or(|read| Wait::transfer(read.length as usize) == Wait::Brief),
+            })
 }
 
 /// Runs `work` here until it first waits, then as a task of its own.
@@ -53,6 +55,7 @@ pub(crate) fn run_here_until_it_waits(work: impl Future<Output = ()> + Send + 's
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smb3d_smb2::Command;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use tokio::sync::Notify;

@@ -1,7 +1,9 @@
-//! What a handler sees of the request it serves (`ctx`) and how its response goes out, at once
-//! or, for a request that waits, after an interim response (`reply`). Between the state and
-//! the handlers: the pipeline builds these, the handlers use them.
+//! Every command's rules (`commands`), what a handler sees of the request it serves (`ctx`)
+//! and how its response goes out, at once or, for a request that waits, after an interim
+//! response (`reply`). Between the state and the handlers: the pipeline builds these and
+//! reads the rules, the handlers use them.
 
+pub(crate) mod commands;
 pub(crate) mod ctx;
 pub(crate) mod reply;
 
