@@ -1,18 +1,15 @@
 //! Which requests are admitted to their handlers (MS-SMB2 3.3.5.2.4-3.3.5.2.11): a related
 //! request's place in its compound, its session and tree connect, its signature, and the
-//! encryption its session or share requires; whether a CANCEL is its session's; and which
-//! responses are signed (3.3.4.1.1).
+//! encryption its session or share requires; and whether a CANCEL is its session's. Which
+//! responses are signed (3.3.4.1.1) is `Ctx::response_signer`'s, which the READ handler asks
+//! too.
 
-use std::sync::Arc;
-
-use smb3d_crypto::MessageSigner;
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::header::{Header, HeaderFlags};
 
 use crate::request::commands::{self, Session};
 use crate::request::ctx::{ChainState, Ctx, sign_refusal, signature_holds};
 use crate::state::connection::{ConnState, Connection};
-use crate::state::session::Tree;
 
 impl Connection {
     /// MS-SMB2 3.3.5.2.7-3.3.5.2.11: related-request inheritance, signature, session and tree
@@ -88,23 +85,6 @@ impl Connection {
         }
         cx.session = Some(session);
         Ok(())
-    }
-
-    /// The signer for a response (MS-SMB2 3.3.4.1.1): responses to signed requests, and every
-    /// response of a session that requires signing, except interim ones.
-    pub(super) fn response_signer(
-        &self,
-        hdr: &Header,
-        session_id: u64,
-        status: NtStatus,
-        tree: Option<&Tree>,
-    ) -> Option<Arc<dyn MessageSigner>> {
-        if session_id == 0 || status == NtStatus::PENDING {
-            return None;
-        }
-        let session = self.session(session_id)?;
-        let share_requires = tree.is_some_and(|t| t.share.require_signing);
-        self.response_signer_of(hdr, &session, share_requires)
     }
 
     /// MS-SMB2 3.3.5.16: the request named by AsyncId (async header) or MessageId ends with

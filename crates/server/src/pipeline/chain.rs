@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
-use smb3d_smb2::header::{Header, HeaderFlags};
+use smb3d_smb2::header::Header;
 use smb3d_vfs::PipedData;
 
 use super::dispatch;
@@ -116,25 +116,8 @@ impl Connection {
                     status
                 }
             };
-            let related = hdr.flags.contains(HeaderFlags::RELATED_OPERATIONS);
-            let session_id = cx.response_session_id.unwrap_or(if related {
-                cx.chain.session_id
-            } else {
-                hdr.session_id
-            });
-            let tree_id = cx.response_tree_id.unwrap_or(if related {
-                cx.chain.tree_id
-            } else {
-                hdr.tree_id
-            });
-            // Encrypted responses are not signed (MS-SMB2 3.3.4.1.1).
-            let signer = if seal.is_some() {
-                None
-            } else {
-                cx.sign_with
-                    .take()
-                    .or_else(|| self.response_signer(&hdr, session_id, status, cx.tree.as_deref()))
-            };
+            let (session_id, tree_id) = cx.response_ids();
+            let signer = cx.response_signer(session_id, status);
             // The preauth hash takes the response as sent, signature included (a binding's
             // responses are signed), and signing waits until the frame is finished.
             let preauth = cx

@@ -81,19 +81,53 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
-    /// Whether the response will go out neither signed nor encrypted (as `run_chain` decides
-    /// with `response_signer` and `seal`), so that its data may follow from the file.
+    /// The SessionId and TreeId of the response: those the handler made, else the request's,
+    /// or for a related request those it acted in (MS-SMB2 3.3.5.2.7.2).
+    pub fn response_ids(&self) -> (u64, u32) {
+        let related = self.hdr.is_related();
+        let session_id = self.response_session_id.unwrap_or(if related {
+            self.chain.session_id
+        } else {
+            self.hdr.session_id
+        });
+        let tree_id = self.response_tree_id.unwrap_or(if related {
+            self.chain.tree_id
+        } else {
+            self.hdr.tree_id
+        });
+        (session_id, tree_id)
+    }
+
+    /// The key that signs the response with `status` in `session_id` (MS-SMB2 3.3.4.1.1): none
+    /// when the frame is encrypted or the response interim; the one the handler chose; else
+    /// the channel's, when the request was signed or the session or share requires signing.
+    pub fn response_signer(
+        &self,
+        session_id: u64,
+        status: NtStatus,
+    ) -> Option<Arc<dyn MessageSigner>> {
+        if self.seal.is_some() {
+            return None;
+        }
+        if let Some(signer) = &self.sign_with {
+            return Some(signer.clone());
+        }
+        if session_id == 0 || status == NtStatus::PENDING {
+            return None;
+        }
+        let session = self.conn.session(session_id)?;
+        let share_requires = self.tree.as_ref().is_some_and(|t| t.share.require_signing);
+        self.conn
+            .response_signer_of(self.hdr, &session, share_requires)
+    }
+
+    /// Whether a successful response will go out neither signed nor encrypted, so that its
+    /// data may follow from the file: the decision `run_chain` takes when it sends it.
     pub fn response_in_clear(&self) -> bool {
-        let signing_required = self
-            .session
-            .as_ref()
-            .and_then(|s| s.signing(self.conn.id))
-            .is_none_or(|(_, required)| required);
         self.seal.is_none()
-            && self.sign_with.is_none()
-            && !self.hdr.flags.contains(HeaderFlags::SIGNED)
-            && !signing_required
-            && !self.tree.as_ref().is_some_and(|t| t.share.require_signing)
+            && self
+                .response_signer(self.response_ids().0, NtStatus::SUCCESS)
+                .is_none()
     }
 }
 
