@@ -3,6 +3,7 @@
 use smb3d_wire::{DecodeError, Slot32, Writer};
 
 use crate::file_id::FileId;
+use crate::header::SMB2_HEADER_LEN;
 use crate::output::PendingOutput;
 use crate::util::{body, len16, len32, to_usize};
 
@@ -76,6 +77,14 @@ impl<'a> ReadRequest<'a> {
             remaining_bytes,
             channel_info,
         })
+    }
+
+    /// The Length of the READ request `pdu`, read without decoding the rest: the server decides
+    /// where a READ runs by it before its handler decodes the request.
+    pub fn length_of(pdu: &[u8]) -> Option<u32> {
+        const LENGTH: usize = SMB2_HEADER_LEN + 4;
+        let field = pdu.get(LENGTH..LENGTH + 4)?;
+        field.try_into().ok().map(u32::from_le_bytes)
     }
 
     /// Writes the body after the header (no channel info: offset 0 and a pad byte).
@@ -220,6 +229,7 @@ mod tests {
         let pdu = hex(REQUEST);
         let req = golden::<ReadRequest>(&pdu);
         assert_eq!((req.length, req.offset, req.minimum_count), (12, 0, 0));
+        assert_eq!(ReadRequest::length_of(&pdu), Some(12));
         assert_eq!(req.channel, Channel::NONE);
         assert!(req.channel_info.is_empty());
 
@@ -268,6 +278,8 @@ mod tests {
             DecodeErrorKind::OutOfBounds
         );
         assert!(ReadRequest::decode(&req[..64 + 47]).is_err());
+        assert_eq!(ReadRequest::length_of(&req[..64 + 8]), Some(12));
+        assert_eq!(ReadRequest::length_of(&req[..64 + 7]), None);
         assert!(ReadRequest::decode(&pdu_with_body(&[48, 0])).is_err());
     }
 
@@ -277,6 +289,7 @@ mod tests {
             let req = ReadRequest { padding: pad, flags: ReadFlags(flags), length: n[0], offset: off, file_id: FileId::ANY, minimum_count: n[1], channel: Channel(n[2]), remaining_bytes: n[3], channel_info: &info };
             let mut buf = Vec::new();
             prop_assert_eq!(pdu_round_trip(&req, &mut buf), req);
+            prop_assert_eq!(ReadRequest::length_of(&buf), Some(n[0]));
             let rsp = ReadResponse { data: &data, data_remaining: n[0], flags: ReadResponseFlags(n[1]) };
             prop_assert_eq!(pdu_round_trip(&rsp, &mut buf), rsp);
         }

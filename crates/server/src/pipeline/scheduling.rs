@@ -30,10 +30,11 @@ pub(crate) fn runs_inline(frame: &[u8], requests: &[(Header, Range<usize>)]) -> 
             .all(|(hdr, range)| match commands::spec(hdr.command).runs {
                 Runs::Inline => true,
                 Runs::OwnTask => false,
+                // Only the Length is read: the handler decodes the request.
                 Runs::ByReadLength => frame
                     .get(range.clone())
-                    .and_then(|pdu| ReadRequest::decode(pdu).ok())
-                    .is_none_or(|read| Wait::transfer(read.length as usize) == Wait::Brief),
+                    .and_then(ReadRequest::length_of)
+                    .is_none_or(|length| Wait::transfer(length as usize) == Wait::Brief),
             })
 }
 
@@ -101,7 +102,7 @@ mod tests {
             let requests = [(header(Command::READ), 0..frame.len())];
             assert_eq!(runs_inline(&frame, &requests), inline, "{length}");
         }
-        // A READ too short to decode fails in its handler, which is brief.
+        // A READ too short to hold its Length fails in its handler, which is brief.
         let frame = vec![0u8; 70];
         assert!(runs_inline(&frame, &[(header(Command::READ), 0..70)]));
     }
