@@ -93,63 +93,15 @@ impl Connection {
                 frame: &mut out,
                 start,
             };
-            let started = Instant::now();
-            let admitted = self.admit(&mut cx, pdu, index);
-            let result = match admitted {
-                Ok(()) => dispatch::dispatch(&mut cx, pdu, &mut reply).await,
-                Err(status) => Err(status),
-            };
+            let (refused, result) = self.process(&mut cx, pdu, index, &mut reply).await;
+            // A request that went async moved its response.
             let start = reply.start;
-            self.server
-                .metrics
-                .request(hdr.command, started.elapsed(), result.is_err());
             if let Some(why) = cx.disconnect {
                 tracing::warn!("closing connection: {why}");
                 self.end();
                 return;
             }
-            let status = match result {
-                Ok(status) => status,
-                Err(status) => {
-                    tracing::debug!(command = ?hdr.command, message_id = hdr.message_id, %status, "request failed");
-                    out.error_body(start, &cx.error_data);
-                    status
-                }
-            };
-            let (session_id, tree_id) = cx.response_ids();
-            let signer = cx.response_signer(session_id, status);
-            // The preauth hash takes the response as sent, signature included (a binding's
-            // responses are signed), and signing waits until the frame is finished.
-            let preauth = cx
-                .preauth_session
-                .take()
-                .map(|session| (session, signer.clone()));
-            cx.chain.session_id = session_id;
-            cx.chain.tree_id = tree_id;
-            if !cx.isolated_failure {
-                cx.chain.status =
-                    inherited(cx.chain.status, hdr.command, admitted.is_err(), status);
-            }
-            // The credits of a request that went async were granted with its interim response
-            // (MS-SMB2 3.3.4.3).
-            let credits = if cx.async_id == 0 {
-                self.grant_credits(hdr.credits)
-            } else {
-                0
-            };
-            out.end(
-                start,
-                &hdr,
-                status,
-                credits,
-                session_id,
-                tree_id,
-                cx.async_id,
-                signer,
-            );
-            if let Some((session, signer)) = preauth {
-                hash_response(&self, &session, out.message(start), signer.as_deref());
-            }
+            self.respond(&mut cx, &mut out, start, refused, result);
             // Compounded responses may be sent separately (MS-SMB2 3.3.4.1.3); a frame that
             // grows large goes now, so that several large READs never exceed the 24-bit frame
             // length.
@@ -162,6 +114,83 @@ impl Connection {
         }
         if !out.is_empty() {
             self.send(out, seal.as_ref());
+        }
+    }
+
+    /// Admits the request (MS-SMB2 3.3.5.2.4-3.3.5.2.11) and runs its command's handler
+    /// (3.3.5.4 and on), counted in the metrics: whether admission refused it, and the result.
+    async fn process(
+        &self,
+        cx: &mut Ctx<'_>,
+        pdu: &mut [u8],
+        index: usize,
+        reply: &mut Reply<'_>,
+    ) -> (bool, Result<NtStatus, NtStatus>) {
+        let started = Instant::now();
+        let admitted = self.admit(cx, pdu, index);
+        let result = match admitted {
+            Ok(()) => dispatch::dispatch(cx, pdu, reply).await,
+            Err(status) => Err(status),
+        };
+        self.server
+            .metrics
+            .request(cx.hdr.command, started.elapsed(), result.is_err());
+        (admitted.is_err(), result)
+    }
+
+    /// Finishes the request's response at `start` of `out` (MS-SMB2 3.3.4.1): an error body
+    /// for a failure, its SessionId and TreeId, the credits it grants (3.3.1.2) and its
+    /// signer (3.3.4.1.1), its place in the preauth hash; and what the related requests after
+    /// it inherit (3.3.5.2.7.2).
+    fn respond(
+        &self,
+        cx: &mut Ctx<'_>,
+        out: &mut ResponseFrame,
+        start: usize,
+        refused: bool,
+        result: Result<NtStatus, NtStatus>,
+    ) {
+        let hdr = cx.hdr;
+        let status = match result {
+            Ok(status) => status,
+            Err(status) => {
+                tracing::debug!(command = ?hdr.command, message_id = hdr.message_id, %status, "request failed");
+                out.error_body(start, &cx.error_data);
+                status
+            }
+        };
+        let (session_id, tree_id) = cx.response_ids();
+        let signer = cx.response_signer(session_id, status);
+        // The preauth hash takes the response as sent, signature included (a binding's
+        // responses are signed), and signing waits until the frame is finished.
+        let preauth = cx
+            .preauth_session
+            .take()
+            .map(|session| (session, signer.clone()));
+        cx.chain.session_id = session_id;
+        cx.chain.tree_id = tree_id;
+        if !cx.isolated_failure {
+            cx.chain.status = inherited(cx.chain.status, hdr.command, refused, status);
+        }
+        // The credits of a request that went async were granted with its interim response
+        // (MS-SMB2 3.3.4.3).
+        let credits = if cx.async_id == 0 {
+            self.grant_credits(hdr.credits)
+        } else {
+            0
+        };
+        out.end(
+            start,
+            hdr,
+            status,
+            credits,
+            session_id,
+            tree_id,
+            cx.async_id,
+            signer,
+        );
+        if let Some((session, signer)) = preauth {
+            hash_response(self, &session, out.message(start), signer.as_deref());
         }
     }
 }

@@ -97,68 +97,18 @@ impl Connection {
         mut inflight: Inflight,
         piped: Option<PipedData>,
     ) -> Result<(), Disconnect> {
-        let mut requests: Vec<(Header, Range<usize>)> = Vec::new();
-        let message = frame.get(base..).unwrap_or_default();
-        let mut offset = base;
-        for item in smb3d_smb2::compound::split(message) {
-            let (hdr, pdu) = item.map_err(|_| Disconnect("malformed compound"))?;
-            // MS-SMB2 3.3.5.2.6: an unknown command disconnects without a response.
-            if !commands::is_known(hdr.command) {
-                return Err(Disconnect("unknown command"));
-            }
-            if requests.len() == self.server.settings.limits.max_compound {
-                self.server
-                    .limit_counters
-                    .hit(Limit::Compound, &"a compound too long");
-                return Err(Disconnect("compound too long"));
-            }
-            requests.push((hdr, offset..offset + pdu.len()));
-            offset += pdu.len();
-        }
+        let requests = self.split_compound(&frame, base)?;
         if let Some((session_id, _)) = &sealed_by {
-            // Every request inside a transform belongs to its session (3.3.5.2.1.1).
-            let foreign = requests
-                .iter()
-                .any(|(h, _)| !h.is_related() && h.session_id != *session_id);
-            if foreign
-                || requests
-                    .iter()
-                    .any(|(h, _)| h.command == Command::NEGOTIATE)
-            {
-                return Err(Disconnect("encrypted request of another session"));
-            }
+            sealed_for(&requests, *session_id)?;
         }
-        let negotiated = self.negotiated.get();
-        let multi_credit = negotiated.is_some_and(Negotiated::multi_credit);
-        let credits_charged =
-            charge_credits(&mut self.state.lock().credits, &requests, multi_credit)
-                .map_err(|OutOfWindow| Disconnect("message id outside the credit window"))?;
-        // MS-SMB2 3.3.5.2.5: a request's CreditCharge covers the larger of its payload and its
-        // response's, 64 KiB a credit. The responses' room is counted now, so that a client
-        // cannot make the server take on requests for more response bytes than its budget
-        // holds (security.md L6); handlers refuse a READ, QUERY_INFO or QUERY_DIRECTORY whose
-        // response would outgrow its charge.
-        inflight.reserve((credits_charged * CREDIT_BYTES).saturating_sub(inflight.len()));
-        let Some((first, first_range)) = requests.first() else {
+        self.charge(&requests, &mut inflight)?;
+        let Some((first, _)) = requests.first() else {
             return Err(Disconnect("empty message"));
         };
         if first.command == Command::NEGOTIATE {
-            if requests.len() != 1 || self.negotiated.get().is_some() {
-                return Err(Disconnect("NEGOTIATE after negotiation or in a compound"));
-            }
-            let mut out = ResponseFrame::new();
-            let pdu = frame.get(first_range.clone()).unwrap_or_default();
-            let started = Instant::now();
-            let negotiated = dispatch::negotiate(self, first, pdu, &mut out);
-            self.server
-                .metrics
-                .request(Command::NEGOTIATE, started.elapsed(), negotiated.is_err());
-            negotiated?;
-            self.state.lock().smb1_upgraded = false;
-            self.queue(out.finish());
-            return Ok(());
+            return self.on_negotiate(&frame, &requests);
         }
-        if negotiated.is_none() {
+        if self.negotiated.get().is_none() {
             return Err(Disconnect("request before NEGOTIATE"));
         }
         if requests
@@ -167,36 +117,7 @@ impl Connection {
         {
             return Err(Disconnect("NEGOTIATE inside a compound"));
         }
-        // CANCEL gets no response (MS-SMB2 3.3.5.16); it acts here, in arrival order, so it
-        // finds a request of an earlier frame even before that request's handler has run.
-        let mut waiting = Vec::new();
-        let arrival = {
-            let mut st = self.state.lock();
-            // A related request acts in the session of the one before it (3.3.5.2.7.2).
-            let mut chain_session = 0;
-            for (hdr, range) in &requests {
-                let session_id = if hdr.is_related() {
-                    chain_session
-                } else {
-                    hdr.session_id
-                };
-                chain_session = session_id;
-                if hdr.command == Command::CANCEL {
-                    // Verified in place: nothing reads a CANCEL after this.
-                    let pdu = frame.get_mut(range.clone()).unwrap_or_default();
-                    self.cancel(&st, hdr, pdu, sealed_by.is_some());
-                } else if Self::may_wait(&st, hdr) {
-                    let request = Arc::new(PendingRequest::new(hdr.message_id, session_id));
-                    st.pending.insert(hdr.message_id, request.clone());
-                    waiting.push(request);
-                }
-            }
-            st.order.arrive(
-                requests
-                    .iter()
-                    .any(|(h, _)| commands::spec(h.command).watches),
-            )
-        };
+        let (waiting, arrival) = self.arrive(&mut frame, &requests, sealed_by.is_some());
         if requests.iter().all(|(h, _)| h.command == Command::CANCEL) {
             self.settle(arrival);
             return Ok(());
@@ -217,6 +138,117 @@ impl Connection {
             tokio::spawn(chain);
         }
         Ok(())
+    }
+
+    /// The requests of the message at `frame[base..]`, each with its place in `frame`
+    /// (MS-SMB2 3.3.5.2.7); an unknown command (3.3.5.2.6), a malformed compound or one longer
+    /// than the limit ends the connection without a response.
+    fn split_compound(
+        &self,
+        frame: &[u8],
+        base: usize,
+    ) -> Result<Vec<(Header, Range<usize>)>, Disconnect> {
+        let mut requests = Vec::new();
+        let message = frame.get(base..).unwrap_or_default();
+        let mut offset = base;
+        for item in smb3d_smb2::compound::split(message) {
+            let (hdr, pdu) = item.map_err(|_| Disconnect("malformed compound"))?;
+            if !commands::is_known(hdr.command) {
+                return Err(Disconnect("unknown command"));
+            }
+            if requests.len() == self.server.settings.limits.max_compound {
+                self.server
+                    .limit_counters
+                    .hit(Limit::Compound, &"a compound too long");
+                return Err(Disconnect("compound too long"));
+            }
+            requests.push((hdr, offset..offset + pdu.len()));
+            offset += pdu.len();
+        }
+        Ok(requests)
+    }
+
+    /// MS-SMB2 3.3.5.2.3 and 3.3.5.2.5: the requests spend their message ids from the credit
+    /// window, and the frame's in-flight bytes reserve the room of their responses.
+    fn charge(
+        &self,
+        requests: &[(Header, Range<usize>)],
+        inflight: &mut Inflight,
+    ) -> Result<(), Disconnect> {
+        let multi_credit = self.negotiated.get().is_some_and(Negotiated::multi_credit);
+        let credits_charged =
+            charge_credits(&mut self.state.lock().credits, requests, multi_credit)
+                .map_err(|OutOfWindow| Disconnect("message id outside the credit window"))?;
+        // A request's CreditCharge covers the larger of its payload and its response's, 64 KiB
+        // a credit. The responses' room is counted now, so that a client cannot make the
+        // server take on requests for more response bytes than its budget holds (security.md
+        // L6); handlers refuse a READ, QUERY_INFO or QUERY_DIRECTORY whose response would
+        // outgrow its charge.
+        inflight.reserve((credits_charged * CREDIT_BYTES).saturating_sub(inflight.len()));
+        Ok(())
+    }
+
+    /// NEGOTIATE (MS-SMB2 3.3.5.3), alone in its frame and only once, answered here in arrival
+    /// order.
+    fn on_negotiate(
+        self: &Arc<Self>,
+        frame: &[u8],
+        requests: &[(Header, Range<usize>)],
+    ) -> Result<(), Disconnect> {
+        let [(hdr, range)] = requests else {
+            return Err(Disconnect("NEGOTIATE after negotiation or in a compound"));
+        };
+        if self.negotiated.get().is_some() {
+            return Err(Disconnect("NEGOTIATE after negotiation or in a compound"));
+        }
+        let mut out = ResponseFrame::new();
+        let pdu = frame.get(range.clone()).unwrap_or_default();
+        let started = Instant::now();
+        let negotiated = dispatch::negotiate(self, hdr, pdu, &mut out);
+        self.server
+            .metrics
+            .request(Command::NEGOTIATE, started.elapsed(), negotiated.is_err());
+        negotiated?;
+        self.state.lock().smb1_upgraded = false;
+        self.queue(out.finish());
+        Ok(())
+    }
+
+    /// The frame's arrival, in order: its CANCELs act now, so that they find a request of an
+    /// earlier frame even before that request's handler has run (MS-SMB2 3.3.5.16; a CANCEL
+    /// gets no response), and its requests that may wait are registered for later CANCELs.
+    /// Returns those and the frame's arrival number.
+    fn arrive(
+        &self,
+        frame: &mut [u8],
+        requests: &[(Header, Range<usize>)],
+        sealed: bool,
+    ) -> (Vec<Arc<PendingRequest>>, u64) {
+        let mut waiting = Vec::new();
+        let mut st = self.state.lock();
+        // A related request acts in the session of the one before it (3.3.5.2.7.2).
+        let mut chain_session = 0;
+        for (hdr, range) in requests {
+            let session_id = if hdr.is_related() {
+                chain_session
+            } else {
+                hdr.session_id
+            };
+            chain_session = session_id;
+            if hdr.command == Command::CANCEL {
+                // Verified in place: nothing reads a CANCEL after this.
+                let pdu = frame.get_mut(range.clone()).unwrap_or_default();
+                self.cancel(&st, hdr, pdu, sealed);
+            } else if Self::may_wait(&st, hdr) {
+                let request = Arc::new(PendingRequest::new(hdr.message_id, session_id));
+                st.pending.insert(hdr.message_id, request.clone());
+                waiting.push(request);
+            }
+        }
+        let watches = requests
+            .iter()
+            .any(|(h, _)| commands::spec(h.command).watches);
+        (waiting, st.order.arrive(watches))
     }
 
     /// The key that must encrypt the responses to an unencrypted frame: that of a session or
@@ -257,6 +289,22 @@ impl Connection {
             }
         }
     }
+}
+
+/// MS-SMB2 3.3.5.2.1.1: every request inside a transform belongs to the session whose key
+/// sealed it, and NEGOTIATE is never sealed; anything else ends the connection.
+fn sealed_for(requests: &[(Header, Range<usize>)], session_id: u64) -> Result<(), Disconnect> {
+    let foreign = requests
+        .iter()
+        .any(|(h, _)| !h.is_related() && h.session_id != session_id);
+    if foreign
+        || requests
+            .iter()
+            .any(|(h, _)| h.command == Command::NEGOTIATE)
+    {
+        return Err(Disconnect("encrypted request of another session"));
+    }
+    Ok(())
 }
 
 /// MS-SMB2 3.3.5.2.3: every request but CANCEL spends its message ids from `window`, its
