@@ -274,7 +274,7 @@ impl Connection {
     /// write (`handlers::pipe`).
     fn may_wait(st: &ConnState, hdr: &Header) -> bool {
         match commands::spec(hdr.command).waits {
-            Waits::Always => true,
+            Waits::Last | Waits::Anywhere => true,
             Waits::Never => false,
             Waits::OnPipe => {
                 !hdr.is_related()

@@ -38,12 +38,18 @@ pub(crate) enum Order {
 }
 
 /// Whether a request may wait (a lock, a notification, an oplock break, data on a pipe), so
-/// that it is registered for CANCEL before its handler runs (MS-SMB2 3.3.5.16).
+/// that it is registered for CANCEL before its handler runs (MS-SMB2 3.3.5.16), and where in
+/// a compound it may.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Waits {
     Never,
-    Always,
-    /// On a named pipe only, where it may wait for the other end's write.
+    /// As the last request of its compound; before that it fails with STATUS_INTERNAL_ERROR,
+    /// as Windows answers (MS-SMB2 3.3.5.2.7).
+    Last,
+    /// Anywhere in its compound: the requests after it are answered once it completes
+    /// (CREATE waiting for oplock and lease breaks, MS-SMB2 <206>).
+    Anywhere,
+    /// On a named pipe only, where it may wait for the other end's write; as `Last`.
     OnPipe,
 }
 
@@ -158,31 +164,31 @@ const fn row(
 /// Indexed by command code.
 #[rustfmt::skip]
 const TABLE: [CommandSpec; 19] = [
-    //  session   tree   unsigned  waits          order         watches  modifies  runs          opens  disk               pipe
-    row(Never,    false, false,    Waits::Never,  AfterWatches, false,   false,    Inline,       false, H::None,           H::None),           // NEGOTIATE
-    row(Own,      false, false,    Waits::Never,  AfterWatches, false,   false,    Inline,       false, H::SessionSetup,   H::SessionSetup),   // SESSION_SETUP
-    row(Required, false, true,     Waits::Never,  AfterAll,     false,   false,    Inline,       false, H::Logoff,         H::Logoff),         // LOGOFF
-    row(Required, false, false,    Waits::Never,  AfterWatches, false,   false,    Inline,       false, H::TreeConnect,    H::TreeConnect),    // TREE_CONNECT
-    row(Required, true,  false,    Waits::Never,  AfterAll,     false,   false,    Inline,       false, H::TreeDisconnect, H::TreeDisconnect), // TREE_DISCONNECT
-    row(Required, true,  false,    Waits::Always, AfterWatches, false,   false,    Inline,       true,  H::Create,         H::PipeCreate),     // CREATE
-    row(Required, true,  true,     Waits::Never,  AfterAll,     false,   false,    Inline,       false, H::Close,          H::PipeClose),      // CLOSE
-    row(Required, true,  false,    Waits::Never,  AfterWatches, false,   false,    OwnTask,      false, H::Flush,          H::PipeFlush),      // FLUSH
-    row(Required, true,  false,    Waits::OnPipe, AfterWatches, false,   false,    ByReadLength, false, H::Read,           H::PipeRead),       // READ
-    row(Required, true,  false,    Waits::Never,  AfterWatches, false,   true,     Inline,       false, H::Write,          H::PipeWrite),      // WRITE
-    row(Required, true,  true,     Waits::Always, AfterWatches, false,   false,    Inline,       false, H::Lock,           H::Lock),           // LOCK
-    row(Required, true,  false,    Waits::OnPipe, AfterWatches, false,   true,     OwnTask,      false, H::Ioctl,          H::Ioctl),          // IOCTL
-    row(Required, false, false,    Waits::Never,  AfterWatches, false,   false,    Inline,       false, H::None,           H::None),           // CANCEL
-    row(IfNamed,  false, false,    Waits::Never,  AfterWatches, false,   false,    Inline,       false, H::Echo,           H::Echo),           // ECHO
-    row(Required, true,  false,    Waits::Never,  AfterWatches, false,   false,    OwnTask,      false, H::QueryDirectory, H::QueryDirectory), // QUERY_DIRECTORY
-    row(Required, true,  false,    Waits::Always, AfterAll,     true,    false,    Inline,       false, H::ChangeNotify,   H::ChangeNotify),   // CHANGE_NOTIFY
-    row(Required, true,  false,    Waits::Never,  AfterWatches, false,   false,    Inline,       false, H::QueryInfo,      H::PipeQueryInfo),  // QUERY_INFO
-    row(Required, true,  false,    Waits::Always, AfterWatches, false,   true,     Inline,       false, H::SetInfo,        H::NotSupported),   // SET_INFO
-    row(Required, true,  false,    Waits::Never,  AfterWatches, false,   false,    Inline,       false, H::OplockBreak,    H::OplockBreak),    // OPLOCK_BREAK
+    //  session   tree   unsigned  waits            order         watches  modifies  runs          opens  disk               pipe
+    row(Never,    false, false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::None,           H::None),           // NEGOTIATE
+    row(Own,      false, false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::SessionSetup,   H::SessionSetup),   // SESSION_SETUP
+    row(Required, false, true,     Waits::Never,    AfterAll,     false,   false,    Inline,       false, H::Logoff,         H::Logoff),         // LOGOFF
+    row(Required, false, false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::TreeConnect,    H::TreeConnect),    // TREE_CONNECT
+    row(Required, true,  false,    Waits::Never,    AfterAll,     false,   false,    Inline,       false, H::TreeDisconnect, H::TreeDisconnect), // TREE_DISCONNECT
+    row(Required, true,  false,    Waits::Anywhere, AfterWatches, false,   false,    Inline,       true,  H::Create,         H::PipeCreate),     // CREATE
+    row(Required, true,  true,     Waits::Never,    AfterAll,     false,   false,    Inline,       false, H::Close,          H::PipeClose),      // CLOSE
+    row(Required, true,  false,    Waits::Never,    AfterWatches, false,   false,    OwnTask,      false, H::Flush,          H::PipeFlush),      // FLUSH
+    row(Required, true,  false,    Waits::OnPipe,   AfterWatches, false,   false,    ByReadLength, false, H::Read,           H::PipeRead),       // READ
+    row(Required, true,  false,    Waits::Never,    AfterWatches, false,   true,     Inline,       false, H::Write,          H::PipeWrite),      // WRITE
+    row(Required, true,  true,     Waits::Last,     AfterWatches, false,   false,    Inline,       false, H::Lock,           H::Lock),           // LOCK
+    row(Required, true,  false,    Waits::OnPipe,   AfterWatches, false,   true,     OwnTask,      false, H::Ioctl,          H::Ioctl),          // IOCTL
+    row(Required, false, false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::None,           H::None),           // CANCEL
+    row(IfNamed,  false, false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::Echo,           H::Echo),           // ECHO
+    row(Required, true,  false,    Waits::Never,    AfterWatches, false,   false,    OwnTask,      false, H::QueryDirectory, H::QueryDirectory), // QUERY_DIRECTORY
+    row(Required, true,  false,    Waits::Last,     AfterAll,     true,    false,    Inline,       false, H::ChangeNotify,   H::ChangeNotify),   // CHANGE_NOTIFY
+    row(Required, true,  false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::QueryInfo,      H::PipeQueryInfo),  // QUERY_INFO
+    row(Required, true,  false,    Waits::Last,     AfterWatches, false,   true,     Inline,       false, H::SetInfo,        H::NotSupported),   // SET_INFO
+    row(Required, true,  false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::OplockBreak,    H::OplockBreak),    // OPLOCK_BREAK
 ];
 
 #[rustfmt::skip]
 const UNKNOWN: CommandSpec =
-    row(Required, true,  false,    Waits::Never,  AfterWatches, false,   false,    Inline,       false, H::None,           H::None);
+    row(Required, true,  false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::None,           H::None);
 
 #[cfg(test)]
 mod tests {
@@ -240,14 +246,10 @@ mod tests {
     #[test]
     fn the_commands_cancel_can_reach_are_registered() {
         assert_eq!(
-            commands(|s| s.waits == Waits::Always),
-            [
-                Command::CREATE,
-                Command::LOCK,
-                Command::CHANGE_NOTIFY,
-                Command::SET_INFO,
-            ]
+            commands(|s| s.waits == Waits::Last),
+            [Command::LOCK, Command::CHANGE_NOTIFY, Command::SET_INFO]
         );
+        assert_eq!(commands(|s| s.waits == Waits::Anywhere), [Command::CREATE]);
         assert_eq!(
             commands(|s| s.waits == Waits::OnPipe),
             [Command::READ, Command::IOCTL]

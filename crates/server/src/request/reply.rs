@@ -10,9 +10,9 @@
 use std::sync::Arc;
 
 use smb3d_dtyp::NtStatus;
-use smb3d_smb2::Command;
 use smb3d_wire::Writer;
 
+use crate::request::commands::{self, Waits};
 use crate::request::ctx::Ctx;
 use crate::state::connection::pending::PendingRequest;
 use crate::state::connection::response::ResponseFrame;
@@ -36,9 +36,9 @@ impl Reply<'_> {
 /// request's credits, and returns the request's entry to wait for cancellation on.
 ///
 /// A request that was cancelled already ends with that status instead. Inside a compound only
-/// the last request may wait, and a CREATE waiting for oplock breaks; any other fails with
-/// STATUS_INTERNAL_ERROR as Windows answers (MS-SMB2 3.3.5.2.7 and <206>, smbtorture
-/// smb2.compound.interim2). One beyond the connection's limit of waiting requests fails with
+/// the last request may wait, and one whose command waits `Anywhere` (a CREATE waiting for
+/// oplock breaks); any other fails with STATUS_INTERNAL_ERROR as Windows answers (MS-SMB2
+/// 3.3.5.2.7 and <206>, smbtorture smb2.compound.interim2). One beyond the connection's limit of waiting requests fails with
 /// STATUS_INSUFFICIENT_RESOURCES (security.md L7).
 pub(crate) fn go_async(
     cx: &mut Ctx<'_>,
@@ -51,7 +51,7 @@ pub(crate) fn go_async(
     if cx.async_id != 0 {
         return Ok(pending);
     }
-    if !cx.last_in_chain && cx.hdr.command != Command::CREATE {
+    if !cx.last_in_chain && commands::spec(cx.hdr.command).waits != Waits::Anywhere {
         cx.isolated_failure = true;
         return Err(NtStatus::INTERNAL_ERROR);
     }
