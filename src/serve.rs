@@ -14,7 +14,7 @@ use smb3d_auth::{CredentialStore, ServerIdentity, UserDb};
 use smb3d_config::{Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, SigningPolicy};
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
-use smb3d_server::{Limits, Server, Settings};
+use smb3d_server::{DiskStore, Limits, Server, Settings};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
@@ -349,7 +349,7 @@ pub fn build_server(
             crate::descriptors::soft_limit().unwrap_or(SYSTEMD_NOFILE),
         ),
         oplock_break_timeout: Settings::default().oplock_break_timeout,
-        state_dir: Some(s.state_dir.clone()),
+        state_store: Some(Arc::new(DiskStore::new(s.state_dir.clone()))),
     };
     let host = hostname();
     let identity = ServerIdentity {

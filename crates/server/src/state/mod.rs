@@ -24,3 +24,4 @@ pub(crate) mod pipes;
 pub(crate) mod server;
 pub(crate) mod session;
 pub mod share;
+pub mod store;

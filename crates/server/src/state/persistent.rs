@@ -3,17 +3,14 @@
 //! server's state directory, so that a restarted server knows the open again and its client
 //! can reclaim it with its locks.
 //!
-//! A record is written (to a temporary name, synced, then renamed over the old one, and the
-//! directory synced) when the open is made, after each LOCK that changed its locks, and
-//! removed when the open is closed. READ and WRITE never touch it. Records are a small
-//! versioned binary format read with the checked reader of network input: a file that does
-//! not decode (truncated, foreign, corrupted: its checksum says so) is logged and removed,
-//! never trusted.
+//! A record is written to the server's [`StateStore`] (durably: on disk, to a temporary name,
+//! synced, then renamed over the old one, and the directory synced) when the open is made,
+//! after each LOCK that changed its locks, and removed when the open is closed. READ and WRITE
+//! never touch it. Records are a small versioned binary format read with the checked reader of
+//! network input: a record that does not decode (truncated, foreign, corrupted: its checksum
+//! says so) is logged and removed, never trusted.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
@@ -22,7 +19,7 @@ use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, Privileges, Sid, Token};
 use smb3d_smb2::create::{CreateAction, LeaseKey, OplockLevel, ShareAccess};
 use smb3d_smb2::file_id::FileId;
-use smb3d_vfs::{Access, Credentials, Disposition, Kind, OpenRequest, VfsPath};
+use smb3d_vfs::{Access, Credentials, Disposition, Kind, OpenRequest, Vfs, VfsFile, VfsPath};
 use smb3d_wire::{DecodeError, Guid, Reader, Writer};
 
 use crate::blocking::{Wait, as_user, blocking};
@@ -37,20 +34,16 @@ use crate::state::open::{DirCursor, Open, open_widest};
 use crate::state::server::Server;
 use crate::state::session::SessionUser;
 use crate::state::share::ShareKind;
+use crate::state::store::{StateStore, Table};
 
 /// The first bytes of every record.
 const MAGIC: &[u8; 8] = b"smb3dph\0";
 /// The format written; records of other versions are not read.
 pub(crate) const VERSION: u16 = 1;
-/// The largest record read back (an open holding a million locks fits).
-const MAX_RECORD: u64 = 32 << 20;
 /// The longest name (share, path, user) a record holds.
 const MAX_NAME: usize = 64 * 1024;
 /// The most SIDs or Unix groups a record's identity holds.
 const MAX_GROUPS: usize = 4096;
-/// The name endings of records and of records being written.
-const RECORD_SUFFIX: &str = ".open";
-const TEMP_SUFFIX: &str = ".tmp";
 
 /// The caching an open held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,126 +359,6 @@ impl Record {
     }
 }
 
-/// The directory of records.
-pub(crate) struct Store {
-    dir: PathBuf,
-    /// Writes and removals one at a time, so that an older state never lands after a newer
-    /// one, nor a record after its removal.
-    writing: Mutex<()>,
-}
-
-impl Store {
-    pub fn new(dir: PathBuf) -> Self {
-        Self {
-            dir,
-            writing: Mutex::new(()),
-        }
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    fn record_path(&self, persistent_id: u64, suffix: &str) -> PathBuf {
-        self.dir.join(format!("{persistent_id:016x}{suffix}"))
-    }
-
-    /// Runs `work` while no other write or removal runs; `work` decides under that guard
-    /// whether there is still something to write. The directory is the service's, whatever
-    /// user's work the thread did last.
-    pub fn exclusive<T>(&self, work: impl FnOnce() -> T) -> T {
-        let _guard = self.writing.lock();
-        smb3d_credentials::as_service(work)
-    }
-
-    /// Writes `record` in place of the open's previous one, durably. Call under
-    /// [`exclusive`](Self::exclusive).
-    pub fn write(&self, record: &Record) -> io::Result<()> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)?;
-        let id = record.file_id.persistent;
-        let temp = self.record_path(id, TEMP_SUFFIX);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(&record.encode())?;
-        file.sync_all()?;
-        fs::rename(&temp, self.record_path(id, RECORD_SUFFIX))?;
-        self.sync_dir()
-    }
-
-    /// Removes the record of the open `persistent_id`, durably. Call under
-    /// [`exclusive`](Self::exclusive).
-    pub fn remove(&self, persistent_id: u64) -> io::Result<()> {
-        match fs::remove_file(self.record_path(persistent_id, RECORD_SUFFIX)) {
-            Ok(()) => self.sync_dir(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn sync_dir(&self) -> io::Result<()> {
-        File::open(&self.dir)?.sync_all()
-    }
-
-    /// Every record in the directory. Files that are not whole records (a write cut short,
-    /// damage, another version) are logged and removed.
-    pub fn load(&self) -> Vec<Record> {
-        smb3d_credentials::as_service(|| self.read_all())
-    }
-
-    fn read_all(&self) -> Vec<Record> {
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
-            Err(e) => {
-                tracing::error!(dir = %self.dir.display(), "persistent handles not restored: {e}");
-                return Vec::new();
-            }
-        };
-        let mut records = Vec::new();
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.ends_with(TEMP_SUFFIX) {
-                // A write the server did not finish: the record it replaced still stands.
-                let _ = fs::remove_file(&path);
-                continue;
-            }
-            if !name.ends_with(RECORD_SUFFIX) {
-                continue;
-            }
-            match read_record(&path) {
-                Ok(record) => records.push(record),
-                Err(why) => {
-                    tracing::warn!(record = %path.display(), "persistent handle record dropped: {why}");
-                    let _ = fs::remove_file(&path);
-                }
-            }
-        }
-        records.sort_by_key(|r| r.file_id.persistent);
-        records
-    }
-}
-
-fn read_record(path: &Path) -> Result<Record, String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(MAX_RECORD + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_RECORD {
-        return Err(format!("larger than {MAX_RECORD} bytes"));
-    }
-    Record::decode(&bytes).map_err(|e| e.to_string())
-}
-
 /// The record of `open`, made persistent as `durability` says: its current caching,
 /// locks and replay state.
 fn record_of(open: &Open, durability: &Durability) -> Record {
@@ -564,18 +437,17 @@ pub(crate) fn save(server: &Server, open: &Open) -> io::Result<()> {
         return Ok(());
     }
     blocking(|| {
-        store.exclusive(|| {
-            // Decided under the store's guard, so that a record never lands after the
-            // open's close removed it.
-            match server
-                .durable
-                .durability(open.file_id.volatile)
-                .filter(|d| d.persistent)
-            {
-                Some(durability) => store.write(&record_of(open, &durability)),
-                None => Ok(()),
-            }
-        })
+        let held = store.lock(Table::PersistentOpens, open.file_id.persistent);
+        // Decided under the record's guard, so that a record never lands after the open's
+        // close removed it, nor an older state after a newer one.
+        match server
+            .durable
+            .durability(open.file_id.volatile)
+            .filter(|d| d.persistent)
+        {
+            Some(durability) => store.put(&held, &record_of(open, &durability).encode()),
+            None => Ok(()),
+        }
     })
 }
 
@@ -620,12 +492,16 @@ pub(crate) fn remove(server: &Server, persistent_id: u64) {
     let Some(store) = &server.persistent else {
         return;
     };
-    if let Err(e) = blocking(|| store.exclusive(|| store.remove(persistent_id))) {
+    if let Err(e) = blocking(|| drop_record(store.as_ref(), persistent_id)) {
         tracing::error!(
-            dir = %store.dir().display(),
+            ?store,
             "the record of closed persistent open {persistent_id:#x} could not be removed: {e}"
         );
     }
+}
+
+fn drop_record(store: &dyn StateStore, persistent_id: u64) -> io::Result<()> {
+    store.remove(&store.lock(Table::PersistentOpens, persistent_id))
 }
 
 /// Marks `open` persistent among its file's opens, so that while disconnected it keeps
@@ -647,7 +523,7 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
     let Some(store) = &server.persistent else {
         return 0;
     };
-    let records = store.load();
+    let records = load(store.as_ref());
     // Volatile ids of new opens must not meet those of restored ones.
     for record in &records {
         server.file_ids_above(record.file_id.volatile);
@@ -672,8 +548,8 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
                     path = &*escape(&record.path),
                     "persistent open {id:#x} dropped: {why}"
                 );
-                if let Err(e) = store.exclusive(|| store.remove(id)) {
-                    tracing::error!(dir = %store.dir().display(), "record {id:#x}: {e}");
+                if let Err(e) = drop_record(store.as_ref(), id) {
+                    tracing::error!(?store, "record {id:#x}: {e}");
                 }
             }
         }
@@ -682,6 +558,34 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
     // needs the service's credentials.
     smb3d_credentials::settle();
     restored
+}
+
+/// Every record in the store that decodes, in id order; one that does not (a write cut short,
+/// damage, another version), or that names another open than its id, is logged and removed.
+fn load(store: &dyn StateStore) -> Vec<Record> {
+    let stored = match store.load(Table::PersistentOpens) {
+        Ok(stored) => stored,
+        Err(e) => {
+            tracing::error!(?store, "persistent handles not restored: {e}");
+            return Vec::new();
+        }
+    };
+    let mut records = Vec::new();
+    for (id, bytes) in stored {
+        match Record::decode(&bytes) {
+            Ok(record) if record.file_id.persistent == id => records.push(record),
+            Ok(_) => drop_bad(store, id, "it names another open"),
+            Err(e) => drop_bad(store, id, &e.to_string()),
+        }
+    }
+    records
+}
+
+fn drop_bad(store: &dyn StateStore, id: u64, why: &str) {
+    tracing::warn!(?store, "persistent handle record {id:#x} dropped: {why}");
+    if let Err(e) = drop_record(store, id) {
+        tracing::error!(?store, "record {id:#x}: {e}");
+    }
 }
 
 /// Makes `record` a disconnected persistent open again: the file is reopened as its user
@@ -707,6 +611,63 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         token: record.token.clone(),
         unix: record.unix.clone(),
     });
+    let (file, key) = reopen(vfs.as_ref(), &path, &identity, record)?;
+    let volatile = record.file_id.volatile;
+    let (caching, lease) = caching_of(record);
+    let lease_key = lease.as_ref().map(|l| l.id.key);
+    let entry = OpenEntry {
+        id: volatile,
+        access: record.granted,
+        share: record.share_access,
+        stream: None,
+        persistent_id: record.file_id.persistent,
+        caching,
+        route: dead_route(),
+        disconnected: true,
+        persistent: true,
+    };
+    let shared = server.files.restore(key, &path, entry, lease);
+    if !relock(&shared, volatile, &record.locks) {
+        // Another restored open holds a conflicting lock: the records disagree.
+        shared.locks.release_owner(volatile);
+        server.files.release(&shared, volatile);
+        return Err("its locks conflict with another restored open".into());
+    }
+    let open = Arc::new(Open {
+        file_id: record.file_id,
+        tree_id: AtomicU32::new(0),
+        vfs: vfs.clone(),
+        share: share.clone(),
+        identity,
+        file,
+        stream: None,
+        shared,
+        is_directory: false,
+        granted: record.granted,
+        delete_on_close: false,
+        position: AtomicU64::new(0),
+        mode: AtomicU64::new(u64::from(record.mode)),
+        dir: Mutex::new(DirCursor::default()),
+        writes: OpenWrites::default(),
+        opened_at: SystemTime::now(),
+        audit: None,
+        replay: ReplayState::restored(record.channel_sequence, record.lock_sequences),
+        watches_host: AtomicBool::new(false),
+        _counted: counted,
+    });
+    let durability = durability_of(record, share.name.clone(), lease_key);
+    server.durable.restore(server, open, durability);
+    Ok(())
+}
+
+/// Opens the file of `record` again, as widely as its user may, up to what it was granted;
+/// it must still be the file that was opened.
+fn reopen(
+    vfs: &dyn Vfs,
+    path: &VfsPath,
+    identity: &Identity,
+    record: &Record,
+) -> Result<(Box<dyn VfsFile>, FileKey), String> {
     let reads = record
         .granted
         .intersects(AccessMask::FILE_READ_DATA | AccessMask::FILE_EXECUTE);
@@ -724,9 +685,8 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         kind: Kind::File,
         create_mode: 0,
     };
-    // Opened as widely as the user may, up to what it was granted.
-    let opened = as_user(vfs.as_ref(), &identity, Wait::Long, || {
-        open_widest(vfs.as_ref(), &path, request, AccessMask::MAXIMUM_ALLOWED)
+    let opened = as_user(vfs, identity, Wait::Long, || {
+        open_widest(vfs, path, request, AccessMask::MAXIMUM_ALLOWED)
     })
     .map_err(|status| format!("the file cannot be opened: {status:?}"))?;
     let stat = opened
@@ -736,13 +696,25 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
     if stat.ino != record.file.ino {
         return Err("the file was replaced".into());
     }
-    let volatile = record.file_id.volatile;
-    let dead_route = Route {
+    let key = FileKey {
+        dev: stat.dev,
+        ino: stat.ino,
+    };
+    Ok((opened.file, key))
+}
+
+/// Where breaks to a disconnected open go: nowhere, until its client reclaims it.
+fn dead_route() -> Route {
+    Route {
         conn: Weak::new(),
         session_id: 0,
         encrypt: false,
-    };
-    let (caching, lease) = match record.held {
+    }
+}
+
+/// The oplock or lease `record` held, as the file's tables keep it.
+fn caching_of(record: &Record) -> (Caching, Option<LeaseRecord>) {
+    match record.held {
         Held::None => (Caching::None, None),
         Held::Oplock(level) => (
             Caching::Oplock {
@@ -774,99 +746,61 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
                     epoch,
                     breaking: None,
                     generation: 0,
-                    route: dead_route.clone(),
+                    route: dead_route(),
                     opens: 1,
                 }),
             )
         }
-    };
-    let lease_key = lease.as_ref().map(|l| l.id.key);
-    let entry = OpenEntry {
-        id: volatile,
-        access: record.granted,
-        share: record.share_access,
-        stream: None,
-        persistent_id: record.file_id.persistent,
-        caching,
-        route: dead_route,
-        disconnected: true,
-        persistent: true,
-    };
-    let key = FileKey {
-        dev: stat.dev,
-        ino: stat.ino,
-    };
-    let shared = server.files.restore(key, &path, entry, lease);
-    for lock in &record.locks {
-        // Locks granted before the restart stand, whatever the limits are now.
-        let granted = shared.locks.try_lock(
-            RangeLock {
-                owner: volatile,
-                offset: lock.offset,
-                length: lock.length,
-                exclusive: lock.exclusive,
-            },
-            usize::MAX,
-        );
-        if granted.is_err() {
-            // Another restored open holds a conflicting lock: the records disagree.
-            shared.locks.release_owner(volatile);
-            server.files.release(&shared, volatile);
-            return Err("its locks conflict with another restored open".into());
-        }
     }
-    let open = Arc::new(Open {
-        file_id: record.file_id,
-        tree_id: AtomicU32::new(0),
-        vfs: vfs.clone(),
-        share: share.clone(),
-        identity,
-        file: opened.file,
-        stream: None,
-        shared,
-        is_directory: false,
-        granted: record.granted,
-        delete_on_close: false,
-        position: AtomicU64::new(0),
-        mode: AtomicU64::new(u64::from(record.mode)),
-        dir: Mutex::new(DirCursor::default()),
-        writes: OpenWrites::default(),
-        opened_at: SystemTime::now(),
-        audit: None,
-        replay: ReplayState::restored(record.channel_sequence, record.lock_sequences),
-        watches_host: AtomicBool::new(false),
-        _counted: counted,
-    });
-    server.durable.restore(
-        server,
-        open,
-        Durability {
-            durable: true,
-            create_guid: Some(record.create_guid).filter(|g| *g != Guid::ZERO),
-            timeout: record.timeout,
-            client_guid: record.client_guid,
-            owner: record.owner,
-            share: share.name.clone(),
-            lease: lease_key,
-            create_action: record.create_action,
-            connection: 0,
-            persistent: true,
-            opener: if record.user.is_empty() {
-                SessionUser::Anonymous
-            } else {
-                SessionUser::User {
-                    name: record.user.clone(),
-                    claimed_domain: String::new(),
-                }
-            },
+}
+
+/// Takes the byte-range locks the open `owner` held again; false when one conflicts.
+fn relock(shared: &SharedFile, owner: u64, locks: &[HeldLock]) -> bool {
+    locks.iter().all(|lock| {
+        // Locks granted before the restart stand, whatever the limits are now.
+        shared
+            .locks
+            .try_lock(
+                RangeLock {
+                    owner,
+                    offset: lock.offset,
+                    length: lock.length,
+                    exclusive: lock.exclusive,
+                },
+                usize::MAX,
+            )
+            .is_ok()
+    })
+}
+
+/// The durable state of a restored open: disconnected (no connection), persistent.
+fn durability_of(record: &Record, share: String, lease: Option<LeaseKey>) -> Durability {
+    Durability {
+        durable: true,
+        create_guid: Some(record.create_guid).filter(|g| *g != Guid::ZERO),
+        timeout: record.timeout,
+        client_guid: record.client_guid,
+        owner: record.owner,
+        share,
+        lease,
+        create_action: record.create_action,
+        connection: 0,
+        persistent: true,
+        opener: if record.user.is_empty() {
+            SessionUser::Anonymous
+        } else {
+            SessionUser::User {
+                name: record.user.clone(),
+                claimed_domain: String::new(),
+            }
         },
-    );
-    Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::store::{DiskStore, MemoryStore};
 
     fn record() -> Record {
         let sid = |rid| Sid::new(5, &[21, 1, 2, 3, rid]).unwrap();
@@ -990,44 +924,52 @@ mod tests {
         assert!(Record::decode(&huge).is_err());
     }
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("smb3d-ph-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        dir
+    fn put(store: &dyn StateStore, id: u64, bytes: &[u8]) {
+        store
+            .put(&store.lock(Table::PersistentOpens, id), bytes)
+            .unwrap();
     }
 
+    /// The latest record of each open is read back; records that do not decode, or that
+    /// name another open than their id, are dropped from the store.
     #[test]
-    fn the_store_keeps_the_latest_record_and_drops_bad_files() {
-        let dir = temp_dir("store");
-        let store = Store::new(dir.join("state"));
-        assert!(store.load().is_empty(), "no directory yet");
+    fn loading_keeps_the_latest_records_and_drops_bad_ones() {
+        let store = MemoryStore::default();
+        assert!(load(&store).is_empty());
         let mut r = record();
-        store.exclusive(|| store.write(&r)).unwrap();
+        put(&store, 0x1234, &r.encode());
         r.locks.pop();
-        store.exclusive(|| store.write(&r)).unwrap();
+        put(&store, 0x1234, &r.encode());
         let mut other = record();
         other.file_id.persistent = 0x99;
-        store.exclusive(|| store.write(&other)).unwrap();
-        fs::write(store.dir().join("00000000000000aa.open"), b"garbage").unwrap();
-        fs::write(store.dir().join("00000000000000bb.tmp"), b"half").unwrap();
+        put(&store, 0x99, &other.encode());
+        put(&store, 0xaa, b"garbage");
         let mut cut = record().encode();
         cut.truncate(cut.len() / 2);
-        fs::write(store.dir().join("00000000000000cc.open"), cut).unwrap();
-        fs::write(store.dir().join("README"), b"not a record").unwrap();
-        assert_eq!(store.load(), vec![other.clone(), r.clone()]);
-        // Bad records and unfinished writes are gone; other files stay.
-        let mut names: Vec<String> = fs::read_dir(store.dir())
+        put(&store, 0xcc, &cut);
+        put(&store, 0xdd, &other.encode());
+        assert_eq!(load(&store), vec![other.clone(), r.clone()]);
+        let ids: Vec<u64> = store
+            .load(Table::PersistentOpens)
             .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .into_iter()
+            .map(|(id, _)| id)
             .collect();
-        names.sort();
-        assert_eq!(
-            names,
-            ["0000000000000099.open", "0000000000001234.open", "README"]
-        );
-        store.exclusive(|| store.remove(0x1234)).unwrap();
-        store.exclusive(|| store.remove(0x1234)).unwrap();
-        assert_eq!(store.load(), vec![other]);
-        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(ids, [0x99, 0x1234]);
+    }
+
+    /// A record written by the disk store is the file earlier versions wrote and read.
+    #[test]
+    fn the_disk_store_keeps_the_record_format() {
+        let dir = std::env::temp_dir().join(format!("smb3d-ph-format-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = DiskStore::new(dir.clone());
+        let r = record();
+        put(&store, r.file_id.persistent, &r.encode());
+        let bytes = std::fs::read(dir.join("0000000000001234.open")).unwrap();
+        assert_eq!(bytes, r.encode());
+        assert_eq!(&bytes[..10], b"smb3dph\0\x01\0");
+        assert_eq!(load(&store), vec![r]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

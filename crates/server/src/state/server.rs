@@ -21,9 +21,9 @@ use crate::state::files::FileTable;
 use crate::state::host_changes::HostChanges;
 use crate::state::metrics::Metrics;
 use crate::state::notify::NotifyHub;
-use crate::state::persistent::Store;
 use crate::state::session::Session;
 use crate::state::share::Share;
+use crate::state::store::StateStore;
 use crate::throttle::LogonThrottle;
 
 /// How a server or share uses SMB3 encryption (MS-SMB2 3.3.1.5 EncryptData and
@@ -74,8 +74,9 @@ pub struct Settings {
     /// How long an oplock or lease break waits for its acknowledgment before the server
     /// takes the caching away itself (MS-SMB2 3.3.2.1 and 3.3.2.5; Windows uses 35 s).
     pub oplock_break_timeout: std::time::Duration,
-    /// Where persistent handles are kept across restarts; `None` offers none.
-    pub state_dir: Option<std::path::PathBuf>,
+    /// Where persistent handles are kept across restarts (a
+    /// [`DiskStore`](crate::DiskStore) on the state directory); `None` offers none.
+    pub state_store: Option<Arc<dyn StateStore>>,
 }
 
 impl Default for Settings {
@@ -97,7 +98,7 @@ impl Default for Settings {
             ],
             limits: Limits::default(),
             oplock_break_timeout: std::time::Duration::from_secs(35),
-            state_dir: None,
+            state_store: None,
         }
     }
 }
@@ -125,7 +126,7 @@ pub struct Server {
     /// Durable opens, connected or waiting for a reconnect.
     pub(crate) durable: Arc<DurableTable>,
     /// The records of persistent opens, when the server keeps them.
-    pub(crate) persistent: Option<Store>,
+    pub(crate) persistent: Option<Arc<dyn StateStore>>,
     /// Users and groups as SIDs.
     pub(crate) ids: IdMap,
     /// How often each limit was hit.
@@ -190,7 +191,7 @@ impl Server {
         let mut seed = [0u8; 4];
         crypto.fill_random(&mut seed);
         let ids = IdMap::new(&identity.netbios_name);
-        let persistent = settings.state_dir.clone().map(Store::new);
+        let persistent = settings.state_store.clone();
         let address_slots = AddressSlots::new(settings.limits.max_connections_per_address);
         let open_files = OpenFiles::new(settings.limits.max_open_files);
         Arc::new(Self {
