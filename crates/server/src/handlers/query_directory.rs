@@ -78,8 +78,9 @@ pub(crate) async fn handle(
                 &open.identity,
             )
     };
+    // Queries on one handle take turns over its cursor; one that waits holds no worker.
+    let mut cursor = open.dir.lock().await;
     let status = open.io_long(|| {
-        let mut cursor = open.dir.lock();
         let restart = req
             .flags
             .intersects(QueryDirectoryFlags::RESTART_SCANS | QueryDirectoryFlags::REOPEN);

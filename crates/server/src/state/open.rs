@@ -3,7 +3,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use parking_lot::Mutex;
 use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::create::FileId;
 use std::sync::Arc;
@@ -68,7 +67,9 @@ pub(crate) struct Open {
     pub position: AtomicU64,
     /// FileModeInformation.Mode.
     pub mode: AtomicU64,
-    pub dir: Mutex<DirCursor>,
+    /// The directory enumeration in progress. Held across the listing's file-system calls:
+    /// an async mutex, so that a second query on the handle waits without holding a worker.
+    pub dir: tokio::sync::Mutex<DirCursor>,
     /// What this open wrote, for the file's last-write time.
     pub writes: OpenWrites,
     /// When the file was opened, for status reports.

@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
-use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, Privileges, Sid, Token};
 use smb3d_smb2::create::{CreateAction, LeaseKey, OplockLevel, ShareAccess};
 use smb3d_smb2::file_id::FileId;
@@ -647,7 +646,7 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         delete_on_close: false,
         position: AtomicU64::new(0),
         mode: AtomicU64::new(u64::from(record.mode)),
-        dir: Mutex::new(DirCursor::default()),
+        dir: tokio::sync::Mutex::new(DirCursor::default()),
         writes: OpenWrites::default(),
         opened_at: SystemTime::now(),
         audit: None,

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::time::SystemTime;
 
-use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor};
 use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::create::{
@@ -586,7 +585,7 @@ impl Creation<'_> {
             delete_on_close,
             position: AtomicU64::new(0),
             mode: AtomicU64::new(u64::from(self.req.create_options.0 & MODE_OPTIONS)),
-            dir: Mutex::new(DirCursor::default()),
+            dir: tokio::sync::Mutex::new(DirCursor::default()),
             writes: Default::default(),
             opened_at: SystemTime::now(),
             audit: self.tree.audit.clone(),
