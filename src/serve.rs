@@ -14,7 +14,7 @@ use smb3d_auth::{CredentialStore, ServerIdentity, UserDb};
 use smb3d_config::{Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, SigningPolicy};
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
-use smb3d_server::{DiskStore, Limits, Server, Settings};
+use smb3d_server::{DiskStore, Limits, Server, Settings, SystemClock};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
@@ -350,6 +350,7 @@ pub fn build_server(
         ),
         oplock_break_timeout: Settings::default().oplock_break_timeout,
         state_store: Some(Arc::new(DiskStore::new(s.state_dir.clone()))),
+        clock: Arc::new(SystemClock),
     };
     let host = hostname();
     let identity = ServerIdentity {

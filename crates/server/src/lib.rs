@@ -20,6 +20,7 @@
 pub mod address_slots;
 pub mod admin;
 mod blocking;
+pub mod clock;
 pub mod escape;
 mod fs;
 #[cfg(feature = "fuzzing")]
@@ -35,6 +36,7 @@ mod state;
 mod status_map;
 mod throttle;
 
+pub use clock::{Clock, SystemClock};
 pub use fs::names;
 pub use limits::{ClientKey, Limit, Limits};
 pub use pipeline::piped_write;

@@ -972,8 +972,9 @@ pub(crate) fn deliver(server: &Server, file: &Arc<SharedFile>, breaks: Breaks) {
     let timeout = server.settings.oplock_break_timeout;
     for awaited in breaks.awaited {
         let file = Arc::downgrade(file);
+        let expired = server.settings.clock.sleep(timeout);
         tokio::spawn(async move {
-            tokio::time::sleep(timeout).await;
+            expired.await;
             let Some(file) = file.upgrade() else {
                 return;
             };

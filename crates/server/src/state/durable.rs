@@ -20,6 +20,7 @@ use smb3d_smb2::create::{CreateAction, LeaseKey};
 use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
+use crate::clock::{self, Clock};
 use crate::state::caching::{Caching, Route};
 use crate::state::open::{Open, close_open};
 use crate::state::server::Server;
@@ -245,8 +246,14 @@ impl DurableTable {
 
     /// Waits until the durable open `persistent` is no longer attached to a connection other
     /// than `connection`, or `grace` has passed.
-    pub async fn wait_for_disconnect(&self, persistent: u64, connection: u64, grace: Duration) {
-        let deadline = tokio::time::Instant::now() + grace;
+    pub async fn wait_for_disconnect(
+        &self,
+        clock: &dyn Clock,
+        persistent: u64,
+        connection: u64,
+        grace: Duration,
+    ) {
+        let deadline = clock.now() + grace;
         loop {
             let kept = self.kept.notified();
             tokio::pin!(kept);
@@ -254,7 +261,7 @@ impl DurableTable {
             if !self.connected_elsewhere(persistent, connection) {
                 return;
             }
-            if tokio::time::timeout_at(deadline, kept).await.is_err() {
+            if clock::timeout_at(clock, deadline, kept).await.is_none() {
                 return;
             }
         }
@@ -519,9 +526,10 @@ impl DurableTable {
 /// Starts the timer that closes the disconnected open `volatile` unless it is reclaimed
 /// first (`disconnect` names the disconnect the timer belongs to).
 fn expire_after(server: &Arc<Server>, volatile: u64, disconnect: u64, timeout: Duration) {
+    let expired = server.settings.clock.sleep(timeout);
     let server = Arc::downgrade(server);
     tokio::spawn(async move {
-        tokio::time::sleep(timeout).await;
+        expired.await;
         if let Some(server) = server.upgrade() {
             server.durable.expire(&server, volatile, Some(disconnect));
         }

@@ -13,7 +13,7 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use smb3d_dtyp::{AccessMask, Privileges, Sid, Token};
 use smb3d_smb2::create::{CreateAction, LeaseKey, OplockLevel, ShareAccess};
@@ -648,7 +648,7 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         mode: AtomicU64::new(u64::from(record.mode)),
         dir: tokio::sync::Mutex::new(DirCursor::default()),
         writes: OpenWrites::default(),
-        opened_at: SystemTime::now(),
+        opened_at: server.settings.clock.wall(),
         audit: None,
         replay: ReplayState::restored(record.channel_sequence, record.lock_sequences),
         watches_host: AtomicBool::new(false),

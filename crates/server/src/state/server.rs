@@ -12,6 +12,7 @@ use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
 use crate::address_slots::AddressSlots;
+use crate::clock::{Clock, SystemClock};
 use crate::identity::IdMap;
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::state::connection::Connection;
@@ -77,6 +78,8 @@ pub struct Settings {
     /// Where persistent handles are kept across restarts (a
     /// [`DiskStore`](crate::DiskStore) on the state directory); `None` offers none.
     pub state_store: Option<Arc<dyn StateStore>>,
+    /// The clock timers and protocol times read ([`SystemClock`](crate::SystemClock)).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for Settings {
@@ -99,6 +102,7 @@ impl Default for Settings {
             limits: Limits::default(),
             oplock_break_timeout: std::time::Duration::from_secs(35),
             state_store: None,
+            clock: Arc::new(SystemClock),
         }
     }
 }

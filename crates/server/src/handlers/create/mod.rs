@@ -14,7 +14,6 @@ mod stream;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
-use std::time::SystemTime;
 
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor};
 use smb3d_fscc::{FileAttributes, NotifyAction};
@@ -127,6 +126,7 @@ async fn reconnect_durable(
         .server
         .durable
         .wait_for_disconnect(
+            cx.conn.server.settings.clock.as_ref(),
             reconnect.file_id.persistent,
             cx.conn.id,
             durable::RECONNECT_GRACE,
@@ -587,7 +587,7 @@ impl Creation<'_> {
             mode: AtomicU64::new(u64::from(self.req.create_options.0 & MODE_OPTIONS)),
             dir: tokio::sync::Mutex::new(DirCursor::default()),
             writes: Default::default(),
-            opened_at: SystemTime::now(),
+            opened_at: cx.conn.server.settings.clock.wall(),
             audit: self.tree.audit.clone(),
             share: self.tree.share.clone(),
             replay: ReplayState::new(

@@ -31,7 +31,7 @@ pub(crate) async fn handle(
     pdu: &[u8],
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let arrived = tokio::time::Instant::now();
+    let arrived = cx.conn.server.settings.clock.now();
     let req = SessionSetupRequest::decode(pdu).map_err(malformed)?;
     let negotiated = cx.negotiated;
     let server = cx.conn.server.clone();
@@ -205,7 +205,11 @@ async fn answer_failure_late(cx: &Ctx<'_>, arrived: tokio::time::Instant) {
             &format_args!("failed logons from {who} answered after {:?}", wait.delay),
         );
     }
-    tokio::time::sleep_until(arrived + wait.delay).await;
+    server
+        .settings
+        .clock
+        .sleep_until(arrived + wait.delay)
+        .await;
 }
 
 /// MS-SMB2 3.3.5.5.3 after the security package succeeded: keys, signing, and the previous

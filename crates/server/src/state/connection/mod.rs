@@ -191,7 +191,7 @@ impl Connection {
             server: server.clone(),
             id,
             peer: peer.as_ref().map(|(addr, _)| *addr),
-            connected_at: SystemTime::now(),
+            connected_at: server.settings.clock.wall(),
             sink,
             negotiated: OnceLock::new(),
             state: Mutex::new(ConnState {

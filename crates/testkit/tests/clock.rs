@@ -1,0 +1,107 @@
+//! The server's timers run on its injected clock (issue 17 item 5): with a manual clock, a
+//! disconnected durable open expires when the clock jumps past its timeout, at once, and not
+//! a moment before.
+
+use std::time::Duration;
+
+use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_smb2::Command;
+use smb3d_smb2::create::{
+    CreateContext, CreateContexts, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
+    ImpersonationLevel, OplockLevel, ShareAccess,
+};
+use smb3d_smb2::file_id::FileId;
+use smb3d_smb2::negotiate::Dialect;
+use smb3d_testkit::client::{Client, TEST_USER};
+use smb3d_testkit::clock::ManualClock;
+use smb3d_testkit::harness::{self, SHARE_UNC, TestServer};
+use smb3d_testkit::packet::body;
+use smb3d_testkit::seeds::tree_connect_body;
+
+/// How long a durable v1 open waits for its client (MS-SMB2 3.3.5.9.6 leaves it to the
+/// server; smb3d's is 16 minutes).
+const V1_TIMEOUT: Duration = Duration::from_secs(16 * 60);
+
+/// A CREATE of `dir\file.txt` for reading, with a batch oplock and `context`.
+fn durable_create(context: CreateContext<'_>) -> Vec<u8> {
+    let mut chain = Vec::new();
+    CreateContext::encode_chain(&[context], &mut smb3d_wire::Writer::new(&mut chain));
+    let name: Vec<u8> = "dir\\file.txt"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    body(|w| {
+        CreateRequest {
+            security_flags: 0,
+            requested_oplock_level: OplockLevel::BATCH,
+            impersonation_level: ImpersonationLevel::IMPERSONATION,
+            smb_create_flags: 0,
+            desired_access: AccessMask::FILE_GENERIC_READ,
+            file_attributes: 0x80,
+            share_access: ShareAccess::READ,
+            create_disposition: CreateDisposition::OPEN,
+            create_options: CreateOptions::NON_DIRECTORY_FILE,
+            name: &name,
+            contexts: CreateContexts::parse(&chain).unwrap(),
+        }
+        .encode(w)
+    })
+}
+
+/// A 3.0 client of the test user, connected to the share (unsigned: the client here cannot
+/// sign with real keys).
+fn client(server: &TestServer) -> Client<'_> {
+    let mut client = Client::new(server.connect());
+    assert_eq!(client.negotiate(Dialect::SMB3_0), Some(NtStatus::SUCCESS));
+    assert_eq!(
+        client.login_as(&TEST_USER).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    let reply = client.call(Command::TREE_CONNECT, &tree_connect_body(SHARE_UNC), None);
+    let last = reply.responses.last().unwrap();
+    assert_eq!(last.status(), NtStatus::SUCCESS);
+    client.tree_id = last.header.tree_id;
+    client
+}
+
+fn reconnect(server: &TestServer, file_id: FileId) -> (Client<'_>, Option<NtStatus>) {
+    let mut back = client(server);
+    let request = durable_create(CreateContext::DurableHandleReconnect { file_id });
+    let status = back.call(Command::CREATE, &request, None).status();
+    (back, status)
+}
+
+#[test]
+fn a_disconnected_durable_open_expires_when_the_clock_passes_its_timeout() {
+    let clock = ManualClock::new();
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut opener = client(&server);
+    let reply = opener.call(
+        Command::CREATE,
+        &durable_create(CreateContext::DurableHandleRequest),
+        None,
+    );
+    let created = reply.responses.last().unwrap();
+    assert_eq!(created.status(), NtStatus::SUCCESS);
+    let file_id = CreateResponse::decode(&created.pdu).unwrap().file_id;
+    opener.conn.close();
+
+    // A second short of the timeout, the open still waits for its client.
+    clock.advance(V1_TIMEOUT - Duration::from_secs(1));
+    let (mut back, status) = reconnect(&server, file_id);
+    assert_eq!(status, Some(NtStatus::SUCCESS));
+    back.conn.close();
+
+    // Disconnected again: the timeout counts from this disconnect (the first one's timer,
+    // due meanwhile, no longer applies), and passing it closes the open without any real
+    // waiting.
+    clock.advance(V1_TIMEOUT - Duration::from_secs(1));
+    let (mut back, status) = reconnect(&server, file_id);
+    assert_eq!(status, Some(NtStatus::SUCCESS), "expired early");
+    back.conn.close();
+    clock.advance(V1_TIMEOUT + Duration::from_secs(1));
+    let (_, status) = reconnect(&server, file_id);
+    assert_eq!(status, Some(NtStatus::OBJECT_NAME_NOT_FOUND));
+}
