@@ -34,6 +34,7 @@ mod request;
 mod security;
 mod state;
 mod status_map;
+mod tasks;
 mod throttle;
 
 pub use clock::{Clock, SystemClock};

@@ -20,6 +20,7 @@ use crate::state::connection::limits::Inflight;
 use crate::state::connection::pending::PendingRequest;
 use crate::state::connection::response::ResponseFrame;
 use crate::state::connection::{ConnState, Connection, Disconnect, Negotiated, Seal};
+use crate::tasks;
 
 impl Connection {
     /// Handles one received frame (without its 4-byte prefix). An error means the connection
@@ -135,7 +136,7 @@ impl Connection {
         if inline {
             scheduling::run_here_until_it_waits(chain);
         } else {
-            tokio::spawn(chain);
+            tasks::spawn(chain);
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ use smb3d_smb2::read::ReadRequest;
 
 use crate::blocking::Wait;
 use crate::request::commands::{self, Runs};
+use crate::tasks;
 
 /// Frames from this size on carry bulk data (a WRITE) and get a task of their own.
 const INLINE_FRAME_MAX: usize = 64 * 1024;
@@ -49,7 +50,7 @@ pub(crate) fn run_here_until_it_waits(work: impl Future<Output = ()> + Send + 's
         .poll(&mut Context::from_waker(Waker::noop()))
         .is_pending()
     {
-        tokio::spawn(work);
+        tasks::spawn(work);
     }
 }
 

@@ -24,6 +24,7 @@ use crate::state::files::{FileKey, FileState, OpenEntry, SharedFile};
 use crate::state::notify::ShareKey;
 use crate::state::open::Open;
 use crate::state::server::Server;
+use crate::tasks;
 
 /// Read caching (level II).
 pub(crate) const R: u32 = LeaseState::READ_CACHING.0;
@@ -973,7 +974,7 @@ pub(crate) fn deliver(server: &Server, file: &Arc<SharedFile>, breaks: Breaks) {
     for awaited in breaks.awaited {
         let file = Arc::downgrade(file);
         let expired = server.settings.clock.sleep(timeout);
-        tokio::spawn(async move {
+        tasks::spawn(async move {
             expired.await;
             let Some(file) = file.upgrade() else {
                 return;

@@ -25,6 +25,7 @@ use crate::state::caching::{Caching, Route};
 use crate::state::open::{Open, close_open};
 use crate::state::server::Server;
 use crate::state::session::{Session, SessionUser, Tree};
+use crate::tasks;
 
 /// MS-SMB2 3.3.5.9.10: the longest a v2 durable open may wait (Windows caps it at 300 s).
 pub(crate) const MAX_V2_TIMEOUT: Duration = Duration::from_secs(300);
@@ -528,7 +529,7 @@ impl DurableTable {
 fn expire_after(server: &Arc<Server>, volatile: u64, disconnect: u64, timeout: Duration) {
     let expired = server.settings.clock.sleep(timeout);
     let server = Arc::downgrade(server);
-    tokio::spawn(async move {
+    tasks::spawn(async move {
         expired.await;
         if let Some(server) = server.upgrade() {
             server.durable.expire(&server, volatile, Some(disconnect));
