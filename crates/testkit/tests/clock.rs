@@ -1,17 +1,18 @@
 //! The server's timers run on its injected clock (issue 17 item 5): with a manual clock, a
 //! disconnected durable open expires when the clock jumps past its timeout, at once, and not
-//! a moment before.
+//! a moment before; the time NEGOTIATE tells is the clock's.
 
 use std::time::Duration;
 
 use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_server::Clock;
 use smb3d_smb2::Command;
 use smb3d_smb2::create::{
     CreateContext, CreateContexts, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
     ImpersonationLevel, OplockLevel, ShareAccess,
 };
 use smb3d_smb2::file_id::FileId;
-use smb3d_smb2::negotiate::Dialect;
+use smb3d_smb2::negotiate::{Dialect, NegotiateResponse};
 use smb3d_testkit::client::{Client, TEST_USER};
 use smb3d_testkit::clock::ManualClock;
 use smb3d_testkit::harness::{self, SHARE_UNC, TestServer};
@@ -104,4 +105,23 @@ fn a_disconnected_durable_open_expires_when_the_clock_passes_its_timeout() {
     clock.advance(V1_TIMEOUT + Duration::from_secs(1));
     let (_, status) = reconnect(&server, file_id);
     assert_eq!(status, Some(NtStatus::OBJECT_NAME_NOT_FOUND));
+}
+
+/// NEGOTIATE's SystemTime (MS-SMB2 2.2.4) is the clock's wall time.
+#[test]
+fn negotiate_tells_the_clock_s_wall_time() {
+    let clock = ManualClock::new();
+    clock.advance(Duration::from_secs(365 * 24 * 3600));
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut client = Client::new(server.connect());
+    let reply = client.call(
+        Command::NEGOTIATE,
+        &smb3d_testkit::seeds::negotiate_body(&[Dialect::SMB3_0]),
+        None,
+    );
+    let answer = reply.responses.last().unwrap();
+    let told = NegotiateResponse::decode(&answer.pdu).unwrap().system_time;
+    assert_eq!(told, clock.filetime());
 }

@@ -390,7 +390,7 @@ fn response<'a>(
         max_transact_size: max_io,
         max_read_size: max_io,
         max_write_size: max_io,
-        system_time: FileTime::now(),
+        system_time: server.settings.clock.filetime(),
         server_start_time: FileTime::UNCHANGED,
         security_buffer,
         contexts,
