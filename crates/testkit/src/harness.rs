@@ -149,6 +149,13 @@ impl TestServer {
         })
     }
 
+    /// Reads back the persistent opens in the server's state store, as `smb3d serve` does
+    /// before it listens (the timers of restored opens start on this server's runtime).
+    pub fn restore_persistent_handles(&self) -> usize {
+        self.runtime
+            .block_on(async { self.server.restore_persistent_handles() })
+    }
+
     /// A new client connection from an unknown address.
     pub fn connect(&self) -> TestConnection<'_> {
         let sink = Arc::new(Collector::default());
