@@ -16,7 +16,6 @@ use smb3d_server::share::Share;
 use smb3d_server::{ClientKey, Server, Settings};
 use smb3d_vfs::{Access, Disposition, Kind, MemoryVfs, OpenRequest, Vfs, VfsPath};
 use tokio::runtime::Runtime;
-use tokio::time::Instant;
 
 /// The one user the test server knows.
 pub const USER: &str = "tester";
@@ -293,7 +292,7 @@ impl TestConnection<'_> {
         }
         let conn = self.conn.clone();
         let expired = self.owner.runtime.block_on(async move {
-            let result = conn.check_timers(Instant::now() + later);
+            let result = conn.check_timers(conn.now() + later);
             settle().await;
             result.is_err()
         });
@@ -304,7 +303,7 @@ impl TestConnection<'_> {
     pub fn next_timer(&self) -> Option<Duration> {
         self.conn
             .next_timer()
-            .map(|at| at.saturating_duration_since(Instant::now()))
+            .map(|at| at.saturating_duration_since(self.conn.now()))
     }
 
     /// The largest frame the server reads on this connection now.

@@ -1,6 +1,7 @@
 //! The server's timers run on its injected clock (issue 17 item 5): with a manual clock, a
 //! disconnected durable open expires when the clock jumps past its timeout, at once, and not
-//! a moment before; the time NEGOTIATE tells is the clock's.
+//! a moment before, and a connection that never logs on is closed by one; the time NEGOTIATE
+//! tells is the clock's.
 
 use std::time::Duration;
 
@@ -124,4 +125,23 @@ fn negotiate_tells_the_clock_s_wall_time() {
     let answer = reply.responses.last().unwrap();
     let told = NegotiateResponse::decode(&answer.pdu).unwrap().system_time;
     assert_eq!(told, clock.filetime());
+}
+
+/// A connection that negotiates but never logs on is closed once the clock passes its logon
+/// timeout (docs/limits.md L18), and not before.
+#[test]
+fn a_connection_that_never_logs_on_is_closed_when_the_clock_passes_its_logon_timeout() {
+    let clock = ManualClock::new();
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let logon_timeout = settings.limits.logon_timeout;
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut client = Client::new(server.connect());
+    assert_eq!(client.negotiate(Dialect::SMB3_0), Some(NtStatus::SUCCESS));
+    assert_eq!(client.conn.next_timer(), Some(logon_timeout));
+    clock.advance(logon_timeout - Duration::from_secs(1));
+    assert!(!client.conn.check_timers(Duration::ZERO).disconnected);
+    assert_eq!(client.conn.next_timer(), Some(Duration::from_secs(1)));
+    clock.advance(Duration::from_secs(1));
+    assert!(client.conn.check_timers(Duration::ZERO).disconnected);
 }

@@ -199,7 +199,7 @@ async fn wait_for_data(
                 }
             }
             () = timer.fired() => {
-                conn.check_timers(Instant::now())
+                conn.check_timers(conn.now())
                     .map_err(|why| io::Error::new(io::ErrorKind::TimedOut, why.0))?;
             }
             () = conn.timers_changed() => {}

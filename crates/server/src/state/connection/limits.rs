@@ -15,12 +15,15 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::address_slots::AddressSlot;
+use crate::clock::Clock;
 use crate::limits::{ClientKey, Limit, Limits, enabled};
 use crate::state::connection::{Connection, Disconnect};
 use crate::state::session::{Session, SessionState, tear_down};
 
 /// A connection's clocks and in-flight bytes.
 pub(crate) struct Watchdog {
+    /// The server's clock, which the deadlines below are on.
+    clock: Arc<dyn Clock>,
     accepted: Instant,
     peer: Option<ClientKey>,
     /// The connection's place among its address's connections that no user has logged on
@@ -42,10 +45,11 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    pub fn new(peer: Option<(ClientKey, AddressSlot)>) -> Self {
-        let now = Instant::now();
+    pub fn new(peer: Option<(ClientKey, AddressSlot)>, clock: Arc<dyn Clock>) -> Self {
+        let now = clock.now();
         let (peer, place) = peer.unzip();
         Self {
+            clock,
             accepted: now,
             peer,
             unproven: Mutex::new(place),
@@ -60,7 +64,7 @@ impl Watchdog {
 
     /// A frame of `len` bytes arrived; its bytes count as in flight until the guard drops.
     pub fn admit(self: &Arc<Self>, len: usize) -> Inflight {
-        *self.last_frame.lock() = Instant::now();
+        *self.last_frame.lock() = self.clock.now();
         self.hold(len)
     }
 
@@ -210,6 +214,12 @@ impl Connection {
     /// Resolves when a deadline earlier than the last [`Connection::next_timer`] may exist.
     pub async fn timers_changed(&self) {
         self.watchdog.timers_changed.notified().await;
+    }
+
+    /// The time on the server's clock, which [`Connection::check_timers`] and
+    /// [`Connection::next_timer`] count in.
+    pub fn now(&self) -> Instant {
+        self.watchdog.clock.now()
     }
 
     /// When [`Connection::check_timers`] next has something to do, if ever.

@@ -206,6 +206,7 @@ impl Connection {
             }),
             watchdog: Arc::new(Watchdog::new(
                 peer.map(|(addr, place)| (ClientKey::of(addr.ip()), place)),
+                server.settings.clock.clone(),
             )),
             settled: Notify::new(),
         });
