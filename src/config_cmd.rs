@@ -140,6 +140,7 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
             format!("{setting} is set, but NOT ENFORCED by this version of smb3d: {meanwhile}")
         })
         .collect();
+    warnings.extend(config.testing_only());
     for (name, share) in &config.shares {
         if let Err(why) = crate::reload::build_share(name, share, &config.server) {
             warnings.push(format!("{why}: smb3d serve leaves this share out"));

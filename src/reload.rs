@@ -11,9 +11,13 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use smb3d_config::{Config, EncryptPolicy, ServerConfig, ShareConfig, SigningPolicy};
+use smb3d_config::{
+    Config, EncryptPolicy, FaultErrno, FaultOpName, FaultRuleConfig, ServerConfig, ShareConfig,
+    SigningPolicy,
+};
 use smb3d_server::share::{Presentation, Share};
 use smb3d_server::{EncryptionPolicy, Server};
+use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
 use smb3d_vfs_posix::PosixVfs;
 
 /// The server setting keys that take effect at once on reload (see [`effective`]); every
@@ -52,7 +56,21 @@ pub fn build_share(
     server: &ServerConfig,
 ) -> Result<Share, String> {
     let path = share.path.get_ref();
-    let vfs = PosixVfs::new(path).map_err(|e| format!("share {name}: {}: {e}", path.display()))?;
+    let posix =
+        PosixVfs::new(path).map_err(|e| format!("share {name}: {}: {e}", path.display()))?;
+    let vfs: Arc<dyn Vfs> = if share.testing_fault_injection.is_empty() {
+        Arc::new(posix)
+    } else {
+        let rules = share
+            .testing_fault_injection
+            .iter()
+            .map(fault_rule)
+            .collect();
+        Arc::new(FaultVfs::new(
+            Arc::new(posix),
+            Arc::new(FaultPlan::new(rules)),
+        ))
+    };
     let built = Share {
         name: name.to_owned(),
         comment: share.comment.clone(),
@@ -80,12 +98,48 @@ pub fn build_share(
             &share.hide_files,
             share.allocation_roundup_size,
         ),
-        ..Share::disk(name.to_owned(), Arc::new(vfs))
+        ..Share::disk(name.to_owned(), vfs)
     };
     built
         .check_forced_accounts()
         .map_err(|e| format!("share {name}: {e}"))?;
     Ok(built)
+}
+
+/// The fault-injecting layer's rule for a configured `testing_fault_injection` rule.
+fn fault_rule(rule: &FaultRuleConfig) -> FaultRule {
+    FaultRule {
+        ops: rule.ops.iter().map(|&op| fault_op(op)).collect(),
+        path: rule.path.clone(),
+        xattr: rule.xattr.clone(),
+        delay: std::time::Duration::from_millis(rule.delay_ms),
+        error: rule.error.map(|error| match error {
+            FaultErrno::EIO => VfsError::Io(errno::EIO),
+            FaultErrno::ENOSPC => VfsError::NoSpace,
+            FaultErrno::EROFS => VfsError::ReadOnlyFs,
+        }),
+        skip: rule.skip,
+        times: rule.times,
+    }
+}
+
+fn fault_op(op: FaultOpName) -> FaultOp {
+    match op {
+        FaultOpName::Open => FaultOp::Open,
+        FaultOpName::Stat => FaultOp::Stat,
+        FaultOpName::Unlink => FaultOp::Unlink,
+        FaultOpName::Rename => FaultOp::Rename,
+        FaultOpName::Link => FaultOp::Link,
+        FaultOpName::SyncDir => FaultOp::SyncDir,
+        FaultOpName::ReadDir => FaultOp::ReadDir,
+        FaultOpName::Read => FaultOp::Read,
+        FaultOpName::Write => FaultOp::Write,
+        FaultOpName::Allocate => FaultOp::Allocate,
+        FaultOpName::Sync => FaultOp::Sync,
+        FaultOpName::SetAttributes => FaultOp::SetAttributes,
+        FaultOpName::GetXattr => FaultOp::GetXattr,
+        FaultOpName::SetXattr => FaultOp::SetXattr,
+    }
 }
 
 /// The configured shares and, for those that are not served, why.
@@ -129,6 +183,9 @@ pub fn log_unavailable(health: &ShareHealth) {
 pub fn log_not_enforced(config: &Config) {
     for (setting, meanwhile) in config.not_enforced() {
         tracing::warn!("{setting} is set, but NOT ENFORCED by this version of smb3d: {meanwhile}");
+    }
+    for warning in config.testing_only() {
+        tracing::warn!("{warning}");
     }
 }
 

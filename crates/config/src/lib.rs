@@ -14,6 +14,7 @@
 
 mod env;
 mod error;
+mod faults;
 mod hosts;
 mod limits;
 mod model;
@@ -22,6 +23,7 @@ pub mod smbconf;
 
 pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;
+pub use faults::{FaultErrno, FaultOpName, FaultRuleConfig, MAX_FAULT_DELAY_MS};
 pub use hosts::HostPattern;
 pub use limits::{Bytes, Interval, LimitsConfig};
 pub use model::{

@@ -6,7 +6,7 @@ use toml::Spanned;
 use toml::de::{DeValue, ValueDeserializer};
 
 use crate::limits::{LimitsConfig, limits_problems};
-use crate::{ConfigError, HostPattern};
+use crate::{ConfigError, FaultRuleConfig, HostPattern};
 
 /// Where `smb3d` looks for its configuration when none is named.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/smb3d/smb3d.toml";
@@ -462,6 +462,11 @@ pub struct ShareConfig {
     /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
     #[serde(default)]
     pub continuous_availability: bool,
+    /// TESTING ONLY: calls to the share's file system fail or wait as these rules say
+    /// (`[[share.NAME.testing_fault_injection]]`), to test how the server and its clients
+    /// cope with a failing, full or stalled disk. Serve and `config check` warn of it.
+    #[serde(default)]
+    pub testing_fault_injection: Vec<FaultRuleConfig>,
 }
 
 impl ShareConfig {
@@ -495,6 +500,7 @@ impl ShareConfig {
             hide_dot_files: true,
             hide_files: Vec::new(),
             continuous_availability: false,
+            testing_fault_injection: Vec::new(),
         }
     }
 }
@@ -687,6 +693,22 @@ impl Config {
             limits,
             shares,
         }
+    }
+
+    /// A warning for each share that sets a testing option (`testing_fault_injection`):
+    /// `serve` logs them at start and at each reload, `config check` prints them.
+    pub fn testing_only(&self) -> Vec<String> {
+        self.shares
+            .iter()
+            .filter(|(_, share)| !share.testing_fault_injection.is_empty())
+            .map(|(name, share)| {
+                format!(
+                    "share {name:?}: testing_fault_injection is set ({} rule(s)): its file-system \
+                     calls fail or wait ON PURPOSE; a testing option, never for data you need",
+                    share.testing_fault_injection.len()
+                )
+            })
+            .collect()
     }
 
     /// The settings this configuration sets that smb3d does not enforce yet, each as
@@ -961,6 +983,17 @@ pub(crate) fn share_problems(
                     format!("share {name:?}: invalid user name {entry:?} in {option}"),
                 ));
             }
+        }
+    }
+    for (index, rule) in share.testing_fault_injection.iter().enumerate() {
+        if let Some(why) = rule.problem() {
+            problems.push(Problem::at(
+                span.clone(),
+                format!(
+                    "share {name:?}: testing_fault_injection rule {}: {why}",
+                    index + 1
+                ),
+            ));
         }
     }
     for (option, account) in [

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::{Config, HostPattern, MapToGuest, ShareConfig};
+use crate::{Config, FaultRuleConfig, HostPattern, MapToGuest, ShareConfig};
 
 /// A TOML basic string holding `s`, escaped as TOML requires.
 pub(crate) fn toml_string(s: &str) -> String {
@@ -175,11 +175,66 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "continuous_availability = {}",
         share.continuous_availability
     );
+    for rule in &share.testing_fault_injection {
+        render_fault_rule(out, name, rule);
+    }
+}
+
+fn render_fault_rule(out: &mut String, share: &str, rule: &FaultRuleConfig) {
+    let _ = writeln!(out, "[[share.{}.testing_fault_injection]]", toml_key(share));
+    let _ = writeln!(
+        out,
+        "ops = {}",
+        string_list(rule.ops.iter().map(|op| op.as_str()))
+    );
+    for (key, pattern) in [("path", &rule.path), ("xattr", &rule.xattr)] {
+        if let Some(pattern) = pattern {
+            let _ = writeln!(out, "{key} = {}", toml_string(pattern));
+        }
+    }
+    let _ = writeln!(out, "delay_ms = {}", rule.delay_ms);
+    if let Some(error) = rule.error {
+        let _ = writeln!(out, "error = \"{}\"", error.as_str());
+    }
+    let _ = writeln!(out, "skip = {}", rule.skip);
+    if let Some(times) = rule.times {
+        let _ = writeln!(out, "times = {times}");
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fault_rules_render_and_parse_back() {
+        let text = r#"
+[share.flaky]
+path = "/srv/flaky"
+[[share.flaky.testing_fault_injection]]
+ops = ["write", "sync"]
+path = "bad*"
+error = "EIO"
+times = 1
+[[share.flaky.testing_fault_injection]]
+xattr = "security.NTACL"
+delay_ms = 2000
+error = "ENOSPC"
+skip = 3
+"#;
+        let config = Config::parse(Path::new("t.toml"), text).unwrap();
+        let rendered = config.to_toml();
+        let again = Config::parse(Path::new("r.toml"), &rendered).unwrap();
+        assert_eq!(
+            again.share("flaky").unwrap().testing_fault_injection,
+            config.share("flaky").unwrap().testing_fault_injection,
+            "{rendered}"
+        );
+        assert_eq!(
+            again.share("flaky").unwrap().testing_fault_injection.len(),
+            2
+        );
+    }
 
     #[test]
     fn rendering_parses_back_to_the_same_settings() {

@@ -1,6 +1,6 @@
 //! The VFS conformance suite on a temporary directory, with both resolvers, with names that
-//! ignore case (the default) and with names that do not, and with every directory's names
-//! cached.
+//! ignore case (the default) and with names that do not, with every directory's names
+//! cached, and through the fault-injecting layer.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -85,6 +85,37 @@ mod cached {
         let (exact, caseless) = views(Resolver::Walk);
         (exact, cached(caseless))
     });
+}
+
+/// The fault-injecting layer with no rule keeps every promise of the back end under it
+/// (copies and clones between its handles included).
+mod fault_layer {
+    use super::*;
+    use smb3d_vfs::FaultVfs;
+
+    /// The layer over a share, keeping the temporary directory until it is dropped.
+    struct Layered {
+        vfs: FaultVfs,
+        _dir: Arc<TempDir>,
+    }
+
+    impl Deref for Layered {
+        type Target = dyn Vfs;
+
+        fn deref(&self) -> &(dyn Vfs + 'static) {
+            &self.vfs
+        }
+    }
+
+    fn layered() -> Layered {
+        let Share { vfs, _dir } = share(Resolver::Openat2, CaseSensitivity::Insensitive);
+        Layered {
+            vfs: FaultVfs::new(Arc::new(vfs), Arc::default()),
+            _dir,
+        }
+    }
+
+    smb3d_vfs::conformance_tests!(layered);
 }
 
 mod walk {

@@ -10,7 +10,8 @@
 //! folding ([`casefold`]), and creating such a name opens or collides with that entry.
 //!
 //! Back ends: [`MemoryVfs`] here (tests and fuzzing), `smb3d-vfs-posix` for Linux. With the
-//! `conformance` feature, the `conformance` module holds the suite both run.
+//! `conformance` feature, the `conformance` module holds the suite both run. [`FaultVfs`] is a
+//! layer over either that fails or delays chosen calls, for tests of storage faults.
 //!
 //! The calls are synchronous; the server makes them from blocking worker threads.
 #![forbid(unsafe_code)]
@@ -29,6 +30,7 @@ pub mod casefold;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod error;
+pub mod faults;
 mod memory;
 mod outside;
 mod path;
@@ -38,6 +40,7 @@ mod types;
 use std::any::Any;
 
 pub use error::{VfsError, VfsResult, errno};
+pub use faults::{FaultOp, FaultPlan, FaultRule, FaultVfs};
 pub use memory::MemoryVfs;
 pub use outside::{OutsideChange, OutsideSink, OutsideWatch};
 pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
