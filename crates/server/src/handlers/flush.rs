@@ -8,7 +8,6 @@ use crate::blocking::blocking;
 use crate::handlers::lookup_open;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
-use crate::status_map::VfsResultExt;
 
 pub(crate) async fn handle(
     cx: &mut Ctx<'_>,
@@ -20,7 +19,7 @@ pub(crate) async fn handle(
     if !open.may(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    blocking(|| open.file.sync()).status()?;
+    blocking(|| open.shared.sync(&*open.file))?;
     open.shared
         .with_write_time(|wt| wt.flush(smb3d_wire::FileTime::now()));
     FlushResponse.encode(w);

@@ -4,10 +4,11 @@
 use std::sync::atomic::Ordering;
 
 use smb3d_dtyp::{AccessMask, NtStatus};
-use smb3d_smb2::write::{WriteRequest, WriteResponse};
+use smb3d_fscc::FileMode;
+use smb3d_smb2::write::{WriteFlags, WriteRequest, WriteResponse};
 use smb3d_wire::Writer;
 
-use crate::blocking::Wait;
+use crate::blocking::{Wait, blocking};
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
@@ -72,6 +73,13 @@ pub(crate) async fn handle(
             })
             .status()?;
         allocation::wrote(&open, req.offset + written as u64);
+        // Write-through (MS-SMB2 3.3.5.13, MS-FSA 2.1.5.3): the data is on stable storage
+        // before the write is acknowledged.
+        let opened_write_through =
+            open.mode.load(Ordering::Relaxed) & u64::from(FileMode::WRITE_THROUGH.bits()) != 0;
+        if req.flags.contains(WriteFlags::WRITE_THROUGH) || opened_write_through {
+            blocking(|| open.shared.sync(&*open.file))?;
+        }
         written
     };
     cx.conn.server.metrics.file_written(written);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::create::ShareAccess;
-use smb3d_vfs::VfsPath;
+use smb3d_vfs::{VfsFile, VfsPath};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
@@ -104,6 +104,9 @@ pub(crate) struct SharedFile {
     /// anyway (its i_rwsem), and a worker that writes alongside another spins on that lock
     /// (a fifth of the server's CPU in a plain 512 MiB upload) where a waiting task costs none.
     pub data_writes: tokio::sync::Mutex<()>,
+    /// The status of the first failed sync of the file's data, which every later sync of it
+    /// answers (see [`SharedFile::sync`]).
+    sync_failure: Mutex<Option<NtStatus>>,
 }
 
 impl SharedFile {
@@ -124,7 +127,24 @@ impl SharedFile {
             read_cached: AtomicBool::new(false),
             changed: Notify::new(),
             data_writes: tokio::sync::Mutex::new(()),
+            sync_failure: Mutex::new(None),
         }
+    }
+
+    /// Syncs `file`, an open of this file, to stable storage. Once a sync failed, every later
+    /// one fails the same way while the file is open: Linux reports a write-back error to
+    /// fsync once and marks the lost pages clean, so a later fsync that succeeds would claim
+    /// that data the failed one lost is on disk (PostgreSQL's "fsyncgate").
+    pub fn sync(&self, file: &dyn VfsFile) -> Result<(), NtStatus> {
+        let mut failure = self.sync_failure.lock();
+        if let Some(status) = *failure {
+            return Err(status);
+        }
+        file.sync().map_err(|e| {
+            let status = crate::status_map::vfs_status(&e);
+            *failure = Some(status);
+            status
+        })
     }
 
     /// Changes the file's caching state under its lock; returns what `work` returns and the

@@ -1,0 +1,242 @@
+"""Issue 22: storage faults. Device mapper (dm-error, dm-flakey, dm-delay) is not available
+on the machines smb3d is tested on, so I/O errors and stalls come from the fault-injecting VFS
+layer (`testing_fault_injection`, smb3d-vfs's `faults` module, like Samba selftest's
+error_inject and delay_inject modules); a full disk is a real one, a small tmpfs.
+
+Clients are Python smbprotocol and smbclient; the descriptor case uses the raw client, as no
+third-party client here sends a CREATE with a security descriptor."""
+
+import subprocess
+import threading
+import time
+
+import pytest
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.open import CreateDisposition, CreateOptions, FileAttributes, Open, ShareAccess
+from smbprotocol.open import FilePipePrinterAccessMask, ImpersonationLevel
+from smbprotocol.tree import TreeConnect
+
+import secdesc
+import smb2raw
+import smbprotocol_client as spc
+from conftest import start_smb3d, stop
+
+UNEXPECTED_IO_ERROR = 0xC00000E9
+DISK_FULL = 0xC000007F
+
+
+def rules(share, *blocks):
+    """TOML for `share`'s testing_fault_injection rules, each a dict of its keys."""
+    text = ""
+    for block in blocks:
+        text += "\n[[share.%s.testing_fault_injection]]\n" % share
+        for key, value in block.items():
+            if isinstance(value, list):
+                value = "[%s]" % ", ".join('"%s"' % v for v in value)
+            elif isinstance(value, str):
+                value = '"%s"' % value
+            text += "%s = %s\n" % (key, value)
+    return text
+
+
+def status_of(call):
+    try:
+        call()
+    except SMBResponseException as e:
+        return e.status
+    return 0
+
+
+@pytest.fixture
+def faulty(tmp_path):
+    """A server whose share fails reads and writes of bad*, fails one fsync of once* and of
+    wt*, and stalls reads of slow* for 4 s; a second share `other` has no faults."""
+    other = tmp_path / "other"
+    other.mkdir()
+    extra = rules("share",
+                  {"ops": ["read", "write"], "path": "bad*", "error": "EIO"},
+                  {"ops": ["sync"], "path": "once*", "error": "EIO", "times": 1},
+                  {"ops": ["sync"], "path": "wt*", "error": "EIO", "times": 1},
+                  {"ops": ["read"], "path": "slow*", "delay_ms": 4000})
+    server = start_smb3d(tmp_path, extra_config=extra,
+                         shares={"share": {"path": str(tmp_path / "share")}, "other": {"path": str(other)}})
+    yield server
+    stop(server)
+
+
+def test_io_errors_fail_only_their_calls(faulty):
+    """Item 2: EIO on read and write answers STATUS_UNEXPECTED_IO_ERROR (what Windows gives for
+    a device error); the connection, the other files and the server go on."""
+    conn, session, tree = spc.connect(faulty)
+    try:
+        bad = spc.create(tree, "bad.bin")
+        assert status_of(lambda: bad.write(b"x" * 4096, 0)) == UNEXPECTED_IO_ERROR
+        assert status_of(lambda: bad.read(0, 1)) == UNEXPECTED_IO_ERROR
+        good = spc.create(tree, "good.bin")
+        good.write(b"fine", 0)
+        good.flush()
+        assert good.read(0, 4) == b"fine"
+        bad.close()
+        good.close()
+        conn.echo(session.session_id)
+    finally:
+        conn.disconnect()
+    assert faulty.alive()
+    assert "testing_fault_injection is set" in faulty.log.read_text()
+
+
+def test_a_failed_fsync_is_never_reported_as_success_later(faulty):
+    """Item 2, the fsyncgate rule: after a FLUSH failed, Linux would report the next fsync
+    as a success though the data it lost is gone; every later FLUSH of the file fails too."""
+    conn, session, tree = spc.connect(faulty)
+    try:
+        f = spc.create(tree, "once.bin")
+        f.write(b"lost?", 0)
+        assert status_of(f.flush) == UNEXPECTED_IO_ERROR
+        assert status_of(f.flush) == UNEXPECTED_IO_ERROR, "the second fsync (which succeeds) was reported"
+        f.close()
+    finally:
+        conn.disconnect()
+
+
+def test_write_through_syncs_before_it_answers(faulty):
+    """A write with SMB2_WRITEFLAG_WRITE_THROUGH is on stable storage when acknowledged
+    (MS-SMB2 3.3.5.13): its sync runs, and so its failure is the write's."""
+    conn, session, tree = spc.connect(faulty)
+    try:
+        f = spc.create(tree, "wt.bin")
+        assert status_of(lambda: f.write(b"through", 0, write_through=True)) == UNEXPECTED_IO_ERROR
+        assert status_of(f.flush) == UNEXPECTED_IO_ERROR
+        f.close()
+    finally:
+        conn.disconnect()
+
+
+def stalled_reads_leave_the_rest_served(server, size, close_in_window=True):
+    """Starts 8 reads of `size` bytes of slow.bin (stalled 4 s each) on one connection; while
+    they wait, echo on that connection, another file (closed then, or after the reads with
+    `close_in_window` false), another client and another share must be served. Returns how
+    many reads were still stalled when all that was done."""
+    data = bytes(range(256)) * (size // 256)
+    conn, session, tree = spc.connect(server)
+    other_conn, other_session, other_tree = spc.connect(server)
+    try:
+        slow = spc.create(tree, "slow.bin")
+        slow.write(data, 0)
+        results = []
+        readers = [threading.Thread(target=lambda: results.append(slow.read(0, len(data))))
+                   for _ in range(8)]
+        for r in readers:
+            r.start()
+        time.sleep(0.5)
+        conn.echo(session.session_id)
+        fast = spc.create(tree, "fast.bin")
+        fast.write(b"quick", 0)
+        assert fast.read(0, 5) == b"quick"
+        if close_in_window:
+            fast.close()
+        other_conn.echo(other_session.session_id)
+        assert spc.write_then_read(other_tree, "other.bin", b"other client") == b"other client"
+        elsewhere = TreeConnect(other_session, r"\\127.0.0.1\other")
+        elsewhere.connect()
+        assert spc.write_then_read(elsewhere, "x.bin", b"other share") == b"other share"
+        still_stalled = sum(r.is_alive() for r in readers)
+        for r in readers:
+            r.join(timeout=120)
+        assert results == [data] * 8, "a stalled read did not finish with its data"
+        slow.close()
+        if not close_in_window:
+            fast.close()
+        # The credits the stalled reads held came back with their answers.
+        assert conn.sequence_window["high"] - conn.sequence_window["low"] >= 8
+        conn.echo(session.session_id)
+        return still_stalled
+    finally:
+        conn.disconnect()
+        other_conn.disconnect()
+
+
+def test_a_stalled_share_does_not_stall_the_rest(faulty):
+    """Item 4: while 64 KiB reads of one file stall for seconds, on the same connection echo
+    keeps answering and other files are served, other clients and shares too, and the stalled
+    reads finish with their data."""
+    served = stalled_reads_leave_the_rest_served(faulty, 65536, close_in_window=False)
+    assert served == 8, "the rest waited for the stall"
+    assert faulty.alive()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "server finding, not fixed here: a CLOSE of another file on the connection waits for the "
+    "stalled 64 KiB reads (3.5 s of the 4 s stall), though nothing it does is stalled; "
+    "to be found in the request pipeline (engineer A's per-command table)"))
+def test_a_close_is_not_held_by_stalled_reads_of_another_file(faulty):
+    """Item 4: a CLOSE is answered while other files' reads stall."""
+    assert stalled_reads_leave_the_rest_served(faulty, 65536) == 8, "the close waited for the stall"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "server finding, not fixed here: reads under 64 KiB (and every other call blocking.rs "
+    "calls Wait::Brief) run inline on a runtime worker, assuming the page cache answers; on "
+    "a stalled disk each blocks its worker, so the connection's other requests and, with 2 "
+    "workers, other clients wait 4 s per read (echo after 8 reads: 32 s). The fix belongs "
+    "with the per-command table of the pipeline (engineer A) and needs a small-I/O benchmark"))
+def test_small_stalled_reads_do_not_stall_the_rest(faulty):
+    """Item 4 with the small reads most clients send."""
+    assert stalled_reads_leave_the_rest_served(faulty, 4096) == 8, "the rest waited for the stall"
+
+
+def test_a_create_whose_descriptor_cannot_be_stored_leaves_no_file(tmp_path):
+    """Item 1: a CREATE with a security descriptor that the disk has no room for fails with
+    STATUS_DISK_FULL and leaves no file behind with default permissions."""
+    extra = rules("share", {"ops": ["set_xattr"], "xattr": "*NTACL", "error": "ENOSPC"})
+    server = start_smb3d(tmp_path, extra_config=extra)
+    try:
+        c = secdesc.Client(server.port, server.user, server.password)
+        sd = secdesc.descriptor(dacl=[secdesc.ace(secdesc.EVERYONE, 0x001200A9)])
+        r, fid = c.open("guarded.txt", 0x001F01FF, smb2raw.FILE_CREATE,
+                        contexts=smb2raw.create_context(b"SecD", sd))
+        if fid is not None:
+            c.c.close_file(fid)
+        c.close()
+        assert r.status == DISK_FULL, r.name
+        assert not (server.share_dir / "guarded.txt").exists(), "left with default permissions"
+    finally:
+        stop(server)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs, unmounted afterwards."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_answers_disk_full_and_recovers_without_restart(tmp_path, small_disk):
+    """Item 1: writes that meet ENOSPC on a real full file system answer STATUS_DISK_FULL;
+    once space is freed, the same server and connection write again."""
+    server = start_smb3d(tmp_path, shares={"share": {"path": str(small_disk)}})
+    conn, session, tree = spc.connect(server)
+    try:
+        f = spc.create(tree, "filler.bin")
+        chunk = b"\xa5" * 65536
+        offset, status = 0, 0
+        while offset < 16 * 1024 * 1024 and status == 0:
+            status = status_of(lambda: f.write(chunk, offset))
+            offset += len(chunk)
+        assert status == DISK_FULL, hex(status)
+        assert status_of(lambda: spc.create(tree, "new.bin").write(chunk * 8, 0)) == DISK_FULL
+        f.close()
+        gone = Open(tree, "filler.bin")
+        gone.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.DELETE,
+                    FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_DELETE,
+                    CreateDisposition.FILE_OPEN, CreateOptions.FILE_DELETE_ON_CLOSE)
+        gone.close()
+        assert spc.write_then_read(tree, "after.bin", chunk * 8) == chunk * 8
+    finally:
+        conn.disconnect()
+        stop(server)
