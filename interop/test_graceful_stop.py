@@ -1,0 +1,83 @@
+"""Issue 22 item 7: SIGTERM (systemctl stop, and the stop half of a restart or upgrade) while
+clients write. A write the server is in the middle of (stalled 2 s by the fault-injecting
+layer) is finished and answered before the server exits; a persistent handle on a
+continuous-availability share is reclaimed from the new process, with its data.
+
+How a new binary takes over (docs/reliability.md): systemd stops the old process (SIGTERM) and
+starts the new one (`systemctl restart`, or `Restart=` after a crash); clients see their
+connection drop and reconnect, durable v2 persistent handles come back from the state
+directory. There is no socket hand-over between the processes."""
+
+import signal
+import threading
+import time
+import uuid
+
+from smbprotocol.create_contexts import (CreateContextName, DurableHandleFlags,
+                                         SMB2CreateDurableHandleReconnectV2)
+from smbprotocol.open import CreateDisposition
+
+import smbprotocol_client as spc
+from conftest import start_smb3d, stop
+from test_faults import rules
+from test_persistent import connect, context, create, persistent_request, restart
+
+
+def test_sigterm_answers_the_write_in_flight_then_exits(tmp_path):
+    server = start_smb3d(tmp_path, extra_config=rules("share", {"ops": ["write"], "path": "slow*", "delay_ms": 2000}))
+    try:
+        conn, session, tree = spc.connect(server)
+        f = spc.create(tree, "slow.bin")
+        data = b"in flight" * 455
+        outcome = []
+
+        def write():
+            try:
+                outcome.append(f.write(data, 0))
+            except Exception as e:  # noqa: BLE001 - the test reports what the client saw
+                outcome.append(e)
+
+        t = threading.Thread(target=write)
+        t.start()
+        time.sleep(0.5)
+        server.proc.send_signal(signal.SIGTERM)
+        t.join(timeout=30)
+        assert outcome == [len(data)], "the write in flight was not answered: %r" % outcome
+        assert server.proc.wait(timeout=30) == 0, server.log_tail()
+        assert (server.share_dir / "slow.bin").read_bytes() == data
+        log = server.log.read_text(errors="replace")
+        assert "SIGTERM: stopping" in log and "stopped" in log
+    finally:
+        stop(server)
+
+
+def test_a_persistent_handle_outlives_a_graceful_restart(tmp_path):
+    state = tmp_path / "state"
+    server = start_smb3d(tmp_path, extra_config='state_dir = "%s"' % state,
+                         shares={"share": {"path": str(tmp_path / "share"), "continuous_availability": True}})
+    try:
+        client_guid = uuid.uuid4()
+        conn, tree = connect(server, client_guid)
+        request, create_guid = persistent_request()
+        f, _ = create(tree, [request], CreateDisposition.FILE_OVERWRITE_IF, name="kept.bin")
+        f.write(b"before the restart", 0)
+        f.flush()
+        file_id = f.file_id
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=30) == 0, server.log_tail()
+        # What restart() does after its kill: start the server again on the same state.
+        restart(server)
+        conn2, tree2 = connect(server, client_guid)
+        try:
+            reconnect = SMB2CreateDurableHandleReconnectV2()
+            reconnect["file_id"] = file_id
+            reconnect["create_guid"] = create_guid
+            reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
+            again, _ = create(tree2, [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)],
+                              name="kept.bin")
+            assert again.read(0, 18) == b"before the restart"
+            again.close()
+        finally:
+            conn2.disconnect()
+    finally:
+        stop(server)
