@@ -193,13 +193,13 @@ async fn accept_loop(listener: TcpListener, tasks: ConnectionTasks) -> io::Resul
                 alive,
                 ..
             } = tasks;
-            let work = run_connection(stream, peer, server, &config, slot, place, &pipes);
-            let result = tokio::select! {
-                result = panic_guard::contain_async(work) => result.unwrap_or_else(|why| {
-                    Err(io::Error::other(format!("panic: {why}")))
-                }),
-                _ = stopped.wait_for(|stop| *stop) => Ok(()),
+            let stopping = async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
             };
+            let work = run_connection(stream, peer, server, &config, slot, place, &pipes, stopping);
+            let result = panic_guard::contain_async(work)
+                .await
+                .unwrap_or_else(|why| Err(io::Error::other(format!("panic: {why}"))));
             drop(alive);
             match result {
                 // The peer broke the protocol: worth a sysadmin's attention.
@@ -223,6 +223,7 @@ fn tune_socket(stream: &TcpStream, config: &TransportConfig) -> io::Result<()> {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -231,6 +232,7 @@ async fn run_connection(
     _slot: Slot,
     place: AddressSlot,
     pipes: &Arc<PipeBudget>,
+    stopping: impl Future<Output = ()>,
 ) -> io::Result<()> {
     tune_socket(&stream, config)?;
     let (mut reader, writer) = stream.into_split();
@@ -254,6 +256,16 @@ async fn run_connection(
     tokio::select! {
         result = reader::read_frames(&mut reader, &conn, &server, pipes) => result,
         () = closing.notified() => Ok(()),
+        () = stopping => {
+            // The server stops: nothing more is read, but the requests already taken finish
+            // and their responses are sent (`serve` bounds the wait). A connection with nothing
+            // in flight takes a frame of any size, so this returns once nothing is in flight.
+            tokio::select! {
+                () = conn.wait_for_room(usize::MAX) => {}
+                () = closing.notified() => {}
+            }
+            Ok(())
+        }
     }
 }
 
