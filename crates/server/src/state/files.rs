@@ -784,6 +784,39 @@ mod tests {
         assert_eq!(table.len(), 0);
     }
 
+    /// The "fsyncgate" rule: a sync that failed once fails every later time, though the
+    /// file system's next fsync succeeds (the layer fails only the first).
+    #[test]
+    fn a_failed_sync_is_never_followed_by_success() {
+        use smb3d_vfs::{
+            Access, Disposition, FaultOp, FaultPlan, FaultRule, FaultVfs, Kind, MemoryVfs,
+            OpenRequest, Vfs, VfsError, errno,
+        };
+        let vfs = FaultVfs::new(
+            Arc::new(MemoryVfs::new()),
+            Arc::new(FaultPlan::new(vec![FaultRule {
+                ops: vec![FaultOp::Sync],
+                error: Some(VfsError::Io(errno::EIO)),
+                times: Some(1),
+                ..FaultRule::default()
+            }])),
+        );
+        let request = OpenRequest {
+            access: Access::ReadWrite,
+            disposition: Disposition::OpenOrCreate,
+            kind: Kind::File,
+            create_mode: 0o644,
+        };
+        let file = vfs.open(&path("f"), &request).unwrap().file;
+        let shared = SharedFile::new(KEY, &path("f"));
+        let results: Vec<_> = (0..3).map(|_| shared.sync(&*file)).collect();
+        assert_eq!(results, vec![Err(NtStatus::UNEXPECTED_IO_ERROR); 3]);
+        assert!(
+            file.sync().is_ok(),
+            "the file system itself forgot the failure"
+        );
+    }
+
     #[test]
     fn opens_below_a_directory() {
         let table = FileTable::default();
