@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import start_smb3d, stop
-from torture import judge, read_list, run_suite
+from torture import judge, read_list, run_suite, sections_of
 
 SUITES = read_list("suites")
 KNOWNFAIL = read_list("knownfail")
@@ -17,8 +17,8 @@ def test_suite(shared_smb3d, line):
     passed = sum(1 for r in results.values() if r == "success")
     print("%s: %d passed of %d" % (suite, passed, len(results)))
     problems = judge(results, KNOWNFAIL)
-    assert not problems, "\n".join(problems) + "\n--- smbtorture ---\n" + output[-6000:] + \
-        "\n--- server log ---\n" + shared_smb3d.log_tail()
+    assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + \
+        "\n--- smbtorture ---\n" + output[-6000:] + "\n--- server log ---\n" + shared_smb3d.log_tail()
     assert shared_smb3d.alive(), "server died during " + suite
 
 
@@ -33,7 +33,7 @@ def test_session_suites_with_signing_required(tmp_path, suite):
         passed = sum(1 for r in results.values() if r == "success")
         print("%s with signing required: %d passed of %d" % (suite, passed, len(results)))
         problems = judge(results, KNOWNFAIL)
-        assert not problems, "\n".join(problems) + "\n--- smbtorture ---\n" + output[-6000:] + \
-            "\n--- server log ---\n" + server.log_tail()
+        assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + \
+            "\n--- smbtorture ---\n" + output[-6000:] + "\n--- server log ---\n" + server.log_tail()
     finally:
         stop(server)

@@ -46,3 +46,22 @@ def judge(results, knownfail):
         if result == "success" and listed:
             problems.append("unexpected pass (remove it from knownfail): %s" % name)
     return problems
+
+
+def sections_of(output, problems, limit=3000):
+    """The output of each test named in `problems`, from its "test:" line to its result (its
+    last `limit` characters): what a failure says, which the suite's tail may not show."""
+    parts = []
+    for problem in problems:
+        name = problem.rsplit(": ", 1)[-1]
+        start = output.find("test: %s\n" % name)
+        if start < 0:
+            continue
+        result = output.find(": %s" % name, start + 6 + len(name))
+        end = output.find("\n", result) if result >= 0 else -1
+        if end > 0 and output[end - 1] == "[":
+            # The reason follows, up to a line of its own that closes it.
+            end = output.find("\n]", end)
+            end = end + 2 if end >= 0 else -1
+        parts.append("--- %s ---\n%s" % (name, output[start:end if end > 0 else None][-limit:]))
+    return "\n".join(parts)
