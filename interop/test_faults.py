@@ -270,10 +270,6 @@ def full_metadata(tmp_path):
     stop(server)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "server finding for engineer B (handlers/create/): a CREATE whose DOS attributes xattr "
-    "meets ENOSPC answers STATUS_DISK_FULL but leaves the new file behind, without its "
-    "attributes; the create must remove what it made when a later step fails"))
 def test_a_create_whose_dos_attributes_cannot_be_stored_leaves_no_file(full_metadata):
     """Item 1: nothing half-made is left as if complete."""
     conn, session, tree = spc.connect(full_metadata)

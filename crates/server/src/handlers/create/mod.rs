@@ -467,12 +467,20 @@ impl Creation<'_> {
     }
 
     /// Prepares the file once the open is granted ([`Self::prepare_file`]); if that fails, the
-    /// open leaves the file's table again.
+    /// open leaves the file's table again, and a file it made is removed: a file without the
+    /// attributes, EAs or allocation asked for must not look as if the CREATE had made it
+    /// (issue 22 item 1).
     #[inline(always)]
     fn prepare(&self, registered: &Registered, resolved: Resolved) -> Result<Prepared, NtStatus> {
         let outcome = resolved.outcome;
         let touches_files = outcome.created || outcome.overwritten || resolved.stream.is_some();
-        let prepare = || self.prepare_file(resolved);
+        let prepare = || {
+            self.prepare_file(resolved).inspect_err(|_| {
+                if outcome.created {
+                    let _ = self.vfs.unlink(&self.target.vfs_path);
+                }
+            })
+        };
         // An existing file opened as it is needs no file-system call here, so no change of
         // credentials either.
         let prepared = if touches_files {
