@@ -8,10 +8,12 @@ starts the new one (`systemctl restart`, or `Restart=` after a crash); clients s
 connection drop and reconnect, durable v2 persistent handles come back from the state
 directory. There is no socket hand-over between the processes."""
 
+import platform
 import signal
 import threading
 import time
 import uuid
+from pathlib import Path
 
 from smbprotocol.create_contexts import (CreateContextName, DurableHandleFlags,
                                          SMB2CreateDurableHandleReconnectV2)
@@ -21,6 +23,24 @@ import smbprotocol_client as spc
 from conftest import start_smb3d, stop
 from test_faults import rules
 from test_persistent import connect, context, create, persistent_request, restart
+
+
+# nanosleep and clock_nanosleep, the syscalls std::thread::sleep makes, by architecture.
+SLEEP_SYSCALLS = {"x86_64": {"35", "230"}, "aarch64": {"101", "115"}}[platform.machine()]
+
+
+def in_injected_delay(pid, timeout=20.0):
+    """Whether a thread of the server sleeps (FaultVfs' delay) within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for task in Path("/proc/%d/task" % pid).iterdir():
+            try:
+                if (task / "syscall").read_text().split(" ", 1)[0] in SLEEP_SYSCALLS:
+                    return True
+            except OSError:
+                continue
+        time.sleep(0.02)
+    return False
 
 
 def test_sigterm_answers_the_write_in_flight_then_exits(tmp_path):
@@ -39,7 +59,9 @@ def test_sigterm_answers_the_write_in_flight_then_exits(tmp_path):
 
         t = threading.Thread(target=write)
         t.start()
-        time.sleep(0.5)
+        # The write is in flight once the server sleeps in the injected delay; a fixed pause
+        # sent the signal before the request arrived when the machine was busy.
+        assert in_injected_delay(server.proc.pid), "the write never reached the delay"
         server.proc.send_signal(signal.SIGTERM)
         t.join(timeout=30)
         assert outcome == [len(data)], "the write in flight was not answered: %r" % outcome
