@@ -6,6 +6,7 @@ mod config_cmd;
 mod credentials;
 mod ctl;
 mod descriptors;
+mod homes;
 mod logging;
 mod manual;
 mod metrics_http;
