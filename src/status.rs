@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use smb3d_dtyp::AccessMask;
 use smb3d_server::admin::{self, Degree, Protection, Snapshot};
 use smb3d_server::escape::escape;
-use smb3d_smb2::create::ShareAccess;
+use smb3d_smb2::create::{LeaseState, OplockLevel, ShareAccess};
 
 use crate::reload::ShareHealth;
 
@@ -134,10 +134,9 @@ pub fn report(snapshot: &Snapshot, health: &ShareHealth, config: &Path, now: Sys
                 "tcon_id": o.tree_id.to_string(),
                 "sharemode": share_mode(o.share_access),
                 "access_mask": access_mask(o.access),
-                // No oplock or lease is granted yet, so none is held.
-                "caching": {"READ": false, "WRITE": false, "HANDLE": false, "hex": "0x00000000", "text": ""},
-                "oplock": {},
-                "lease": {},
+                "caching": caching(o.oplock, o.lease),
+                "oplock": oplock(o.oplock, o.lease),
+                "lease": o.lease.map_or_else(|| json!({}), |(key, state)| lease(key, state)),
                 "opened_at": timestamp(o.opened_at),
                 "directory": o.is_directory,
             }),
@@ -257,6 +256,98 @@ fn share_mode(share: ShareAccess) -> Value {
         "DELETE": delete,
         "text": text,
     })
+}
+
+/// The caching an open's oplock or lease gives its client, as smbstatus spells it: what a
+/// lease's state says, and for an oplock what it amounts to (BATCH: RWH, EXCLUSIVE: RW,
+/// LEVEL_II: R).
+fn caching(level: OplockLevel, lease: Option<([u8; 16], LeaseState)>) -> Value {
+    let state = match (level, lease) {
+        (_, Some((_, state))) => state,
+        (OplockLevel::BATCH, None) => LeaseState::READ_CACHING
+            .union(LeaseState::WRITE_CACHING)
+            .union(LeaseState::HANDLE_CACHING),
+        (OplockLevel::EXCLUSIVE, None) => LeaseState::READ_CACHING.union(LeaseState::WRITE_CACHING),
+        (OplockLevel::II, None) => LeaseState::READ_CACHING,
+        _ => LeaseState::empty(),
+    };
+    lease_bits(state)
+}
+
+/// READ, WRITE, HANDLE, the bits (SMB2_LEASE_*) and `RWH`-style text of a caching state.
+fn lease_bits(state: LeaseState) -> Value {
+    let bits = [
+        ("READ", LeaseState::READ_CACHING, 'R'),
+        ("WRITE", LeaseState::WRITE_CACHING, 'W'),
+        ("HANDLE", LeaseState::HANDLE_CACHING, 'H'),
+    ];
+    let mut m = Map::new();
+    for (name, bit, _) in bits {
+        m.insert(name.into(), json!(state.contains(bit)));
+    }
+    m.insert("hex".into(), json!(format!("{:#010x}", state.0)));
+    let text: String = bits
+        .iter()
+        .filter(|(_, bit, _)| state.contains(*bit))
+        .map(|(_, _, c)| *c)
+        .collect();
+    m.insert("text".into(), json!(text));
+    Value::Object(m)
+}
+
+/// The oplock as smbstatus shows it, with Samba's op_type bits (EXCLUSIVE 0x1, BATCH 0x2,
+/// LEVEL_II 0x4, LEASE 0x100); `{}` for none.
+fn oplock(level: OplockLevel, lease: Option<([u8; 16], LeaseState)>) -> Value {
+    let (hex, text) = match level {
+        OplockLevel::EXCLUSIVE => (0x1, "EXCLUSIVE".to_owned()),
+        OplockLevel::BATCH => (0x2, "BATCH".to_owned()),
+        OplockLevel::II => (0x4, "LEVEL_II".to_owned()),
+        OplockLevel::LEASE => {
+            let state = lease.map_or_else(LeaseState::empty, |(_, state)| state);
+            let bits = lease_bits(state);
+            (
+                0x100,
+                format!("LEASE({})", bits["text"].as_str().unwrap_or("")),
+            )
+        }
+        _ => return json!({}),
+    };
+    json!({
+        "EXCLUSIVE": hex == 0x1,
+        "BATCH": hex == 0x2,
+        "LEVEL_II": hex == 0x4,
+        "LEASE": hex == 0x100,
+        "hex": format!("{hex:#010x}"),
+        "text": text,
+    })
+}
+
+/// A lease: its key (as a GUID) and state.
+fn lease(key: [u8; 16], state: LeaseState) -> Value {
+    let mut value = lease_bits(state);
+    if let Some(m) = value.as_object_mut() {
+        m.insert("lease_key".into(), json!(guid_text(key)));
+    }
+    value
+}
+
+/// 16 bytes as a GUID is written (MS-DTYP 2.3.4.3): the first three fields little-endian.
+fn guid_text(b: [u8; 16]) -> String {
+    let field = |range: std::ops::Range<usize>, little_endian: bool| {
+        let mut part = b.get(range).unwrap_or_default().to_vec();
+        if little_endian {
+            part.reverse();
+        }
+        part.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    };
+    format!(
+        "{}-{}-{}-{}-{}",
+        field(0..4, true),
+        field(4..6, true),
+        field(6..8, true),
+        field(8..10, false),
+        field(10..16, false)
+    )
 }
 
 /// The access rights smbstatus spells out.
@@ -601,6 +692,27 @@ mod tests {
 
     use super::*;
 
+    /// Issue 23 item 7: a BATCH oplock and an RWH lease as smbstatus shows them.
+    #[test]
+    fn oplocks_and_leases_are_spelled_as_smbstatus_spells_them() {
+        let batch = oplock(OplockLevel::BATCH, None);
+        assert_eq!(batch["text"], "BATCH");
+        assert_eq!(batch["hex"], "0x00000002");
+        assert_eq!(caching(OplockLevel::BATCH, None)["text"], "RWH");
+        assert_eq!(caching(OplockLevel::II, None)["text"], "R");
+        let rwh = LeaseState(7);
+        let key = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+        assert_eq!(
+            oplock(OplockLevel::LEASE, Some((key, rwh)))["text"],
+            "LEASE(RWH)"
+        );
+        let leased = lease(key, LeaseState(1 | 4));
+        assert_eq!(leased["lease_key"], "04030201-0605-0807-090a-0b0c0d0e0f10");
+        assert_eq!(leased["text"], "RW");
+        assert_eq!(leased["hex"], "0x00000005");
+        assert_eq!(oplock(OplockLevel::NONE, None), json!({}));
+    }
+
     #[test]
     fn timestamps_are_utc_with_microseconds() {
         let t = UNIX_EPOCH + Duration::from_micros(1_795_319_163_217_845);
@@ -688,6 +800,8 @@ mod tests {
                 device: 65024,
                 inode: 10_051_890,
                 opened_at: at,
+                oplock: OplockLevel::NONE,
+                lease: None,
             }],
             locks: vec![LockInfo {
                 open_id: 12,
