@@ -107,11 +107,6 @@ impl Homes {
         };
         owner(&Accounts::read(), name, who).map(|owner| owner.user)
     }
-
-    /// The home shares made so far (for status).
-    pub fn made(&self) -> Vec<Arc<Share>> {
-        self.made.lock().values().cloned().collect()
-    }
 }
 
 /// The owner of `user`'s home, acting as `who`: none for root or an account passwd does not
