@@ -66,3 +66,18 @@ def test_config_check_refuses_a_home_path_a_client_could_steer(tmp_path, path):
     r = subprocess.run([str(BINARY), "config", "check", "--config", str(config)], capture_output=True, text=True)
     assert r.returncode != 0, r.stdout
     assert "smb3d.toml:2:" in r.stderr, r.stderr
+
+
+def test_a_reload_that_changes_the_template_makes_new_homes(homes, tmp_path):
+    server, root = homes
+    server.smbclient("ls", share=server.user)
+    assert (root / server.user).is_dir()
+    moved = tmp_path / "homes2"
+    moved.mkdir()
+    text = server.config.read_text()
+    server.config.write_text(text.replace(str(root / "%U"), str(moved / "%U")))
+    server.ctl("reload")
+    (tmp_path / "after.txt").write_text("moved\n")
+    server.smbclient("lcd %s; put after.txt" % tmp_path, share=server.user)
+    assert (moved / server.user / "after.txt").read_text() == "moved\n"
+    assert not (root / server.user / "after.txt").exists()
