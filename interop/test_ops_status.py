@@ -163,14 +163,17 @@ def test_status_shows_a_batch_oplock_and_an_rwh_lease(smb3d):
 
         files = status(smb3d)["open_files"]
         (batch_open,) = files[str(smb3d.share_dir / "batch.txt")]["opens"].values()
-        assert batch_open["oplock"]["text"] == "BATCH", batch_open
-        assert batch_open["oplock"]["BATCH"] is True and batch_open["oplock"]["LEASE"] is False
-        assert batch_open["caching"]["text"] == "RWH", batch_open
+        # What Samba 4.17's smbstatus --json showed for the same opens side by side.
+        assert batch_open["oplock"] == {"EXCLUSIVE": True, "BATCH": True, "LEVEL_II": False, "LEASE": False,
+                                        "text": "BATCH"}, batch_open
+        assert batch_open["caching"] == {"READ": True, "WRITE": True, "HANDLE": False, "hex": "0x00000005",
+                                         "text": "RW"}, batch_open
         assert batch_open["lease"] == {}
         (lease_open,) = files[str(smb3d.share_dir / "leased.txt")]["opens"].values()
-        assert lease_open["oplock"]["text"] == "LEASE(RWH)", lease_open
-        assert lease_open["lease"]["text"] == "RWH", lease_open
-        assert lease_open["lease"]["lease_key"] == str(uuid.UUID(bytes_le=key)), lease_open
+        assert lease_open["oplock"] == {"EXCLUSIVE": False, "BATCH": False, "LEVEL_II": False, "LEASE": True,
+                                        "text": "LEASE(RWH)"}, lease_open
+        assert lease_open["lease"] == {"lease_key": str(uuid.UUID(bytes_le=key)), "hex": "0x00000007", "READ": True,
+                                       "WRITE": True, "HANDLE": True, "text": "RWH"}, lease_open
         assert lease_open["caching"] == {"READ": True, "WRITE": True, "HANDLE": True, "hex": "0x00000007",
                                          "text": "RWH"}, lease_open
 

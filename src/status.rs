@@ -258,77 +258,75 @@ fn share_mode(share: ShareAccess) -> Value {
     })
 }
 
-/// The caching an open's oplock or lease gives its client, as smbstatus spells it: what a
-/// lease's state says, and for an oplock what it amounts to (BATCH: RWH, EXCLUSIVE: RW,
-/// LEVEL_II: R).
+/// The caching an open's oplock or lease gives its client, as smbstatus spells it (Samba 4.17,
+/// compared side by side): what a lease's state says; for an oplock, RW for BATCH and EXCLUSIVE
+/// (smbstatus counts no handle caching for a BATCH oplock) and R for LEVEL_II.
 fn caching(level: OplockLevel, lease: Option<([u8; 16], LeaseState)>) -> Value {
     let state = match (level, lease) {
         (_, Some((_, state))) => state,
-        (OplockLevel::BATCH, None) => LeaseState::READ_CACHING
-            .union(LeaseState::WRITE_CACHING)
-            .union(LeaseState::HANDLE_CACHING),
-        (OplockLevel::EXCLUSIVE, None) => LeaseState::READ_CACHING.union(LeaseState::WRITE_CACHING),
+        (OplockLevel::BATCH | OplockLevel::EXCLUSIVE, None) => {
+            LeaseState::READ_CACHING.union(LeaseState::WRITE_CACHING)
+        }
         (OplockLevel::II, None) => LeaseState::READ_CACHING,
         _ => LeaseState::empty(),
     };
-    lease_bits(state)
-}
-
-/// READ, WRITE, HANDLE, the bits (SMB2_LEASE_*) and `RWH`-style text of a caching state.
-fn lease_bits(state: LeaseState) -> Value {
-    let bits = [
-        ("READ", LeaseState::READ_CACHING, 'R'),
-        ("WRITE", LeaseState::WRITE_CACHING, 'W'),
-        ("HANDLE", LeaseState::HANDLE_CACHING, 'H'),
-    ];
     let mut m = Map::new();
-    for (name, bit, _) in bits {
+    for (name, bit, _) in CACHING_BITS {
         m.insert(name.into(), json!(state.contains(bit)));
     }
     m.insert("hex".into(), json!(format!("{:#010x}", state.0)));
-    let text: String = bits
-        .iter()
-        .filter(|(_, bit, _)| state.contains(*bit))
-        .map(|(_, _, c)| *c)
-        .collect();
-    m.insert("text".into(), json!(text));
+    m.insert("text".into(), json!(caching_text(state)));
     Value::Object(m)
 }
 
-/// The oplock as smbstatus shows it, with Samba's op_type bits (EXCLUSIVE 0x1, BATCH 0x2,
-/// LEVEL_II 0x4, LEASE 0x100); `{}` for none.
+/// The caching bits (SMB2_LEASE_*) as smbstatus names and abbreviates them.
+const CACHING_BITS: [(&str, LeaseState, char); 3] = [
+    ("READ", LeaseState::READ_CACHING, 'R'),
+    ("WRITE", LeaseState::WRITE_CACHING, 'W'),
+    ("HANDLE", LeaseState::HANDLE_CACHING, 'H'),
+];
+
+/// `RWH`-style text of a caching state.
+fn caching_text(state: LeaseState) -> String {
+    CACHING_BITS
+        .iter()
+        .filter(|(_, bit, _)| state.contains(*bit))
+        .map(|(_, _, c)| *c)
+        .collect()
+}
+
+/// The oplock as smbstatus shows it (`{}` for none): a BATCH oplock is EXCLUSIVE and BATCH, a
+/// lease's text carries its state, `LEASE(RWH)`.
 fn oplock(level: OplockLevel, lease: Option<([u8; 16], LeaseState)>) -> Value {
-    let (hex, text) = match level {
-        OplockLevel::EXCLUSIVE => (0x1, "EXCLUSIVE".to_owned()),
-        OplockLevel::BATCH => (0x2, "BATCH".to_owned()),
-        OplockLevel::II => (0x4, "LEVEL_II".to_owned()),
+    let text = match level {
+        OplockLevel::EXCLUSIVE => "EXCLUSIVE".to_owned(),
+        OplockLevel::BATCH => "BATCH".to_owned(),
+        OplockLevel::II => "LEVEL_II".to_owned(),
         OplockLevel::LEASE => {
             let state = lease.map_or_else(LeaseState::empty, |(_, state)| state);
-            let bits = lease_bits(state);
-            (
-                0x100,
-                format!("LEASE({})", bits["text"].as_str().unwrap_or("")),
-            )
+            format!("LEASE({})", caching_text(state))
         }
         _ => return json!({}),
     };
     json!({
-        "EXCLUSIVE": hex == 0x1,
-        "BATCH": hex == 0x2,
-        "LEVEL_II": hex == 0x4,
-        "LEASE": hex == 0x100,
-        "hex": format!("{hex:#010x}"),
+        "EXCLUSIVE": level == OplockLevel::EXCLUSIVE || level == OplockLevel::BATCH,
+        "BATCH": level == OplockLevel::BATCH,
+        "LEVEL_II": level == OplockLevel::II,
+        "LEASE": level == OplockLevel::LEASE,
         "text": text,
     })
 }
 
-/// A lease: its key (as a GUID) and state.
+/// A lease: its key (as a GUID) and state, in smbstatus' order.
 fn lease(key: [u8; 16], state: LeaseState) -> Value {
-    let mut value = lease_bits(state);
-    if let Some(m) = value.as_object_mut() {
-        m.insert("lease_key".into(), json!(guid_text(key)));
+    let mut m = Map::new();
+    m.insert("lease_key".into(), json!(guid_text(key)));
+    m.insert("hex".into(), json!(format!("{:#010x}", state.0)));
+    for (name, bit, _) in CACHING_BITS {
+        m.insert(name.into(), json!(state.contains(bit)));
     }
-    value
+    m.insert("text".into(), json!(caching_text(state)));
+    Value::Object(m)
 }
 
 /// 16 bytes as a GUID is written (MS-DTYP 2.3.4.3): the first three fields little-endian.
@@ -692,24 +690,32 @@ mod tests {
 
     use super::*;
 
-    /// Issue 23 item 7: a BATCH oplock and an RWH lease as smbstatus shows them.
+    /// Issue 23 item 7: a BATCH oplock and an RWH lease as Samba 4.17's smbstatus --json showed
+    /// the same opens side by side.
     #[test]
     fn oplocks_and_leases_are_spelled_as_smbstatus_spells_them() {
-        let batch = oplock(OplockLevel::BATCH, None);
-        assert_eq!(batch["text"], "BATCH");
-        assert_eq!(batch["hex"], "0x00000002");
-        assert_eq!(caching(OplockLevel::BATCH, None)["text"], "RWH");
+        assert_eq!(
+            oplock(OplockLevel::BATCH, None),
+            json!({"EXCLUSIVE": true, "BATCH": true, "LEVEL_II": false, "LEASE": false, "text": "BATCH"})
+        );
+        assert_eq!(
+            caching(OplockLevel::BATCH, None),
+            json!({"READ": true, "WRITE": true, "HANDLE": false, "hex": "0x00000005", "text": "RW"})
+        );
         assert_eq!(caching(OplockLevel::II, None)["text"], "R");
         let rwh = LeaseState(7);
         let key = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
         assert_eq!(
-            oplock(OplockLevel::LEASE, Some((key, rwh)))["text"],
-            "LEASE(RWH)"
+            oplock(OplockLevel::LEASE, Some((key, rwh))),
+            json!({"EXCLUSIVE": false, "BATCH": false, "LEVEL_II": false, "LEASE": true, "text": "LEASE(RWH)"})
         );
-        let leased = lease(key, LeaseState(1 | 4));
-        assert_eq!(leased["lease_key"], "04030201-0605-0807-090a-0b0c0d0e0f10");
-        assert_eq!(leased["text"], "RW");
-        assert_eq!(leased["hex"], "0x00000005");
+        assert_eq!(
+            lease(key, rwh).to_string(),
+            json!({"lease_key": "04030201-0605-0807-090a-0b0c0d0e0f10", "hex": "0x00000007",
+                   "READ": true, "WRITE": true, "HANDLE": true, "text": "RWH"})
+            .to_string()
+        );
+        assert_eq!(caching(OplockLevel::LEASE, Some((key, rwh)))["text"], "RWH");
         assert_eq!(oplock(OplockLevel::NONE, None), json!({}));
     }
 
