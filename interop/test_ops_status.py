@@ -140,3 +140,79 @@ def test_status_shows_the_proven_account_and_escapes_what_clients_chose(smb3d):
     names = {f["filename"] for f in report["open_files"].values()}
     assert names == {"evil\\u{202e}txt.exe", "f.txt"}, names
     assert not unshowable(json.dumps(report, ensure_ascii=False)), report
+
+
+def test_status_shows_a_batch_oplock_and_an_rwh_lease(smb3d):
+    """Issue 23 item 7: status shows the caching opens hold, as smbstatus shows it: a BATCH
+    oplock and an RWH lease, in --json and in the table."""
+    import uuid
+
+    from smbprotocol.open import RequestedOplockLevel
+    from test_two_clients import H, R, W, granted_lease_state, lease_context, open_file
+
+    conn, _, tree = connect(smb3d)
+    try:
+        batch, _ = open_file(tree, "batch.txt", CreateDisposition.FILE_OVERWRITE_IF,
+                             oplock=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH)
+        assert batch.oplock_level == RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
+        key = uuid.uuid4().bytes
+        leased, contexts = open_file(tree, "leased.txt", CreateDisposition.FILE_OVERWRITE_IF,
+                                     contexts=[lease_context(key, R | W | H)],
+                                     oplock=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE)
+        assert granted_lease_state(contexts) == R | W | H
+
+        files = status(smb3d)["open_files"]
+        (batch_open,) = files[str(smb3d.share_dir / "batch.txt")]["opens"].values()
+        # What Samba 4.17's smbstatus --json showed for the same opens side by side.
+        assert batch_open["oplock"] == {"EXCLUSIVE": True, "BATCH": True, "LEVEL_II": False, "LEASE": False,
+                                        "text": "BATCH"}, batch_open
+        assert batch_open["caching"] == {"READ": True, "WRITE": True, "HANDLE": False, "hex": "0x00000005",
+                                         "text": "RW"}, batch_open
+        assert batch_open["lease"] == {}
+        (lease_open,) = files[str(smb3d.share_dir / "leased.txt")]["opens"].values()
+        assert lease_open["oplock"] == {"EXCLUSIVE": False, "BATCH": False, "LEVEL_II": False, "LEASE": True,
+                                        "text": "LEASE(RWH)"}, lease_open
+        assert lease_open["lease"] == {"lease_key": str(uuid.UUID(bytes_le=key)), "hex": "0x00000007", "READ": True,
+                                       "WRITE": True, "HANDLE": True, "text": "RWH"}, lease_open
+        assert lease_open["caching"] == {"READ": True, "WRITE": True, "HANDLE": True, "hex": "0x00000007",
+                                         "text": "RWH"}, lease_open
+
+        table = smb3d.ctl("status").stdout
+        assert any("BATCH" in line and "batch.txt" in line for line in table.splitlines()), table
+        assert any("LEASE(RWH)" in line and "leased.txt" in line for line in table.splitlines()), table
+    finally:
+        conn.disconnect()
+
+
+def test_close_share_disconnects_its_tree_connects(smb3d):
+    """`smb3d close-share NAME`, as `smbcontrol smbd close-share`: every tree connect of the share
+    is gone, its opens closed; the client's next request on that tree gets
+    NETWORK_NAME_DELETED, as Samba answers it, and a new tree connect works."""
+    from smbprotocol.tree import TreeConnect
+
+    conn, session, tree = connect(smb3d)
+    try:
+        handle = open_rw(tree, "closed-share.txt")
+        handle.write(b"before", 0)
+        assert len(status(smb3d)["tcons"]) == 1
+        out = smb3d.ctl("close-share", smb3d.share.upper()).stdout
+        assert "1 tree connect(s) closed" in out, out
+        report = status(smb3d)
+        assert report["tcons"] == {} and report["open_files"] == {}, report
+        with pytest.raises(SMBResponseException) as refused:
+            open_rw(tree, "closed-share.txt")
+        assert refused.value.status == 0xC00000C9, refused.value  # STATUS_NETWORK_NAME_DELETED
+        again = TreeConnect(session, tree.share_name)
+        again.connect()
+        reopened = Open(again, "closed-share.txt")
+        reopened.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                        FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                        CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        assert reopened.read(0, 6) == b"before"
+        assert "0 tree connect(s) closed" in smb3d.ctl("close-share", "no-such-share").stdout
+    finally:
+        # smbprotocol's own cleanup of the closed tree is refused (NETWORK_NAME_DELETED).
+        try:
+            conn.disconnect()
+        except Exception:
+            pass

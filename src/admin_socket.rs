@@ -2,6 +2,7 @@
 //! root or the account smb3d runs as sends one JSON request per line and reads one JSON answer
 //! per line. Requests: `{"command":"status"}`, `{"command":"reload"}`,
 //! `{"command":"close-session","id":N}`, `{"command":"close-file","id":N}`,
+//! `{"command":"close-share","name":"NAME"}`,
 //! `{"command":"debug"}` and `{"command":"debug","level":"..."}`. Answers carry
 //! `"ok": true` and the result, or `"ok": false` and `"error"`.
 
@@ -218,6 +219,13 @@ async fn answer(request: &Value, context: &Context) -> Value {
                 failure(format!("no {what} has id {id}"))
             }
         }
+        "close-share" => {
+            let Some(name) = request.get("name").and_then(Value::as_str) else {
+                return failure("close-share needs a \"name\"");
+            };
+            let closed = context.server.close_share(name);
+            json!({"ok": true, "closed": closed})
+        }
         "debug" => {
             let level = request.get("level").and_then(Value::as_str);
             match crate::logging::set_filter(level) {
@@ -231,8 +239,8 @@ async fn answer(request: &Value, context: &Context) -> Value {
             }
         }
         other => failure(format!(
-            "unknown command {other:?}; expected status, reload, close-session, close-file or \
-             debug"
+            "unknown command {other:?}; expected status, reload, close-session, close-file, \
+             close-share or debug"
         )),
     }
 }

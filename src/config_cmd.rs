@@ -142,6 +142,10 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
         .collect();
     warnings.extend(config.testing_only());
     for (name, share) in &config.shares {
+        // The home template's path is made per user at their first connect.
+        if smb3d_config::is_homes(name) {
+            continue;
+        }
         if let Err(why) = crate::reload::build_share(name, share, &config.server) {
             warnings.push(format!("{why}: smb3d serve leaves this share out"));
         }
@@ -168,6 +172,9 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
             ("admin_users", &share.admin_users),
         ] {
             for entry in list {
+                if smb3d_config::is_homes(name) && (entry == "%S" || entry == "%U") {
+                    continue;
+                }
                 let problem = match entry.strip_prefix(['@', '+']) {
                     Some(group) if !group_exists(group) => {
                         format!("{group} is not a Unix group (/etc/group)")

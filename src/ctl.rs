@@ -230,3 +230,11 @@ pub fn close_file(target: &Target, id: &str) -> Result<(), AnyError> {
     println!("open file {id} closed");
     Ok(())
 }
+
+/// `smb3d close-share NAME`.
+pub fn close_share(target: &Target, name: &str) -> Result<(), AnyError> {
+    let answer = target.ask(&json!({"command": "close-share", "name": name}))?;
+    let closed = answer.get("closed").and_then(Value::as_u64).unwrap_or(0);
+    println!("share {name}: {closed} tree connect(s) closed");
+    Ok(())
+}

@@ -6,6 +6,7 @@ mod config_cmd;
 mod credentials;
 mod ctl;
 mod descriptors;
+mod homes;
 mod logging;
 mod manual;
 mod metrics_http;
@@ -112,6 +113,14 @@ enum Command {
         #[command(flatten)]
         target: ctl::Target,
     },
+    /// Disconnect every tree connect of a share (as `smbcontrol smbd close-share`); clients
+    /// that use it again connect again.
+    CloseShare {
+        /// The share's name (a home share's is its user's).
+        name: String,
+        #[command(flatten)]
+        target: ctl::Target,
+    },
     /// Write the manual pages of smb3d and of each subcommand (smb3d.8, smb3d-serve.8, ...).
     Manpages {
         /// The directory to write them into, for example /usr/local/share/man/man8.
@@ -149,6 +158,7 @@ fn main() -> ExitCode {
         Command::Reload { target } => ctl::reload(&target),
         Command::CloseSession { id, target } => ctl::close_session(&target, &id),
         Command::CloseFile { id, target } => ctl::close_file(&target, &id),
+        Command::CloseShare { name, target } => ctl::close_share(&target, &name),
         Command::Manpages { dir } => manual::manpages(Cli::command(), &dir).map(|pages| {
             println!(
                 "wrote {} manual page(s) into {}",

@@ -12,13 +12,15 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use smb3d_config::{
-    Config, EncryptPolicy, FaultErrno, FaultOpName, FaultRuleConfig, ServerConfig, ShareConfig,
-    SigningPolicy,
+    Config, EncryptPolicy, FaultErrno, FaultOpName, FaultRuleConfig, HOMES, ServerConfig,
+    ShareConfig, SigningPolicy, is_homes,
 };
 use smb3d_server::share::{Presentation, Share};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
 use smb3d_vfs_posix::PosixVfs;
+
+use crate::homes::HomeTemplate;
 
 /// The server setting keys that take effect at once on reload (see [`effective`]); every
 /// other one needs a restart. `audit` is applied to each share (new tree connects).
@@ -194,6 +196,11 @@ pub fn build_shares(config: &Config) -> (Vec<Arc<Share>>, ShareHealth) {
     let mut shares = vec![Arc::new(Share::ipc())];
     let mut health = ShareHealth::default();
     for (name, share) in &config.shares {
+        if is_homes(name) {
+            // A template: each user's home is built at their first connect (`crate::homes`).
+            health.shares.push((name.clone(), None));
+            continue;
+        }
         let why = match build_share(name, share, &config.server) {
             Ok(built) => {
                 shares.push(Arc::new(built));
@@ -309,7 +316,14 @@ pub fn apply(
         ..Outcome::default()
     };
     let mut new_health = ShareHealth::default();
+    if share_changed(HOMES, old, new) {
+        server.replace_homes(HomeTemplate::homes(new));
+    }
     for (name, share) in &new.shares {
+        if is_homes(name) {
+            new_health.shares.push((name.clone(), None));
+            continue;
+        }
         let running = current
             .iter()
             .find(|s| s.name.eq_ignore_ascii_case(name) && s.name != "IPC$");

@@ -368,6 +368,7 @@ pub fn build_server(
         Vec::new(),
     );
     server.replace_shares(shares);
+    server.replace_homes(crate::homes::HomeTemplate::homes(config));
     Ok((server, health))
 }
 

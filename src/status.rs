@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use smb3d_dtyp::AccessMask;
 use smb3d_server::admin::{self, Degree, Protection, Snapshot};
 use smb3d_server::escape::escape;
-use smb3d_smb2::create::ShareAccess;
+use smb3d_smb2::create::{LeaseState, OplockLevel, ShareAccess};
 
 use crate::reload::ShareHealth;
 
@@ -134,10 +134,9 @@ pub fn report(snapshot: &Snapshot, health: &ShareHealth, config: &Path, now: Sys
                 "tcon_id": o.tree_id.to_string(),
                 "sharemode": share_mode(o.share_access),
                 "access_mask": access_mask(o.access),
-                // No oplock or lease is granted yet, so none is held.
-                "caching": {"READ": false, "WRITE": false, "HANDLE": false, "hex": "0x00000000", "text": ""},
-                "oplock": {},
-                "lease": {},
+                "caching": caching(o.oplock, o.lease),
+                "oplock": oplock(o.oplock, o.lease),
+                "lease": o.lease.map_or_else(|| json!({}), |(key, state)| lease(key, state)),
                 "opened_at": timestamp(o.opened_at),
                 "directory": o.is_directory,
             }),
@@ -257,6 +256,96 @@ fn share_mode(share: ShareAccess) -> Value {
         "DELETE": delete,
         "text": text,
     })
+}
+
+/// The caching an open's oplock or lease gives its client, as smbstatus spells it (Samba 4.17,
+/// compared side by side): what a lease's state says; for an oplock, RW for BATCH and EXCLUSIVE
+/// (smbstatus counts no handle caching for a BATCH oplock) and R for LEVEL_II.
+fn caching(level: OplockLevel, lease: Option<([u8; 16], LeaseState)>) -> Value {
+    let state = match (level, lease) {
+        (_, Some((_, state))) => state,
+        (OplockLevel::BATCH | OplockLevel::EXCLUSIVE, None) => {
+            LeaseState::READ_CACHING.union(LeaseState::WRITE_CACHING)
+        }
+        (OplockLevel::II, None) => LeaseState::READ_CACHING,
+        _ => LeaseState::empty(),
+    };
+    let mut m = Map::new();
+    for (name, bit, _) in CACHING_BITS {
+        m.insert(name.into(), json!(state.contains(bit)));
+    }
+    m.insert("hex".into(), json!(format!("{:#010x}", state.0)));
+    m.insert("text".into(), json!(caching_text(state)));
+    Value::Object(m)
+}
+
+/// The caching bits (SMB2_LEASE_*) as smbstatus names and abbreviates them.
+const CACHING_BITS: [(&str, LeaseState, char); 3] = [
+    ("READ", LeaseState::READ_CACHING, 'R'),
+    ("WRITE", LeaseState::WRITE_CACHING, 'W'),
+    ("HANDLE", LeaseState::HANDLE_CACHING, 'H'),
+];
+
+/// `RWH`-style text of a caching state.
+fn caching_text(state: LeaseState) -> String {
+    CACHING_BITS
+        .iter()
+        .filter(|(_, bit, _)| state.contains(*bit))
+        .map(|(_, _, c)| *c)
+        .collect()
+}
+
+/// The oplock as smbstatus shows it (`{}` for none): a BATCH oplock is EXCLUSIVE and BATCH, a
+/// lease's text carries its state, `LEASE(RWH)`.
+fn oplock(level: OplockLevel, lease: Option<([u8; 16], LeaseState)>) -> Value {
+    let text = match level {
+        OplockLevel::EXCLUSIVE => "EXCLUSIVE".to_owned(),
+        OplockLevel::BATCH => "BATCH".to_owned(),
+        OplockLevel::II => "LEVEL_II".to_owned(),
+        OplockLevel::LEASE => {
+            let state = lease.map_or_else(LeaseState::empty, |(_, state)| state);
+            format!("LEASE({})", caching_text(state))
+        }
+        _ => return json!({}),
+    };
+    json!({
+        "EXCLUSIVE": level == OplockLevel::EXCLUSIVE || level == OplockLevel::BATCH,
+        "BATCH": level == OplockLevel::BATCH,
+        "LEVEL_II": level == OplockLevel::II,
+        "LEASE": level == OplockLevel::LEASE,
+        "text": text,
+    })
+}
+
+/// A lease: its key (as a GUID) and state, in smbstatus' order.
+fn lease(key: [u8; 16], state: LeaseState) -> Value {
+    let mut m = Map::new();
+    m.insert("lease_key".into(), json!(guid_text(key)));
+    m.insert("hex".into(), json!(format!("{:#010x}", state.0)));
+    for (name, bit, _) in CACHING_BITS {
+        m.insert(name.into(), json!(state.contains(bit)));
+    }
+    m.insert("text".into(), json!(caching_text(state)));
+    Value::Object(m)
+}
+
+/// 16 bytes as a GUID is written (MS-DTYP 2.3.4.3): the first three fields little-endian.
+fn guid_text(b: [u8; 16]) -> String {
+    let field = |range: std::ops::Range<usize>, little_endian: bool| {
+        let mut part = b.get(range).unwrap_or_default().to_vec();
+        if little_endian {
+            part.reverse();
+        }
+        part.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    };
+    format!(
+        "{}-{}-{}-{}-{}",
+        field(0..4, true),
+        field(4..6, true),
+        field(6..8, true),
+        field(8..10, false),
+        field(10..16, false)
+    )
 }
 
 /// The access rights smbstatus spells out.
@@ -601,6 +690,35 @@ mod tests {
 
     use super::*;
 
+    /// Issue 23 item 7: a BATCH oplock and an RWH lease as Samba 4.17's smbstatus --json showed
+    /// the same opens side by side.
+    #[test]
+    fn oplocks_and_leases_are_spelled_as_smbstatus_spells_them() {
+        assert_eq!(
+            oplock(OplockLevel::BATCH, None),
+            json!({"EXCLUSIVE": true, "BATCH": true, "LEVEL_II": false, "LEASE": false, "text": "BATCH"})
+        );
+        assert_eq!(
+            caching(OplockLevel::BATCH, None),
+            json!({"READ": true, "WRITE": true, "HANDLE": false, "hex": "0x00000005", "text": "RW"})
+        );
+        assert_eq!(caching(OplockLevel::II, None)["text"], "R");
+        let rwh = LeaseState(7);
+        let key = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+        assert_eq!(
+            oplock(OplockLevel::LEASE, Some((key, rwh))),
+            json!({"EXCLUSIVE": false, "BATCH": false, "LEVEL_II": false, "LEASE": true, "text": "LEASE(RWH)"})
+        );
+        assert_eq!(
+            lease(key, rwh).to_string(),
+            json!({"lease_key": "04030201-0605-0807-090a-0b0c0d0e0f10", "hex": "0x00000007",
+                   "READ": true, "WRITE": true, "HANDLE": true, "text": "RWH"})
+            .to_string()
+        );
+        assert_eq!(caching(OplockLevel::LEASE, Some((key, rwh)))["text"], "RWH");
+        assert_eq!(oplock(OplockLevel::NONE, None), json!({}));
+    }
+
     #[test]
     fn timestamps_are_utc_with_microseconds() {
         let t = UNIX_EPOCH + Duration::from_micros(1_795_319_163_217_845);
@@ -688,6 +806,8 @@ mod tests {
                 device: 65024,
                 inode: 10_051_890,
                 opened_at: at,
+                oplock: OplockLevel::NONE,
+                lease: None,
             }],
             locks: vec![LockInfo {
                 open_id: 12,

@@ -15,6 +15,7 @@
 mod env;
 mod error;
 mod faults;
+mod homes;
 mod hosts;
 mod limits;
 mod model;
@@ -24,6 +25,7 @@ pub mod smbconf;
 pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;
 pub use faults::{FaultErrno, FaultOpName, FaultRuleConfig, MAX_FAULT_DELAY_MS};
+pub use homes::{DEFAULT_HOME_MODE, HOMES, HomeOwner, home_path, is_homes};
 pub use hosts::HostPattern;
 pub use limits::{Bytes, Interval, LimitsConfig};
 pub use model::{

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeValue, ValueDeserializer};
 
+use crate::homes::{DEFAULT_HOME_MODE, check_home_template, is_homes};
 use crate::limits::{LimitsConfig, limits_problems};
 use crate::{ConfigError, FaultRuleConfig, HostPattern};
 
@@ -462,6 +463,13 @@ pub struct ShareConfig {
     /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
     #[serde(default)]
     pub continuous_availability: bool,
+    /// Only in `[share.homes]`: a user's home directory that does not exist is made on their
+    /// first connect, owned by them, with `create_home_mode` (as pam_mkhomedir does).
+    #[serde(default)]
+    pub create_home: bool,
+    /// The mode of a home directory `create_home` makes.
+    #[serde(default = "default_home_mode")]
+    pub create_home_mode: u32,
     /// TESTING ONLY: calls to the share's file system fail or wait as these rules say
     /// (`[[share.NAME.testing_fault_injection]]`), to test how the server and its clients
     /// cope with a failing, full or stalled disk. Serve and `config check` warn of it.
@@ -500,6 +508,8 @@ impl ShareConfig {
             hide_dot_files: true,
             hide_files: Vec::new(),
             continuous_availability: false,
+            create_home: false,
+            create_home_mode: DEFAULT_HOME_MODE,
             testing_fault_injection: Vec::new(),
         }
     }
@@ -524,6 +534,10 @@ fn default_create_mask() -> u32 {
 
 fn default_directory_mask() -> u32 {
     DEFAULT_DIRECTORY_MASK
+}
+
+fn default_home_mode() -> u32 {
+    DEFAULT_HOME_MODE
 }
 
 /// A checked configuration.
@@ -938,15 +952,29 @@ pub(crate) fn share_problems(
     if let Err(m) = check_share_name(name) {
         problems.push(Problem::at(span.clone(), m));
     }
-    if !share.path.get_ref().is_absolute() {
+    if is_homes(name) {
+        if let Err(m) = check_home_template(share.path.get_ref()) {
+            problems.push(Problem::at(
+                share.path.span(),
+                format!("share {name:?}: {m}"),
+            ));
+        }
+    } else if !share.path.get_ref().is_absolute() {
         problems.push(Problem::at(
             share.path.span(),
             format!("share {name:?}: path must be absolute"),
         ));
     }
+    if share.create_home && !is_homes(name) {
+        problems.push(Problem::at(
+            span.clone(),
+            format!("share {name:?}: create_home is only for the share named \"homes\""),
+        ));
+    }
     for (option, mask) in [
         ("create_mask", share.create_mask),
         ("directory_mask", share.directory_mask),
+        ("create_home_mode", share.create_home_mode),
     ] {
         if mask > 0o7777 {
             problems.push(Problem::at(

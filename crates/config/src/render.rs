@@ -175,6 +175,10 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "continuous_availability = {}",
         share.continuous_availability
     );
+    if share.create_home {
+        let _ = writeln!(out, "create_home = true");
+        let _ = writeln!(out, "create_home_mode = {:#o}", share.create_home_mode);
+    }
     for rule in &share.testing_fault_injection {
         render_fault_rule(out, name, rule);
     }

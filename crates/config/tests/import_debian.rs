@@ -43,7 +43,13 @@ fn debian_default_with_a_share_converts() {
     );
 
     let names: Vec<&str> = c.shares.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["print$", "projects"]);
+    assert_eq!(names, ["homes", "print$", "projects"]);
+    // Debian's [homes] has no path: each user's passwd home; `valid users = %S` is the owner.
+    let homes = c.share("homes").unwrap();
+    assert_eq!(homes.path.get_ref(), Path::new("%H"));
+    assert!(homes.read_only && !homes.browseable);
+    assert_eq!(homes.valid_users, ["%S"]);
+    assert_eq!((homes.create_mask, homes.directory_mask), (0o700, 0o700));
     let print = c.share("print$").unwrap();
     assert_eq!(print.path.get_ref(), Path::new("/var/lib/samba/printers"));
     assert!(print.read_only && print.browseable && !print.guest_ok);
@@ -71,7 +77,7 @@ fn debian_default_with_a_share_converts() {
         "DIR/smb.conf:93: [global]: pam password change = yes: smb3d keeps its own user database and does not use PAM",
         "DIR/smb.conf:97: [global]: map to guest = bad user: mapped to map_to_guest = \"bad-user\", but NOT ENFORCED by smb3d yet: unknown user names are refused meanwhile",
         "DIR/smb.conf:165: [global]: usershare allow guests = yes: user shares are not supported",
-        "DIR/smb.conf:169: [homes]: share skipped: [homes] (a share per user) is not supported yet (parameters not imported: comment, browseable, read only, create mask, directory mask, valid users)",
+        "DIR/smb.conf:169: [homes]: named streams: Samba serves none on this share (its vfs objects have no streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no option to turn them off yet",
         "DIR/smb.conf:213: [printers]: share skipped: smb3d serves no printers (parameters not imported: comment, browseable, path, printable, guest ok, read only, create mask)",
         // Debian's [print$] has no vfs objects, so Samba serves no named streams on it.
         "DIR/smb.conf:224: [print$]: named streams: Samba serves none on this share (its vfs objects have no streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no option to turn them off yet",
@@ -92,6 +98,7 @@ fn debian_default_with_a_share_converts() {
         "validusers",
         "vfsobjects",
         "createmask",
+        "directorymask",
     ];
     for section in &conf.sections {
         for p in &section.params {

@@ -209,6 +209,16 @@ impl Accounts {
         id_of(&self.group, name)
     }
 
+    /// The home directory (sixth field) passwd gives the user `uid`.
+    pub fn home_of(&self, uid: u32) -> Option<&str> {
+        self.passwd.lines().find_map(|line| {
+            let mut fields = line.split(':');
+            let (_, _, id) = (fields.next()?, fields.next()?, fields.next()?);
+            let home = fields.nth(2)?;
+            (id.parse::<u32>().ok()? == uid && !home.is_empty()).then_some(home)
+        })
+    }
+
     /// The name of the user `uid`.
     pub fn user_name(&self, uid: u32) -> Option<&str> {
         name_of(&self.passwd, uid)

@@ -47,5 +47,5 @@ pub use pipeline::piped_write;
 pub use state::connection::{self, Connection, credits};
 pub use state::server::{EncryptionPolicy, Server, Settings};
 pub use state::store::{DiskStore, MemoryStore, StateStore};
-pub use state::{audit, metrics, share, store};
+pub use state::{audit, homes, metrics, share, store};
 pub use status_map::vfs_status;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 use super::parse::{Param, Section, SmbConf, Warning, parse_bool};
+use crate::homes::is_homes;
 use crate::limits::{Interval, LimitsConfig};
 use crate::model::{check_server_name, check_share_name};
 use crate::{
@@ -698,7 +699,9 @@ impl Converter {
             let group = ["+&", "&+", "@", "+"]
                 .iter()
                 .find_map(|prefix| item.strip_prefix(prefix));
-            let problem = if item.contains('%') {
+            // In [homes], %S and %U are the home's owner, which smb3d replaces.
+            let owner = is_homes(&section.name) && (item == "%S" || item == "%U");
+            let problem = if item.contains('%') && !owner {
                 Some(format!("substitution {item} is not supported"))
             } else if group.is_none() && item.starts_with('&') {
                 Some(format!(
@@ -851,10 +854,6 @@ impl Converter {
 
     /// Maps a share section; None (with a warning) when it cannot be a share here.
     fn share(&mut self, section: &Section, defaults: &ShareParams) -> Option<ShareConfig> {
-        if section.name.eq_ignore_ascii_case("homes") {
-            self.skip(section, "[homes] (a share per user) is not supported yet");
-            return None;
-        }
         if section.name.eq_ignore_ascii_case("printers") {
             self.skip(section, "smb3d serves no printers");
             return None;
@@ -879,24 +878,30 @@ impl Converter {
             return None;
         }
         let streams = params.streams.unwrap_or(false);
-        let Some(path) = params.path else {
+        let homes = is_homes(&section.name);
+        // Samba's [homes] without a path serves each user's passwd home directory.
+        let Some(path) = params.path.or_else(|| homes.then(|| "%H".to_owned())) else {
             self.skip(section, "it has no path");
             return None;
         };
-        let path = match self.static_substitution(&section.name, &path) {
+        let path = match self.path_substitution(&section.name, &path) {
             Ok(path) => path,
             Err(dynamic) => {
+                let only = if homes {
+                    "a home path takes only %U, %u, %S, %G, %g and %H, which name its owner"
+                } else {
+                    "smb3d makes per-user paths only in [homes]"
+                };
                 self.skip(
                     section,
                     &format!(
-                        "path {path} uses {dynamic}, which changes with each connection; smb3d \
-                         has no per-connection share paths yet"
+                        "path {path} uses {dynamic}, which changes with each connection; {only}"
                     ),
                 );
                 return None;
             }
         };
-        if !path.starts_with('/') {
+        if !homes && !path.starts_with('/') {
             self.skip(section, &format!("path {path} is not absolute"));
             return None;
         }
@@ -955,9 +960,12 @@ impl Converter {
     }
 
     /// `path` with the substitutions that are the same for every connection replaced: %S (the
-    /// share's name), %L (the server's NetBIOS name), %% (a percent sign). The first other one
-    /// (%U, %m, %t, ...) is the error: those change with each connection.
-    fn static_substitution(&self, share: &str, path: &str) -> Result<String, String> {
+    /// share's name), %L (the server's NetBIOS name), %% (a percent sign). In [homes], those
+    /// naming the home's owner (%U, %u, %S, %G, %g, %H) are kept for smb3d to replace at each
+    /// user's first connect. The first other one (%U, %m, %t, ...) is the error: those change
+    /// with each connection.
+    fn path_substitution(&self, share: &str, path: &str) -> Result<String, String> {
+        let homes = is_homes(share);
         let mut out = String::with_capacity(path.len());
         let mut chars = path.chars();
         while let Some(c) = chars.next() {
@@ -966,6 +974,11 @@ impl Converter {
                 continue;
             }
             match chars.next() {
+                Some(owner @ ('U' | 'u' | 'S' | 'G' | 'g' | 'H')) if homes => {
+                    out.push('%');
+                    out.push(owner);
+                }
+                Some('%') if homes => out.push_str("%%"),
                 Some('S') => out.push_str(share),
                 Some('L') => out.push_str(&self.server.server_name),
                 Some('%') => out.push('%'),
@@ -1186,7 +1199,7 @@ mod tests {
     #[test]
     fn sections_that_cannot_be_shares_are_skipped_with_a_reason() {
         let i = convert_text(
-            "[homes]\nbrowseable = no\n[printers]\npath = /var/tmp\n[lp]\npath = /x\nprintable = yes\n\
+            "[homes]\npath = /h/%m\n[printers]\npath = /var/tmp\n[lp]\npath = /x\nprintable = yes\n\
              [off]\npath = /o\navailable = no\n[nopath]\ncomment = c\n[macro]\npath = /home/%U\n\
              [rel]\npath = srv\n[groups]\npath = /g\nvalid users = &staff\n[a/b]\npath = /ab\n\
              [ipc$]\npath = /i\n",
@@ -1197,7 +1210,8 @@ mod tests {
         for (line, needle) in [
             (
                 0,
-                "[homes]: share skipped: [homes] (a share per user) is not supported yet (parameters not imported: browseable)",
+                "[homes]: share skipped: path /h/%m uses the substitution %m, which changes with \
+                 each connection; a home path takes only %U, %u, %S, %G, %g and %H",
             ),
             (1, "[printers]: share skipped: smb3d serves no printers"),
             (2, "[lp]: share skipped: a printer share"),
@@ -1206,7 +1220,7 @@ mod tests {
             (
                 5,
                 "[macro]: share skipped: path /home/%U uses the substitution %U, which changes \
-                 with each connection; smb3d has no per-connection share paths yet",
+                 with each connection; smb3d makes per-user paths only in [homes]",
             ),
             (6, "[rel]: share skipped: path srv is not absolute"),
             (7, "[groups]: share skipped: valid users names only groups"),
@@ -1219,6 +1233,28 @@ mod tests {
         ] {
             assert!(text[line].contains(needle), "{}: {needle}", text[line]);
         }
+    }
+
+    /// [homes] becomes the home template: the owner's substitutions kept for smb3d, the
+    /// static ones replaced, `valid users = %S` kept; without a path, the passwd home.
+    #[test]
+    fn homes_map_to_the_home_template() {
+        let i = convert_text(
+            "[global]\nnetbios name = nas1\n[homes]\npath = /srv/%L/%G/%U\nbrowseable = no\n\
+             read only = no\nvalid users = %S @staff\n",
+        );
+        assert!(messages(&i).is_empty(), "{:#?}", messages(&i));
+        let homes = i.config.share("homes").unwrap();
+        assert_eq!(homes.path.get_ref(), Path::new("/srv/NAS1/%G/%U"));
+        assert!(!homes.browseable && !homes.read_only);
+        assert_eq!(homes.valid_users, ["%S", "@staff"]);
+        let reparsed = crate::Config::parse(Path::new("i.toml"), &i.config.to_toml()).unwrap();
+        assert_eq!(reparsed.share("homes"), Some(homes));
+        let i = convert_text("[homes]\nread only = no\n");
+        assert_eq!(
+            i.config.share("homes").unwrap().path.get_ref(),
+            Path::new("%H")
+        );
     }
 
     #[test]

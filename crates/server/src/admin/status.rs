@@ -9,9 +9,10 @@ use std::time::SystemTime;
 
 use smb3d_crypto::{Cipher, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
-use smb3d_smb2::create::ShareAccess;
+use smb3d_smb2::create::{LeaseState, OplockLevel, ShareAccess};
 
 use crate::escape::escape;
+use crate::state::caching::Caching;
 use crate::state::files::SharedFile;
 use crate::state::open::{Open, close_open};
 use crate::state::server::Server;
@@ -133,6 +134,11 @@ pub struct OpenInfo {
     pub device: u64,
     pub inode: u64,
     pub opened_at: SystemTime,
+    /// The oplock the open holds (Open.OplockLevel): NONE, II, EXCLUSIVE, BATCH, or LEASE
+    /// when it belongs to a lease.
+    pub oplock: OplockLevel,
+    /// The lease the open belongs to: its key and state (Lease.LeaseState, MS-SMB2 3.3.1.4).
+    pub lease: Option<([u8; 16], LeaseState)>,
 }
 
 /// One byte-range lock (MS-FSA 2.1.1.5), held through an open.
@@ -230,17 +236,26 @@ fn session_protection(
 
 /// An open as `snapshot` shows it, read from its file's table of opens.
 fn open_info((session_id, share, open): FoundOpen) -> OpenInfo {
-    let (path, share_access, delete_pending) = {
+    let (path, share_access, delete_pending, (oplock, lease)) = {
         let state = open.shared.state.lock();
-        let share_access = state
-            .opens
-            .iter()
-            .find(|e| e.id == open.file_id.volatile)
-            .map_or(ShareAccess::empty(), |e| e.share);
+        let entry = state.opens.iter().find(|e| e.id == open.file_id.volatile);
+        let caching = match entry.map(|e| &e.caching) {
+            Some(Caching::Oplock { level, .. }) => (*level, None),
+            Some(Caching::Lease(id)) => (
+                OplockLevel::LEASE,
+                state
+                    .leases
+                    .iter()
+                    .find(|l| l.id == *id)
+                    .map(|l| (id.key.0, LeaseState(l.state))),
+            ),
+            Some(Caching::None) | None => (OplockLevel::NONE, None),
+        };
         (
             state.path.as_str().to_owned(),
-            share_access,
+            entry.map_or(ShareAccess::empty(), |e| e.share),
             state.delete_pending.is_some(),
+            caching,
         )
     };
     OpenInfo {
@@ -260,6 +275,8 @@ fn open_info((session_id, share, open): FoundOpen) -> OpenInfo {
         device: open.shared.key.dev,
         inode: open.shared.key.ino,
         opened_at: open.opened_at,
+        oplock,
+        lease,
     }
 }
 
@@ -415,6 +432,48 @@ impl Server {
             }
         }
         false
+    }
+
+    /// Disconnects every tree connect of the share `name` (case-insensitively) as
+    /// TREE_DISCONNECT would, as Samba's `smbcontrol smbd close-share` does: its opens are
+    /// closed and the clients' next request on such a tree gets STATUS_NETWORK_NAME_DELETED
+    /// (MS-SMB2 3.3.5.2.11). Returns how many tree connects were closed.
+    pub fn close_share(&self, name: &str) -> usize {
+        let sessions: Vec<Arc<Session>> = self.sessions.lock().values().cloned().collect();
+        let mut closed = 0;
+        for session in sessions {
+            let (trees, opens) = {
+                let mut st = session.state.lock();
+                let ids: Vec<u32> = st
+                    .trees
+                    .iter()
+                    .filter(|(_, tree)| tree.share.name.eq_ignore_ascii_case(name))
+                    .map(|(id, _)| *id)
+                    .collect();
+                let mut trees = Vec::with_capacity(ids.len());
+                let mut opens = Vec::new();
+                for id in ids {
+                    trees.extend(st.trees.remove(&id));
+                    opens.extend(st.take_opens(Some(id)));
+                }
+                (trees, opens)
+            };
+            for tree in &trees {
+                tree.pipes.close_all();
+            }
+            for open in opens {
+                close_open(self, &open);
+            }
+            closed += trees.len();
+        }
+        if closed > 0 {
+            tracing::info!(
+                share = &*escape(name),
+                trees = closed,
+                "share closed by the administrator"
+            );
+        }
+        closed
     }
 
     /// Closes one open as CLOSE would (running delete-on-close); the client's handle is then

@@ -37,13 +37,8 @@ pub(crate) async fn handle(
     }
     admit_tree(cx.conn, &session)?;
     let share_name = share_name(&req.path).ok_or(NtStatus::BAD_NETWORK_NAME)?;
-    let share = cx
-        .conn
-        .server
-        .share(share_name)
-        .ok_or(NtStatus::BAD_NETWORK_NAME)?;
-
     let identity = session.identity().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let share = cx.conn.server.share_for(share_name, &user, &identity)?;
     let access = tree_access(&cx.conn.server.ids, &share, &user, &identity)?;
     let maximal_access = access.maximal_access;
     let share_type = match share.kind {

@@ -14,6 +14,7 @@ pub(crate) mod dir_leases;
 pub(crate) mod durable;
 pub(crate) mod encryption;
 pub(crate) mod files;
+pub mod homes;
 pub(crate) mod host_changes;
 pub(crate) mod locks;
 pub mod metrics;

@@ -14,6 +14,7 @@ use smb3d_smb2::file_id::FileId;
 use tokio::sync::Notify;
 
 use crate::identity::{Accounts, Identity, UnixId};
+use crate::state::homes::{HOMES, Homes};
 use crate::state::server::Server;
 use crate::state::session::SessionUser;
 use crate::state::share::{Share, ShareKind};
@@ -173,6 +174,29 @@ impl ServerDirectory {
             ..self
         }
     }
+
+    /// What share listings show of the homes: `homes` itself where its template is browseable,
+    /// and the viewer's own home to the viewer alone (as Samba adds it at logon), without
+    /// making it.
+    fn home_entries(&self, homes: &Homes) -> Vec<ShareEntry> {
+        let entry = |name: String| ShareEntry {
+            name,
+            comment: homes.comment.clone(),
+            kind: RpcShareKind::Disk,
+            path: String::new(),
+            browseable: true,
+        };
+        let mut entries = Vec::new();
+        if homes.browseable {
+            entries.push(entry(HOMES.to_owned()));
+        }
+        if let Some((user, who)) = &self.viewer
+            && let Some(name) = Homes::listed_name(user, who)
+        {
+            entries.push(entry(name));
+        }
+        entries
+    }
 }
 
 /// The server comment of SERVER_INFO_101 and friends.
@@ -211,7 +235,7 @@ impl Directory for ServerDirectory {
                     .as_ref()
                     .is_none_or(|(user, who)| share.admits(user, who))
         };
-        server
+        let mut entries: Vec<ShareEntry> = server
             .shares()
             .iter()
             .filter(|share| listed(share))
@@ -225,7 +249,11 @@ impl Directory for ServerDirectory {
                 path: windows_path(&share.path),
                 browseable: share.browseable,
             })
-            .collect()
+            .collect();
+        if let Some(homes) = server.homes() {
+            entries.extend(self.home_entries(&homes));
+        }
+        entries
     }
 
     fn lookup_name(&self, name: &str) -> Option<(Sid, SidType, String)> {

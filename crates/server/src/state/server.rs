@@ -8,21 +8,23 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, RwLock};
 use smb3d_auth::{CredentialStore, ServerIdentity};
 use smb3d_crypto::{Cipher, CryptoProvider};
+use smb3d_dtyp::NtStatus;
 use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
 use crate::address_slots::AddressSlots;
 use crate::clock::{Clock, SystemClock};
-use crate::identity::IdMap;
+use crate::identity::{IdMap, Identity};
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::state::connection::Connection;
 use crate::state::connection::limits::OpenFiles;
 use crate::state::durable::DurableTable;
 use crate::state::files::FileTable;
+use crate::state::homes::Homes;
 use crate::state::host_changes::HostChanges;
 use crate::state::metrics::Metrics;
 use crate::state::notify::NotifyHub;
-use crate::state::session::Session;
+use crate::state::session::{Session, SessionUser};
 use crate::state::share::Share;
 use crate::state::store::StateStore;
 use crate::throttle::LogonThrottle;
@@ -116,6 +118,8 @@ pub struct Server {
     /// Replaced as a whole when the configuration is reloaded; tree connects keep the share
     /// they connected to.
     shares: RwLock<Arc<[Arc<Share>]>>,
+    /// The home share template, when one is configured; replaced as a whole on reload.
+    homes: RwLock<Option<Arc<Homes>>>,
     pub(crate) guid: Guid,
     pub(crate) sessions: Mutex<HashMap<u64, Arc<Session>>>,
     /// Live connections by id, for status reports and admin actions.
@@ -204,6 +208,7 @@ impl Server {
             credentials,
             crypto,
             shares: RwLock::new(shares.into_iter().map(Arc::new).collect()),
+            homes: RwLock::new(None),
             guid,
             sessions: Mutex::new(HashMap::new()),
             connections: Mutex::new(HashMap::new()),
@@ -253,6 +258,32 @@ impl Server {
             .iter()
             .find(|s| s.name.eq_ignore_ascii_case(name))
             .cloned()
+    }
+
+    /// The share a tree connect to `name` by a session of `user` acting as `who` reaches: a
+    /// configured share of that name, else the user's home ([`Homes::resolve`]).
+    pub(crate) fn share_for(
+        &self,
+        name: &str,
+        user: &SessionUser,
+        who: &Identity,
+    ) -> Result<Arc<Share>, NtStatus> {
+        if let Some(share) = self.share(name) {
+            return Ok(share);
+        }
+        let homes = self.homes().ok_or(NtStatus::BAD_NETWORK_NAME)?;
+        homes.resolve(name, user, who)
+    }
+
+    /// The home share template, when one is configured.
+    pub fn homes(&self) -> Option<Arc<Homes>> {
+        self.homes.read().clone()
+    }
+
+    /// Makes home shares from `homes` from now on (at start and on reload); tree connects to
+    /// homes made before keep them.
+    pub fn replace_homes(&self, homes: Option<Homes>) {
+        *self.homes.write() = homes.map(Arc::new);
     }
 
     /// Whether NEGOTIATE offers persistent handles: the server keeps them and serves a
