@@ -420,12 +420,25 @@ pub struct ShareConfig {
     #[serde(default)]
     pub signing: SigningPolicy,
     /// Permission bits a new file may get (Samba's `create mask`): the mode the client's
-    /// attributes imply (0o666, without write bits when read-only) is masked with it.
-    #[serde(default = "default_create_mask")]
+    /// attributes imply (0o666, without write bits when read-only) is masked with it. Modes
+    /// are written in octal: `0o660` or `"0660"`.
+    #[serde(default = "default_create_mask", deserialize_with = "mode")]
     pub create_mask: u32,
     /// Permission bits a new directory may get (Samba's `directory mask`), masking 0o777.
-    #[serde(default = "default_directory_mask")]
+    #[serde(default = "default_directory_mask", deserialize_with = "mode")]
     pub directory_mask: u32,
+    /// Bits every new file gets after `create_mask` (Samba's `force create mode`).
+    #[serde(default, deserialize_with = "mode")]
+    pub force_create_mode: u32,
+    /// Bits every new directory gets after `directory_mask` (Samba's `force directory
+    /// mode`), e.g. 0o2000 for setgid directories.
+    #[serde(default, deserialize_with = "mode")]
+    pub force_directory_mode: u32,
+    /// A new file or directory takes its permissions from its parent directory instead of
+    /// the masks (Samba's `inherit permissions`): a file the parent's read and write bits, a
+    /// directory all of the parent's bits.
+    #[serde(default)]
+    pub inherit_permissions: bool,
     /// Listings leave out files and directories the user may not read (access-based
     /// enumeration; Samba's `hide unreadable`).
     #[serde(default)]
@@ -491,6 +504,9 @@ impl ShareConfig {
             signing: SigningPolicy::Auto,
             create_mask: DEFAULT_CREATE_MASK,
             directory_mask: DEFAULT_DIRECTORY_MASK,
+            force_create_mode: 0,
+            force_directory_mode: 0,
+            inherit_permissions: false,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: None,
@@ -524,6 +540,64 @@ fn default_create_mask() -> u32 {
 
 fn default_directory_mask() -> u32 {
     DEFAULT_DIRECTORY_MASK
+}
+
+/// The share options that hold a file mode.
+const MODE_OPTIONS: [&str; 4] = [
+    "create_mask",
+    "directory_mask",
+    "force_create_mode",
+    "force_directory_mode",
+];
+
+/// A mode: an integer (TOML's `0o660`), or a string of octal digits (`"0660"`, as smb.conf
+/// writes it).
+fn mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Number(u32),
+        Text(String),
+    }
+    match Written::deserialize(d)? {
+        Written::Number(n) => Ok(n),
+        Written::Text(text) => {
+            let digits = text.strip_prefix("0o").unwrap_or(&text);
+            u32::from_str_radix(digits, 8)
+                .ok()
+                .filter(|_| !digits.is_empty() && !digits.starts_with('+'))
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "mode {text:?} is not octal digits; write it as \"0660\" or 0o660"
+                    ))
+                })
+        }
+    }
+}
+
+/// A mode written as a decimal integer (`create_mask = 664`) means 0o1230 to TOML, never what
+/// its writer meant: refused, naming the fix. Zero is the same in any base.
+fn decimal_modes(share: &Spanned<DeValue<'_>>) -> Vec<Problem> {
+    let DeValue::Table(table) = share.get_ref() else {
+        return Vec::new();
+    };
+    table
+        .iter()
+        .filter(|(key, _)| MODE_OPTIONS.contains(&key.get_ref().as_ref()))
+        .filter_map(|(key, value)| match value.get_ref() {
+            DeValue::Integer(n) if n.radix() == 10 && !n.as_str().trim_start_matches('0').is_empty() => {
+                let digits = n.as_str();
+                Some(Problem::at(
+                    value.span(),
+                    format!(
+                        "{key} = {digits} is a decimal number; modes are octal: write 0o{digits} or \"{digits}\"",
+                        key = key.get_ref()
+                    ),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// A checked configuration.
@@ -623,6 +697,11 @@ impl Config {
                             for (name, share) in shares {
                                 let name_span = name.span();
                                 let name = name.into_inner().into_owned();
+                                let decimal = decimal_modes(&share);
+                                if !decimal.is_empty() {
+                                    problems.extend(decimal);
+                                    continue;
+                                }
                                 match ShareConfig::deserialize(ValueDeserializer::from(share)) {
                                     Ok(share) => raw_shares.push((name_span, name, share)),
                                     Err(e) => problems.push(de_problem(&e)),
@@ -947,6 +1026,8 @@ pub(crate) fn share_problems(
     for (option, mask) in [
         ("create_mask", share.create_mask),
         ("directory_mask", share.directory_mask),
+        ("force_create_mode", share.force_create_mode),
+        ("force_directory_mode", share.force_directory_mode),
     ] {
         if mask > 0o7777 {
             problems.push(Problem::at(
@@ -1127,6 +1208,33 @@ guest_ok = true
         assert_eq!((share.create_mask, share.directory_mask), (0o600, 0o755));
         let e = parse("[share.s]\npath = \"/s\"\ndirectory_mask = 0o17777\n").unwrap_err();
         assert!(e.message.contains("beyond 0o7777"), "{e}");
+    }
+
+    #[test]
+    fn modes_are_octal_numbers_or_strings_and_a_decimal_one_is_refused_with_the_fix() {
+        let c = parse(
+            "[share.s]\npath = \"/s\"\ncreate_mask = \"0660\"\ndirectory_mask = 0o770\n\
+             force_directory_mode = \"2000\"\nforce_create_mode = 0\n",
+        )
+        .unwrap();
+        let share = c.share("s").unwrap();
+        assert_eq!((share.create_mask, share.directory_mask), (0o660, 0o770));
+        assert_eq!(
+            (share.force_create_mode, share.force_directory_mode),
+            (0, 0o2000)
+        );
+        let e = parse("[share.s]\npath = \"/s\"\ncreate_mask = 664\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 15), "{e}");
+        assert!(
+            e.message.contains("create_mask = 664 is a decimal number")
+                && e.message.contains("write 0o664 or \"664\""),
+            "{e}"
+        );
+        for bad in ["\"0x1ff\"", "\"668\"", "\"\"", "\"+660\""] {
+            let text = format!("[share.s]\npath = \"/s\"\nforce_create_mode = {bad}\n");
+            let e = parse(&text).unwrap_err();
+            assert!(e.message.contains("not octal digits"), "{bad}: {e}");
+        }
     }
 
     #[test]

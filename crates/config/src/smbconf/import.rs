@@ -110,6 +110,9 @@ struct ShareParams {
     printable: Option<bool>,
     create_mask: Option<u32>,
     directory_mask: Option<u32>,
+    force_create_mode: Option<u32>,
+    force_directory_mode: Option<u32>,
+    inherit_permissions: Option<bool>,
     strict_allocate: Option<bool>,
     allocation_roundup_size: Option<u64>,
     hide_dot_files: Option<bool>,
@@ -136,9 +139,6 @@ fn unmapped_reason(key: &str) -> &'static str {
         | "passwdchat"
         | "pampasswordchange"
         | "obeypamrestrictions" => "smb3d keeps its own user database and does not use PAM",
-        "forcecreatemode" | "forcedirectorymode" => {
-            "not mapped yet: smb3d applies create_mask and directory_mask but forces no bits"
-        }
         "usershareallowguests" | "usersharemaxshares" | "usersharepath" | "usershareowneronly" => {
             "user shares are not supported"
         }
@@ -662,6 +662,15 @@ impl Converter {
             "directorymask" | "directorymode" => {
                 out.directory_mask = self.mode_param(section, p).or(out.directory_mask);
             }
+            "forcecreatemode" => {
+                out.force_create_mode = self.mode_param(section, p).or(out.force_create_mode);
+            }
+            "forcedirectorymode" => {
+                out.force_directory_mode = self.mode_param(section, p).or(out.force_directory_mode);
+            }
+            "inheritpermissions" => {
+                out.inherit_permissions = self.bool_param(section, p).or(out.inherit_permissions);
+            }
             "strictallocate" => {
                 out.strict_allocate = self.bool_param(section, p).or(out.strict_allocate);
             }
@@ -936,6 +945,9 @@ impl Converter {
         share.encrypt = params.encrypt;
         share.create_mask = params.create_mask.unwrap_or(DEFAULT_CREATE_MASK);
         share.directory_mask = params.directory_mask.unwrap_or(DEFAULT_DIRECTORY_MASK);
+        share.force_create_mode = params.force_create_mode.unwrap_or(0);
+        share.force_directory_mode = params.force_directory_mode.unwrap_or(0);
+        share.inherit_permissions = params.inherit_permissions.unwrap_or(false);
         // Samba's default: no (smb3d's own is yes, so it is written out).
         share.strict_allocate = params.strict_allocate.unwrap_or(false);
         share.allocation_roundup_size = params.allocation_roundup_size.unwrap_or(0);
@@ -1112,6 +1124,40 @@ mod tests {
         assert!(
             warnings[0].contains("Temp%m") && warnings[1].contains("lots"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn forced_modes_and_inherited_permissions_are_imported() {
+        let i = convert_text(
+            "[global]\nforce create mode = 0604\n\
+             [office]\npath = /srv/office\ncreate mask = 0660\nforce directory mode = 2000\n\
+             inherit permissions = yes\n\
+             [plain]\npath = /srv/plain\nforce create mode = 9\n",
+        );
+        let office = i.config.share("office").unwrap();
+        assert_eq!(
+            (office.create_mask, office.force_create_mode),
+            (0o660, 0o604)
+        );
+        assert_eq!(office.force_directory_mode, 0o2000);
+        assert!(office.inherit_permissions);
+        let plain = i.config.share("plain").unwrap();
+        assert_eq!(
+            (plain.force_create_mode, plain.force_directory_mode),
+            (0o604, 0)
+        );
+        assert!(!plain.inherit_permissions);
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("force create mode = 9") && warnings[0].contains("not an octal"),
+            "{warnings:?}"
+        );
+        let rendered = i.config.to_toml();
+        assert!(
+            rendered.contains("force_directory_mode = 0o2000\n"),
+            "{rendered}"
         );
     }
 

@@ -53,6 +53,13 @@ pub struct Share {
     pub create_mask: u32,
     /// Permission bits new directories may get (masking 0o777), as Samba's `directory mask`.
     pub directory_mask: u32,
+    /// Bits every new file gets after the mask (Samba's `force create mode`).
+    pub force_create_mode: u32,
+    /// Bits every new directory gets after the mask (Samba's `force directory mode`).
+    pub force_directory_mode: u32,
+    /// New files and directories take their permissions from the parent directory (Samba's
+    /// `inherit permissions`).
+    pub inherit_permissions: bool,
     /// Listings leave out what the user cannot read (access-based enumeration, Samba's
     /// `hide unreadable`).
     pub hide_unreadable: bool,
@@ -74,6 +81,20 @@ pub struct Share {
 }
 
 impl Share {
+    /// The mode a new file or directory gets, as Samba derives it: the permissions the DOS
+    /// attributes allow (read and write for all; the read-only attribute is stored apart, not
+    /// taken from the mode), cut by the share's mask and then given its forced bits; with
+    /// `inherit_permissions`, a directory takes all of its parent's bits and a file its
+    /// parent's read and write bits instead. `parent` is the parent's mode, when inheriting.
+    pub fn new_mode(&self, directory: bool, parent: Option<u32>) -> u32 {
+        match (directory, parent.filter(|_| self.inherit_permissions)) {
+            (true, Some(parent)) => parent & 0o7777,
+            (false, Some(parent)) => parent & 0o666,
+            (true, None) => (0o777 & self.directory_mask) | self.force_directory_mode,
+            (false, None) => (0o666 & self.create_mask) | self.force_create_mode,
+        }
+    }
+
     /// A disk share with default options.
     pub fn disk(name: impl Into<String>, vfs: Arc<dyn Vfs>) -> Self {
         Self {
@@ -93,6 +114,9 @@ impl Share {
             require_signing: false,
             create_mask: 0o744,
             directory_mask: 0o755,
+            force_create_mode: 0,
+            force_directory_mode: 0,
+            inherit_permissions: false,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
@@ -123,6 +147,9 @@ impl Share {
             require_signing: false,
             create_mask: 0,
             directory_mask: 0,
+            force_create_mode: 0,
+            force_directory_mode: 0,
+            inherit_permissions: false,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
@@ -297,5 +324,31 @@ mod tests {
         assert!(share.read_only_for(&alice, &who));
         share.write_list = vec!["@root".into()];
         assert!(share.read_only_for(&SessionUser::Anonymous, &who));
+    }
+
+    /// Samba's formula for new modes: mask, then forced bits; or the parent's bits when
+    /// inheriting (all of them for a directory, read and write for a file).
+    #[test]
+    fn new_modes() {
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        assert_eq!(
+            (share.new_mode(false, None), share.new_mode(true, None)),
+            (0o644, 0o755)
+        );
+        share.create_mask = 0o660;
+        share.directory_mask = 0o770;
+        share.force_directory_mode = 0o2000;
+        share.force_create_mode = 0o004;
+        assert_eq!(
+            (share.new_mode(false, None), share.new_mode(true, None)),
+            (0o664, 0o2770)
+        );
+        // A parent's mode only counts when the share inherits.
+        assert_eq!(share.new_mode(true, Some(0o43775)), 0o2770);
+        share.inherit_permissions = true;
+        assert_eq!(share.new_mode(true, Some(0o43775)), 0o3775);
+        assert_eq!(share.new_mode(false, Some(0o42775)), 0o664);
+        assert_eq!(share.new_mode(false, Some(0o40750)), 0o640);
+        assert_eq!(share.new_mode(false, None), 0o664);
     }
 }

@@ -237,12 +237,9 @@ impl<'r> Plan<'r> {
                 _ => Disposition::OpenOrCreate,
             },
             kind: intent.kind,
-            // Masked further by the process umask, or replaced by the parent's default POSIX ACL.
-            create_mode: if intent.kind == Kind::Directory {
-                0o777 & tree.share.directory_mask
-            } else {
-                0o666 & tree.share.create_mask
-            },
+            // Exact (the VFS undoes the process umask) unless the parent's default POSIX ACL
+            // decides; `inherit_permissions` replaces it once the parent is known.
+            create_mode: tree.share.new_mode(intent.kind == Kind::Directory, None),
         };
         stream::adapt(path, &mut intent, &mut open_request)?;
         Ok(Self {
@@ -340,12 +337,31 @@ impl Creation<'_> {
         })
     }
 
+    /// The open as planned; on an `inherit_permissions` share, with the mode taken from the
+    /// parent directory when the open may create (the one stat it costs is that share's).
+    fn open_request(&self) -> OpenRequest {
+        let mut request = self.plan.open_request;
+        let share = &self.tree.share;
+        if share.inherit_permissions && request.disposition != Disposition::Open {
+            let parent = self
+                .target
+                .vfs_path
+                .parent_and_name()
+                .map(|(parent, _)| parent);
+            if let Some(stat) = parent.and_then(|parent| self.vfs.stat(&parent).ok()) {
+                request.create_mode =
+                    share.new_mode(request.kind == Kind::Directory, Some(stat.mode));
+            }
+        }
+        request
+    }
+
     #[inline(always)]
     fn open_and_check(&self) -> Result<Resolved, NtStatus> {
         let vfs = self.vfs.as_ref();
         let path = &self.target.vfs_path;
         let intent = &self.plan.intent;
-        let opened = open_widest(vfs, path, self.plan.open_request, intent.desired)?;
+        let opened = open_widest(vfs, path, self.open_request(), intent.desired)?;
         let meta = fileinfo::load_with(
             opened.file.as_ref(),
             opened.stat,
