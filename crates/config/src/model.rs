@@ -471,6 +471,23 @@ pub struct ShareConfig {
     /// FILE_ATTRIBUTE_HIDDEN (Samba's `hide files`).
     #[serde(default)]
     pub hide_files: Vec<String>,
+    /// Names matching one of these patterns (`*` and `?`, case-insensitive) are vetoed
+    /// (Samba's `veto files`): left out of listings, and opening or creating one answers
+    /// STATUS_OBJECT_NAME_NOT_FOUND (STATUS_OBJECT_PATH_NOT_FOUND for a directory on the way).
+    #[serde(default)]
+    pub veto_files: Vec<String>,
+    /// Deleting a directory that holds only vetoed entries deletes them too (Samba's `delete
+    /// veto files`); otherwise it is not empty.
+    #[serde(default)]
+    pub delete_veto_files: bool,
+    /// Oplocks and leases are granted on this share (Samba's `oplocks`); `false` grants
+    /// none, for files other programs or NFS clients change behind smb3d's back.
+    #[serde(default = "yes")]
+    pub oplocks: bool,
+    /// Files whose names match one of these patterns (`*` and `?`, case-insensitive) get no
+    /// oplock or lease (Samba's `veto oplock files`).
+    #[serde(default)]
+    pub veto_oplock_files: Vec<String>,
     /// Continuous availability (MS-SMB2 Share.IsCA): SMB 3 clients may ask for persistent
     /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
     #[serde(default)]
@@ -515,6 +532,10 @@ impl ShareConfig {
             sync_metadata: false,
             hide_dot_files: true,
             hide_files: Vec::new(),
+            veto_files: Vec::new(),
+            delete_veto_files: false,
+            oplocks: true,
+            veto_oplock_files: Vec::new(),
             continuous_availability: false,
             testing_fault_injection: Vec::new(),
         }
@@ -1042,12 +1063,20 @@ pub(crate) fn share_problems(
             format!("share {name:?}: allocation_roundup_size is above {MAX_ALLOCATION_ROUNDUP}"),
         ));
     }
-    for pattern in &share.hide_files {
-        if pattern.is_empty() || pattern.contains(['/', '\\', '\0']) {
-            problems.push(Problem::at(
-                span.clone(),
-                format!("share {name:?}: hide_files pattern {pattern:?} must be a non-empty name"),
-            ));
+    for (option, patterns) in [
+        ("hide_files", &share.hide_files),
+        ("veto_files", &share.veto_files),
+        ("veto_oplock_files", &share.veto_oplock_files),
+    ] {
+        for pattern in patterns {
+            if pattern.is_empty() || pattern.contains(['/', '\\', '\0']) {
+                problems.push(Problem::at(
+                    span.clone(),
+                    format!(
+                        "share {name:?}: {option} pattern {pattern:?} must be a non-empty name"
+                    ),
+                ));
+            }
         }
     }
     for (option, list) in [
@@ -1290,6 +1319,8 @@ access_based_share_enum = true
         assert_eq!(share.hide_files, ["*.tmp"]);
         let e = parse("[share.s]\npath = \"/s\"\nhide_files = [\"a/b\"]\n").unwrap_err();
         assert!(e.message.contains("hide_files"), "{e}");
+        let e = parse("[share.s]\npath = \"/s\"\nveto_files = [\"\"]\n").unwrap_err();
+        assert!(e.message.contains("veto_files pattern"), "{e}");
         let e =
             parse("[share.s]\npath = \"/s\"\nallocation_roundup_size = 4294967296\n").unwrap_err();
         assert!(e.message.contains("allocation_roundup_size"), "{e}");

@@ -183,6 +183,26 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "hide_files = {}",
         string_list(share.hide_files.iter().map(String::as_str))
     );
+    if !share.veto_files.is_empty() {
+        let _ = writeln!(
+            out,
+            "veto_files = {}",
+            string_list(share.veto_files.iter().map(String::as_str))
+        );
+    }
+    if share.delete_veto_files {
+        let _ = writeln!(out, "delete_veto_files = true");
+    }
+    if !share.oplocks {
+        let _ = writeln!(out, "oplocks = false");
+    }
+    if !share.veto_oplock_files.is_empty() {
+        let _ = writeln!(
+            out,
+            "veto_oplock_files = {}",
+            string_list(share.veto_oplock_files.iter().map(String::as_str))
+        );
+    }
     let _ = writeln!(
         out,
         "continuous_availability = {}",

@@ -117,6 +117,10 @@ struct ShareParams {
     allocation_roundup_size: Option<u64>,
     hide_dot_files: Option<bool>,
     hide_files: Option<Vec<String>>,
+    veto_files: Option<Vec<String>>,
+    delete_veto_files: Option<bool>,
+    oplocks: Option<bool>,
+    veto_oplock_files: Option<Vec<String>>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
     invalid_users: Option<Vec<String>>,
@@ -690,6 +694,12 @@ impl Converter {
                 out.hide_dot_files = self.bool_param(section, p).or(out.hide_dot_files)
             }
             "hidefiles" => out.hide_files = Some(self.hide_files(section, p)),
+            "vetofiles" => out.veto_files = Some(self.hide_files(section, p)),
+            "deletevetofiles" => {
+                out.delete_veto_files = self.bool_param(section, p).or(out.delete_veto_files);
+            }
+            "oplocks" => out.oplocks = self.bool_param(section, p).or(out.oplocks),
+            "vetooplockfiles" => out.veto_oplock_files = Some(self.hide_files(section, p)),
             _ => return false,
         }
         true
@@ -813,7 +823,8 @@ impl Converter {
         Some(name.to_owned())
     }
 
-    /// The patterns of `hide files = /a/b*/`; substitutions are warned about and left out.
+    /// The patterns of `hide files = /a/b*/` (or `veto files`); substitutions are warned about
+    /// and left out.
     fn hide_files(&mut self, section: &Section, p: &Param) -> Vec<String> {
         let mut patterns = Vec::new();
         for pattern in p.value.split('/').filter(|s| !s.is_empty()) {
@@ -821,7 +832,10 @@ impl Converter {
                 self.warn(
                     section,
                     Some(p),
-                    format!("hide files: substitution {pattern} is not supported; left out"),
+                    format!(
+                        "{}: substitution {pattern} is not supported; left out",
+                        p.name
+                    ),
                 );
             } else {
                 patterns.push(pattern.to_owned());
@@ -878,6 +892,15 @@ impl Converter {
         if params.printable == Some(true) {
             self.skip(section, "a printer share; smb3d serves no printers");
             return None;
+        }
+        if section.name.eq_ignore_ascii_case("print$") {
+            self.warn(
+                section,
+                None,
+                "imported as a plain file share of the printer drivers it holds; smb3d serves \
+                 no printers, so clients install no drivers from it (Point and Print)"
+                    .into(),
+            );
         }
         if params.available == Some(false) {
             self.skip(section, "available = no");
@@ -953,6 +976,10 @@ impl Converter {
         share.allocation_roundup_size = params.allocation_roundup_size.unwrap_or(0);
         share.hide_dot_files = params.hide_dot_files.unwrap_or(true);
         share.hide_files = params.hide_files.unwrap_or_default();
+        share.veto_files = params.veto_files.unwrap_or_default();
+        share.delete_veto_files = params.delete_veto_files.unwrap_or(false);
+        share.oplocks = params.oplocks.unwrap_or(true);
+        share.veto_oplock_files = params.veto_oplock_files.unwrap_or_default();
         if !streams {
             self.warn(
                 section,
@@ -1124,6 +1151,63 @@ mod tests {
         assert!(
             warnings[0].contains("Temp%m") && warnings[1].contains("lots"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn vetoed_files_are_imported() {
+        let i = convert_text(
+            "[office]\npath = /srv/office\nveto files = /*.tmp/.DS_Store/\ndelete veto files = yes\n\
+             [plain]\npath = /srv/plain\n",
+        );
+        let office = i.config.share("office").unwrap();
+        assert_eq!(office.veto_files, ["*.tmp", ".DS_Store"]);
+        assert!(office.delete_veto_files);
+        let plain = i.config.share("plain").unwrap();
+        assert!(plain.veto_files.is_empty() && !plain.delete_veto_files);
+        assert_eq!(messages(&i), Vec::<String>::new());
+        let rendered = i.config.to_toml();
+        assert!(
+            rendered.contains("veto_files = [\"*.tmp\", \".DS_Store\"]\n"),
+            "{rendered}"
+        );
+    }
+
+    /// A printer-driver share is a file share with its access lists; only the note says why
+    /// clients will not use it as Samba's.
+    #[test]
+    fn a_driver_share_is_a_plain_file_share_with_a_note() {
+        let i = convert_text(
+            "[print$]\npath = /var/lib/samba/printers\nread only = yes\nwrite list = root, @lpadmin\n",
+        );
+        let drivers = i.config.share("print$").unwrap();
+        assert!(drivers.read_only);
+        assert_eq!(drivers.write_list, ["root", "@lpadmin"]);
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("[print$]: imported as a plain file share"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn oplock_settings_are_imported() {
+        let i = convert_text(
+            "[db]\npath = /srv/db\noplocks = no\n\
+             [docs]\npath = /srv/docs\nveto oplock files = /*.mdb/*.LDB/\n",
+        );
+        let db = i.config.share("db").unwrap();
+        assert!(!db.oplocks && db.veto_oplock_files.is_empty());
+        let docs = i.config.share("docs").unwrap();
+        assert!(docs.oplocks);
+        assert_eq!(docs.veto_oplock_files, ["*.mdb", "*.LDB"]);
+        assert_eq!(messages(&i), Vec::<String>::new());
+        let rendered = i.config.to_toml();
+        assert!(rendered.contains("oplocks = false\n"), "{rendered}");
+        assert!(
+            rendered.contains("veto_oplock_files = [\"*.mdb\", \"*.LDB\"]\n"),
+            "{rendered}"
         );
     }
 

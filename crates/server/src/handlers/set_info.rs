@@ -325,8 +325,8 @@ fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<()
         return Err(NtStatus::CANNOT_DELETE);
     }
     if delete && open.is_directory {
-        let empty = open.file.read_dir().status()?.is_empty();
-        if !empty {
+        let entries = open.file.read_dir().status()?;
+        if !open.share.empty_for_deletion(&entries) {
             return Err(NtStatus::DIRECTORY_NOT_EMPTY);
         }
     }

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use smb3d_auth::names;
-use smb3d_vfs::{Vfs, VfsPath, VfsResult};
+use smb3d_fscc::Expression;
+use smb3d_vfs::{Access, DirEntry, Disposition, Kind, OpenRequest, Vfs, VfsPath, VfsResult};
 
 use crate::blocking::Wait;
 pub use crate::fs::fileinfo::Presentation;
@@ -60,6 +61,13 @@ pub struct Share {
     /// New files and directories take their permissions from the parent directory (Samba's
     /// `inherit permissions`).
     pub inherit_permissions: bool,
+    /// Deleting a directory that holds only vetoed entries deletes them (Samba's `delete veto
+    /// files`); the vetoed names are in [`Presentation`].
+    pub delete_veto_files: bool,
+    /// Oplocks and leases are granted (Samba's `oplocks`).
+    pub oplocks: bool,
+    /// Files whose names match get no oplock or lease (Samba's `veto oplock files`).
+    pub veto_oplock_files: Vec<Expression>,
     /// Listings leave out what the user cannot read (access-based enumeration, Samba's
     /// `hide unreadable`).
     pub hide_unreadable: bool,
@@ -78,6 +86,12 @@ pub struct Share {
     pub continuous_availability: bool,
     /// How files look to clients beyond what is stored.
     pub presentation: Presentation,
+}
+
+/// Case-insensitive wildcard patterns (`*`, `?`) matched against names, as the share options
+/// that list names (`veto_oplock_files`) write them.
+pub fn name_patterns(patterns: &[String]) -> Vec<Expression> {
+    patterns.iter().map(|p| Expression::new(p, true)).collect()
 }
 
 impl Share {
@@ -117,6 +131,9 @@ impl Share {
             force_create_mode: 0,
             force_directory_mode: 0,
             inherit_permissions: false,
+            delete_veto_files: false,
+            oplocks: true,
+            veto_oplock_files: Vec::new(),
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
@@ -150,6 +167,9 @@ impl Share {
             force_create_mode: 0,
             force_directory_mode: 0,
             inherit_permissions: false,
+            delete_veto_files: false,
+            oplocks: true,
+            veto_oplock_files: Vec::new(),
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
@@ -180,6 +200,41 @@ impl Share {
             .parent_and_name()
             .map_or_else(VfsPath::root, |(parent, _)| parent);
         vfs.sync_dir(&parent)
+    }
+
+    /// Whether an open of `name` may be granted an oplock or a lease.
+    pub(crate) fn grants_caching(&self, name: &str) -> bool {
+        self.oplocks && !self.veto_oplock_files.iter().any(|p| p.matches(name))
+    }
+
+    /// Whether a directory holding `entries` may be deleted: it must be empty, but with
+    /// `delete_veto_files` its vetoed entries do not count (they go with it, see
+    /// [`Self::remove_vetoed`]).
+    pub(crate) fn empty_for_deletion(&self, entries: &[DirEntry]) -> bool {
+        entries
+            .iter()
+            .all(|e| self.delete_veto_files && self.presentation.vetoes(&e.name))
+    }
+
+    /// Before the directory `path` is deleted, with `delete_veto_files`, removes the vetoed
+    /// entries it holds; a vetoed directory that is not empty stays and keeps `path`.
+    pub(crate) fn remove_vetoed(&self, vfs: &dyn Vfs, path: &VfsPath) -> VfsResult<()> {
+        if !self.delete_veto_files || !self.presentation.vetoes_any() {
+            return Ok(());
+        }
+        let listing = OpenRequest {
+            access: Access::Read,
+            disposition: Disposition::Open,
+            kind: Kind::Directory,
+            create_mode: 0,
+        };
+        let dir = vfs.open(path, &listing)?.file;
+        for entry in dir.read_dir()? {
+            if self.presentation.vetoes(&entry.name) {
+                vfs.unlink(&path.join(&entry.name)?)?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether this is the `IPC$` share of named pipes.
@@ -350,5 +405,36 @@ mod tests {
         assert_eq!(share.new_mode(false, Some(0o42775)), 0o664);
         assert_eq!(share.new_mode(false, Some(0o40750)), 0o640);
         assert_eq!(share.new_mode(false, None), 0o664);
+    }
+
+    /// `oplocks = false` grants nothing; `veto_oplock_files` nothing to the names it matches.
+    #[test]
+    fn caching_granted_per_share_and_name() {
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        assert!(share.grants_caching("db.MDB"));
+        share.veto_oplock_files = vec![Expression::new("*.mdb", true)];
+        assert!(!share.grants_caching("db.MDB") && share.grants_caching("doc.txt"));
+        share.oplocks = false;
+        assert!(!share.grants_caching("doc.txt"));
+    }
+
+    /// A directory holding only vetoed entries may be deleted with `delete_veto_files` only;
+    /// any other entry keeps it.
+    #[test]
+    fn vetoed_entries_count_for_deletion_only_without_delete_veto_files() {
+        let entry = |name: &str| DirEntry {
+            name: name.into(),
+            ino: 1,
+            file_type: smb3d_vfs::FileType::File,
+        };
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        share.presentation = Presentation::default().with_veto(&[".DS_Store".into()]);
+        let only_vetoed = [entry(".DS_Store")];
+        let mixed = [entry(".DS_Store"), entry("kept.txt")];
+        assert!(share.empty_for_deletion(&[]));
+        assert!(!share.empty_for_deletion(&only_vetoed));
+        share.delete_veto_files = true;
+        assert!(share.empty_for_deletion(&only_vetoed));
+        assert!(!share.empty_for_deletion(&mixed));
     }
 }

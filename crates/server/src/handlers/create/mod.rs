@@ -170,6 +170,10 @@ impl Target {
         let name = smb3d_wire::decode_utf16le(req.name, "Name")
             .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
         let path = parse_path(&name)?;
+        let components = path.components.iter().map(String::as_str);
+        if let Some(status) = tree.share.presentation.vetoed_path(components) {
+            return Err(status);
+        }
         match VfsPath::from_components(path.components.iter()) {
             Ok(vfs_path) => Ok(Self { path, vfs_path }),
             Err(_) => {
@@ -464,7 +468,12 @@ impl Creation<'_> {
             persistent: false,
         };
         let opening = Opening {
-            request: oplock::request(cx, self.req, meta.is_directory()),
+            // A share without oplocks grants none, nor leases: a request is answered as none.
+            request: if self.tree.share.grants_caching(self.target.leaf()) {
+                oplock::request(cx, self.req, meta.is_directory())
+            } else {
+                crate::state::caching::Request::None
+            },
             overwrite: self.plan.intent.truncates && resolved.stream.is_none(),
             first_attempt: true,
             existed: !outcome.created && !outcome.stream_created,
