@@ -51,6 +51,7 @@ def test_vetoed_names_are_refused_and_invisible_on_both(office, tmp_path):
     """veto files = /*.tmp/.DS_Store/: a put of x.tmp is refused as Samba refuses it, and a
     vetoed file an admin left on disk is not listed, not readable."""
     (tmp_path / "x.tmp").write_text("scratch\n")
+    (tmp_path / "plain.txt").write_text("plain\n")
     answers = {}
     for server in office.both:
         share = server.root / "office"
@@ -58,7 +59,10 @@ def test_vetoed_names_are_refused_and_invisible_on_both(office, tmp_path):
         code, put = server.smbclient("office", "worker", "lcd %s; put x.tmp" % tmp_path)
         _, listing = server.smbclient("office", "worker", "ls")
         _, get = server.smbclient("office", "worker", "lcd %s; get .DS_Store ds" % tmp_path)
-        assert not (share / "x.tmp").exists(), server.name
+        _, renamed = server.smbclient("office", "worker", "lcd %s; put plain.txt; rename plain.txt y.tmp" % tmp_path)
+        get += renamed
+        assert not (share / "x.tmp").exists() and not (share / "y.tmp").exists(), server.name
+        assert (share / "plain.txt").exists(), server.name
         assert ".DS_Store" not in listing and "x.tmp" not in listing, (server.name, listing)
         assert not (tmp_path / "ds").exists(), server.name
         answers[server.name] = [line for line in (put + get).splitlines() if "NT_STATUS" in line]

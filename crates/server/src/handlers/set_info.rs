@@ -359,6 +359,11 @@ fn rename(
     if target.is_root() || target.stream.is_some() || target.default_stream {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    // A vetoed name cannot be made by renaming either, as Samba answers.
+    let components = target.components.iter().map(String::as_str);
+    if let Some(status) = open.share.presentation.vetoed_path(components) {
+        return Err(status);
+    }
     // A file moves with its streams; one of them being open keeps it where it is.
     if open.stream.is_some() || files.has_open_streams(&open.shared) {
         return Err(NtStatus::ACCESS_DENIED);
