@@ -51,7 +51,7 @@ OFFICE_CONF = """[global]
   force directory mode = 2000
   veto files = /*.tmp/.DS_Store/
   delete veto files = yes
-  vfs objects = acl_xattr streams_xattr recycle
+  vfs objects = streams_xattr recycle
   recycle:repository = .recycle/%U
   recycle:keeptree = yes
   recycle:versions = yes
@@ -142,6 +142,8 @@ class Office:
     smb3d: Server
     import_output: str
     passwords: dict
+    # Both servers run under the systemd unit's UMask=0022, which must not cut the share's modes.
+    umask: int = 0o022
 
     @property
     def both(self):
@@ -213,13 +215,17 @@ def start_office() -> Office:
     base = Path(tempfile.mkdtemp(prefix="smb3d-office-"))
     os.chmod(base, 0o755)
     passwords = _accounts()
-    samba, samba_conf = _start_samba(base, passwords)
+    old_umask = os.umask(Office.umask)
     try:
-        smb3d, import_output = _start_smb3d(base, samba_conf, passwords)
-    except BaseException:
-        stop_server(samba)
-        shutil.rmtree(base, ignore_errors=True)
-        raise
+        samba, samba_conf = _start_samba(base, passwords)
+        try:
+            smb3d, import_output = _start_smb3d(base, samba_conf, passwords)
+        except BaseException:
+            stop_server(samba)
+            shutil.rmtree(base, ignore_errors=True)
+            raise
+    finally:
+        os.umask(old_umask)
     return Office(base, samba, smb3d, import_output, passwords)
 
 

@@ -2,6 +2,9 @@
 and by smb3d as imported, gives the same answers to the same clients: who may connect from where
 and as whom, the modes files get on disk, what is hidden, where deleted files go."""
 
+import os
+import pwd
+
 import pytest
 
 from office import start_office, stop_office
@@ -71,3 +74,61 @@ def test_a_home_is_listed_to_its_owner_and_not_to_others_on_both(office):
         assert "alice" not in seen_by_worker, (server.name, seen_by_worker)
         # browseable = no hides the template itself.
         assert "homes" not in seen_by_alice | seen_by_worker, server.name
+
+
+def _mode(path):
+    return oct(path.stat().st_mode & 0o7777)
+
+
+def test_new_files_and_directories_get_the_same_modes_on_both(office, tmp_path):
+    """create mask = 0660, directory mask = 0770, force directory mode = 2000 under a process
+    umask of 022 (the unit's): the modes on disk are Samba's formula, not cut by the umask."""
+    assert office.umask == 0o022
+    (tmp_path / "modes.txt").write_text("m\n")
+    modes = {}
+    for server in office.both:
+        code, out = server.smbclient("office", "worker", "lcd %s; put modes.txt; mkdir modes-dir" % tmp_path)
+        assert code == 0, (server.name, out, server.log_tail())
+        share = server.root / "office"
+        modes[server.name] = (_mode(share / "modes.txt"), _mode(share / "modes-dir"))
+    assert modes["samba"] == ("0o660", "0o2770"), modes
+    assert modes["smb3d"] == modes["samba"], modes
+
+
+def test_vetoed_names_are_refused_and_invisible_on_both(office, tmp_path):
+    """veto files = /*.tmp/.DS_Store/: a put of x.tmp is refused as Samba refuses it, and a
+    vetoed file an admin left on disk is not listed, not readable."""
+    (tmp_path / "x.tmp").write_text("scratch\n")
+    (tmp_path / "plain.txt").write_text("plain\n")
+    answers = {}
+    for server in office.both:
+        share = server.root / "office"
+        (share / ".DS_Store").write_text("finder\n")
+        code, put = server.smbclient("office", "worker", "lcd %s; put x.tmp" % tmp_path)
+        _, listing = server.smbclient("office", "worker", "ls")
+        _, get = server.smbclient("office", "worker", "lcd %s; get .DS_Store ds" % tmp_path)
+        _, renamed = server.smbclient("office", "worker", "lcd %s; put plain.txt; rename plain.txt y.tmp" % tmp_path)
+        get += renamed
+        assert not (share / "x.tmp").exists() and not (share / "y.tmp").exists(), server.name
+        assert (share / "plain.txt").exists(), server.name
+        assert ".DS_Store" not in listing and "x.tmp" not in listing, (server.name, listing)
+        assert not (tmp_path / "ds").exists(), server.name
+        answers[server.name] = [line for line in (put + get).splitlines() if "NT_STATUS" in line]
+    assert answers["samba"] and answers["smb3d"] == answers["samba"], answers
+
+
+def test_a_directory_holding_only_vetoed_files_is_deleted_with_them_on_both(office):
+    """delete veto files = yes: rmdir of a directory whose only entry is vetoed succeeds and
+    takes the vetoed file with it; one holding a visible file stays."""
+    outcomes = {}
+    for server in office.both:
+        share = server.root / "office"
+        for name, content in (("only-veto", ".DS_Store"), ("with-file", "kept.txt")):
+            (share / name).mkdir()
+            os.chown(share / name, pwd.getpwnam("worker").pw_uid, -1)
+            (share / name / content).write_text("x\n")
+        _, out = server.smbclient("office", "worker", "rmdir only-veto; rmdir with-file")
+        outcomes[server.name] = ((share / "only-veto").exists(), (share / "with-file").exists(),
+                                 [line for line in out.splitlines() if "NT_STATUS" in line])
+    assert outcomes["samba"][:2] == (False, True), outcomes
+    assert outcomes["smb3d"] == outcomes["samba"], outcomes

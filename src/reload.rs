@@ -15,7 +15,7 @@ use smb3d_config::{
     Config, EncryptPolicy, FaultErrno, FaultOpName, FaultRuleConfig, HOMES, ServerConfig,
     ShareConfig, SigningPolicy, is_homes,
 };
-use smb3d_server::share::{Presentation, Share};
+use smb3d_server::share::{Presentation, Share, name_patterns};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
 use smb3d_vfs_posix::PosixVfs;
@@ -89,6 +89,12 @@ pub fn build_share(
         require_signing: share.signing == SigningPolicy::Required,
         create_mask: share.create_mask,
         directory_mask: share.directory_mask,
+        force_create_mode: share.force_create_mode,
+        force_directory_mode: share.force_directory_mode,
+        inherit_permissions: share.inherit_permissions,
+        delete_veto_files: share.delete_veto_files,
+        oplocks: share.oplocks,
+        veto_oplock_files: name_patterns(&share.veto_oplock_files),
         hide_unreadable: share.hide_unreadable,
         access_based_share_enum: share.access_based_share_enum,
         audit: share.audit.unwrap_or(server.audit),
@@ -99,7 +105,8 @@ pub fn build_share(
             share.hide_dot_files,
             &share.hide_files,
             share.allocation_roundup_size,
-        ),
+        )
+        .with_veto(&share.veto_files),
         ..Share::disk(name.to_owned(), vfs)
     };
     built

@@ -421,12 +421,25 @@ pub struct ShareConfig {
     #[serde(default)]
     pub signing: SigningPolicy,
     /// Permission bits a new file may get (Samba's `create mask`): the mode the client's
-    /// attributes imply (0o666, without write bits when read-only) is masked with it.
-    #[serde(default = "default_create_mask")]
+    /// attributes imply (0o666, without write bits when read-only) is masked with it. Modes
+    /// are written in octal: `0o660` or `"0660"`.
+    #[serde(default = "default_create_mask", deserialize_with = "mode")]
     pub create_mask: u32,
     /// Permission bits a new directory may get (Samba's `directory mask`), masking 0o777.
-    #[serde(default = "default_directory_mask")]
+    #[serde(default = "default_directory_mask", deserialize_with = "mode")]
     pub directory_mask: u32,
+    /// Bits every new file gets after `create_mask` (Samba's `force create mode`).
+    #[serde(default, deserialize_with = "mode")]
+    pub force_create_mode: u32,
+    /// Bits every new directory gets after `directory_mask` (Samba's `force directory
+    /// mode`), e.g. 0o2000 for setgid directories.
+    #[serde(default, deserialize_with = "mode")]
+    pub force_directory_mode: u32,
+    /// A new file or directory takes its permissions from its parent directory instead of
+    /// the masks (Samba's `inherit permissions`): a file the parent's read and write bits, a
+    /// directory all of the parent's bits.
+    #[serde(default)]
+    pub inherit_permissions: bool,
     /// Listings leave out files and directories the user may not read (access-based
     /// enumeration; Samba's `hide unreadable`).
     #[serde(default)]
@@ -459,6 +472,23 @@ pub struct ShareConfig {
     /// FILE_ATTRIBUTE_HIDDEN (Samba's `hide files`).
     #[serde(default)]
     pub hide_files: Vec<String>,
+    /// Names matching one of these patterns (`*` and `?`, case-insensitive) are vetoed
+    /// (Samba's `veto files`): left out of listings, and opening or creating one answers
+    /// STATUS_OBJECT_NAME_NOT_FOUND (STATUS_OBJECT_PATH_NOT_FOUND for a directory on the way).
+    #[serde(default)]
+    pub veto_files: Vec<String>,
+    /// Deleting a directory that holds only vetoed entries deletes them too (Samba's `delete
+    /// veto files`); otherwise it is not empty.
+    #[serde(default)]
+    pub delete_veto_files: bool,
+    /// Oplocks and leases are granted on this share (Samba's `oplocks`); `false` grants
+    /// none, for files other programs or NFS clients change behind smb3d's back.
+    #[serde(default = "yes")]
+    pub oplocks: bool,
+    /// Files whose names match one of these patterns (`*` and `?`, case-insensitive) get no
+    /// oplock or lease (Samba's `veto oplock files`).
+    #[serde(default)]
+    pub veto_oplock_files: Vec<String>,
     /// Continuous availability (MS-SMB2 Share.IsCA): SMB 3 clients may ask for persistent
     /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
     #[serde(default)]
@@ -499,6 +529,9 @@ impl ShareConfig {
             signing: SigningPolicy::Auto,
             create_mask: DEFAULT_CREATE_MASK,
             directory_mask: DEFAULT_DIRECTORY_MASK,
+            force_create_mode: 0,
+            force_directory_mode: 0,
+            inherit_permissions: false,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: None,
@@ -507,6 +540,10 @@ impl ShareConfig {
             sync_metadata: false,
             hide_dot_files: true,
             hide_files: Vec::new(),
+            veto_files: Vec::new(),
+            delete_veto_files: false,
+            oplocks: true,
+            veto_oplock_files: Vec::new(),
             continuous_availability: false,
             create_home: false,
             create_home_mode: DEFAULT_HOME_MODE,
@@ -538,6 +575,64 @@ fn default_directory_mask() -> u32 {
 
 fn default_home_mode() -> u32 {
     DEFAULT_HOME_MODE
+}
+
+/// The share options that hold a file mode.
+const MODE_OPTIONS: [&str; 4] = [
+    "create_mask",
+    "directory_mask",
+    "force_create_mode",
+    "force_directory_mode",
+];
+
+/// A mode: an integer (TOML's `0o660`), or a string of octal digits (`"0660"`, as smb.conf
+/// writes it).
+fn mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Number(u32),
+        Text(String),
+    }
+    match Written::deserialize(d)? {
+        Written::Number(n) => Ok(n),
+        Written::Text(text) => {
+            let digits = text.strip_prefix("0o").unwrap_or(&text);
+            u32::from_str_radix(digits, 8)
+                .ok()
+                .filter(|_| !digits.is_empty() && !digits.starts_with('+'))
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "mode {text:?} is not octal digits; write it as \"0660\" or 0o660"
+                    ))
+                })
+        }
+    }
+}
+
+/// A mode written as a decimal integer (`create_mask = 664`) means 0o1230 to TOML, never what
+/// its writer meant: refused, naming the fix. Zero is the same in any base.
+fn decimal_modes(share: &Spanned<DeValue<'_>>) -> Vec<Problem> {
+    let DeValue::Table(table) = share.get_ref() else {
+        return Vec::new();
+    };
+    table
+        .iter()
+        .filter(|(key, _)| MODE_OPTIONS.contains(&key.get_ref().as_ref()))
+        .filter_map(|(key, value)| match value.get_ref() {
+            DeValue::Integer(n) if n.radix() == 10 && !n.as_str().trim_start_matches('0').is_empty() => {
+                let digits = n.as_str();
+                Some(Problem::at(
+                    value.span(),
+                    format!(
+                        "{key} = {digits} is a decimal number; modes are octal: write 0o{digits} or \"{digits}\"",
+                        key = key.get_ref()
+                    ),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// A checked configuration.
@@ -637,6 +732,11 @@ impl Config {
                             for (name, share) in shares {
                                 let name_span = name.span();
                                 let name = name.into_inner().into_owned();
+                                let decimal = decimal_modes(&share);
+                                if !decimal.is_empty() {
+                                    problems.extend(decimal);
+                                    continue;
+                                }
                                 match ShareConfig::deserialize(ValueDeserializer::from(share)) {
                                     Ok(share) => raw_shares.push((name_span, name, share)),
                                     Err(e) => problems.push(de_problem(&e)),
@@ -975,6 +1075,8 @@ pub(crate) fn share_problems(
         ("create_mask", share.create_mask),
         ("directory_mask", share.directory_mask),
         ("create_home_mode", share.create_home_mode),
+        ("force_create_mode", share.force_create_mode),
+        ("force_directory_mode", share.force_directory_mode),
     ] {
         if mask > 0o7777 {
             problems.push(Problem::at(
@@ -989,12 +1091,20 @@ pub(crate) fn share_problems(
             format!("share {name:?}: allocation_roundup_size is above {MAX_ALLOCATION_ROUNDUP}"),
         ));
     }
-    for pattern in &share.hide_files {
-        if pattern.is_empty() || pattern.contains(['/', '\\', '\0']) {
-            problems.push(Problem::at(
-                span.clone(),
-                format!("share {name:?}: hide_files pattern {pattern:?} must be a non-empty name"),
-            ));
+    for (option, patterns) in [
+        ("hide_files", &share.hide_files),
+        ("veto_files", &share.veto_files),
+        ("veto_oplock_files", &share.veto_oplock_files),
+    ] {
+        for pattern in patterns {
+            if pattern.is_empty() || pattern.contains(['/', '\\', '\0']) {
+                problems.push(Problem::at(
+                    span.clone(),
+                    format!(
+                        "share {name:?}: {option} pattern {pattern:?} must be a non-empty name"
+                    ),
+                ));
+            }
         }
     }
     for (option, list) in [
@@ -1158,6 +1268,33 @@ guest_ok = true
     }
 
     #[test]
+    fn modes_are_octal_numbers_or_strings_and_a_decimal_one_is_refused_with_the_fix() {
+        let c = parse(
+            "[share.s]\npath = \"/s\"\ncreate_mask = \"0660\"\ndirectory_mask = 0o770\n\
+             force_directory_mode = \"2000\"\nforce_create_mode = 0\n",
+        )
+        .unwrap();
+        let share = c.share("s").unwrap();
+        assert_eq!((share.create_mask, share.directory_mask), (0o660, 0o770));
+        assert_eq!(
+            (share.force_create_mode, share.force_directory_mode),
+            (0, 0o2000)
+        );
+        let e = parse("[share.s]\npath = \"/s\"\ncreate_mask = 664\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 15), "{e}");
+        assert!(
+            e.message.contains("create_mask = 664 is a decimal number")
+                && e.message.contains("write 0o664 or \"664\""),
+            "{e}"
+        );
+        for bad in ["\"0x1ff\"", "\"668\"", "\"\"", "\"+660\""] {
+            let text = format!("[share.s]\npath = \"/s\"\nforce_create_mode = {bad}\n");
+            let e = parse(&text).unwrap_err();
+            assert!(e.message.contains("not octal digits"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn user_lists_and_forced_accounts() {
         let c = parse(
             r#"
@@ -1210,6 +1347,8 @@ access_based_share_enum = true
         assert_eq!(share.hide_files, ["*.tmp"]);
         let e = parse("[share.s]\npath = \"/s\"\nhide_files = [\"a/b\"]\n").unwrap_err();
         assert!(e.message.contains("hide_files"), "{e}");
+        let e = parse("[share.s]\npath = \"/s\"\nveto_files = [\"\"]\n").unwrap_err();
+        assert!(e.message.contains("veto_files pattern"), "{e}");
         let e =
             parse("[share.s]\npath = \"/s\"\nallocation_roundup_size = 4294967296\n").unwrap_err();
         assert!(e.message.contains("allocation_roundup_size"), "{e}");

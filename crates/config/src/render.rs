@@ -148,6 +148,19 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     let _ = writeln!(out, "signing = \"{}\"", share.signing.as_str());
     let _ = writeln!(out, "create_mask = {:#o}", share.create_mask);
     let _ = writeln!(out, "directory_mask = {:#o}", share.directory_mask);
+    if share.force_create_mode != 0 {
+        let _ = writeln!(out, "force_create_mode = {:#o}", share.force_create_mode);
+    }
+    if share.force_directory_mode != 0 {
+        let _ = writeln!(
+            out,
+            "force_directory_mode = {:#o}",
+            share.force_directory_mode
+        );
+    }
+    if share.inherit_permissions {
+        let _ = writeln!(out, "inherit_permissions = true");
+    }
     let _ = writeln!(out, "hide_unreadable = {}", share.hide_unreadable);
     let _ = writeln!(
         out,
@@ -170,6 +183,26 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "hide_files = {}",
         string_list(share.hide_files.iter().map(String::as_str))
     );
+    if !share.veto_files.is_empty() {
+        let _ = writeln!(
+            out,
+            "veto_files = {}",
+            string_list(share.veto_files.iter().map(String::as_str))
+        );
+    }
+    if share.delete_veto_files {
+        let _ = writeln!(out, "delete_veto_files = true");
+    }
+    if !share.oplocks {
+        let _ = writeln!(out, "oplocks = false");
+    }
+    if !share.veto_oplock_files.is_empty() {
+        let _ = writeln!(
+            out,
+            "veto_oplock_files = {}",
+            string_list(share.veto_oplock_files.iter().map(String::as_str))
+        );
+    }
     let _ = writeln!(
         out,
         "continuous_availability = {}",

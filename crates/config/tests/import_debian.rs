@@ -79,6 +79,7 @@ fn debian_default_with_a_share_converts() {
         "DIR/smb.conf:165: [global]: usershare allow guests = yes: user shares are not supported",
         "DIR/smb.conf:169: [homes]: named streams: Samba serves none on this share (its vfs objects have no streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no option to turn them off yet",
         "DIR/smb.conf:213: [printers]: share skipped: smb3d serves no printers (parameters not imported: comment, browseable, path, printable, guest ok, read only, create mask)",
+        "DIR/smb.conf:224: [print$]: imported as a plain file share of the printer drivers it holds; smb3d serves no printers, so clients install no drivers from it (Point and Print)",
         // Debian's [print$] has no vfs objects, so Samba serves no named streams on it.
         "DIR/smb.conf:224: [print$]: named streams: Samba serves none on this share (its vfs objects have no streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no option to turn them off yet",
         // The share block maps whole: users and the group, the create mask, the vfs modules.

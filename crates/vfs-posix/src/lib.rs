@@ -38,7 +38,7 @@ pub mod sys;
 
 use std::path::Path;
 
-use rustix::fd::AsFd;
+use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 
 use rustix::fs::{
     AtFlags, CWD, Mode, OFlags, RenameFlags, ResolveFlags, fstat, fstatfs, fstatvfs, fsync,
@@ -299,9 +299,15 @@ impl PosixVfs {
                 ),
                 result => (result.map_err(map_errno)?, false),
             };
-            let stat = statx_fd(&fd).map_err(map_errno)?;
+            let mut stat = statx_fd(&fd).map_err(map_errno)?;
             if !is_new_directory(&stat, creator, made_after, self.records_owners) {
                 return Err(VfsError::AlreadyExists);
+            }
+            let below_acl = || has_default_acl(creds, &dir);
+            if let Some(exact) =
+                exact_mode(creds, &fd, stat.mode, req.create_mode, true, below_acl)?
+            {
+                stat.mode = exact;
             }
             let file = PosixFile::new(
                 fd,
@@ -323,6 +329,12 @@ impl PosixVfs {
             .root
             .open(creds, path, flags, mode)
             .map_err(parent_error)?;
+        let made = statx_fd(&fd).map_err(map_errno)?.mode;
+        let below_acl = || {
+            self.parent_dir(creds, &parent)
+                .is_ok_and(|dir| has_default_acl(creds, &dir))
+        };
+        exact_mode(creds, &fd, made, req.create_mode, false, below_acl)?;
         let file = PosixFile::new(fd, req.access, FileType::File, false, self.names.clone());
         Ok((file, None))
     }
@@ -423,6 +435,57 @@ fn data_mode(access: Access) -> OFlags {
         Access::Write => OFlags::WRONLY,
         Access::ReadWrite => OFlags::RDWR,
     }
+}
+
+/// Gives a new file or directory the mode its creator asked for (`asked`), as Samba does by
+/// running with umask 0: the process umask (the unit's 0022) must not cut a share's
+/// `create_mask` 0660 to 0640. The creation already used `asked`, so the mode only ever widens
+/// here to what was asked, on the descriptor, before the CREATE answers. Below a parent with a
+/// default POSIX ACL the kernel ignored the umask and the ACL decides the permissions; only the
+/// special bits asked for are added. A directory keeps the setgid bit a setgid parent gave it.
+/// Returns the new mode when it changed.
+fn exact_mode(
+    creds: Creds<'_>,
+    fd: &OwnedFd,
+    made: u32,
+    asked: u32,
+    directory: bool,
+    below_acl: impl FnOnce() -> bool,
+) -> VfsResult<Option<u32>> {
+    let made_bits = made & 0o7777;
+    let inherited = if directory { made_bits & 0o2000 } else { 0 };
+    let mut wanted = (asked & 0o7777) | inherited;
+    if wanted == made_bits {
+        return Ok(None);
+    }
+    let special = 0o7000;
+    if below_acl() {
+        wanted = made_bits | (asked & special);
+        if wanted == made_bits {
+            return Ok(None);
+        }
+    }
+    let mode = Mode::from_bits_truncate(wanted);
+    match sys::fchmod(creds, fd, mode) {
+        // An O_PATH descriptor takes no fchmod; its /proc link names the same inode.
+        Err(Errno::BADF) => sys::chmodat(
+            creds,
+            CWD,
+            format!("/proc/self/fd/{}", fd.as_raw_fd()),
+            mode,
+            AtFlags::empty(),
+        ),
+        result => result,
+    }
+    .map_err(map_errno)?;
+    Ok(Some((made & !0o7777) | wanted))
+}
+
+/// Whether `dir` has a default POSIX ACL, which then decides new entries' permissions.
+fn has_default_acl(creds: Creds<'_>, dir: &DirFd<'_>) -> bool {
+    // Read through /proc: the parent is an O_PATH descriptor, which fgetxattr refuses.
+    let path = format!("/proc/self/fd/{}", dir.as_fd().as_raw_fd());
+    sys::getxattr_query(creds, path, "system.posix_acl_default").is_ok()
 }
 
 /// Maps a failure to resolve the directory a last component lives in.

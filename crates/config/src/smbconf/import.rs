@@ -111,10 +111,17 @@ struct ShareParams {
     printable: Option<bool>,
     create_mask: Option<u32>,
     directory_mask: Option<u32>,
+    force_create_mode: Option<u32>,
+    force_directory_mode: Option<u32>,
+    inherit_permissions: Option<bool>,
     strict_allocate: Option<bool>,
     allocation_roundup_size: Option<u64>,
     hide_dot_files: Option<bool>,
     hide_files: Option<Vec<String>>,
+    veto_files: Option<Vec<String>>,
+    delete_veto_files: Option<bool>,
+    oplocks: Option<bool>,
+    veto_oplock_files: Option<Vec<String>>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
     invalid_users: Option<Vec<String>>,
@@ -137,9 +144,6 @@ fn unmapped_reason(key: &str) -> &'static str {
         | "passwdchat"
         | "pampasswordchange"
         | "obeypamrestrictions" => "smb3d keeps its own user database and does not use PAM",
-        "forcecreatemode" | "forcedirectorymode" => {
-            "not mapped yet: smb3d applies create_mask and directory_mask but forces no bits"
-        }
         "usershareallowguests" | "usersharemaxshares" | "usersharepath" | "usershareowneronly" => {
             "user shares are not supported"
         }
@@ -663,6 +667,15 @@ impl Converter {
             "directorymask" | "directorymode" => {
                 out.directory_mask = self.mode_param(section, p).or(out.directory_mask);
             }
+            "forcecreatemode" => {
+                out.force_create_mode = self.mode_param(section, p).or(out.force_create_mode);
+            }
+            "forcedirectorymode" => {
+                out.force_directory_mode = self.mode_param(section, p).or(out.force_directory_mode);
+            }
+            "inheritpermissions" => {
+                out.inherit_permissions = self.bool_param(section, p).or(out.inherit_permissions);
+            }
             "strictallocate" => {
                 out.strict_allocate = self.bool_param(section, p).or(out.strict_allocate);
             }
@@ -682,6 +695,12 @@ impl Converter {
                 out.hide_dot_files = self.bool_param(section, p).or(out.hide_dot_files)
             }
             "hidefiles" => out.hide_files = Some(self.hide_files(section, p)),
+            "vetofiles" => out.veto_files = Some(self.hide_files(section, p)),
+            "deletevetofiles" => {
+                out.delete_veto_files = self.bool_param(section, p).or(out.delete_veto_files);
+            }
+            "oplocks" => out.oplocks = self.bool_param(section, p).or(out.oplocks),
+            "vetooplockfiles" => out.veto_oplock_files = Some(self.hide_files(section, p)),
             _ => return false,
         }
         true
@@ -807,7 +826,8 @@ impl Converter {
         Some(name.to_owned())
     }
 
-    /// The patterns of `hide files = /a/b*/`; substitutions are warned about and left out.
+    /// The patterns of `hide files = /a/b*/` (or `veto files`); substitutions are warned about
+    /// and left out.
     fn hide_files(&mut self, section: &Section, p: &Param) -> Vec<String> {
         let mut patterns = Vec::new();
         for pattern in p.value.split('/').filter(|s| !s.is_empty()) {
@@ -815,7 +835,10 @@ impl Converter {
                 self.warn(
                     section,
                     Some(p),
-                    format!("hide files: substitution {pattern} is not supported; left out"),
+                    format!(
+                        "{}: substitution {pattern} is not supported; left out",
+                        p.name
+                    ),
                 );
             } else {
                 patterns.push(pattern.to_owned());
@@ -868,6 +891,15 @@ impl Converter {
         if params.printable == Some(true) {
             self.skip(section, "a printer share; smb3d serves no printers");
             return None;
+        }
+        if section.name.eq_ignore_ascii_case("print$") {
+            self.warn(
+                section,
+                None,
+                "imported as a plain file share of the printer drivers it holds; smb3d serves \
+                 no printers, so clients install no drivers from it (Point and Print)"
+                    .into(),
+            );
         }
         if params.available == Some(false) {
             self.skip(section, "available = no");
@@ -941,11 +973,18 @@ impl Converter {
         share.encrypt = params.encrypt;
         share.create_mask = params.create_mask.unwrap_or(DEFAULT_CREATE_MASK);
         share.directory_mask = params.directory_mask.unwrap_or(DEFAULT_DIRECTORY_MASK);
+        share.force_create_mode = params.force_create_mode.unwrap_or(0);
+        share.force_directory_mode = params.force_directory_mode.unwrap_or(0);
+        share.inherit_permissions = params.inherit_permissions.unwrap_or(false);
         // Samba's default: no (smb3d's own is yes, so it is written out).
         share.strict_allocate = params.strict_allocate.unwrap_or(false);
         share.allocation_roundup_size = params.allocation_roundup_size.unwrap_or(0);
         share.hide_dot_files = params.hide_dot_files.unwrap_or(true);
         share.hide_files = params.hide_files.unwrap_or_default();
+        share.veto_files = params.veto_files.unwrap_or_default();
+        share.delete_veto_files = params.delete_veto_files.unwrap_or(false);
+        share.oplocks = params.oplocks.unwrap_or(true);
+        share.veto_oplock_files = params.veto_oplock_files.unwrap_or_default();
         if !streams {
             self.warn(
                 section,
@@ -1125,6 +1164,97 @@ mod tests {
         assert!(
             warnings[0].contains("Temp%m") && warnings[1].contains("lots"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn vetoed_files_are_imported() {
+        let i = convert_text(
+            "[office]\npath = /srv/office\nveto files = /*.tmp/.DS_Store/\ndelete veto files = yes\n\
+             [plain]\npath = /srv/plain\n",
+        );
+        let office = i.config.share("office").unwrap();
+        assert_eq!(office.veto_files, ["*.tmp", ".DS_Store"]);
+        assert!(office.delete_veto_files);
+        let plain = i.config.share("plain").unwrap();
+        assert!(plain.veto_files.is_empty() && !plain.delete_veto_files);
+        assert_eq!(messages(&i), Vec::<String>::new());
+        let rendered = i.config.to_toml();
+        assert!(
+            rendered.contains("veto_files = [\"*.tmp\", \".DS_Store\"]\n"),
+            "{rendered}"
+        );
+    }
+
+    /// A printer-driver share is a file share with its access lists; only the note says why
+    /// clients will not use it as Samba's.
+    #[test]
+    fn a_driver_share_is_a_plain_file_share_with_a_note() {
+        let i = convert_text(
+            "[print$]\npath = /var/lib/samba/printers\nread only = yes\nwrite list = root, @lpadmin\n",
+        );
+        let drivers = i.config.share("print$").unwrap();
+        assert!(drivers.read_only);
+        assert_eq!(drivers.write_list, ["root", "@lpadmin"]);
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("[print$]: imported as a plain file share"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn oplock_settings_are_imported() {
+        let i = convert_text(
+            "[db]\npath = /srv/db\noplocks = no\n\
+             [docs]\npath = /srv/docs\nveto oplock files = /*.mdb/*.LDB/\n",
+        );
+        let db = i.config.share("db").unwrap();
+        assert!(!db.oplocks && db.veto_oplock_files.is_empty());
+        let docs = i.config.share("docs").unwrap();
+        assert!(docs.oplocks);
+        assert_eq!(docs.veto_oplock_files, ["*.mdb", "*.LDB"]);
+        assert_eq!(messages(&i), Vec::<String>::new());
+        let rendered = i.config.to_toml();
+        assert!(rendered.contains("oplocks = false\n"), "{rendered}");
+        assert!(
+            rendered.contains("veto_oplock_files = [\"*.mdb\", \"*.LDB\"]\n"),
+            "{rendered}"
+        );
+    }
+
+    #[test]
+    fn forced_modes_and_inherited_permissions_are_imported() {
+        let i = convert_text(
+            "[global]\nforce create mode = 0604\n\
+             [office]\npath = /srv/office\ncreate mask = 0660\nforce directory mode = 2000\n\
+             inherit permissions = yes\n\
+             [plain]\npath = /srv/plain\nforce create mode = 9\n",
+        );
+        let office = i.config.share("office").unwrap();
+        assert_eq!(
+            (office.create_mask, office.force_create_mode),
+            (0o660, 0o604)
+        );
+        assert_eq!(office.force_directory_mode, 0o2000);
+        assert!(office.inherit_permissions);
+        let plain = i.config.share("plain").unwrap();
+        assert_eq!(
+            (plain.force_create_mode, plain.force_directory_mode),
+            (0o604, 0)
+        );
+        assert!(!plain.inherit_permissions);
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("force create mode = 9") && warnings[0].contains("not an octal"),
+            "{warnings:?}"
+        );
+        let rendered = i.config.to_toml();
+        assert!(
+            rendered.contains("force_directory_mode = 0o2000\n"),
+            "{rendered}"
         );
     }
 

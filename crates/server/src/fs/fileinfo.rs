@@ -249,6 +249,8 @@ pub struct Presentation {
     pub hide_dot_files: bool,
     /// Names matching one of these are hidden (Samba's `hide files`, case-insensitive).
     hide_patterns: Vec<Expression>,
+    /// Names matching one of these are vetoed (Samba's `veto files`, case-insensitive).
+    veto_patterns: Vec<Expression>,
     /// AllocationSize is rounded up to a multiple of this; 0 for none.
     pub allocation_roundup: u64,
 }
@@ -276,8 +278,51 @@ impl Presentation {
                 .iter()
                 .map(|p| Expression::new(p, true))
                 .collect(),
+            veto_patterns: Vec::new(),
             allocation_roundup,
         }
+    }
+
+    /// The same, with `veto_files`' patterns vetoed.
+    #[must_use]
+    pub fn with_veto(mut self, veto_files: &[String]) -> Self {
+        self.veto_patterns = veto_files
+            .iter()
+            .map(|p| Expression::new(p, true))
+            .collect();
+        self
+    }
+
+    /// Whether the share vetoes some names.
+    pub fn vetoes_any(&self) -> bool {
+        !self.veto_patterns.is_empty()
+    }
+
+    /// Whether `name` is vetoed: not listed, not opened, not created.
+    pub fn vetoes(&self, name: &str) -> bool {
+        self.veto_patterns.iter().any(|p| p.matches(name))
+    }
+
+    /// How a path through a vetoed name is answered, as Samba answers it: its last component
+    /// vetoed is a missing name, one on the way a missing path.
+    pub fn vetoed_path<'a>(
+        &self,
+        components: impl ExactSizeIterator<Item = &'a str>,
+    ) -> Option<NtStatus> {
+        if self.veto_patterns.is_empty() {
+            return None;
+        }
+        let last = components.len().checked_sub(1)?;
+        components
+            .enumerate()
+            .find(|(_, name)| self.vetoes(name))
+            .map(|(at, _)| {
+                if at == last {
+                    NtStatus::OBJECT_NAME_NOT_FOUND
+                } else {
+                    NtStatus::OBJECT_PATH_NOT_FOUND
+                }
+            })
     }
 
     /// Whether `name` is shown with FILE_ATTRIBUTE_HIDDEN whatever is stored.
@@ -311,6 +356,27 @@ fn tag_of(buffer: Option<Vec<u8>>) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Samba's answers: a vetoed last component is a missing name, one on the way a missing
+    /// path; patterns are case-insensitive wildcards.
+    #[test]
+    fn vetoed_paths() {
+        let veto = Presentation::default().with_veto(&["*.tmp".into(), ".DS_Store".into()]);
+        let path = |text: &'static str| text.split('\\').collect::<Vec<_>>();
+        let status = |text| veto.vetoed_path(path(text).into_iter());
+        assert_eq!(status("x.TMP"), Some(NtStatus::OBJECT_NAME_NOT_FOUND));
+        assert_eq!(
+            status("a\\.ds_store"),
+            Some(NtStatus::OBJECT_NAME_NOT_FOUND)
+        );
+        assert_eq!(status("v.tmp\\in"), Some(NtStatus::OBJECT_PATH_NOT_FOUND));
+        assert_eq!(status("a\\x.tmpx"), None);
+        assert!(veto.vetoes_any() && !Presentation::default().vetoes_any());
+        assert_eq!(
+            Presentation::default().vetoed_path(path("x.tmp").into_iter()),
+            None
+        );
+    }
 
     fn stat(file_type: FileType) -> FileStat {
         let t = Timespec { sec: 100, nsec: 0 };

@@ -62,21 +62,28 @@ pub(crate) async fn handle(
     let pending = QueryDirectoryResponse::begin(w);
     let files = &cx.conn.server.files;
     let ids = &cx.conn.server.ids;
-    let hide_unreadable = cx.tree.as_ref().is_some_and(|t| t.share.hide_unreadable);
-    // Access-based enumeration: entries the opener could not read are left out.
+    let share = cx.tree.as_ref().map(|t| &t.share);
+    let hide_unreadable = share.is_some_and(|s| s.hide_unreadable);
+    let veto = share.map(|s| &s.presentation).filter(|p| p.vetoes_any());
     let readable = |entry: &vfs::DirEntry, meta: &Meta| {
+        security::readable(
+            &security::child_descriptor(
+                open.vfs.as_ref(),
+                open.file.as_ref(),
+                &entry.name,
+                &meta.stat,
+                ids,
+            ),
+            &open.identity,
+        )
+    };
+    // Vetoed names are left out; with access-based enumeration, entries the opener could not
+    // read too.
+    let visible = |entry: &vfs::DirEntry, meta: &Meta| {
+        let vetoed = veto.is_some_and(|v| v.vetoes(&entry.name));
         entry.name == "."
             || entry.name == ".."
-            || security::readable(
-                &security::child_descriptor(
-                    open.vfs.as_ref(),
-                    open.file.as_ref(),
-                    &entry.name,
-                    &meta.stat,
-                    ids,
-                ),
-                &open.identity,
-            )
+            || (!vetoed && (!hide_unreadable || readable(entry, meta)))
     };
     // Queries on one handle take turns over its cursor; one that waits holds no worker.
     let mut cursor = open.dir.lock().await;
@@ -96,7 +103,7 @@ pub(crate) async fn handle(
             // Fewer entries than fit are allowed; the client asks again (MS-SMB2 3.3.5.18).
             (req.output_buffer_length as usize).min(max_buffer),
             single,
-            hide_unreadable.then_some(&readable as &Visible<'_>),
+            (hide_unreadable || veto.is_some()).then_some(&visible as &Visible<'_>),
             w,
         )
     })?;

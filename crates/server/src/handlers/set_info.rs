@@ -325,8 +325,8 @@ fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<()
         return Err(NtStatus::CANNOT_DELETE);
     }
     if delete && open.is_directory {
-        let empty = open.file.read_dir().status()?.is_empty();
-        if !empty {
+        let entries = open.file.read_dir().status()?;
+        if !open.share.empty_for_deletion(&entries) {
             return Err(NtStatus::DIRECTORY_NOT_EMPTY);
         }
     }
@@ -358,6 +358,11 @@ fn rename(
     let target = parse_path(target.strip_prefix('\\').unwrap_or(target))?;
     if target.is_root() || target.stream.is_some() || target.default_stream {
         return Err(NtStatus::INVALID_PARAMETER);
+    }
+    // A vetoed name cannot be made by renaming either, as Samba answers.
+    let components = target.components.iter().map(String::as_str);
+    if let Some(status) = open.share.presentation.vetoed_path(components) {
+        return Err(status);
     }
     // A file moves with its streams; one of them being open keeps it where it is.
     if open.stream.is_some() || files.has_open_streams(&open.shared) {

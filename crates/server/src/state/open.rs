@@ -270,6 +270,9 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
         }
         Some(Deletion::File(path, by)) => {
             let deleted = as_user(vfs, &by.identity, Wait::Long, || {
+                if open.is_directory {
+                    open.share.remove_vetoed(vfs, &path).status()?;
+                }
                 vfs.unlink(&path).status()?;
                 open.share.sync_parent(vfs, &path).status()
             })

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use smb3d_auth::names;
-use smb3d_vfs::{Vfs, VfsPath, VfsResult};
+use smb3d_fscc::Expression;
+use smb3d_vfs::{Access, DirEntry, Disposition, Kind, OpenRequest, Vfs, VfsPath, VfsResult};
 
 use crate::blocking::Wait;
 pub use crate::fs::fileinfo::Presentation;
@@ -53,6 +54,20 @@ pub struct Share {
     pub create_mask: u32,
     /// Permission bits new directories may get (masking 0o777), as Samba's `directory mask`.
     pub directory_mask: u32,
+    /// Bits every new file gets after the mask (Samba's `force create mode`).
+    pub force_create_mode: u32,
+    /// Bits every new directory gets after the mask (Samba's `force directory mode`).
+    pub force_directory_mode: u32,
+    /// New files and directories take their permissions from the parent directory (Samba's
+    /// `inherit permissions`).
+    pub inherit_permissions: bool,
+    /// Deleting a directory that holds only vetoed entries deletes them (Samba's `delete veto
+    /// files`); the vetoed names are in [`Presentation`].
+    pub delete_veto_files: bool,
+    /// Oplocks and leases are granted (Samba's `oplocks`).
+    pub oplocks: bool,
+    /// Files whose names match get no oplock or lease (Samba's `veto oplock files`).
+    pub veto_oplock_files: Vec<Expression>,
     /// Listings leave out what the user cannot read (access-based enumeration, Samba's
     /// `hide unreadable`).
     pub hide_unreadable: bool,
@@ -73,7 +88,27 @@ pub struct Share {
     pub presentation: Presentation,
 }
 
+/// Case-insensitive wildcard patterns (`*`, `?`) matched against names, as the share options
+/// that list names (`veto_oplock_files`) write them.
+pub fn name_patterns(patterns: &[String]) -> Vec<Expression> {
+    patterns.iter().map(|p| Expression::new(p, true)).collect()
+}
+
 impl Share {
+    /// The mode a new file or directory gets, as Samba derives it: the permissions the DOS
+    /// attributes allow (read and write for all; the read-only attribute is stored apart, not
+    /// taken from the mode), cut by the share's mask and then given its forced bits; with
+    /// `inherit_permissions`, a directory takes all of its parent's bits and a file its
+    /// parent's read and write bits instead. `parent` is the parent's mode, when inheriting.
+    pub fn new_mode(&self, directory: bool, parent: Option<u32>) -> u32 {
+        match (directory, parent.filter(|_| self.inherit_permissions)) {
+            (true, Some(parent)) => parent & 0o7777,
+            (false, Some(parent)) => parent & 0o666,
+            (true, None) => (0o777 & self.directory_mask) | self.force_directory_mode,
+            (false, None) => (0o666 & self.create_mask) | self.force_create_mode,
+        }
+    }
+
     /// A disk share with default options.
     pub fn disk(name: impl Into<String>, vfs: Arc<dyn Vfs>) -> Self {
         Self {
@@ -93,6 +128,12 @@ impl Share {
             require_signing: false,
             create_mask: 0o744,
             directory_mask: 0o755,
+            force_create_mode: 0,
+            force_directory_mode: 0,
+            inherit_permissions: false,
+            delete_veto_files: false,
+            oplocks: true,
+            veto_oplock_files: Vec::new(),
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
@@ -123,6 +164,12 @@ impl Share {
             require_signing: false,
             create_mask: 0,
             directory_mask: 0,
+            force_create_mode: 0,
+            force_directory_mode: 0,
+            inherit_permissions: false,
+            delete_veto_files: false,
+            oplocks: true,
+            veto_oplock_files: Vec::new(),
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
@@ -153,6 +200,41 @@ impl Share {
             .parent_and_name()
             .map_or_else(VfsPath::root, |(parent, _)| parent);
         vfs.sync_dir(&parent)
+    }
+
+    /// Whether an open of `name` may be granted an oplock or a lease.
+    pub(crate) fn grants_caching(&self, name: &str) -> bool {
+        self.oplocks && !self.veto_oplock_files.iter().any(|p| p.matches(name))
+    }
+
+    /// Whether a directory holding `entries` may be deleted: it must be empty, but with
+    /// `delete_veto_files` its vetoed entries do not count (they go with it, see
+    /// [`Self::remove_vetoed`]).
+    pub(crate) fn empty_for_deletion(&self, entries: &[DirEntry]) -> bool {
+        entries
+            .iter()
+            .all(|e| self.delete_veto_files && self.presentation.vetoes(&e.name))
+    }
+
+    /// Before the directory `path` is deleted, with `delete_veto_files`, removes the vetoed
+    /// entries it holds; a vetoed directory that is not empty stays and keeps `path`.
+    pub(crate) fn remove_vetoed(&self, vfs: &dyn Vfs, path: &VfsPath) -> VfsResult<()> {
+        if !self.delete_veto_files || !self.presentation.vetoes_any() {
+            return Ok(());
+        }
+        let listing = OpenRequest {
+            access: Access::Read,
+            disposition: Disposition::Open,
+            kind: Kind::Directory,
+            create_mode: 0,
+        };
+        let dir = vfs.open(path, &listing)?.file;
+        for entry in dir.read_dir()? {
+            if self.presentation.vetoes(&entry.name) {
+                vfs.unlink(&path.join(&entry.name)?)?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether this is the `IPC$` share of named pipes.
@@ -297,5 +379,62 @@ mod tests {
         assert!(share.read_only_for(&alice, &who));
         share.write_list = vec!["@root".into()];
         assert!(share.read_only_for(&SessionUser::Anonymous, &who));
+    }
+
+    /// Samba's formula for new modes: mask, then forced bits; or the parent's bits when
+    /// inheriting (all of them for a directory, read and write for a file).
+    #[test]
+    fn new_modes() {
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        assert_eq!(
+            (share.new_mode(false, None), share.new_mode(true, None)),
+            (0o644, 0o755)
+        );
+        share.create_mask = 0o660;
+        share.directory_mask = 0o770;
+        share.force_directory_mode = 0o2000;
+        share.force_create_mode = 0o004;
+        assert_eq!(
+            (share.new_mode(false, None), share.new_mode(true, None)),
+            (0o664, 0o2770)
+        );
+        // A parent's mode only counts when the share inherits.
+        assert_eq!(share.new_mode(true, Some(0o43775)), 0o2770);
+        share.inherit_permissions = true;
+        assert_eq!(share.new_mode(true, Some(0o43775)), 0o3775);
+        assert_eq!(share.new_mode(false, Some(0o42775)), 0o664);
+        assert_eq!(share.new_mode(false, Some(0o40750)), 0o640);
+        assert_eq!(share.new_mode(false, None), 0o664);
+    }
+
+    /// `oplocks = false` grants nothing; `veto_oplock_files` nothing to the names it matches.
+    #[test]
+    fn caching_granted_per_share_and_name() {
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        assert!(share.grants_caching("db.MDB"));
+        share.veto_oplock_files = vec![Expression::new("*.mdb", true)];
+        assert!(!share.grants_caching("db.MDB") && share.grants_caching("doc.txt"));
+        share.oplocks = false;
+        assert!(!share.grants_caching("doc.txt"));
+    }
+
+    /// A directory holding only vetoed entries may be deleted with `delete_veto_files` only;
+    /// any other entry keeps it.
+    #[test]
+    fn vetoed_entries_count_for_deletion_only_without_delete_veto_files() {
+        let entry = |name: &str| DirEntry {
+            name: name.into(),
+            ino: 1,
+            file_type: smb3d_vfs::FileType::File,
+        };
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        share.presentation = Presentation::default().with_veto(&[".DS_Store".into()]);
+        let only_vetoed = [entry(".DS_Store")];
+        let mixed = [entry(".DS_Store"), entry("kept.txt")];
+        assert!(share.empty_for_deletion(&[]));
+        assert!(!share.empty_for_deletion(&only_vetoed));
+        share.delete_veto_files = true;
+        assert!(share.empty_for_deletion(&only_vetoed));
+        assert!(!share.empty_for_deletion(&mixed));
     }
 }

@@ -170,6 +170,10 @@ impl Target {
         let name = smb3d_wire::decode_utf16le(req.name, "Name")
             .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
         let path = parse_path(&name)?;
+        let components = path.components.iter().map(String::as_str);
+        if let Some(status) = tree.share.presentation.vetoed_path(components) {
+            return Err(status);
+        }
         match VfsPath::from_components(path.components.iter()) {
             Ok(vfs_path) => Ok(Self { path, vfs_path }),
             Err(_) => {
@@ -237,12 +241,9 @@ impl<'r> Plan<'r> {
                 _ => Disposition::OpenOrCreate,
             },
             kind: intent.kind,
-            // Masked further by the process umask, or replaced by the parent's default POSIX ACL.
-            create_mode: if intent.kind == Kind::Directory {
-                0o777 & tree.share.directory_mask
-            } else {
-                0o666 & tree.share.create_mask
-            },
+            // Exact (the VFS undoes the process umask) unless the parent's default POSIX ACL
+            // decides; `inherit_permissions` replaces it once the parent is known.
+            create_mode: tree.share.new_mode(intent.kind == Kind::Directory, None),
         };
         stream::adapt(path, &mut intent, &mut open_request)?;
         Ok(Self {
@@ -340,12 +341,31 @@ impl Creation<'_> {
         })
     }
 
+    /// The open as planned; on an `inherit_permissions` share, with the mode taken from the
+    /// parent directory when the open may create (the one stat it costs is that share's).
+    fn open_request(&self) -> OpenRequest {
+        let mut request = self.plan.open_request;
+        let share = &self.tree.share;
+        if share.inherit_permissions && request.disposition != Disposition::Open {
+            let parent = self
+                .target
+                .vfs_path
+                .parent_and_name()
+                .map(|(parent, _)| parent);
+            if let Some(stat) = parent.and_then(|parent| self.vfs.stat(&parent).ok()) {
+                request.create_mode =
+                    share.new_mode(request.kind == Kind::Directory, Some(stat.mode));
+            }
+        }
+        request
+    }
+
     #[inline(always)]
     fn open_and_check(&self) -> Result<Resolved, NtStatus> {
         let vfs = self.vfs.as_ref();
         let path = &self.target.vfs_path;
         let intent = &self.plan.intent;
-        let opened = open_widest(vfs, path, self.plan.open_request, intent.desired)?;
+        let opened = open_widest(vfs, path, self.open_request(), intent.desired)?;
         let meta = fileinfo::load_with(
             opened.file.as_ref(),
             opened.stat,
@@ -448,7 +468,12 @@ impl Creation<'_> {
             persistent: false,
         };
         let opening = Opening {
-            request: oplock::request(cx, self.req, meta.is_directory()),
+            // A share without oplocks grants none, nor leases: a request is answered as none.
+            request: if self.tree.share.grants_caching(self.target.leaf()) {
+                oplock::request(cx, self.req, meta.is_directory())
+            } else {
+                crate::state::caching::Request::None
+            },
             overwrite: self.plan.intent.truncates && resolved.stream.is_none(),
             first_attempt: true,
             existed: !outcome.created && !outcome.stream_created,
