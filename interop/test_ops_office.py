@@ -2,7 +2,16 @@
 and by smb3d as imported, gives the same answers to the same clients: who may connect from where
 and as whom, the modes files get on disk, what is hidden, where deleted files go."""
 
+import socket
+import uuid
+from contextlib import contextmanager
+
 import pytest
+from smbprotocol import transport
+from smbprotocol.connection import Connection
+from smbprotocol.exceptions import AccessDenied, LogonFailure
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
 
 from office import start_office, stop_office
 from samba import available as samba_available
@@ -23,3 +32,78 @@ def test_an_office_user_works_in_the_office_share_on_both(office, tmp_path):
         code, out = server.smbclient("office", "worker", "lcd %s; put memo.txt; ls" % tmp_path)
         assert code == 0 and "memo.txt" in out, (server.name, out, server.log_tail())
         assert (server.root / "office" / "memo.txt").read_text() == "minutes\n", server.name
+
+
+# Who may connect (issue 23 item 2): the same questions to both servers, from chosen loopback
+# source addresses (smbclient cannot choose one; smbprotocol's socket is bound to it).
+
+@contextmanager
+def _from_address(source):
+    plain = socket.create_connection
+
+    def bound(address, timeout=None, source_address=None):
+        return plain(address, timeout=timeout, source_address=(source, 0))
+
+    transport.socket.create_connection = bound
+    try:
+        yield
+    finally:
+        transport.socket.create_connection = plain
+
+
+def _ask(server, user, share, source="127.0.0.1", password=None):
+    """What `server` answers `user` from `source` asking for `share`: "connected", or the
+    step that failed and how."""
+    password = server.passwords.get(user, "") if password is None else password
+    with _from_address(source):
+        conn = Connection(uuid.uuid4(), "127.0.0.1", server.port)
+        try:
+            conn.connect(timeout=10)
+        except Exception as e:  # noqa: BLE001 - any failure to connect is the answer
+            return "refused at connect (%s)" % type(e).__name__
+    try:
+        session = Session(conn, user, password, require_encryption=False)
+        try:
+            session.connect()
+        except LogonFailure:
+            return "logon failure"
+        try:
+            TreeConnect(session, r"\\127.0.0.1\%s" % share).connect()
+        except AccessDenied:
+            return "access denied"
+        return "connected"
+    finally:
+        conn.disconnect()
+
+
+def test_global_host_rules_decide_who_may_connect_on_both(office):
+    """hosts allow = 127.0.0.1 127.0.0.77 ::1, hosts deny = ALL: 127.0.0.66 is in the deny
+    list only. Samba answers it with a NetBIOS negative session response and closes; smb3d
+    closes at accept. Either way the client gets no SMB answer at all."""
+    for server in office.both:
+        assert _ask(server, "worker", "public") == "connected", (server.name, server.log_tail())
+        refused = _ask(server, "worker", "public", source="127.0.0.66")
+        assert refused.startswith("refused at connect"), (server.name, refused)
+
+
+def test_share_host_rules_refuse_a_host_on_office_only_on_both(office):
+    """[office] has hosts allow = 127.0.0.1 ::1 and hosts deny = 127.0.0.77; [public] inherits
+    the global lists, which admit 127.0.0.77. Both servers answer ACCESS_DENIED at tree
+    connect."""
+    for server in office.both:
+        assert _ask(server, "worker", "office", source="127.0.0.77") == "access denied", server.name
+        assert _ask(server, "worker", "public", source="127.0.0.77") == "connected", server.name
+        assert _ask(server, "worker", "office") == "connected", (server.name, server.log_tail())
+
+
+def test_invalid_users_are_refused_on_office_only_on_both(office):
+    for server in office.both:
+        code, out = server.smbclient("office", "intruder", "ls")
+        assert code != 0 and "NT_STATUS_ACCESS_DENIED" in out, (server.name, out)
+        code, out = server.smbclient("public", "intruder", "ls")
+        assert code == 0, (server.name, out, server.log_tail())
+
+
+def test_a_wrong_password_fails_on_both(office):
+    for server in office.both:
+        assert _ask(server, "worker", "public", password="not-the-password") == "logon failure", server.name

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use smb3d_config::{
-    Config, EncryptPolicy, FaultErrno, FaultOpName, FaultRuleConfig, ServerConfig, ShareConfig,
-    SigningPolicy,
+    Config, EncryptPolicy, FaultErrno, FaultOpName, FaultRuleConfig, HostPattern, ServerConfig,
+    ShareConfig, SigningPolicy,
 };
+use smb3d_server::hosts::{HostRules, Network};
 use smb3d_server::share::{Presentation, Share};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
@@ -45,6 +46,19 @@ pub fn encryption_policy(policy: EncryptPolicy) -> EncryptionPolicy {
         EncryptPolicy::Auto => EncryptionPolicy::Auto,
         EncryptPolicy::Desired => EncryptionPolicy::Desired,
         EncryptPolicy::Required => EncryptionPolicy::Required,
+    }
+}
+
+/// The server's host rules of configured `hosts_allow` and `hosts_deny` lists.
+pub fn host_rules(allow: &[HostPattern], deny: &[HostPattern]) -> HostRules {
+    let networks = |list: &[HostPattern]| {
+        list.iter()
+            .map(|p| Network::new(p.network(), p.prefix()))
+            .collect()
+    };
+    HostRules {
+        allow: networks(allow),
+        deny: networks(deny),
     }
 }
 
@@ -98,6 +112,9 @@ pub fn build_share(
             &share.hide_files,
             share.allocation_roundup_size,
         ),
+        invalid_users: share.invalid_users.clone(),
+        hosts: host_rules(&share.hosts_allow, &share.hosts_deny)
+            .within(&host_rules(&server.hosts_allow, &server.hosts_deny)),
         ..Share::disk(name.to_owned(), vfs)
     };
     built

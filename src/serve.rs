@@ -351,6 +351,7 @@ pub fn build_server(
         oplock_break_timeout: Settings::default().oplock_break_timeout,
         state_store: Some(Arc::new(DiskStore::new(s.state_dir.clone()))),
         clock: Arc::new(SystemClock),
+        hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
     };
     let host = hostname();
     let identity = ServerIdentity {

@@ -286,7 +286,8 @@ fn config_check_warns_of_settings_not_enforced_yet() {
         &config,
         format!(
             "[server]\nuser_db = \"/nonexistent/users\"\nhosts_deny = [\"10.0.0.0/8\"]\n\
-             [share.s]\npath = {:?}\ninvalid_users = [\"root\"]\n",
+             guest_account = \"nobody\"\n\
+             [share.s]\npath = {:?}\ninvalid_users = [\"root\"]\nadmin_users = [\"root\"]\n",
             dir.path().display().to_string()
         ),
     )
@@ -295,11 +296,15 @@ fn config_check_warns_of_settings_not_enforced_yet() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let warnings = text(&out.stderr);
     for needle in [
-        "warning: server.hosts_deny is set, but NOT ENFORCED by this version of smb3d: restrict client addresses with a firewall meanwhile",
-        "warning: share \"s\": invalid_users is set, but NOT ENFORCED",
+        "warning: server.guest_account is set, but NOT ENFORCED by this version of smb3d",
+        "warning: share \"s\": admin_users is set, but NOT ENFORCED",
     ] {
         assert!(warnings.contains(needle), "{needle}: {warnings}");
     }
+    assert!(
+        !warnings.contains("hosts_deny is set") && !warnings.contains("invalid_users is set"),
+        "enforced settings are not warned about: {warnings}"
+    );
     assert!(text(&out.stdout).contains("hosts_deny = [\"10.0.0.0/8\"]"));
 }
 

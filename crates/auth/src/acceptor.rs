@@ -4,12 +4,13 @@ use core::fmt;
 use std::sync::Arc;
 
 use smb3d_dtyp::NtStatus;
-use smb3d_wire::FileTime;
+use smb3d_wire::{FileTime, decode_utf16le};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
 use crate::names;
-use crate::ntlm::{ChallengeState, Direction, NtlmOutcome, messages::SIGNATURE};
+use crate::ntlm::messages::{AuthenticateMessage, SIGNATURE};
+use crate::ntlm::{ChallengeState, Direction, NtlmOutcome};
 use crate::spnego::{self, NegState, NegTokenResp, NegotiationToken};
 
 /// An account as its store holds it.
@@ -168,6 +169,29 @@ enum State {
     Finished,
 }
 
+/// Who an AUTHENTICATE message says the client is, before anything is checked: what a logon
+/// audit names, whether the logon succeeds or not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claim {
+    pub user: String,
+    pub domain: String,
+    pub workstation: String,
+}
+
+impl Claim {
+    /// The claim of an NTLM AUTHENTICATE message; None when it cannot be decoded (the
+    /// exchange then fails as an invalid token).
+    fn of(authenticate: &[u8]) -> Option<Self> {
+        let auth = AuthenticateMessage::decode(authenticate).ok()?;
+        let text = |bytes| decode_utf16le(bytes, "").ok();
+        Some(Self {
+            user: text(auth.user)?,
+            domain: text(auth.domain)?,
+            workstation: text(auth.workstation)?,
+        })
+    }
+}
+
 /// One SESSION_SETUP exchange. Accepts SPNEGO-wrapped NTLM or bare NTLMSSP tokens; after a
 /// result or an error every further step fails.
 pub struct Acceptor {
@@ -175,6 +199,7 @@ pub struct Acceptor {
     store: Arc<dyn CredentialStore>,
     random: Arc<dyn RandomSource>,
     state: State,
+    claim: Option<Claim>,
 }
 
 impl Acceptor {
@@ -194,7 +219,13 @@ impl Acceptor {
             store,
             random,
             state: State::Start,
+            claim: None,
         }
+    }
+
+    /// Who the client's AUTHENTICATE message said it was, once one arrived.
+    pub fn claim(&self) -> Option<&Claim> {
+        self.claim.as_ref()
     }
 
     /// Takes the client's next security token; `now` is the MsvAvTimestamp of the CHALLENGE.
@@ -215,6 +246,7 @@ impl Acceptor {
                 self.spnego_challenge(negotiate, mic, NegState::ACCEPT_INCOMPLETE, now)
             }
             State::AwaitingAuthenticate { ntlm, spnego: None } => {
+                self.claim = Claim::of(token);
                 let outcome = ntlm.authenticate(token, &self.store)?;
                 Ok(done(Vec::new(), outcome))
             }
@@ -226,6 +258,7 @@ impl Acceptor {
                 let authenticate = resp
                     .response_token
                     .ok_or(AuthError::InvalidToken("responseToken"))?;
+                self.claim = Claim::of(authenticate);
                 let outcome = ntlm.authenticate(authenticate, &self.store)?;
                 let server_mic = check_mech_list_mic(&mic, resp.mech_list_mic, &outcome)?;
                 let token = NegTokenResp {

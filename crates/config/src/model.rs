@@ -312,10 +312,11 @@ pub struct ServerConfig {
     /// Log opens, renames and deletes of every share (shares may override it) at the `audit`
     /// target.
     pub audit: bool,
-    /// Client addresses allowed to connect at all (Samba's global `hosts allow`); empty allows
-    /// every address not in `hosts_deny`. NOT ENFORCED yet ([`Config::not_enforced`]).
+    /// Client addresses allowed to connect at all (Samba's global `hosts allow`), checked on
+    /// the TCP peer at accept with Samba's precedence: with `hosts_deny` set too, an address in
+    /// both is allowed; alone, it refuses every other address but 127.0.0.1 and ::1.
     pub hosts_allow: Vec<HostPattern>,
-    /// Client addresses refused unless `hosts_allow` names them. NOT ENFORCED yet.
+    /// Client addresses refused unless `hosts_allow` names them (Samba's `hosts deny`).
     pub hosts_deny: Vec<HostPattern>,
     /// The Unix account guest sessions act as (Samba's `guest account`); absent, the built-in
     /// nobody (uid 65534). NOT ENFORCED yet.
@@ -386,18 +387,17 @@ pub struct ShareConfig {
     #[serde(default)]
     pub write_list: Vec<String>,
     /// Users refused on this share whatever the other lists say (Samba's `invalid users`).
-    /// NOT ENFORCED yet ([`Config::not_enforced`]).
     #[serde(default)]
     pub invalid_users: Vec<String>,
     /// Users who act as root on this share (Samba's `admin users`). NOT ENFORCED yet.
     #[serde(default)]
     pub admin_users: Vec<String>,
-    /// Client addresses allowed to connect to this share (Samba's `hosts allow`), besides
-    /// the server's own lists. NOT ENFORCED yet.
+    /// Client addresses allowed to connect to this share (Samba's `hosts allow`), checked at
+    /// tree connect; empty, the server's list applies, as a share inherits it in smb.conf.
     #[serde(default)]
     pub hosts_allow: Vec<HostPattern>,
-    /// Client addresses refused on this share unless its `hosts_allow` names them. NOT
-    /// ENFORCED yet.
+    /// Client addresses refused on this share unless its `hosts_allow` names them; empty, the
+    /// server's list applies.
     #[serde(default)]
     pub hosts_deny: Vec<HostPattern>,
     /// A Unix user every session works on the share as (Samba's `force user`).
@@ -716,15 +716,8 @@ impl Config {
     /// them, the server will apply them in a later version. `serve` and `config check` warn
     /// of each so that nobody relies on them.
     pub fn not_enforced(&self) -> Vec<(String, &'static str)> {
-        const FIREWALL: &str = "restrict client addresses with a firewall meanwhile";
         let s = &self.server;
         let mut found = Vec::new();
-        if !s.hosts_allow.is_empty() {
-            found.push(("server.hosts_allow".to_owned(), FIREWALL));
-        }
-        if !s.hosts_deny.is_empty() {
-            found.push(("server.hosts_deny".to_owned(), FIREWALL));
-        }
         if s.guest_account.is_some() {
             found.push((
                 "server.guest_account".to_owned(),
@@ -738,23 +731,11 @@ impl Config {
             ));
         }
         for (name, share) in &self.shares {
-            for (option, set, meanwhile) in [
-                ("hosts_allow", !share.hosts_allow.is_empty(), FIREWALL),
-                ("hosts_deny", !share.hosts_deny.is_empty(), FIREWALL),
-                (
-                    "invalid_users",
-                    !share.invalid_users.is_empty(),
-                    "list the allowed users in valid_users meanwhile",
-                ),
-                (
-                    "admin_users",
-                    !share.admin_users.is_empty(),
+            if !share.admin_users.is_empty() {
+                found.push((
+                    format!("share {name:?}: admin_users"),
                     "these users act as themselves meanwhile",
-                ),
-            ] {
-                if set {
-                    found.push((format!("share {name:?}: {option}"), meanwhile));
-                }
+                ));
             }
         }
         found
@@ -1362,7 +1343,7 @@ access_based_share_enum = true
         assert!(e.message.contains("nas.local"), "{e}");
     }
 
-    /// Issue 23 item 2's settings: taken, checked, rendered back, and listed as not enforced.
+    /// Issue 23 item 2's settings: taken, checked, rendered back, and those not enforced yet listed.
     #[test]
     fn access_settings_not_enforced_yet_are_taken_and_named() {
         let text = "[server]\nhosts_allow = [\"10.0.0.0/8\", \"::1\"]\nhosts_deny = [\"0.0.0.0/0\"]\n\
@@ -1386,15 +1367,11 @@ access_based_share_enum = true
         assert_eq!(
             named,
             [
-                "server.hosts_allow",
-                "server.hosts_deny",
                 "server.guest_account",
                 "server.map_to_guest",
-                "share \"s\": hosts_allow",
-                "share \"s\": hosts_deny",
-                "share \"s\": invalid_users",
                 "share \"s\": admin_users",
-            ]
+            ],
+            "host rules and invalid_users are enforced"
         );
         let defaults = parse("[share.t]\npath = \"/t\"\n").unwrap();
         assert!(defaults.not_enforced().is_empty());

@@ -609,16 +609,7 @@ impl Converter {
             }
             "validusers" => out.valid_users = Some(self.user_list(section, p)),
             "readlist" => out.read_list = Some(self.user_list(section, p).0),
-            "invalidusers" => {
-                let users = self.user_list(section, p).0;
-                self.not_enforced(
-                    section,
-                    p,
-                    &format!("invalid_users = {users:?}"),
-                    "list the allowed users in valid_users meanwhile",
-                );
-                out.invalid_users = Some(users);
-            }
+            "invalidusers" => out.invalid_users = Some(self.user_list(section, p).0),
             "adminusers" => {
                 let users = self.user_list(section, p).0;
                 self.not_enforced(
@@ -773,13 +764,6 @@ impl Converter {
                 ),
             }
         }
-        let shown: Vec<String> = hosts.iter().map(ToString::to_string).collect();
-        self.not_enforced(
-            section,
-            p,
-            &format!("{option} = {shown:?}"),
-            "restrict client addresses with a firewall meanwhile",
-        );
         Some(hosts)
     }
 
@@ -1232,7 +1216,6 @@ mod tests {
             text,
             [
                 "/etc/samba/smb.conf:2: [global]: log file = /var/log/samba/%m: smb3d logs to standard error (the journal under systemd); set the level with SMB3D_LOG",
-                "/etc/samba/smb.conf:3: [global]: hosts allow = 10.: mapped to hosts_allow = [\"10.0.0.0/8\"], but NOT ENFORCED by smb3d yet: restrict client addresses with a firewall meanwhile",
                 "/etc/samba/smb.conf:4: [global]: passdb backend = tdbsam: smb3d has its own user database; copy the users with `pdbedit -L -w | smb3d user import`",
                 "/etc/samba/smb.conf:5: [global]: made up = 1: not mapped",
                 "/etc/samba/smb.conf:8: [s]: force user = %U: not a Unix account name smb3d accepts; ignored",
@@ -1300,10 +1283,10 @@ mod tests {
         );
     }
 
-    /// Issue 23 item 2, the importer's part: who may connect maps into settings, each still
-    /// warned about as NOT ENFORCED until the server applies it.
+    /// Issue 23 item 2, the importer's part: who may connect maps into settings; those the
+    /// server does not apply yet are warned about as NOT ENFORCED.
     #[test]
-    fn who_may_connect_maps_and_says_it_is_not_enforced_yet() {
+    fn who_may_connect_maps_and_says_what_is_not_enforced_yet() {
         let i = convert_text(
             "[global]\nhosts allow = 127. 192.168.1. 10.0.0.0/255.0.0.0 ::1, fe80::/10 files.example\n\
              hosts deny = ALL\nguest account = smbguest\nmap to guest = bad user\n\
@@ -1341,8 +1324,6 @@ mod tests {
         let all = messages(&i);
         for needle in [
             "[global]: hosts allow: \"files.example\" is a host name, domain, netgroup or LOCAL",
-            "[global]: hosts allow = 127. 192.168.1. 10.0.0.0/255.0.0.0 ::1, fe80::/10 files.example: mapped to hosts_allow = [\"127.0.0.0/8\"",
-            "[global]: hosts deny = ALL: mapped to hosts_deny = [\"0.0.0.0/0\", \"::/0\"], but NOT ENFORCED by smb3d yet",
             "[global]: guest account = smbguest: mapped to guest_account = \"smbguest\", but NOT ENFORCED",
             "[global]: map to guest = bad user: mapped to map_to_guest = \"bad-user\", but NOT ENFORCED",
             "[s]: admin users = alice @admins: mapped to admin_users = [\"alice\", \"@admins\"], but NOT ENFORCED",
@@ -1351,10 +1332,16 @@ mod tests {
         ] {
             assert!(all.iter().any(|w| w.contains(needle)), "{needle}: {all:#?}");
         }
-        // Four server settings, three of [s], one of [t].
+        assert!(
+            !all.iter()
+                .any(|w| w.contains("NOT ENFORCED")
+                    && (w.contains("hosts") || w.contains("invalid"))),
+            "host rules and invalid users are enforced: {all:#?}"
+        );
+        // guest_account and map_to_guest, and [s]'s admin_users.
         assert_eq!(
             i.config.not_enforced().len(),
-            8,
+            3,
             "{:#?}",
             i.config.not_enforced()
         );

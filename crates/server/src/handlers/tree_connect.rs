@@ -43,8 +43,28 @@ pub(crate) async fn handle(
         .share(share_name)
         .ok_or(NtStatus::BAD_NETWORK_NAME)?;
 
+    // Samba answers a host its rules refuse on this share with ACCESS_DENIED, as a share
+    // the user may not connect to (MS-SMB2 3.3.5.7 leaves the check to the server).
+    if let Some(peer) = cx.conn.peer
+        && !share.hosts.admits(peer.ip())
+    {
+        audit::tree_refused(
+            &share,
+            &user,
+            cx.conn,
+            "client address refused by hosts_allow/hosts_deny",
+        );
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     let identity = session.identity().ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let access = tree_access(&cx.conn.server.ids, &share, &user, &identity)?;
+    let access = tree_access(&cx.conn.server.ids, &share, &user, &identity).inspect_err(|_| {
+        audit::tree_refused(
+            &share,
+            &user,
+            cx.conn,
+            "user refused by the share's user lists",
+        );
+    })?;
     let maximal_access = access.maximal_access;
     let share_type = match share.kind {
         ShareKind::Disk(_) => ShareType::DISK,
@@ -55,6 +75,7 @@ pub(crate) async fn handle(
     let policy = share.encryption;
     let can_encrypt = session.encryption().is_some();
     if policy == EncryptionPolicy::Required && !can_encrypt {
+        audit::tree_refused(&share, &user, cx.conn, "the share requires encryption");
         return Err(NtStatus::ACCESS_DENIED);
     }
     let encrypt_data = can_encrypt && policy.asks();

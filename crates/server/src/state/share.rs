@@ -7,6 +7,7 @@ use smb3d_vfs::{Vfs, VfsPath, VfsResult};
 
 use crate::blocking::Wait;
 pub use crate::fs::fileinfo::Presentation;
+use crate::hosts::HostRules;
 use crate::identity::{Accounts, Identity};
 use crate::state::server::EncryptionPolicy;
 use crate::state::session::SessionUser;
@@ -71,6 +72,11 @@ pub struct Share {
     pub continuous_availability: bool,
     /// How files look to clients beyond what is stored.
     pub presentation: Presentation,
+    /// Users refused whatever `valid_users` says (Samba's `invalid users`).
+    pub invalid_users: Vec<String>,
+    /// Client addresses that may connect to the share, the server's lists included where the
+    /// share sets none ([`HostRules::within`]).
+    pub hosts: HostRules,
 }
 
 impl Share {
@@ -100,6 +106,8 @@ impl Share {
             sync_metadata: false,
             continuous_availability: false,
             presentation: Presentation::default(),
+            invalid_users: Vec::new(),
+            hosts: HostRules::default(),
         }
     }
 
@@ -130,6 +138,8 @@ impl Share {
             sync_metadata: false,
             continuous_availability: false,
             presentation: Presentation::default(),
+            invalid_users: Vec::new(),
+            hosts: HostRules::default(),
         }
     }
 
@@ -177,12 +187,14 @@ impl Share {
     }
 
     /// Whether a session of `user` with identity `who` may connect: null sessions where
-    /// guests are welcome, named users when `valid_users` names them (or names nobody).
+    /// guests are welcome, named users when `valid_users` names them (or names nobody) and
+    /// `invalid_users` does not (it wins, as in Samba).
     pub(crate) fn admits(&self, user: &SessionUser, who: &Identity) -> bool {
         match user {
             SessionUser::Anonymous => self.guest_ok,
             SessionUser::User { name, .. } => {
-                self.valid_users.is_empty() || UserList(&self.valid_users).names(name, who)
+                !UserList(&self.invalid_users).names(name, who)
+                    && (self.valid_users.is_empty() || UserList(&self.valid_users).names(name, who))
             }
         }
     }
@@ -277,6 +289,23 @@ mod tests {
         share.valid_users = list(&["@root"]);
         assert!(share.admits(&alice, &who));
         assert!(!share.admits(&SessionUser::Anonymous, &who));
+    }
+
+    /// `invalid_users` refuses whom it names, by name or group, even when `valid_users` names
+    /// them too.
+    #[test]
+    fn invalid_users_win_over_valid_users() {
+        let (alice, who) = member_of_root("alice");
+        let (bob, _) = member_of_root("bob");
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        share.invalid_users = vec!["ALICE".into()];
+        assert!(!share.admits(&alice, &who));
+        share.valid_users = vec!["alice".into(), "bob".into()];
+        assert!(!share.admits(&alice, &who), "invalid_users wins");
+        share.invalid_users = vec!["@root".into()];
+        assert!(!share.admits(&bob, &who), "a group of invalid users");
+        share.invalid_users = vec!["@no-such-group-here".into()];
+        assert!(share.admits(&bob, &who));
     }
 
     /// Samba's order: `read list` makes a writable share read-only, `write list` makes any

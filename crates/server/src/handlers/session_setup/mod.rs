@@ -5,7 +5,7 @@ mod binding;
 
 use std::sync::Arc;
 
-use smb3d_auth::{Acceptor, AuthError, Principal, Step};
+use smb3d_auth::{Acceptor, AuthError, Claim, Principal, Step};
 use smb3d_crypto::{PreauthHash, SessionKeys};
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::negotiate::SecurityMode;
@@ -20,6 +20,7 @@ use crate::identity::Identity;
 use crate::limits::Limit;
 use crate::request::ctx::{Ctx, sign_refusal};
 use crate::request::malformed;
+use crate::state::audit::{self, LogonResult};
 use crate::state::encryption::SessionCipher;
 use crate::state::server::{EncryptionPolicy, Server};
 use crate::state::session::{
@@ -80,12 +81,17 @@ pub(crate) async fn handle(
     };
     cx.response_session_id = Some(session.id);
 
-    let step = {
+    let (step, claim) = {
         let mut st = session.state.lock();
         let exchange = st
             .exchange
             .get_or_insert_with(|| new_exchange(cx, arrived, address_slot));
-        take_leg(exchange, &req, pdu, arrived)
+        let step = take_leg(exchange, &req, pdu, arrived);
+        let ended = !matches!(step, Ok(Step::Continue { .. }));
+        (
+            step,
+            ended.then(|| exchange.acceptor.claim().cloned()).flatten(),
+        )
     };
     cx.conn.watchdog.exchange_moved();
     match step {
@@ -96,8 +102,15 @@ pub(crate) async fn handle(
             session_key,
         }) => {
             let flags = match complete(cx, &session, &req, principal, &session_key) {
-                Ok(flags) => flags,
+                Ok(flags) => {
+                    if let Some(user) = session.user() {
+                        audit::logon(cx.conn, claim.as_ref(), &LogonResult::Success(&user));
+                    }
+                    flags
+                }
                 Err(status) => {
+                    let reason = format!("refused after authentication: {status}");
+                    audit::logon(cx.conn, claim.as_ref(), &LogonResult::Failure(&reason));
                     cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
                     tear_down(&server, &session);
                     server.metrics.auth_failure();
@@ -112,6 +125,8 @@ pub(crate) async fn handle(
             // as the session's answers were.
             cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
             tear_down(&server, &session);
+            let reason = failure_reason(&server, claim.as_ref(), e);
+            audit::logon(cx.conn, claim.as_ref(), &LogonResult::Failure(&reason));
             Err(failed(cx, e, arrived).await)
         }
     }
@@ -179,6 +194,20 @@ fn logged_on(cx: &Ctx<'_>, flags: SessionFlags, token: &[u8], w: &mut Writer<'_>
     }
     .encode(w);
     NtStatus::SUCCESS
+}
+
+/// Why the security package refused, for the logon audit: an unknown user name is told from a
+/// wrong password here, after the fact (the client learns neither).
+fn failure_reason(server: &Server, claim: Option<&Claim>, e: AuthError) -> String {
+    match (e, claim) {
+        (AuthError::LogonFailure, Some(c)) if server.credentials.account(&c.user).is_none() => {
+            "unknown user".into()
+        }
+        (AuthError::LogonFailure, Some(_)) => {
+            "wrong password (or a refused NTLM response or MIC)".into()
+        }
+        (e, _) => e.to_string(),
+    }
 }
 
 /// The security package refused: counted, and a failed logon answered late.
