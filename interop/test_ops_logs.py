@@ -165,3 +165,20 @@ def test_logon_audit_text_lines_escape_what_the_client_chose(tmp_path):
         assert any("client=127.0.0.1" in line and "reason=" in line for line in lines), lines
     finally:
         stop(server)
+
+
+def test_a_logon_mapped_to_guest_is_logged_as_such(tmp_path):
+    """map_to_guest = "bad-user": the unknown name is logged with result "guest"; a known
+    user's wrong password is still a failure."""
+    (tmp_path / "open").mkdir()
+    server = start_smb3d(tmp_path, extra_config='log_format = "json"\nmap_to_guest = "bad-user"\n',
+                         shares={"share": {"path": str(tmp_path / "share")},
+                                 "open": {"path": str(tmp_path / "open"), "guest_ok": True}})
+    try:
+        assert server.smbclient("ls", share="open", user="stranger%guess").returncode == 0
+        assert server.smbclient("ls", user="%s%%not-it" % server.user, check=False).returncode != 0
+        logons = [e for e in auth_events(server) if e["message"].startswith("logon")]
+        assert any(e["user"] == "stranger" and e["result"] == "guest" for e in logons), logons
+        assert any(e["user"] == server.user and e["result"] == "failure" for e in logons), logons
+    finally:
+        stop(server)

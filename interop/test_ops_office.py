@@ -2,6 +2,8 @@
 and by smb3d as imported, gives the same answers to the same clients: who may connect from where
 and as whom, the modes files get on disk, what is hidden, where deleted files go."""
 
+import os
+import pwd
 import socket
 import uuid
 from contextlib import contextmanager
@@ -13,7 +15,7 @@ from smbprotocol.exceptions import AccessDenied, LogonFailure
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from office import start_office, stop_office
+from office import GUEST, start_office, stop_office
 from samba import available as samba_available
 
 pytestmark = pytest.mark.skipif(not samba_available(), reason="needs Debian's smbd")
@@ -107,3 +109,34 @@ def test_invalid_users_are_refused_on_office_only_on_both(office):
 def test_a_wrong_password_fails_on_both(office):
     for server in office.both:
         assert _ask(server, "worker", "public", password="not-the-password") == "logon failure", server.name
+
+
+def test_an_unknown_name_is_a_guest_on_public_only_on_both(office, tmp_path):
+    """map to guest = bad user: a name neither server knows logs on as a guest, which reaches
+    [public] (guest ok) as the guest account, so its files are that account's, and is refused on
+    [office]."""
+    (tmp_path / "visit.txt").write_text("hello\n")
+    guest_uid = pwd.getpwnam(GUEST).pw_uid
+    for server in office.both:
+        code, out = server.smbclient("public", "visitor-unknown", "lcd %s; put visit.txt" % tmp_path,
+                                     password="any-guess")
+        assert code == 0, (server.name, out, server.log_tail())
+        assert os.stat(server.root / "public" / "visit.txt").st_uid == guest_uid, server.name
+        code, out = server.smbclient("office", "visitor-unknown", "ls", password="any-guess")
+        assert code != 0 and "NT_STATUS_ACCESS_DENIED" in out, (server.name, out)
+
+
+def test_a_guest_logon_has_no_signing_key_on_both(office):
+    """Nothing was proven, so neither server gives the guest session keys: smbprotocol has no
+    signing key (it refuses to go on when the server signed anyway) and must be told not to
+    verify the negotiation, which needs one."""
+    for server in office.both:
+        conn = Connection(uuid.uuid4(), "127.0.0.1", server.port, require_signing=False)
+        conn.connect(timeout=10)
+        try:
+            session = Session(conn, "visitor-unknown", "any-guess", require_encryption=False)
+            session.connect()
+            assert session.signing_key is None, server.name
+            TreeConnect(session, r"\\127.0.0.1\public").connect(require_secure_negotiate=False)
+        finally:
+            conn.disconnect()

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use smb3d_auth::{CredentialStore, ServerIdentity, UserDb};
-use smb3d_config::{Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, SigningPolicy};
+use smb3d_config::{
+    Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, MapToGuest, SigningPolicy,
+};
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
 use smb3d_server::{DiskStore, Limits, Server, Settings, SystemClock};
@@ -352,6 +354,8 @@ pub fn build_server(
         state_store: Some(Arc::new(DiskStore::new(s.state_dir.clone()))),
         clock: Arc::new(SystemClock),
         hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
+        map_to_guest: s.map_to_guest == MapToGuest::BadUser,
+        guest_account: s.guest_account.clone(),
     };
     let host = hostname();
     let identity = ServerIdentity {

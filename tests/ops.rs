@@ -591,13 +591,15 @@ fn admin_commands_reach_the_server_through_a_broken_configuration() {
 /// Issue 23 item 2: a setting the server takes but does not enforce yet is logged at start.
 #[test]
 fn settings_not_enforced_yet_are_logged_at_start() {
-    let served = Served::start(
+    let served = Served::start_with_shares(
         "hosts_allow = [\"127.0.0.1\"]\nmap_to_guest = \"bad-user\"",
+        "admin_users = [\"root\"]\n",
         &[],
     );
-    served.wait_for_log("server.map_to_guest is set, but NOT ENFORCED by this version of smb3d");
+    served.wait_for_log("admin_users is set, but NOT ENFORCED by this version of smb3d");
+    let log = served.log();
     assert!(
-        !served.log().contains("hosts_allow is set"),
-        "host rules are enforced"
+        !log.contains("hosts_allow is set") && !log.contains("map_to_guest is set"),
+        "host rules and guest mapping are enforced: {log}"
     );
 }

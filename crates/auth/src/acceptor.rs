@@ -9,7 +9,7 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
 use crate::names;
-use crate::ntlm::messages::{AuthenticateMessage, SIGNATURE};
+use crate::ntlm::messages::{AuthenticateMessage, NegotiateFlags, SIGNATURE};
 use crate::ntlm::{ChallengeState, Direction, NtlmOutcome};
 use crate::spnego::{self, NegState, NegTokenResp, NegotiationToken};
 
@@ -71,6 +71,10 @@ pub enum Principal {
     },
     /// An anonymous logon (MS-NLMP 3.2.5.1.2): no user name and no NT response.
     Anonymous,
+    /// A logon with a user name the store does not know, taken as a guest logon (Samba's
+    /// `map to guest = bad user`, [`Acceptor::mapping_unknown_users_to_guest`]): nothing was
+    /// proven, so there are no keys, as for an anonymous logon.
+    Guest,
 }
 
 /// Why a session setup failed.
@@ -200,6 +204,7 @@ pub struct Acceptor {
     random: Arc<dyn RandomSource>,
     state: State,
     claim: Option<Claim>,
+    unknown_users_are_guests: bool,
 }
 
 impl Acceptor {
@@ -220,6 +225,39 @@ impl Acceptor {
             random,
             state: State::Start,
             claim: None,
+            unknown_users_are_guests: false,
+        }
+    }
+
+    /// Makes a logon with a user name the store does not know a guest logon
+    /// ([`Principal::Guest`]) instead of a failure; a known user's wrong password still fails.
+    #[must_use]
+    pub fn mapping_unknown_users_to_guest(mut self, on: bool) -> Self {
+        self.unknown_users_are_guests = on;
+        self
+    }
+
+    /// Verifies an AUTHENTICATE message, mapping an unknown user to a guest when asked.
+    fn authenticate(
+        &self,
+        ntlm: &ChallengeState,
+        message: &[u8],
+    ) -> Result<NtlmOutcome, AuthError> {
+        match ntlm.authenticate(message, &self.store) {
+            Err(AuthError::LogonFailure)
+                if self.unknown_users_are_guests
+                    && self.claim.as_ref().is_some_and(|c| {
+                        !c.user.is_empty() && self.store.account(&c.user).is_none()
+                    }) =>
+            {
+                Ok(NtlmOutcome {
+                    principal: Principal::Guest,
+                    exported_session_key: Zeroizing::new([0; 16]),
+                    flags: NegotiateFlags::empty(),
+                    mic_present: false,
+                })
+            }
+            other => other,
         }
     }
 
@@ -247,7 +285,7 @@ impl Acceptor {
             }
             State::AwaitingAuthenticate { ntlm, spnego: None } => {
                 self.claim = Claim::of(token);
-                let outcome = ntlm.authenticate(token, &self.store)?;
+                let outcome = self.authenticate(&ntlm, token)?;
                 Ok(done(Vec::new(), outcome))
             }
             State::AwaitingAuthenticate {
@@ -259,7 +297,7 @@ impl Acceptor {
                     .response_token
                     .ok_or(AuthError::InvalidToken("responseToken"))?;
                 self.claim = Claim::of(authenticate);
-                let outcome = ntlm.authenticate(authenticate, &self.store)?;
+                let outcome = self.authenticate(&ntlm, authenticate)?;
                 let server_mic = check_mech_list_mic(&mic, resp.mech_list_mic, &outcome)?;
                 let token = NegTokenResp {
                     neg_state: Some(NegState::ACCEPT_COMPLETED),
@@ -364,7 +402,7 @@ fn check_mech_list_mic(
     client_mic: Option<&[u8]>,
     outcome: &NtlmOutcome,
 ) -> Result<Option<[u8; 16]>, AuthError> {
-    if outcome.principal == Principal::Anonymous {
+    if matches!(outcome.principal, Principal::Anonymous | Principal::Guest) {
         return Ok(None);
     }
     let Some(client_mic) = client_mic else {

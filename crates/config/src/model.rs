@@ -318,10 +318,11 @@ pub struct ServerConfig {
     pub hosts_allow: Vec<HostPattern>,
     /// Client addresses refused unless `hosts_allow` names them (Samba's `hosts deny`).
     pub hosts_deny: Vec<HostPattern>,
-    /// The Unix account guest sessions act as (Samba's `guest account`); absent, the built-in
-    /// nobody (uid 65534). NOT ENFORCED yet.
+    /// The Unix account guest and anonymous sessions act as (Samba's `guest account`);
+    /// absent, the built-in nobody (uid 65534).
     pub guest_account: Option<String>,
-    /// Whether a logon with an unknown user name becomes a guest logon. NOT ENFORCED yet.
+    /// Whether a logon with an unknown user name becomes a guest logon (no keys, no signing,
+    /// only shares with `guest_ok`); a known user's wrong password still fails.
     pub map_to_guest: MapToGuest,
 }
 
@@ -716,20 +717,7 @@ impl Config {
     /// them, the server will apply them in a later version. `serve` and `config check` warn
     /// of each so that nobody relies on them.
     pub fn not_enforced(&self) -> Vec<(String, &'static str)> {
-        let s = &self.server;
         let mut found = Vec::new();
-        if s.guest_account.is_some() {
-            found.push((
-                "server.guest_account".to_owned(),
-                "guest sessions act as the built-in nobody (uid 65534) meanwhile",
-            ));
-        }
-        if s.map_to_guest != MapToGuest::Never {
-            found.push((
-                "server.map_to_guest".to_owned(),
-                "unknown user names are refused meanwhile",
-            ));
-        }
         for (name, share) in &self.shares {
             if !share.admin_users.is_empty() {
                 found.push((
@@ -1366,12 +1354,8 @@ access_based_share_enum = true
         let named: Vec<String> = c.not_enforced().into_iter().map(|(s, _)| s).collect();
         assert_eq!(
             named,
-            [
-                "server.guest_account",
-                "server.map_to_guest",
-                "share \"s\": admin_users",
-            ],
-            "host rules and invalid_users are enforced"
+            ["share \"s\": admin_users"],
+            "host rules, invalid_users and guests are enforced"
         );
         let defaults = parse("[share.t]\npath = \"/t\"\n").unwrap();
         assert!(defaults.not_enforced().is_empty());

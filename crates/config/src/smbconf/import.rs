@@ -393,26 +393,12 @@ impl Converter {
                 }
                 "guestaccount" => {
                     if let Some(account) = self.account(section, p) {
-                        self.not_enforced(
-                            section,
-                            p,
-                            &format!("guest_account = {account:?}"),
-                            "guest sessions act as the built-in nobody (uid 65534) meanwhile",
-                        );
                         self.server.guest_account = Some(account);
                     }
                 }
                 "maptoguest" => match p.value.trim().to_ascii_lowercase().as_str() {
                     "never" => self.server.map_to_guest = MapToGuest::Never,
-                    "bad user" => {
-                        self.server.map_to_guest = MapToGuest::BadUser;
-                        self.not_enforced(
-                            section,
-                            p,
-                            "map_to_guest = \"bad-user\"",
-                            "unknown user names are refused meanwhile",
-                        );
-                    }
+                    "bad user" => self.server.map_to_guest = MapToGuest::BadUser,
                     _ => self.warn_value(
                         section,
                         p,
@@ -1324,8 +1310,6 @@ mod tests {
         let all = messages(&i);
         for needle in [
             "[global]: hosts allow: \"files.example\" is a host name, domain, netgroup or LOCAL",
-            "[global]: guest account = smbguest: mapped to guest_account = \"smbguest\", but NOT ENFORCED",
-            "[global]: map to guest = bad user: mapped to map_to_guest = \"bad-user\", but NOT ENFORCED",
             "[s]: admin users = alice @admins: mapped to admin_users = [\"alice\", \"@admins\"], but NOT ENFORCED",
             "[s]: hosts deny: \"@net\" is a host name, domain, netgroup or LOCAL, which smb3d does not match; left out, so clients there are NOT refused",
             "[t]: hosts allow = 10. EXCEPT 10.1.: EXCEPT lists are not supported",
@@ -1334,14 +1318,13 @@ mod tests {
         }
         assert!(
             !all.iter()
-                .any(|w| w.contains("NOT ENFORCED")
-                    && (w.contains("hosts") || w.contains("invalid"))),
-            "host rules and invalid users are enforced: {all:#?}"
+                .any(|w| w.contains("NOT ENFORCED") && !w.contains("admin users")),
+            "host rules, invalid users and guests are enforced: {all:#?}"
         );
-        // guest_account and map_to_guest, and [s]'s admin_users.
+        // [s]'s admin_users.
         assert_eq!(
             i.config.not_enforced().len(),
-            3,
+            1,
             "{:#?}",
             i.config.not_enforced()
         );

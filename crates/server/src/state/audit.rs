@@ -61,7 +61,9 @@ fn client_of(conn: &Connection) -> String {
 /// How a logon ended, as the logon audit says it.
 pub(crate) enum LogonResult<'a> {
     /// Logged on as this user.
-    Success(&'a SessionUser),
+    Success(SessionUser),
+    /// A user name the database does not know, logged on as a guest (`map_to_guest`).
+    Guest,
     /// Refused, for this reason (never a secret: no password, hash or key).
     Failure(&'a str),
 }
@@ -92,6 +94,19 @@ pub(crate) fn logon(conn: &Connection, claim: Option<&Claim>, result: &LogonResu
                 client = %client,
                 auth_method = "NTLMSSP",
                 result = "success",
+                "logon"
+            );
+        }
+        LogonResult::Guest => {
+            tracing::info!(
+                target: AUTH_TARGET,
+                user = claimed_user.as_str(),
+                domain = domain.as_str(),
+                workstation = workstation.as_str(),
+                client = %client,
+                auth_method = "NTLMSSP",
+                result = "guest",
+                reason = "unknown user mapped to guest",
                 "logon"
             );
         }

@@ -83,6 +83,11 @@ pub struct Settings {
     pub clock: Arc<dyn Clock>,
     /// Client addresses that may connect at all (`hosts_allow`, `hosts_deny`).
     pub hosts: HostRules,
+    /// A logon with a user name the user database does not know becomes a guest logon
+    /// (Samba's `map to guest = bad user`).
+    pub map_to_guest: bool,
+    /// The Unix account guest and anonymous sessions act as; None, the built-in nobody.
+    pub guest_account: Option<String>,
 }
 
 impl Default for Settings {
@@ -107,6 +112,8 @@ impl Default for Settings {
             state_store: None,
             clock: Arc::new(SystemClock),
             hosts: HostRules::default(),
+            map_to_guest: false,
+            guest_account: None,
         }
     }
 }

@@ -16,7 +16,7 @@ use smb3d_wire::{FileTime, Writer};
 
 use crate::address_slots::AddressSlot;
 use crate::handlers::tree_connect;
-use crate::identity::Identity;
+use crate::identity::{Accounts, Identity};
 use crate::limits::Limit;
 use crate::request::ctx::{Ctx, sign_refusal};
 use crate::request::malformed;
@@ -103,9 +103,12 @@ pub(crate) async fn handle(
         }) => {
             let flags = match complete(cx, &session, &req, principal, &session_key) {
                 Ok(flags) => {
-                    if let Some(user) = session.user() {
-                        audit::logon(cx.conn, claim.as_ref(), &LogonResult::Success(&user));
-                    }
+                    let result = match session.user() {
+                        _ if flags.contains(SessionFlags::IS_GUEST) => LogonResult::Guest,
+                        Some(user) => LogonResult::Success(user),
+                        None => LogonResult::Failure("the session ended meanwhile"),
+                    };
+                    audit::logon(cx.conn, claim.as_ref(), &result);
                     flags
                 }
                 Err(status) => {
@@ -142,7 +145,8 @@ fn new_exchange(
 ) -> AuthExchange {
     let server = &cx.conn.server;
     AuthExchange {
-        acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone()),
+        acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone())
+            .mapping_unknown_users_to_guest(server.settings.map_to_guest),
         preauth: cx.negotiated.preauth.clone(),
         last_leg: arrived,
         _address_slot: address_slot,
@@ -253,6 +257,7 @@ fn complete(
     let server = &cx.conn.server;
     let exchange = session.state.lock().exchange.take();
     let preauth = exchange.and_then(|e| e.preauth);
+    let guest = principal == Principal::Guest;
     let user = SessionUser::from(principal);
     let owner = session.owner();
     if let Some(owner) = &owner
@@ -269,7 +274,9 @@ fn complete(
         .is_some()
         .then(|| tree_connect::renew_trees(cx.conn, session, &user, &identity));
     let encrypt_data = establish(cx, session, user, identity, protection, trees);
-    Ok(if anonymous {
+    Ok(if guest {
+        SessionFlags::IS_GUEST
+    } else if anonymous {
         SessionFlags::IS_NULL
     } else if encrypt_data {
         SessionFlags::ENCRYPT_DATA
@@ -290,7 +297,16 @@ fn identity_of(server: &Server, user: &SessionUser) -> Result<Arc<Identity>, NtS
                 .ok_or(NtStatus::LOGON_FAILURE)?;
             server.ids.identity(uid)
         }
-        SessionUser::Anonymous => server.ids.anonymous(),
+        SessionUser::Anonymous => match &server.settings.guest_account {
+            None => server.ids.anonymous(),
+            Some(account) => {
+                let uid = Accounts::read().uid_of(account).ok_or_else(|| {
+                    tracing::error!("guest_account {account:?} is not a Unix user");
+                    NtStatus::LOGON_FAILURE
+                })?;
+                server.ids.guest(uid)
+            }
+        },
     }))
 }
 
