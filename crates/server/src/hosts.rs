@@ -75,7 +75,7 @@ impl HostRules {
         let allowed = || self.allow.iter().any(|n| n.contains(ip));
         let denied = || self.deny.iter().any(|n| n.contains(ip));
         if is_loopback_host(ip) {
-            return !(denied() && !allowed());
+            return allowed() || !denied();
         }
         match (self.allow.is_empty(), self.deny.is_empty()) {
             (true, true) => true,
