@@ -140,3 +140,32 @@ def test_a_guest_logon_has_no_signing_key_on_both(office):
             TreeConnect(session, r"\\127.0.0.1\public").connect(require_secure_negotiate=False)
         finally:
             conn.disconnect()
+
+
+
+def test_admin_users_act_as_root_on_office_on_both(office, tmp_path):
+    """admin users = boss: boss works on [office] as root, so a file only root may read is
+    boss's to read and worker's not, on both servers. Who owns boss's new file differs:
+    smb3d gives it to root, as smb.conf(5) describes admin users ("all file operations as the
+    super-user"); Samba 4 with this share's acl_xattr gives it to boss, whose SID its NT token
+    keeps as owner and which the inherited ACL hands the file to. Asserted each way so that a
+    change on either side shows."""
+    for server in office.both:
+        secret = server.root / "office" / "root-only.txt"
+        secret.write_text("salaries\n")
+        os.chown(secret, 0, 0)
+        os.chmod(secret, 0o600)
+        code, out = server.smbclient("office", "boss", "lcd %s; get root-only.txt" % tmp_path)
+        assert code == 0, (server.name, out, server.log_tail())
+        assert (tmp_path / "root-only.txt").read_text() == "salaries\n", server.name
+        (tmp_path / "root-only.txt").unlink()
+        code, out = server.smbclient("office", "worker", "lcd %s; get root-only.txt" % tmp_path)
+        assert code != 0 and "NT_STATUS_ACCESS_DENIED" in out, (server.name, out)
+
+    (tmp_path / "budget.txt").write_text("numbers\n")
+    owners = {}
+    for server in office.both:
+        code, out = server.smbclient("office", "boss", "lcd %s; put budget.txt" % tmp_path)
+        assert code == 0, (server.name, out, server.log_tail())
+        owners[server.name] = os.stat(server.root / "office" / "budget.txt").st_uid
+    assert owners == {"samba": pwd.getpwnam("boss").pw_uid, "smb3d": 0}, owners

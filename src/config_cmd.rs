@@ -129,18 +129,11 @@ fn check(file: &Path, no_env: bool, quiet: bool) -> Result<(), AnyError> {
     Ok(())
 }
 
-/// What `serve` would find wrong with a valid configuration: settings it does not enforce
-/// yet, shares it cannot open (it serves the others without them), and users and groups the
-/// shares' lists name that the user database or the system does not have.
+/// What `serve` would find wrong with a valid configuration: testing-only settings, shares it
+/// cannot open (it serves the others without them), and users and groups the shares' lists
+/// name that the user database or the system does not have.
 pub fn share_warnings(config: &Config) -> Vec<String> {
-    let mut warnings: Vec<String> = config
-        .not_enforced()
-        .into_iter()
-        .map(|(setting, meanwhile)| {
-            format!("{setting} is set, but NOT ENFORCED by this version of smb3d: {meanwhile}")
-        })
-        .collect();
-    warnings.extend(config.testing_only());
+    let mut warnings: Vec<String> = config.testing_only();
     for (name, share) in &config.shares {
         if let Err(why) = crate::reload::build_share(name, share, &config.server) {
             warnings.push(format!("{why}: smb3d serve leaves this share out"));

@@ -113,6 +113,7 @@ pub fn build_share(
             share.allocation_roundup_size,
         ),
         invalid_users: share.invalid_users.clone(),
+        admin_users: share.admin_users.clone(),
         hosts: host_rules(&share.hosts_allow, &share.hosts_deny)
             .within(&host_rules(&server.hosts_allow, &server.hosts_deny)),
         ..Share::disk(name.to_owned(), vfs)
@@ -196,11 +197,8 @@ pub fn log_unavailable(health: &ShareHealth) {
     }
 }
 
-/// Warns of every setting of `config` that this version takes but does not enforce yet.
-pub fn log_not_enforced(config: &Config) {
-    for (setting, meanwhile) in config.not_enforced() {
-        tracing::warn!("{setting} is set, but NOT ENFORCED by this version of smb3d: {meanwhile}");
-    }
+/// Warns of every testing-only setting of `config`.
+pub fn log_testing_only(config: &Config) {
     for warning in config.testing_only() {
         tracing::warn!("{warning}");
     }
@@ -392,7 +390,7 @@ impl Reloader {
             .map(|new| {
                 let health = self.health.lock().clone();
                 let (config, outcome, health) = apply(&self.server, &self.config, &health, &new);
-                log_not_enforced(&config);
+                log_testing_only(&config);
                 self.config = config;
                 log_unavailable(&health);
                 *self.health.lock() = health;

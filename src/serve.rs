@@ -69,7 +69,7 @@ pub fn run(args: ServeArgs) -> Result<(), AnyError> {
     );
     let (server, health) = build_server(&config, credentials)?;
     crate::reload::log_unavailable(&health);
-    crate::reload::log_not_enforced(&config);
+    crate::reload::log_testing_only(&config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -390,7 +390,8 @@ pub struct ShareConfig {
     /// Users refused on this share whatever the other lists say (Samba's `invalid users`).
     #[serde(default)]
     pub invalid_users: Vec<String>,
-    /// Users who act as root on this share (Samba's `admin users`). NOT ENFORCED yet.
+    /// Users who act as root on this share (Samba's `admin users`): their file work runs as
+    /// uid 0, so access checks pass and their new files are root's.
     #[serde(default)]
     pub admin_users: Vec<String>,
     /// Client addresses allowed to connect to this share (Samba's `hosts allow`), checked at
@@ -710,23 +711,6 @@ impl Config {
                 )
             })
             .collect()
-    }
-
-    /// The settings this configuration sets that smb3d does not enforce yet, each as
-    /// `(setting, what to do meanwhile)`: the configuration and the importer already take
-    /// them, the server will apply them in a later version. `serve` and `config check` warn
-    /// of each so that nobody relies on them.
-    pub fn not_enforced(&self) -> Vec<(String, &'static str)> {
-        let mut found = Vec::new();
-        for (name, share) in &self.shares {
-            if !share.admin_users.is_empty() {
-                found.push((
-                    format!("share {name:?}: admin_users"),
-                    "these users act as themselves meanwhile",
-                ));
-            }
-        }
-        found
     }
 
     /// Finds a share by name, ignoring case as Windows does.
@@ -1331,9 +1315,9 @@ access_based_share_enum = true
         assert!(e.message.contains("nas.local"), "{e}");
     }
 
-    /// Issue 23 item 2's settings: taken, checked, rendered back, and those not enforced yet listed.
+    /// Issue 23 item 2's settings: taken, checked and rendered back.
     #[test]
-    fn access_settings_not_enforced_yet_are_taken_and_named() {
+    fn access_settings_are_taken_checked_and_rendered() {
         let text = "[server]\nhosts_allow = [\"10.0.0.0/8\", \"::1\"]\nhosts_deny = [\"0.0.0.0/0\"]\n\
                     guest_account = \"smbguest\"\nmap_to_guest = \"bad-user\"\n\
                     [share.s]\npath = \"/s\"\ninvalid_users = [\"root\", \"@wheel\"]\n\
@@ -1351,14 +1335,7 @@ access_based_share_enum = true
         let again = parse(&c.to_toml()).unwrap();
         assert_eq!(again.to_toml(), c.to_toml());
         assert_eq!(again.share("s"), c.share("s"));
-        let named: Vec<String> = c.not_enforced().into_iter().map(|(s, _)| s).collect();
-        assert_eq!(
-            named,
-            ["share \"s\": admin_users"],
-            "host rules, invalid_users and guests are enforced"
-        );
         let defaults = parse("[share.t]\npath = \"/t\"\n").unwrap();
-        assert!(defaults.not_enforced().is_empty());
         assert!(
             !defaults.to_toml().contains("hosts_"),
             "{}",

@@ -596,16 +596,7 @@ impl Converter {
             "validusers" => out.valid_users = Some(self.user_list(section, p)),
             "readlist" => out.read_list = Some(self.user_list(section, p).0),
             "invalidusers" => out.invalid_users = Some(self.user_list(section, p).0),
-            "adminusers" => {
-                let users = self.user_list(section, p).0;
-                self.not_enforced(
-                    section,
-                    p,
-                    &format!("admin_users = {users:?}"),
-                    "these users act as themselves meanwhile",
-                );
-                out.admin_users = Some(users);
-            }
+            "adminusers" => out.admin_users = Some(self.user_list(section, p).0),
             "hostsallow" | "allowhosts" => {
                 out.hosts_allow = self
                     .host_list(section, p, "hosts_allow")
@@ -696,19 +687,6 @@ impl Converter {
             }
         }
         (users, dropped)
-    }
-
-    /// A parameter that maps to a setting smb3d takes but does not enforce yet: said so, with
-    /// what holds meanwhile (`Config::not_enforced` lists the same).
-    fn not_enforced(&mut self, section: &Section, p: &Param, mapped: &str, meanwhile: &str) {
-        self.warn(
-            section,
-            Some(p),
-            format!(
-                "{} = {}: mapped to {mapped}, but NOT ENFORCED by smb3d yet: {meanwhile}",
-                p.name, p.value
-            ),
-        );
     }
 
     /// `hosts allow` or `hosts deny` as address patterns: addresses, networks (`10.0.0.0/8`,
@@ -1269,10 +1247,10 @@ mod tests {
         );
     }
 
-    /// Issue 23 item 2, the importer's part: who may connect maps into settings; those the
-    /// server does not apply yet are warned about as NOT ENFORCED.
+    /// Issue 23 item 2, the importer's part: who may connect maps into settings, with warnings
+    /// only for what cannot be mapped.
     #[test]
-    fn who_may_connect_maps_and_says_what_is_not_enforced_yet() {
+    fn who_may_connect_maps_into_settings() {
         let i = convert_text(
             "[global]\nhosts allow = 127. 192.168.1. 10.0.0.0/255.0.0.0 ::1, fe80::/10 files.example\n\
              hosts deny = ALL\nguest account = smbguest\nmap to guest = bad user\n\
@@ -1310,23 +1288,14 @@ mod tests {
         let all = messages(&i);
         for needle in [
             "[global]: hosts allow: \"files.example\" is a host name, domain, netgroup or LOCAL",
-            "[s]: admin users = alice @admins: mapped to admin_users = [\"alice\", \"@admins\"], but NOT ENFORCED",
             "[s]: hosts deny: \"@net\" is a host name, domain, netgroup or LOCAL, which smb3d does not match; left out, so clients there are NOT refused",
             "[t]: hosts allow = 10. EXCEPT 10.1.: EXCEPT lists are not supported",
         ] {
             assert!(all.iter().any(|w| w.contains(needle)), "{needle}: {all:#?}");
         }
         assert!(
-            !all.iter()
-                .any(|w| w.contains("NOT ENFORCED") && !w.contains("admin users")),
-            "host rules, invalid users and guests are enforced: {all:#?}"
-        );
-        // [s]'s admin_users.
-        assert_eq!(
-            i.config.not_enforced().len(),
-            1,
-            "{:#?}",
-            i.config.not_enforced()
+            !all.iter().any(|w| w.contains("NOT ENFORCED")),
+            "every setting of who may connect is enforced: {all:#?}"
         );
         let bad = convert_text("[global]\nmap to guest = bad password\n");
         assert_eq!(bad.config.server.map_to_guest, MapToGuest::Never);

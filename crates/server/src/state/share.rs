@@ -74,6 +74,9 @@ pub struct Share {
     pub presentation: Presentation,
     /// Users refused whatever `valid_users` says (Samba's `invalid users`).
     pub invalid_users: Vec<String>,
+    /// Users who act as root on the share (Samba's `admin users`): their file work runs with
+    /// uid 0, which every access check lets through, and their new files are root's.
+    pub admin_users: Vec<String>,
     /// Client addresses that may connect to the share, the server's lists included where the
     /// share sets none ([`HostRules::within`]).
     pub hosts: HostRules,
@@ -107,6 +110,7 @@ impl Share {
             continuous_availability: false,
             presentation: Presentation::default(),
             invalid_users: Vec::new(),
+            admin_users: Vec::new(),
             hosts: HostRules::default(),
         }
     }
@@ -139,6 +143,7 @@ impl Share {
             continuous_availability: false,
             presentation: Presentation::default(),
             invalid_users: Vec::new(),
+            admin_users: Vec::new(),
             hosts: HostRules::default(),
         }
     }
@@ -196,6 +201,15 @@ impl Share {
                 !UserList(&self.invalid_users).names(name, who)
                     && (self.valid_users.is_empty() || UserList(&self.valid_users).names(name, who))
             }
+        }
+    }
+
+    /// Whether `admin_users` names the user `user` with identity `who` (never a guest or an
+    /// anonymous session).
+    pub(crate) fn is_admin(&self, user: &SessionUser, who: &Identity) -> bool {
+        match user {
+            SessionUser::User { name, .. } => UserList(&self.admin_users).names(name, who),
+            SessionUser::Anonymous => false,
         }
     }
 
