@@ -145,6 +145,16 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
             "user database: {e}; the users that shares name are not checked"
         ));
     }
+    // Guest and anonymous logons fail while the account they act as is missing.
+    if let Some(account) = &config.server.guest_account {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        if !passwd.lines().any(|l| l.split(':').next() == Some(account)) {
+            warnings.push(format!(
+                "server.guest_account {account:?} is not a Unix user (/etc/passwd): guest and \
+                 anonymous logons fail until it exists"
+            ));
+        }
+    }
     let groups = std::fs::read_to_string("/etc/group").unwrap_or_default();
     let group_exists = |group: &str| {
         groups

@@ -288,6 +288,7 @@ fn config_check_takes_access_settings_without_warnings() {
         &config,
         format!(
             "[server]\nuser_db = \"/nonexistent/users\"\nhosts_deny = [\"10.0.0.0/8\"]\n\
+             guest_account = \"no-such-guest-account\"\n\
              [share.s]\npath = {:?}\ninvalid_users = [\"root\"]\nadmin_users = [\"root\"]\n",
             dir.path().display().to_string()
         ),
@@ -297,6 +298,11 @@ fn config_check_takes_access_settings_without_warnings() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let warnings = text(&out.stderr);
     assert!(!warnings.contains("NOT ENFORCED"), "{warnings}");
+    assert!(
+        warnings
+            .contains("warning: server.guest_account \"no-such-guest-account\" is not a Unix user"),
+        "{warnings}"
+    );
     assert!(text(&out.stdout).contains("hosts_deny = [\"10.0.0.0/8\"]"));
 }
 
