@@ -34,8 +34,8 @@ OFFICE_CONF = """[global]
   workgroup = OFFICE
   map to guest = bad user
   guest account = {guest}
-  hosts allow = 127.0.0.0/8 ::1
-  hosts deny = 127.0.0.66
+  hosts allow = 127.0.0.1 127.0.0.77 ::1
+  hosts deny = ALL
 
 [homes]
   path = {root}/homes/%U
@@ -58,6 +58,7 @@ OFFICE_CONF = """[global]
   recycle:exclude = *.bak
   admin users = boss
   invalid users = intruder
+  hosts allow = 127.0.0.1 ::1
   hosts deny = 127.0.0.77
 
 [public]

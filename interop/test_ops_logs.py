@@ -4,12 +4,14 @@ is the account that was proven, the domain the client claimed is apart and marke
 nothing a client chooses reaches a log line unescaped."""
 
 import json
+import os
 import re
+import subprocess
 
 import pytest
 from smbprotocol.open import CreateOptions
 
-from conftest import start_smb3d, stop
+from conftest import BINARY, interop_uid, start_smb3d, stop
 from smbprotocol_client import BIDI_NAME, FORGING_DOMAIN, FORGING_STREAM, connect_claiming, create, unshowable
 
 
@@ -72,7 +74,8 @@ def test_client_text_cannot_forge_or_hide_log_lines(tmp_path, log_format):
     lines = log.splitlines()
     if log_format == "human":
         assert all(re.match(r"\d{4}-\d\d-\d\dT", line) for line in lines), log
-        audit = [line for line in lines if " audit: " in line]
+        # Lines of the audit target itself (the logon audit's lines quote the forged domain, escaped).
+        audit = [line for line in lines if re.match(r"\S+\s+INFO audit: ", line)]
         assert audit, log
         # The account proven, never the claimed DOMAIN\user.
         assert all('user="%s"' % server.user in line for line in audit), audit
@@ -87,3 +90,95 @@ def test_client_text_cannot_forge_or_hide_log_lines(tmp_path, log_format):
     paths = {(f["message"], f["path"]) for f in audit}
     assert ("open", "evil\\u{202e}txt.exe") in paths, paths
     assert ("delete", "f.txt:\\u{1b}[2J\\u{9b}red\\nINFO audit forged") in paths, paths
+
+
+def auth_events(server):
+    """The logon and tree connect decisions of a JSON-logging server (Samba's auth_audit)."""
+    events = []
+    for line in server.log.read_text(errors="replace").splitlines():
+        event = json.loads(line)
+        if event.get("target") == "auth_audit":
+            assert event["level"] == "INFO", event
+            events.append(event["fields"])
+    return events
+
+
+def test_logons_and_refused_tree_connects_are_logged(tmp_path):
+    """Issue 23 item 3: every logon, successful or not, with the user, domain, client address,
+    method and reason, and every refused tree connect with its share and reason; no secret."""
+    (tmp_path / "closed").mkdir()
+    (tmp_path / "far").mkdir()
+    server = start_smb3d(tmp_path, extra_config='log_format = "json"\n',
+                         shares={"share": {"path": str(tmp_path / "share")},
+                                 "closed": {"path": str(tmp_path / "closed"), "invalid_users": ["tester"]},
+                                 "far": {"path": str(tmp_path / "far"), "hosts_deny": ["127.0.0.1"]}})
+    try:
+        off_password = server.add_user("audit-off", interop_uid())
+        db = server.config.parent / "users"
+        owner = os.stat(db)
+        subprocess.run([str(BINARY), "user", "--db", str(db), "disable", "audit-off"], check=True, capture_output=True)
+        os.chown(db, owner.st_uid, owner.st_gid)
+        assert server.smbclient("ls", "-W", "OFFICE").returncode == 0
+        assert server.smbclient("ls", user="%s%%not-it" % server.user, check=False).returncode != 0
+        assert server.smbclient("ls", user="no-such-user%secret-guess", check=False).returncode != 0
+        assert server.smbclient("ls", user="audit-off%%%s" % off_password, check=False).returncode != 0
+        closed = server.smbclient("ls", share="closed", check=False)
+        assert closed.returncode != 0 and "NT_STATUS_ACCESS_DENIED" in closed.stdout, closed.stdout
+        far = server.smbclient("ls", share="far", check=False)
+        assert far.returncode != 0 and "NT_STATUS_ACCESS_DENIED" in far.stdout, far.stdout
+        events = auth_events(server)
+        logons = [e for e in events if e["message"].startswith("logon")]
+
+        def one(**want):
+            found = [e for e in logons if all(e.get(k) == v for k, v in want.items())]
+            assert found, (want, logons)
+            return found[0]
+
+        ok = one(user=server.user, result="success", domain="OFFICE")
+        assert ok["client"] == "127.0.0.1" and ok["auth_method"] == "NTLMSSP", ok
+        assert one(user=server.user, result="failure")["reason"].startswith("wrong password"), logons
+        assert one(user="no-such-user", result="failure")["reason"] == "unknown user", logons
+        assert one(user="audit-off", result="failure")["reason"] == "account disabled", logons
+        refused = [e for e in events if e["message"] == "tree connect refused"]
+        by_share = {e["share"]: e for e in refused}
+        assert by_share["closed"]["user"] == server.user and "user lists" in by_share["closed"]["reason"], refused
+        assert by_share["far"]["client"] == "127.0.0.1" and "hosts_allow/hosts_deny" in by_share["far"]["reason"], refused
+        assert "share" not in by_share, "the share tester may use is not refused"
+        log = server.log.read_text(errors="replace")
+        for secret in (server.password, "not-it", "secret-guess", off_password):
+            assert secret not in log, secret
+    finally:
+        stop(server)
+
+
+def test_logon_audit_text_lines_escape_what_the_client_chose(tmp_path):
+    """The user and domain a client claims reach the readable log escaped: a failed logon
+    cannot forge a line."""
+    server = start_smb3d(tmp_path, extra_config='log_format = "human"\n')
+    try:
+        forged = "ev\x1b[31mil"
+        assert server.smbclient("ls", user="%s%%x" % forged, check=False).returncode != 0
+        lines = [line for line in server.log.read_text(errors="replace").splitlines() if "logon failed" in line]
+        assert lines, server.log_tail()
+        assert all("\x1b" not in line for line in lines), lines
+        assert any('user="ev\\\\u{1b}[31mil"' in line for line in lines), lines
+        assert any("client=127.0.0.1" in line and "reason=" in line for line in lines), lines
+    finally:
+        stop(server)
+
+
+def test_a_logon_mapped_to_guest_is_logged_as_such(tmp_path):
+    """map_to_guest = "bad-user": the unknown name is logged with result "guest"; a known
+    user's wrong password is still a failure."""
+    (tmp_path / "open").mkdir()
+    server = start_smb3d(tmp_path, extra_config='log_format = "json"\nmap_to_guest = "bad-user"\n',
+                         shares={"share": {"path": str(tmp_path / "share")},
+                                 "open": {"path": str(tmp_path / "open"), "guest_ok": True}})
+    try:
+        assert server.smbclient("ls", share="open", user="stranger%guess").returncode == 0
+        assert server.smbclient("ls", user="%s%%not-it" % server.user, check=False).returncode != 0
+        logons = [e for e in auth_events(server) if e["message"].startswith("logon")]
+        assert any(e["user"] == "stranger" and e["result"] == "guest" for e in logons), logons
+        assert any(e["user"] == server.user and e["result"] == "failure" for e in logons), logons
+    finally:
+        stop(server)

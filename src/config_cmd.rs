@@ -129,18 +129,11 @@ fn check(file: &Path, no_env: bool, quiet: bool) -> Result<(), AnyError> {
     Ok(())
 }
 
-/// What `serve` would find wrong with a valid configuration: settings it does not enforce
-/// yet, shares it cannot open (it serves the others without them), and users and groups the
-/// shares' lists name that the user database or the system does not have.
+/// What `serve` would find wrong with a valid configuration: testing-only settings, shares it
+/// cannot open (it serves the others without them), and users and groups the shares' lists
+/// name that the user database or the system does not have.
 pub fn share_warnings(config: &Config) -> Vec<String> {
-    let mut warnings: Vec<String> = config
-        .not_enforced()
-        .into_iter()
-        .map(|(setting, meanwhile)| {
-            format!("{setting} is set, but NOT ENFORCED by this version of smb3d: {meanwhile}")
-        })
-        .collect();
-    warnings.extend(config.testing_only());
+    let mut warnings: Vec<String> = config.testing_only();
     for (name, share) in &config.shares {
         // The home template's path is made per user at their first connect.
         if smb3d_config::is_homes(name) {
@@ -155,6 +148,16 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
         warnings.push(format!(
             "user database: {e}; the users that shares name are not checked"
         ));
+    }
+    // Guest and anonymous logons fail while the account they act as is missing.
+    if let Some(account) = &config.server.guest_account {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        if !passwd.lines().any(|l| l.split(':').next() == Some(account)) {
+            warnings.push(format!(
+                "server.guest_account {account:?} is not a Unix user (/etc/passwd): guest and \
+                 anonymous logons fail until it exists"
+            ));
+        }
     }
     let groups = std::fs::read_to_string("/etc/group").unwrap_or_default();
     let group_exists = |group: &str| {

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use smb3d_config::{
-    Config, EncryptPolicy, FaultErrno, FaultOpName, FaultRuleConfig, HOMES, ServerConfig,
-    ShareConfig, SigningPolicy, is_homes,
+    Config, EncryptPolicy, FaultErrno, FaultOpName, FaultRuleConfig, HOMES, HostPattern,
+    ServerConfig, ShareConfig, SigningPolicy, is_homes,
 };
+use smb3d_server::hosts::{HostRules, Network};
 use smb3d_server::share::{Presentation, Share, name_patterns};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
@@ -47,6 +48,19 @@ pub fn encryption_policy(policy: EncryptPolicy) -> EncryptionPolicy {
         EncryptPolicy::Auto => EncryptionPolicy::Auto,
         EncryptPolicy::Desired => EncryptionPolicy::Desired,
         EncryptPolicy::Required => EncryptionPolicy::Required,
+    }
+}
+
+/// The server's host rules of configured `hosts_allow` and `hosts_deny` lists.
+pub fn host_rules(allow: &[HostPattern], deny: &[HostPattern]) -> HostRules {
+    let networks = |list: &[HostPattern]| {
+        list.iter()
+            .map(|p| Network::new(p.network(), p.prefix()))
+            .collect()
+    };
+    HostRules {
+        allow: networks(allow),
+        deny: networks(deny),
     }
 }
 
@@ -107,6 +121,10 @@ pub fn build_share(
             share.allocation_roundup_size,
         )
         .with_veto(&share.veto_files),
+        invalid_users: share.invalid_users.clone(),
+        admin_users: share.admin_users.clone(),
+        hosts: host_rules(&share.hosts_allow, &share.hosts_deny)
+            .within(&host_rules(&server.hosts_allow, &server.hosts_deny)),
         ..Share::disk(name.to_owned(), vfs)
     };
     built
@@ -188,11 +206,8 @@ pub fn log_unavailable(health: &ShareHealth) {
     }
 }
 
-/// Warns of every setting of `config` that this version takes but does not enforce yet.
-pub fn log_not_enforced(config: &Config) {
-    for (setting, meanwhile) in config.not_enforced() {
-        tracing::warn!("{setting} is set, but NOT ENFORCED by this version of smb3d: {meanwhile}");
-    }
+/// Warns of every testing-only setting of `config`.
+pub fn log_testing_only(config: &Config) {
     for warning in config.testing_only() {
         tracing::warn!("{warning}");
     }
@@ -396,7 +411,7 @@ impl Reloader {
             .map(|new| {
                 let health = self.health.lock().clone();
                 let (config, outcome, health) = apply(&self.server, &self.config, &health, &new);
-                log_not_enforced(&config);
+                log_testing_only(&config);
                 self.config = config;
                 log_unavailable(&health);
                 *self.health.lock() = health;

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use smb3d_auth::{CredentialStore, ServerIdentity, UserDb};
-use smb3d_config::{Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, SigningPolicy};
+use smb3d_config::{
+    Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, MapToGuest, SigningPolicy,
+};
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
 use smb3d_server::{DiskStore, Limits, Server, Settings, SystemClock};
@@ -67,7 +69,7 @@ pub fn run(args: ServeArgs) -> Result<(), AnyError> {
     );
     let (server, health) = build_server(&config, credentials)?;
     crate::reload::log_unavailable(&health);
-    crate::reload::log_not_enforced(&config);
+    crate::reload::log_testing_only(&config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -351,6 +353,9 @@ pub fn build_server(
         oplock_break_timeout: Settings::default().oplock_break_timeout,
         state_store: Some(Arc::new(DiskStore::new(s.state_dir.clone()))),
         clock: Arc::new(SystemClock),
+        hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
+        map_to_guest: s.map_to_guest == MapToGuest::BadUser,
+        guest_account: s.guest_account.clone(),
     };
     let host = hostname();
     let identity = ServerIdentity {

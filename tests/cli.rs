@@ -146,8 +146,9 @@ fn import_smb_conf_writes_a_config_that_checks() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let warnings = text(&out.stderr);
-    // The Debian file's own 14; the share block maps whole (@staff is a group list entry).
-    assert_eq!(warnings.matches("warning: ").count(), 14, "{warnings}");
+    // The Debian file's own 13 (its map to guest = bad user is enforced now, not warned about);
+    // the share block maps whole (@staff is a group list entry).
+    assert_eq!(warnings.matches("warning: ").count(), 13, "{warnings}");
     assert!(!warnings.contains("create mask = 0664"), "{warnings}");
     let check = smb3d(&["config", "check", out_file.to_str().unwrap()], &[], None);
     assert!(check.status.success(), "{}", text(&check.stderr));
@@ -277,16 +278,18 @@ fn config_check_warns_of_shares_serve_would_leave_out() {
     assert_eq!(text(&quiet.stderr).lines().count(), 4);
 }
 
-/// Settings taken but not enforced yet (issue 23 item 2) are warned about, not silently kept.
+/// The settings of who may connect (issue 23 item 2) are taken, rendered, and enforced, so
+/// `config check` warns of none.
 #[test]
-fn config_check_warns_of_settings_not_enforced_yet() {
+fn config_check_takes_access_settings_without_warnings() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("smb3d.toml");
     std::fs::write(
         &config,
         format!(
             "[server]\nuser_db = \"/nonexistent/users\"\nhosts_deny = [\"10.0.0.0/8\"]\n\
-             [share.s]\npath = {:?}\ninvalid_users = [\"root\"]\n",
+             guest_account = \"no-such-guest-account\"\n\
+             [share.s]\npath = {:?}\ninvalid_users = [\"root\"]\nadmin_users = [\"root\"]\n",
             dir.path().display().to_string()
         ),
     )
@@ -294,12 +297,12 @@ fn config_check_warns_of_settings_not_enforced_yet() {
     let out = smb3d(&["config", "check", config.to_str().unwrap()], &[], None);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let warnings = text(&out.stderr);
-    for needle in [
-        "warning: server.hosts_deny is set, but NOT ENFORCED by this version of smb3d: restrict client addresses with a firewall meanwhile",
-        "warning: share \"s\": invalid_users is set, but NOT ENFORCED",
-    ] {
-        assert!(warnings.contains(needle), "{needle}: {warnings}");
-    }
+    assert!(!warnings.contains("NOT ENFORCED"), "{warnings}");
+    assert!(
+        warnings
+            .contains("warning: server.guest_account \"no-such-guest-account\" is not a Unix user"),
+        "{warnings}"
+    );
     assert!(text(&out.stdout).contains("hosts_deny = [\"10.0.0.0/8\"]"));
 }
 

@@ -588,13 +588,16 @@ fn admin_commands_reach_the_server_through_a_broken_configuration() {
     assert!(text(&run(&["debug"]).stdout).contains("log filter \"info\""));
 }
 
-/// Issue 23 item 2: a setting the server takes but does not enforce yet is logged at start.
+/// Issue 23 item 2: every setting of who may connect is enforced, so none is warned about
+/// as NOT ENFORCED any more.
 #[test]
-fn settings_not_enforced_yet_are_logged_at_start() {
-    let served = Served::start(
+fn access_settings_start_without_warnings() {
+    let served = Served::start_with_shares(
         "hosts_allow = [\"127.0.0.1\"]\nmap_to_guest = \"bad-user\"",
+        "admin_users = [\"root\"]\ninvalid_users = [\"nobody\"]\n",
         &[],
     );
-    served.wait_for_log("server.hosts_allow is set, but NOT ENFORCED by this version of smb3d");
-    served.wait_for_log("server.map_to_guest is set, but NOT ENFORCED");
+    served.wait_for_log("listening on");
+    let log = served.log();
+    assert!(!log.contains("NOT ENFORCED"), "{log}");
 }

@@ -109,6 +109,7 @@ fn main() -> ExitCode {
                         claimed_domain,
                     } => format!("{name} {claimed_domain}"),
                     Principal::Anonymous => "anonymous -".to_owned(),
+                    Principal::Guest => "guest -".to_owned(),
                 };
                 // An empty final token (bare NTLMSSP) prints as "-".
                 let token = if token.is_empty() {

@@ -4,12 +4,13 @@ use core::fmt;
 use std::sync::Arc;
 
 use smb3d_dtyp::NtStatus;
-use smb3d_wire::FileTime;
+use smb3d_wire::{FileTime, decode_utf16le};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
 use crate::names;
-use crate::ntlm::{ChallengeState, Direction, NtlmOutcome, messages::SIGNATURE};
+use crate::ntlm::messages::{AuthenticateMessage, NegotiateFlags, SIGNATURE};
+use crate::ntlm::{ChallengeState, Direction, NtlmOutcome};
 use crate::spnego::{self, NegState, NegTokenResp, NegotiationToken};
 
 /// An account as its store holds it.
@@ -70,6 +71,10 @@ pub enum Principal {
     },
     /// An anonymous logon (MS-NLMP 3.2.5.1.2): no user name and no NT response.
     Anonymous,
+    /// A logon with a user name the store does not know, taken as a guest logon (Samba's
+    /// `map to guest = bad user`, [`Acceptor::mapping_unknown_users_to_guest`]): nothing was
+    /// proven, so there are no keys, as for an anonymous logon.
+    Guest,
 }
 
 /// Why a session setup failed.
@@ -168,6 +173,29 @@ enum State {
     Finished,
 }
 
+/// Who an AUTHENTICATE message says the client is, before anything is checked: what a logon
+/// audit names, whether the logon succeeds or not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claim {
+    pub user: String,
+    pub domain: String,
+    pub workstation: String,
+}
+
+impl Claim {
+    /// The claim of an NTLM AUTHENTICATE message; None when it cannot be decoded (the
+    /// exchange then fails as an invalid token).
+    fn of(authenticate: &[u8]) -> Option<Self> {
+        let auth = AuthenticateMessage::decode(authenticate).ok()?;
+        let text = |bytes| decode_utf16le(bytes, "").ok();
+        Some(Self {
+            user: text(auth.user)?,
+            domain: text(auth.domain)?,
+            workstation: text(auth.workstation)?,
+        })
+    }
+}
+
 /// One SESSION_SETUP exchange. Accepts SPNEGO-wrapped NTLM or bare NTLMSSP tokens; after a
 /// result or an error every further step fails.
 pub struct Acceptor {
@@ -175,6 +203,8 @@ pub struct Acceptor {
     store: Arc<dyn CredentialStore>,
     random: Arc<dyn RandomSource>,
     state: State,
+    claim: Option<Claim>,
+    unknown_users_are_guests: bool,
 }
 
 impl Acceptor {
@@ -194,7 +224,46 @@ impl Acceptor {
             store,
             random,
             state: State::Start,
+            claim: None,
+            unknown_users_are_guests: false,
         }
+    }
+
+    /// Makes a logon with a user name the store does not know a guest logon
+    /// ([`Principal::Guest`]) instead of a failure; a known user's wrong password still fails.
+    #[must_use]
+    pub fn mapping_unknown_users_to_guest(mut self, on: bool) -> Self {
+        self.unknown_users_are_guests = on;
+        self
+    }
+
+    /// Verifies an AUTHENTICATE message, mapping an unknown user to a guest when asked.
+    fn authenticate(
+        &self,
+        ntlm: &ChallengeState,
+        message: &[u8],
+    ) -> Result<NtlmOutcome, AuthError> {
+        match ntlm.authenticate(message, &self.store) {
+            Err(AuthError::LogonFailure)
+                if self.unknown_users_are_guests
+                    && self.claim.as_ref().is_some_and(|c| {
+                        !c.user.is_empty() && self.store.account(&c.user).is_none()
+                    }) =>
+            {
+                Ok(NtlmOutcome {
+                    principal: Principal::Guest,
+                    exported_session_key: Zeroizing::new([0; 16]),
+                    flags: NegotiateFlags::empty(),
+                    mic_present: false,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Who the client's AUTHENTICATE message said it was, once one arrived.
+    pub fn claim(&self) -> Option<&Claim> {
+        self.claim.as_ref()
     }
 
     /// Takes the client's next security token; `now` is the MsvAvTimestamp of the CHALLENGE.
@@ -215,7 +284,8 @@ impl Acceptor {
                 self.spnego_challenge(negotiate, mic, NegState::ACCEPT_INCOMPLETE, now)
             }
             State::AwaitingAuthenticate { ntlm, spnego: None } => {
-                let outcome = ntlm.authenticate(token, &self.store)?;
+                self.claim = Claim::of(token);
+                let outcome = self.authenticate(&ntlm, token)?;
                 Ok(done(Vec::new(), outcome))
             }
             State::AwaitingAuthenticate {
@@ -226,7 +296,8 @@ impl Acceptor {
                 let authenticate = resp
                     .response_token
                     .ok_or(AuthError::InvalidToken("responseToken"))?;
-                let outcome = ntlm.authenticate(authenticate, &self.store)?;
+                self.claim = Claim::of(authenticate);
+                let outcome = self.authenticate(&ntlm, authenticate)?;
                 let server_mic = check_mech_list_mic(&mic, resp.mech_list_mic, &outcome)?;
                 let token = NegTokenResp {
                     neg_state: Some(NegState::ACCEPT_COMPLETED),
@@ -331,7 +402,7 @@ fn check_mech_list_mic(
     client_mic: Option<&[u8]>,
     outcome: &NtlmOutcome,
 ) -> Result<Option<[u8; 16]>, AuthError> {
-    if outcome.principal == Principal::Anonymous {
+    if matches!(outcome.principal, Principal::Anonymous | Principal::Guest) {
         return Ok(None);
     }
     let Some(client_mic) = client_mic else {

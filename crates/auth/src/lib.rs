@@ -23,7 +23,7 @@ pub mod spnego;
 pub mod userdb;
 
 pub use acceptor::{
-    Acceptor, Account, AuthError, CredentialStore, OsRandom, Principal, RandomSource,
+    Acceptor, Account, AuthError, Claim, CredentialStore, OsRandom, Principal, RandomSource,
     ServerIdentity, Step,
 };
 pub use spnego::server_initial_token;

@@ -101,6 +101,16 @@ impl HostPattern {
         ]
     }
 
+    /// The network's address (its bits beyond the prefix are zero).
+    pub fn network(&self) -> IpAddr {
+        self.network
+    }
+
+    /// The prefix length: 32 or 128 for a single address.
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
     /// Whether the client address `ip` is in the pattern.
     pub fn contains(&self, ip: IpAddr) -> bool {
         let (value, width) = bits(unmapped(ip));

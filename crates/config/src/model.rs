@@ -313,15 +313,17 @@ pub struct ServerConfig {
     /// Log opens, renames and deletes of every share (shares may override it) at the `audit`
     /// target.
     pub audit: bool,
-    /// Client addresses allowed to connect at all (Samba's global `hosts allow`); empty allows
-    /// every address not in `hosts_deny`. NOT ENFORCED yet ([`Config::not_enforced`]).
+    /// Client addresses allowed to connect at all (Samba's global `hosts allow`), checked on
+    /// the TCP peer at accept with Samba's precedence: with `hosts_deny` set too, an address in
+    /// both is allowed; alone, it refuses every other address but 127.0.0.1 and ::1.
     pub hosts_allow: Vec<HostPattern>,
-    /// Client addresses refused unless `hosts_allow` names them. NOT ENFORCED yet.
+    /// Client addresses refused unless `hosts_allow` names them (Samba's `hosts deny`).
     pub hosts_deny: Vec<HostPattern>,
-    /// The Unix account guest sessions act as (Samba's `guest account`); absent, the built-in
-    /// nobody (uid 65534). NOT ENFORCED yet.
+    /// The Unix account guest and anonymous sessions act as (Samba's `guest account`);
+    /// absent, the built-in nobody (uid 65534).
     pub guest_account: Option<String>,
-    /// Whether a logon with an unknown user name becomes a guest logon. NOT ENFORCED yet.
+    /// Whether a logon with an unknown user name becomes a guest logon (no keys, no signing,
+    /// only shares with `guest_ok`); a known user's wrong password still fails.
     pub map_to_guest: MapToGuest,
 }
 
@@ -387,18 +389,18 @@ pub struct ShareConfig {
     #[serde(default)]
     pub write_list: Vec<String>,
     /// Users refused on this share whatever the other lists say (Samba's `invalid users`).
-    /// NOT ENFORCED yet ([`Config::not_enforced`]).
     #[serde(default)]
     pub invalid_users: Vec<String>,
-    /// Users who act as root on this share (Samba's `admin users`). NOT ENFORCED yet.
+    /// Users who act as root on this share (Samba's `admin users`): their file work runs as
+    /// uid 0, so access checks pass and their new files are root's.
     #[serde(default)]
     pub admin_users: Vec<String>,
-    /// Client addresses allowed to connect to this share (Samba's `hosts allow`), besides
-    /// the server's own lists. NOT ENFORCED yet.
+    /// Client addresses allowed to connect to this share (Samba's `hosts allow`), checked at
+    /// tree connect; empty, the server's list applies, as a share inherits it in smb.conf.
     #[serde(default)]
     pub hosts_allow: Vec<HostPattern>,
-    /// Client addresses refused on this share unless its `hosts_allow` names them. NOT
-    /// ENFORCED yet.
+    /// Client addresses refused on this share unless its `hosts_allow` names them; empty, the
+    /// server's list applies.
     #[serde(default)]
     pub hosts_deny: Vec<HostPattern>,
     /// A Unix user every session works on the share as (Samba's `force user`).
@@ -823,55 +825,6 @@ impl Config {
                 )
             })
             .collect()
-    }
-
-    /// The settings this configuration sets that smb3d does not enforce yet, each as
-    /// `(setting, what to do meanwhile)`: the configuration and the importer already take
-    /// them, the server will apply them in a later version. `serve` and `config check` warn
-    /// of each so that nobody relies on them.
-    pub fn not_enforced(&self) -> Vec<(String, &'static str)> {
-        const FIREWALL: &str = "restrict client addresses with a firewall meanwhile";
-        let s = &self.server;
-        let mut found = Vec::new();
-        if !s.hosts_allow.is_empty() {
-            found.push(("server.hosts_allow".to_owned(), FIREWALL));
-        }
-        if !s.hosts_deny.is_empty() {
-            found.push(("server.hosts_deny".to_owned(), FIREWALL));
-        }
-        if s.guest_account.is_some() {
-            found.push((
-                "server.guest_account".to_owned(),
-                "guest sessions act as the built-in nobody (uid 65534) meanwhile",
-            ));
-        }
-        if s.map_to_guest != MapToGuest::Never {
-            found.push((
-                "server.map_to_guest".to_owned(),
-                "unknown user names are refused meanwhile",
-            ));
-        }
-        for (name, share) in &self.shares {
-            for (option, set, meanwhile) in [
-                ("hosts_allow", !share.hosts_allow.is_empty(), FIREWALL),
-                ("hosts_deny", !share.hosts_deny.is_empty(), FIREWALL),
-                (
-                    "invalid_users",
-                    !share.invalid_users.is_empty(),
-                    "list the allowed users in valid_users meanwhile",
-                ),
-                (
-                    "admin_users",
-                    !share.admin_users.is_empty(),
-                    "these users act as themselves meanwhile",
-                ),
-            ] {
-                if set {
-                    found.push((format!("share {name:?}: {option}"), meanwhile));
-                }
-            }
-        }
-        found
     }
 
     /// Finds a share by name, ignoring case as Windows does.
@@ -1529,9 +1482,9 @@ access_based_share_enum = true
         assert!(e.message.contains("nas.local"), "{e}");
     }
 
-    /// Issue 23 item 2's settings: taken, checked, rendered back, and listed as not enforced.
+    /// Issue 23 item 2's settings: taken, checked and rendered back.
     #[test]
-    fn access_settings_not_enforced_yet_are_taken_and_named() {
+    fn access_settings_are_taken_checked_and_rendered() {
         let text = "[server]\nhosts_allow = [\"10.0.0.0/8\", \"::1\"]\nhosts_deny = [\"0.0.0.0/0\"]\n\
                     guest_account = \"smbguest\"\nmap_to_guest = \"bad-user\"\n\
                     [share.s]\npath = \"/s\"\ninvalid_users = [\"root\", \"@wheel\"]\n\
@@ -1549,22 +1502,7 @@ access_based_share_enum = true
         let again = parse(&c.to_toml()).unwrap();
         assert_eq!(again.to_toml(), c.to_toml());
         assert_eq!(again.share("s"), c.share("s"));
-        let named: Vec<String> = c.not_enforced().into_iter().map(|(s, _)| s).collect();
-        assert_eq!(
-            named,
-            [
-                "server.hosts_allow",
-                "server.hosts_deny",
-                "server.guest_account",
-                "server.map_to_guest",
-                "share \"s\": hosts_allow",
-                "share \"s\": hosts_deny",
-                "share \"s\": invalid_users",
-                "share \"s\": admin_users",
-            ]
-        );
         let defaults = parse("[share.t]\npath = \"/t\"\n").unwrap();
-        assert!(defaults.not_enforced().is_empty());
         assert!(
             !defaults.to_toml().contains("hosts_"),
             "{}",

@@ -75,7 +75,6 @@ fn debian_default_with_a_share_converts() {
         "DIR/smb.conf:87: [global]: passwd program = /usr/bin/passwd %u: smb3d keeps its own user database and does not use PAM",
         "DIR/smb.conf:88: [global]: passwd chat = *Enter\\snew\\s*\\spassword:* %n\\n *Retype\\snew\\s*\\spassword:* %n\\n *password\\supdated\\ssuccessfully* .: smb3d keeps its own user database and does not use PAM",
         "DIR/smb.conf:93: [global]: pam password change = yes: smb3d keeps its own user database and does not use PAM",
-        "DIR/smb.conf:97: [global]: map to guest = bad user: mapped to map_to_guest = \"bad-user\", but NOT ENFORCED by smb3d yet: unknown user names are refused meanwhile",
         "DIR/smb.conf:165: [global]: usershare allow guests = yes: user shares are not supported",
         "DIR/smb.conf:169: [homes]: named streams: Samba serves none on this share (its vfs objects have no streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no option to turn them off yet",
         "DIR/smb.conf:213: [printers]: share skipped: smb3d serves no printers (parameters not imported: comment, browseable, path, printable, guest ok, read only, create mask)",
@@ -100,6 +99,7 @@ fn debian_default_with_a_share_converts() {
         "vfsobjects",
         "createmask",
         "directorymask",
+        "maptoguest",
     ];
     for section in &conf.sections {
         for p in &section.params {

@@ -153,6 +153,17 @@ impl IdMap {
         identity
     }
 
+    /// A guest's identity: anonymous to access checks (the Anonymous SID and Everyone), acting
+    /// on disk as the Unix account `uid` (Samba's `guest account`), so its files are that
+    /// account's.
+    pub fn guest(&self, uid: u32) -> Identity {
+        let unix = self.identity(uid).unix;
+        Identity {
+            unix,
+            ..self.anonymous()
+        }
+    }
+
     /// The identity of an anonymous session: Anonymous and Everyone, acting as "nobody".
     pub fn anonymous(&self) -> Identity {
         Identity {

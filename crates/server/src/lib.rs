@@ -29,6 +29,7 @@ mod fs;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod handlers;
+pub mod hosts;
 mod identity;
 pub mod limits;
 pub mod panic_guard;

@@ -11,6 +11,7 @@ use smb3d_auth::ntlm::crypto::nt_hash;
 use smb3d_auth::{Account, CredentialStore};
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_server::Settings;
 use smb3d_server::share::Share;
 use smb3d_smb2::Command;
 use smb3d_smb2::create::{
@@ -20,6 +21,7 @@ use smb3d_smb2::create::{
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::header::HeaderFlags;
 use smb3d_smb2::negotiate::Dialect;
+use smb3d_smb2::session_setup::{SessionFlags, SessionSetupResponse};
 use smb3d_testkit::client::{Client, TEST_USER};
 use smb3d_testkit::harness::{self, PASSWORD, SHARE, SHARE_UNC, TestServer, USER};
 use smb3d_testkit::ntlm::Logon;
@@ -394,4 +396,59 @@ fn persistent_file_ids_cannot_be_guessed_from_one_another() {
     for pair in ids.windows(2) {
         assert!(pair[1] - pair[0] > 1 << 32, "{ids:x?}");
     }
+}
+
+/// Issue 23 item 2, `map_to_guest = "bad-user"`: an unknown user name logs on as a guest
+/// (SMB2_SESSION_FLAG_IS_GUEST, no keys, so nothing it gets is signed, and only shares that
+/// admit guests), a known user's wrong password still fails, and the guest session never
+/// becomes a user's by re-authenticating.
+#[test]
+fn unknown_names_become_guests_without_keys_or_a_users_rights() {
+    let settings = Settings {
+        map_to_guest: true,
+        ..harness::settings()
+    };
+    let server =
+        TestServer::with_credentials(settings, Arc::new(NullProvider), Arc::new(Users)).unwrap();
+    let stranger = Logon {
+        user: "stranger",
+        ..TEST_USER
+    };
+    let mut guest = Client::new(server.connect());
+    guest.negotiate(Dialect::SMB3_1_1);
+    let reply = guest.login_as(&stranger);
+    assert_eq!(reply.status(), Some(NtStatus::SUCCESS));
+    let answer = &reply.responses[0];
+    let setup = SessionSetupResponse::decode(&answer.pdu).unwrap();
+    assert_eq!(setup.session_flags, SessionFlags::IS_GUEST);
+    assert!(
+        !answer.header.flags.contains(HeaderFlags::SIGNED),
+        "a guest has no key to sign with"
+    );
+    assert_eq!(
+        tree_connect_unsigned(&mut guest, SHARE_UNC),
+        Some(NtStatus::ACCESS_DENIED),
+        "the share does not admit guests"
+    );
+    reshare(&server, |share| share.guest_ok = true);
+    assert_eq!(
+        tree_connect_unsigned(&mut guest, SHARE_UNC),
+        Some(NtStatus::SUCCESS)
+    );
+    assert_eq!(
+        guest.reauthenticate(&TEST_USER, HeaderFlags::empty()),
+        Some(NtStatus::ACCESS_DENIED),
+        "a guest session never gains a user"
+    );
+
+    let mut wrong = Client::new(server.connect());
+    wrong.negotiate(Dialect::SMB3_1_1);
+    let not_it = Logon {
+        password: "not-it",
+        ..TEST_USER
+    };
+    assert_eq!(
+        wrong.login_as(&not_it).status(),
+        Some(NtStatus::LOGON_FAILURE)
+    );
 }

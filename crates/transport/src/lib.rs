@@ -162,6 +162,12 @@ async fn accept_loop(listener: TcpListener, tasks: ConnectionTasks) -> io::Resul
                 continue;
             }
         };
+        // A refused address's socket closes before anything is read from it, as Samba's does
+        // (smb.conf(5) `hosts allow` applies to the connection as a whole).
+        if !tasks.server.admits_peer(peer.ip()) {
+            drop(stream);
+            continue;
+        }
         // Over a limit the socket closes at once, so a flood cannot hold descriptors.
         let client = ClientKey::of(peer.ip());
         let slots = tasks.slots.take().and_then(|slot| {

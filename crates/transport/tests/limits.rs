@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use smb3d_auth::{Account, CredentialStore, ServerIdentity};
 use smb3d_crypto::fuzzing::NullProvider;
+use smb3d_server::hosts::{HostRules, Network as HostNetwork};
 use smb3d_server::share::Share;
 use smb3d_server::{Limit, Limits, Server, Settings};
 use smb3d_smb2::Command;
@@ -54,6 +55,10 @@ fn start_with(limits: Limits, transport: TransportConfig) -> Running {
         limits,
         ..Settings::default()
     };
+    serve_with(settings, transport)
+}
+
+fn serve_with(settings: Settings, transport: TransportConfig) -> Running {
     let identity = ServerIdentity {
         netbios_domain: "WORKGROUP".into(),
         netbios_name: "TRANSPORT".into(),
@@ -91,6 +96,18 @@ fn start_with(limits: Limits, transport: TransportConfig) -> Running {
         server,
         _runtime: runtime,
     }
+}
+
+/// A connection from the loopback address `source` (any of 127.0.0.0/8 reaches the server).
+fn connect_from(addr: SocketAddr, source: [u8; 4]) -> TcpStream {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.bind(&SocketAddr::from((source, 0)).into()).unwrap();
+    socket.connect(&addr.into()).unwrap();
+    let stream: TcpStream = socket.into();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {
@@ -210,6 +227,54 @@ fn no_delays() -> Limits {
         logon_failure_delay: Duration::ZERO,
         ..Limits::default()
     }
+}
+
+/// `hosts_allow`/`hosts_deny` refuse a client at accept, before it can send a byte, by the TCP
+/// peer's address; the refusal is counted in the metrics.
+#[test]
+fn a_refused_host_is_closed_at_accept_and_counted() {
+    let network = |ip: [u8; 4], prefix| HostNetwork::new(ip.into(), prefix);
+    let settings = Settings {
+        limits: no_delays(),
+        hosts: HostRules {
+            allow: vec![network([127, 0, 0, 0], 8)],
+            deny: vec![network([127, 0, 0, 66], 32), network([0, 0, 0, 0], 0)],
+        },
+        ..Settings::default()
+    };
+    let running = serve_with(settings, TransportConfig::default());
+    // 127.0.0.66 is in both lists: as in Samba the allow list wins.
+    let mut allowed = connect_from(running.addr, [127, 0, 0, 66]);
+    assert_eq!(logon(&mut allowed, "tester", "pw"), Some(0));
+
+    let denied = HostRules {
+        allow: vec![network([127, 0, 0, 1], 32)],
+        deny: vec![network([127, 0, 0, 66], 32)],
+    };
+    let running = serve_with(
+        Settings {
+            limits: no_delays(),
+            hosts: denied,
+            ..Settings::default()
+        },
+        TransportConfig::default(),
+    );
+    let mut refused = connect_from(running.addr, [127, 0, 0, 66]);
+    assert!(closed(&mut refused), "127.0.0.66 is refused");
+    let mut unlisted = connect_from(running.addr, [127, 0, 0, 67]);
+    assert_eq!(
+        logon(&mut unlisted, "tester", "pw"),
+        Some(0),
+        "in neither list with both set: admitted"
+    );
+    let mut local = connect(running.addr);
+    assert_eq!(logon(&mut local, "tester", "pw"), Some(0));
+    assert!(
+        running
+            .server
+            .render_metrics()
+            .contains("smb3d_connections_refused_by_host_total 1\n")
+    );
 }
 
 #[test]

@@ -398,26 +398,12 @@ impl Converter {
                 }
                 "guestaccount" => {
                     if let Some(account) = self.account(section, p) {
-                        self.not_enforced(
-                            section,
-                            p,
-                            &format!("guest_account = {account:?}"),
-                            "guest sessions act as the built-in nobody (uid 65534) meanwhile",
-                        );
                         self.server.guest_account = Some(account);
                     }
                 }
                 "maptoguest" => match p.value.trim().to_ascii_lowercase().as_str() {
                     "never" => self.server.map_to_guest = MapToGuest::Never,
-                    "bad user" => {
-                        self.server.map_to_guest = MapToGuest::BadUser;
-                        self.not_enforced(
-                            section,
-                            p,
-                            "map_to_guest = \"bad-user\"",
-                            "unknown user names are refused meanwhile",
-                        );
-                    }
+                    "bad user" => self.server.map_to_guest = MapToGuest::BadUser,
                     _ => self.warn_value(
                         section,
                         p,
@@ -614,26 +600,8 @@ impl Converter {
             }
             "validusers" => out.valid_users = Some(self.user_list(section, p)),
             "readlist" => out.read_list = Some(self.user_list(section, p).0),
-            "invalidusers" => {
-                let users = self.user_list(section, p).0;
-                self.not_enforced(
-                    section,
-                    p,
-                    &format!("invalid_users = {users:?}"),
-                    "list the allowed users in valid_users meanwhile",
-                );
-                out.invalid_users = Some(users);
-            }
-            "adminusers" => {
-                let users = self.user_list(section, p).0;
-                self.not_enforced(
-                    section,
-                    p,
-                    &format!("admin_users = {users:?}"),
-                    "these users act as themselves meanwhile",
-                );
-                out.admin_users = Some(users);
-            }
+            "invalidusers" => out.invalid_users = Some(self.user_list(section, p).0),
+            "adminusers" => out.admin_users = Some(self.user_list(section, p).0),
             "hostsallow" | "allowhosts" => {
                 out.hosts_allow = self
                     .host_list(section, p, "hosts_allow")
@@ -743,19 +711,6 @@ impl Converter {
         (users, dropped)
     }
 
-    /// A parameter that maps to a setting smb3d takes but does not enforce yet: said so, with
-    /// what holds meanwhile (`Config::not_enforced` lists the same).
-    fn not_enforced(&mut self, section: &Section, p: &Param, mapped: &str, meanwhile: &str) {
-        self.warn(
-            section,
-            Some(p),
-            format!(
-                "{} = {}: mapped to {mapped}, but NOT ENFORCED by smb3d yet: {meanwhile}",
-                p.name, p.value
-            ),
-        );
-    }
-
     /// `hosts allow` or `hosts deny` as address patterns: addresses, networks (`10.0.0.0/8`,
     /// `10.0.0.0/255.0.0.0`, Samba's `10.1.` prefixes), IPv6, and `ALL`. Host names, domains,
     /// netgroups and `LOCAL` are warned about and left out; a list with `EXCEPT` is not mapped
@@ -795,13 +750,6 @@ impl Converter {
                 ),
             }
         }
-        let shown: Vec<String> = hosts.iter().map(ToString::to_string).collect();
-        self.not_enforced(
-            section,
-            p,
-            &format!("{option} = {shown:?}"),
-            "restrict client addresses with a firewall meanwhile",
-        );
         Some(hosts)
     }
 
@@ -1398,7 +1346,6 @@ mod tests {
             text,
             [
                 "/etc/samba/smb.conf:2: [global]: log file = /var/log/samba/%m: smb3d logs to standard error (the journal under systemd); set the level with SMB3D_LOG",
-                "/etc/samba/smb.conf:3: [global]: hosts allow = 10.: mapped to hosts_allow = [\"10.0.0.0/8\"], but NOT ENFORCED by smb3d yet: restrict client addresses with a firewall meanwhile",
                 "/etc/samba/smb.conf:4: [global]: passdb backend = tdbsam: smb3d has its own user database; copy the users with `pdbedit -L -w | smb3d user import`",
                 "/etc/samba/smb.conf:5: [global]: made up = 1: not mapped",
                 "/etc/samba/smb.conf:8: [s]: force user = %U: not a Unix account name smb3d accepts; ignored",
@@ -1466,10 +1413,10 @@ mod tests {
         );
     }
 
-    /// Issue 23 item 2, the importer's part: who may connect maps into settings, each still
-    /// warned about as NOT ENFORCED until the server applies it.
+    /// Issue 23 item 2, the importer's part: who may connect maps into settings, with warnings
+    /// only for what cannot be mapped.
     #[test]
-    fn who_may_connect_maps_and_says_it_is_not_enforced_yet() {
+    fn who_may_connect_maps_into_settings() {
         let i = convert_text(
             "[global]\nhosts allow = 127. 192.168.1. 10.0.0.0/255.0.0.0 ::1, fe80::/10 files.example\n\
              hosts deny = ALL\nguest account = smbguest\nmap to guest = bad user\n\
@@ -1507,22 +1454,14 @@ mod tests {
         let all = messages(&i);
         for needle in [
             "[global]: hosts allow: \"files.example\" is a host name, domain, netgroup or LOCAL",
-            "[global]: hosts allow = 127. 192.168.1. 10.0.0.0/255.0.0.0 ::1, fe80::/10 files.example: mapped to hosts_allow = [\"127.0.0.0/8\"",
-            "[global]: hosts deny = ALL: mapped to hosts_deny = [\"0.0.0.0/0\", \"::/0\"], but NOT ENFORCED by smb3d yet",
-            "[global]: guest account = smbguest: mapped to guest_account = \"smbguest\", but NOT ENFORCED",
-            "[global]: map to guest = bad user: mapped to map_to_guest = \"bad-user\", but NOT ENFORCED",
-            "[s]: admin users = alice @admins: mapped to admin_users = [\"alice\", \"@admins\"], but NOT ENFORCED",
             "[s]: hosts deny: \"@net\" is a host name, domain, netgroup or LOCAL, which smb3d does not match; left out, so clients there are NOT refused",
             "[t]: hosts allow = 10. EXCEPT 10.1.: EXCEPT lists are not supported",
         ] {
             assert!(all.iter().any(|w| w.contains(needle)), "{needle}: {all:#?}");
         }
-        // Four server settings, three of [s], one of [t].
-        assert_eq!(
-            i.config.not_enforced().len(),
-            8,
-            "{:#?}",
-            i.config.not_enforced()
+        assert!(
+            !all.iter().any(|w| w.contains("NOT ENFORCED")),
+            "every setting of who may connect is enforced: {all:#?}"
         );
         let bad = convert_text("[global]\nmap to guest = bad password\n");
         assert_eq!(bad.config.server.map_to_guest, MapToGuest::Never);

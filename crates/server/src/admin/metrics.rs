@@ -126,6 +126,13 @@ impl Server {
             "Client connections accepted.",
             load(&m.connections_accepted),
         );
+        metric(
+            &mut out,
+            "smb3d_connections_refused_by_host_total",
+            "counter",
+            "Client connections refused by hosts_allow and hosts_deny.",
+            load(&m.connections_refused_by_host),
+        );
         let snapshot = self.snapshot();
         render_sessions(&mut out, &snapshot);
         for (name, help, value) in [

@@ -39,7 +39,28 @@ pub(crate) async fn handle(
     let share_name = share_name(&req.path).ok_or(NtStatus::BAD_NETWORK_NAME)?;
     let identity = session.identity().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let share = cx.conn.server.share_for(share_name, &user, &identity)?;
-    let access = tree_access(&cx.conn.server.ids, &share, &user, &identity)?;
+
+    // Samba answers a host its rules refuse on this share with ACCESS_DENIED, as a share
+    // the user may not connect to (MS-SMB2 3.3.5.7 leaves the check to the server).
+    if let Some(peer) = cx.conn.peer
+        && !share.hosts.admits(peer.ip())
+    {
+        audit::tree_refused(
+            &share,
+            &user,
+            cx.conn,
+            "client address refused by hosts_allow/hosts_deny",
+        );
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let access = tree_access(&cx.conn.server.ids, &share, &user, &identity).inspect_err(|_| {
+        audit::tree_refused(
+            &share,
+            &user,
+            cx.conn,
+            "user refused by the share's user lists",
+        );
+    })?;
     let maximal_access = access.maximal_access;
     let share_type = match share.kind {
         ShareKind::Disk(_) => ShareType::DISK,
@@ -50,6 +71,7 @@ pub(crate) async fn handle(
     let policy = share.encryption;
     let can_encrypt = session.encryption().is_some();
     if policy == EncryptionPolicy::Required && !can_encrypt {
+        audit::tree_refused(&share, &user, cx.conn, "the share requires encryption");
         return Err(NtStatus::ACCESS_DENIED);
     }
     let encrypt_data = can_encrypt && policy.asks();
@@ -102,7 +124,7 @@ fn tree_access(
     Ok(TreeAccess {
         maximal_access,
         read_only,
-        identity: forced_identity(ids, share, who)?.map(Arc::new),
+        identity: forced_identity(ids, share, who, share.is_admin(user, who))?.map(Arc::new),
     })
 }
 
@@ -126,13 +148,18 @@ pub(crate) fn renew_trees(
         .collect()
 }
 
-/// The identity sessions have on a share that forces a user or group; a forced account that
+/// The identity sessions have on a share that forces a user or group, or for an `admin` of
+/// the share root's (as Samba's `admin users` work as the super-user); a forced account that
 /// does not exist (any more) refuses the connect.
 fn forced_identity(
     ids: &IdMap,
     share: &Share,
     session: &Identity,
+    admin: bool,
 ) -> Result<Option<Identity>, NtStatus> {
+    if admin {
+        return Ok(Some(ids.forced(session, Some(0), Some(0))));
+    }
     if share.force_user.is_none() && share.force_group.is_none() {
         return Ok(None);
     }
@@ -165,7 +192,42 @@ fn share_name(path: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::share_name;
+    use std::sync::Arc;
+
+    use smb3d_vfs::MemoryVfs;
+
+    use super::{SessionUser, Share, share_name, tree_access};
+    use crate::identity::IdMap;
+
+    /// `admin_users` work as root on their share (uid and gid 0, so every access check passes
+    /// and their files are root's); others, and guests, keep their own identity.
+    #[test]
+    fn admin_users_act_as_root() {
+        let ids = IdMap::new("T");
+        let who = ids.identity(4242);
+        let boss = SessionUser::User {
+            name: "boss".into(),
+            claimed_domain: "OFFICE".into(),
+        };
+        let worker = SessionUser::User {
+            name: "worker".into(),
+            claimed_domain: "OFFICE".into(),
+        };
+        let mut share = Share::disk("office", Arc::new(MemoryVfs::new()));
+        share.admin_users = vec!["BOSS".into()];
+        let access = tree_access(&ids, &share, &boss, &who).unwrap();
+        let root = access.identity.expect("an admin's identity is forced");
+        assert_eq!((root.unix.uid, root.unix.gid), (0, 0));
+        assert!(
+            tree_access(&ids, &share, &worker, &who)
+                .unwrap()
+                .identity
+                .is_none()
+        );
+        share.guest_ok = true;
+        let guest = tree_access(&ids, &share, &SessionUser::Anonymous, &ids.anonymous()).unwrap();
+        assert!(guest.identity.is_none(), "a guest is never an admin");
+    }
 
     #[test]
     fn share_names() {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use smb3d_auth::Claim;
 use smb3d_dtyp::AccessMask;
 use smb3d_smb2::create::CreateAction;
 use smb3d_vfs::VfsPath;
@@ -35,6 +36,116 @@ fn shown(path: &VfsPath) -> &str {
     if path.is_root() { "." } else { path.as_str() }
 }
 
+/// The tracing target of logon and tree connect decisions (Samba's `auth_audit`).
+pub const AUTH_TARGET: &str = "auth_audit";
+
+/// The user and claimed domain of a session as logged, escaped.
+fn logged_user(user: &SessionUser) -> (String, String) {
+    match user {
+        SessionUser::User {
+            name,
+            claimed_domain,
+        } => (
+            escape(name).into_owned(),
+            escape(claimed_domain).into_owned(),
+        ),
+        SessionUser::Anonymous => ("(anonymous)".into(), String::new()),
+    }
+}
+
+fn client_of(conn: &Connection) -> String {
+    conn.peer
+        .map_or_else(|| "(unknown)".into(), |a| a.ip().to_string())
+}
+
+/// How a logon ended, as the logon audit says it.
+pub(crate) enum LogonResult<'a> {
+    /// Logged on as this user.
+    Success(SessionUser),
+    /// A user name the database does not know, logged on as a guest (`map_to_guest`).
+    Guest,
+    /// Refused, for this reason (never a secret: no password, hash or key).
+    Failure(&'a str),
+}
+
+/// Logs a logon at info, at [`AUTH_TARGET`], as Samba's `auth_audit` does: the user and domain
+/// the client claimed (or the account, on success), its workstation and address, the method
+/// and the result with its reason. `claim` is None when no AUTHENTICATE could be read.
+pub(crate) fn logon(conn: &Connection, claim: Option<&Claim>, result: &LogonResult<'_>) {
+    let (claimed_user, domain, workstation) = claim.map_or_else(
+        || (String::new(), String::new(), String::new()),
+        |c| {
+            (
+                escape(&c.user).into_owned(),
+                escape(&c.domain).into_owned(),
+                escape(&c.workstation).into_owned(),
+            )
+        },
+    );
+    let client = client_of(conn);
+    match result {
+        LogonResult::Success(user) => {
+            let (user, _) = logged_user(user);
+            tracing::info!(
+                target: AUTH_TARGET,
+                user = user.as_str(),
+                domain = domain.as_str(),
+                workstation = workstation.as_str(),
+                client = %client,
+                auth_method = "NTLMSSP",
+                result = "success",
+                "logon"
+            );
+        }
+        LogonResult::Guest => {
+            tracing::info!(
+                target: AUTH_TARGET,
+                user = claimed_user.as_str(),
+                domain = domain.as_str(),
+                workstation = workstation.as_str(),
+                client = %client,
+                auth_method = "NTLMSSP",
+                result = "guest",
+                reason = "unknown user mapped to guest",
+                "logon"
+            );
+        }
+        LogonResult::Failure(reason) => {
+            let user = if claimed_user.is_empty() {
+                "(anonymous)".to_owned()
+            } else {
+                claimed_user
+            };
+            tracing::info!(
+                target: AUTH_TARGET,
+                user = user.as_str(),
+                domain = domain.as_str(),
+                workstation = workstation.as_str(),
+                client = %client,
+                auth_method = "NTLMSSP",
+                result = "failure",
+                reason = *reason,
+                "logon failed"
+            );
+        }
+    }
+}
+
+/// Logs a refused tree connect at info, at [`AUTH_TARGET`]: the share, who and from where, and
+/// why.
+pub(crate) fn tree_refused(share: &Share, user: &SessionUser, conn: &Connection, reason: &str) {
+    let (user, domain) = logged_user(user);
+    tracing::info!(
+        target: AUTH_TARGET,
+        share = &*escape(&share.name),
+        user = user.as_str(),
+        domain = domain.as_str(),
+        client = %client_of(conn),
+        reason,
+        "tree connect refused"
+    );
+}
+
 /// Who acts where, fixed for a tree connect, escaped.
 pub(crate) struct Subject {
     /// The account's name as the user database spells it, or `(anonymous)`.
@@ -54,22 +165,11 @@ pub(crate) fn subject(
     if !share.audit {
         return None;
     }
-    let (user, claimed_domain) = match user {
-        SessionUser::User {
-            name,
-            claimed_domain,
-        } => (
-            escape(name).into_owned(),
-            escape(claimed_domain).into_owned(),
-        ),
-        SessionUser::Anonymous => ("(anonymous)".into(), String::new()),
-    };
+    let (user, claimed_domain) = logged_user(user);
     Some(Arc::new(Subject {
         user,
         claimed_domain,
-        client: conn
-            .peer
-            .map_or_else(|| "(unknown)".into(), |a| a.ip().to_string()),
+        client: client_of(conn),
         share: escape(&share.name).into_owned(),
     }))
 }

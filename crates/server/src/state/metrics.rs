@@ -30,6 +30,7 @@ pub(crate) struct CommandStats {
 pub struct Metrics {
     pub(crate) commands: [CommandStats; COMMANDS],
     pub(crate) connections_accepted: AtomicU64,
+    pub(crate) connections_refused_by_host: AtomicU64,
     pub(crate) network_received: AtomicU64,
     pub(crate) network_sent: AtomicU64,
     pub(crate) file_read: AtomicU64,
@@ -65,6 +66,14 @@ impl Metrics {
     /// The transport accepted a connection.
     pub fn connection_accepted(&self) {
         add(&self.connections_accepted, 1);
+    }
+
+    /// A connection was refused for its client's address (`hosts_allow`, `hosts_deny`); the
+    /// count after this one.
+    pub(crate) fn connection_refused_by_host(&self) -> u64 {
+        self.connections_refused_by_host
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1)
     }
 
     /// Bytes read from a client's socket.

@@ -14,6 +14,7 @@ use smb3d_wire::Guid;
 
 use crate::address_slots::AddressSlots;
 use crate::clock::{Clock, SystemClock};
+use crate::hosts::HostRules;
 use crate::identity::{IdMap, Identity};
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::state::connection::Connection;
@@ -82,6 +83,13 @@ pub struct Settings {
     pub state_store: Option<Arc<dyn StateStore>>,
     /// The clock timers and protocol times read ([`SystemClock`](crate::SystemClock)).
     pub clock: Arc<dyn Clock>,
+    /// Client addresses that may connect at all (`hosts_allow`, `hosts_deny`).
+    pub hosts: HostRules,
+    /// A logon with a user name the user database does not know becomes a guest logon
+    /// (Samba's `map to guest = bad user`).
+    pub map_to_guest: bool,
+    /// The Unix account guest and anonymous sessions act as; None, the built-in nobody.
+    pub guest_account: Option<String>,
 }
 
 impl Default for Settings {
@@ -105,6 +113,9 @@ impl Default for Settings {
             oplock_break_timeout: std::time::Duration::from_secs(35),
             state_store: None,
             clock: Arc::new(SystemClock),
+            hosts: HostRules::default(),
+            map_to_guest: false,
+            guest_account: None,
         }
     }
 }
@@ -238,6 +249,22 @@ impl Server {
     /// Counts a hit of `limit` (one the transport enforces) and logs it.
     pub fn limit_reached(&self, limit: Limit, detail: &dyn std::fmt::Display) {
         self.limit_counters.hit(limit, detail);
+    }
+
+    /// Whether a client at `peer` (the TCP peer, never an address the client states) may
+    /// connect at all; a refusal is counted and logged (the first and then every power of two,
+    /// so a flood cannot flood the log).
+    pub fn admits_peer(&self, peer: std::net::IpAddr) -> bool {
+        if self.settings.hosts.admits(peer) {
+            return true;
+        }
+        let n = self.metrics.connection_refused_by_host();
+        if n.is_power_of_two() {
+            tracing::info!(client = %peer, refused = n, "connection refused by hosts_allow/hosts_deny");
+        } else {
+            tracing::debug!(client = %peer, refused = n, "connection refused by hosts_allow/hosts_deny");
+        }
+        false
     }
 
     /// The places of `max_connections_per_address`: the transport takes one for each

@@ -44,7 +44,9 @@ impl From<Principal> for SessionUser {
                 name,
                 claimed_domain,
             },
-            Principal::Anonymous => SessionUser::Anonymous,
+            // A guest acts as an anonymous session does: no keys, the guest account, only
+            // shares that admit guests.
+            Principal::Anonymous | Principal::Guest => SessionUser::Anonymous,
         }
     }
 }

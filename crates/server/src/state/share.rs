@@ -8,6 +8,7 @@ use smb3d_vfs::{Access, DirEntry, Disposition, Kind, OpenRequest, Vfs, VfsPath, 
 
 use crate::blocking::Wait;
 pub use crate::fs::fileinfo::Presentation;
+use crate::hosts::HostRules;
 use crate::identity::{Accounts, Identity};
 use crate::state::server::EncryptionPolicy;
 use crate::state::session::SessionUser;
@@ -86,6 +87,14 @@ pub struct Share {
     pub continuous_availability: bool,
     /// How files look to clients beyond what is stored.
     pub presentation: Presentation,
+    /// Users refused whatever `valid_users` says (Samba's `invalid users`).
+    pub invalid_users: Vec<String>,
+    /// Users who act as root on the share (Samba's `admin users`): their file work runs with
+    /// uid 0, which every access check lets through, and their new files are root's.
+    pub admin_users: Vec<String>,
+    /// Client addresses that may connect to the share, the server's lists included where the
+    /// share sets none ([`HostRules::within`]).
+    pub hosts: HostRules,
 }
 
 /// Case-insensitive wildcard patterns (`*`, `?`) matched against names, as the share options
@@ -141,6 +150,9 @@ impl Share {
             sync_metadata: false,
             continuous_availability: false,
             presentation: Presentation::default(),
+            invalid_users: Vec::new(),
+            admin_users: Vec::new(),
+            hosts: HostRules::default(),
         }
     }
 
@@ -177,6 +189,9 @@ impl Share {
             sync_metadata: false,
             continuous_availability: false,
             presentation: Presentation::default(),
+            invalid_users: Vec::new(),
+            admin_users: Vec::new(),
+            hosts: HostRules::default(),
         }
     }
 
@@ -259,13 +274,24 @@ impl Share {
     }
 
     /// Whether a session of `user` with identity `who` may connect: null sessions where
-    /// guests are welcome, named users when `valid_users` names them (or names nobody).
+    /// guests are welcome, named users when `valid_users` names them (or names nobody) and
+    /// `invalid_users` does not (it wins, as in Samba).
     pub(crate) fn admits(&self, user: &SessionUser, who: &Identity) -> bool {
         match user {
             SessionUser::Anonymous => self.guest_ok,
             SessionUser::User { name, .. } => {
-                self.valid_users.is_empty() || UserList(&self.valid_users).names(name, who)
+                !UserList(&self.invalid_users).names(name, who)
+                    && (self.valid_users.is_empty() || UserList(&self.valid_users).names(name, who))
             }
+        }
+    }
+
+    /// Whether `admin_users` names the user `user` with identity `who` (never a guest or an
+    /// anonymous session).
+    pub(crate) fn is_admin(&self, user: &SessionUser, who: &Identity) -> bool {
+        match user {
+            SessionUser::User { name, .. } => UserList(&self.admin_users).names(name, who),
+            SessionUser::Anonymous => false,
         }
     }
 
@@ -359,6 +385,23 @@ mod tests {
         share.valid_users = list(&["@root"]);
         assert!(share.admits(&alice, &who));
         assert!(!share.admits(&SessionUser::Anonymous, &who));
+    }
+
+    /// `invalid_users` refuses whom it names, by name or group, even when `valid_users` names
+    /// them too.
+    #[test]
+    fn invalid_users_win_over_valid_users() {
+        let (alice, who) = member_of_root("alice");
+        let (bob, _) = member_of_root("bob");
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        share.invalid_users = vec!["ALICE".into()];
+        assert!(!share.admits(&alice, &who));
+        share.valid_users = vec!["alice".into(), "bob".into()];
+        assert!(!share.admits(&alice, &who), "invalid_users wins");
+        share.invalid_users = vec!["@root".into()];
+        assert!(!share.admits(&bob, &who), "a group of invalid users");
+        share.invalid_users = vec!["@no-such-group-here".into()];
+        assert!(share.admits(&bob, &who));
     }
 
     /// Samba's order: `read list` makes a writable share read-only, `write list` makes any

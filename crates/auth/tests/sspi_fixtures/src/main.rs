@@ -53,6 +53,7 @@ fn render(step: &Result<Step, AuthError>) -> String {
                     claimed_domain,
                 } => format!("{name} {claimed_domain}"),
                 Principal::Anonymous => "anonymous -".to_owned(),
+                    Principal::Guest => "guest -".to_owned(),
             };
             let token = if token.is_empty() {
                 "-".to_owned()

@@ -5,7 +5,7 @@ mod binding;
 
 use std::sync::Arc;
 
-use smb3d_auth::{Acceptor, AuthError, Principal, Step};
+use smb3d_auth::{Acceptor, AuthError, Claim, Principal, Step};
 use smb3d_crypto::{PreauthHash, SessionKeys};
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::negotiate::SecurityMode;
@@ -16,10 +16,11 @@ use smb3d_wire::{FileTime, Writer};
 
 use crate::address_slots::AddressSlot;
 use crate::handlers::tree_connect;
-use crate::identity::Identity;
+use crate::identity::{Accounts, Identity};
 use crate::limits::Limit;
 use crate::request::ctx::{Ctx, sign_refusal};
 use crate::request::malformed;
+use crate::state::audit::{self, LogonResult};
 use crate::state::encryption::SessionCipher;
 use crate::state::server::{EncryptionPolicy, Server};
 use crate::state::session::{
@@ -80,12 +81,17 @@ pub(crate) async fn handle(
     };
     cx.response_session_id = Some(session.id);
 
-    let step = {
+    let (step, claim) = {
         let mut st = session.state.lock();
         let exchange = st
             .exchange
             .get_or_insert_with(|| new_exchange(cx, arrived, address_slot));
-        take_leg(exchange, &req, pdu, arrived)
+        let step = take_leg(exchange, &req, pdu, arrived);
+        let ended = !matches!(step, Ok(Step::Continue { .. }));
+        (
+            step,
+            ended.then(|| exchange.acceptor.claim().cloned()).flatten(),
+        )
     };
     cx.conn.watchdog.exchange_moved();
     match step {
@@ -96,8 +102,18 @@ pub(crate) async fn handle(
             session_key,
         }) => {
             let flags = match complete(cx, &session, &req, principal, &session_key) {
-                Ok(flags) => flags,
+                Ok(flags) => {
+                    let result = match session.user() {
+                        _ if flags.contains(SessionFlags::IS_GUEST) => LogonResult::Guest,
+                        Some(user) => LogonResult::Success(user),
+                        None => LogonResult::Failure("the session ended meanwhile"),
+                    };
+                    audit::logon(cx.conn, claim.as_ref(), &result);
+                    flags
+                }
                 Err(status) => {
+                    let reason = format!("refused after authentication: {status}");
+                    audit::logon(cx.conn, claim.as_ref(), &LogonResult::Failure(&reason));
                     cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
                     tear_down(&server, &session);
                     server.metrics.auth_failure();
@@ -112,6 +128,8 @@ pub(crate) async fn handle(
             // as the session's answers were.
             cx.sign_with = cx.conn.response_signer_of(cx.hdr, &session, false);
             tear_down(&server, &session);
+            let reason = failure_reason(&server, claim.as_ref(), e);
+            audit::logon(cx.conn, claim.as_ref(), &LogonResult::Failure(&reason));
             Err(failed(cx, e, arrived).await)
         }
     }
@@ -127,7 +145,8 @@ fn new_exchange(
 ) -> AuthExchange {
     let server = &cx.conn.server;
     AuthExchange {
-        acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone()),
+        acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone())
+            .mapping_unknown_users_to_guest(server.settings.map_to_guest),
         preauth: cx.negotiated.preauth.clone(),
         last_leg: arrived,
         _address_slot: address_slot,
@@ -181,6 +200,20 @@ fn logged_on(cx: &Ctx<'_>, flags: SessionFlags, token: &[u8], w: &mut Writer<'_>
     NtStatus::SUCCESS
 }
 
+/// Why the security package refused, for the logon audit: an unknown user name is told from a
+/// wrong password here, after the fact (the client learns neither).
+fn failure_reason(server: &Server, claim: Option<&Claim>, e: AuthError) -> String {
+    match (e, claim) {
+        (AuthError::LogonFailure, Some(c)) if server.credentials.account(&c.user).is_none() => {
+            "unknown user".into()
+        }
+        (AuthError::LogonFailure, Some(_)) => {
+            "wrong password (or a refused NTLM response or MIC)".into()
+        }
+        (e, _) => e.to_string(),
+    }
+}
+
 /// The security package refused: counted, and a failed logon answered late.
 async fn failed(cx: &Ctx<'_>, e: AuthError, arrived: tokio::time::Instant) -> NtStatus {
     cx.conn.server.metrics.auth_failure();
@@ -224,6 +257,7 @@ fn complete(
     let server = &cx.conn.server;
     let exchange = session.state.lock().exchange.take();
     let preauth = exchange.and_then(|e| e.preauth);
+    let guest = principal == Principal::Guest;
     let user = SessionUser::from(principal);
     let owner = session.owner();
     if let Some(owner) = &owner
@@ -240,7 +274,9 @@ fn complete(
         .is_some()
         .then(|| tree_connect::renew_trees(cx.conn, session, &user, &identity));
     let encrypt_data = establish(cx, session, user, identity, protection, trees);
-    Ok(if anonymous {
+    Ok(if guest {
+        SessionFlags::IS_GUEST
+    } else if anonymous {
         SessionFlags::IS_NULL
     } else if encrypt_data {
         SessionFlags::ENCRYPT_DATA
@@ -261,7 +297,16 @@ fn identity_of(server: &Server, user: &SessionUser) -> Result<Arc<Identity>, NtS
                 .ok_or(NtStatus::LOGON_FAILURE)?;
             server.ids.identity(uid)
         }
-        SessionUser::Anonymous => server.ids.anonymous(),
+        SessionUser::Anonymous => match &server.settings.guest_account {
+            None => server.ids.anonymous(),
+            Some(account) => {
+                let uid = Accounts::read().uid_of(account).ok_or_else(|| {
+                    tracing::error!("guest_account {account:?} is not a Unix user");
+                    NtStatus::LOGON_FAILURE
+                })?;
+                server.ids.guest(uid)
+            }
+        },
     }))
 }
 
