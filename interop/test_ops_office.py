@@ -251,11 +251,11 @@ def test_a_guest_logon_has_no_signing_key_on_both(office):
 
 def test_admin_users_act_as_root_on_office_on_both(office, tmp_path):
     """admin users = boss: boss works on [office] as root, so a file only root may read is
-    boss's to read and worker's not, on both servers. Who owns boss's new file differs:
-    smb3d gives it to root, as smb.conf(5) describes admin users ("all file operations as the
-    super-user"); Samba 4 with this share's acl_xattr gives it to boss, whose SID its NT token
-    keeps as owner and which the inherited ACL hands the file to. Asserted each way so that a
-    change on either side shows."""
+    boss's to read and worker's not, and boss's new file is root's, on both servers (as
+    smb.conf(5) describes admin users: "all file operations as the super-user"). With
+    acl_xattr on the share Samba 4 gave the file to boss instead: its inherited NT ACL names
+    the SID boss's token keeps as owner; smb3d does not inherit NT ACLs from a parent that has
+    none stored, which is why office.py leaves acl_xattr out for now."""
     for server in office.both:
         secret = server.root / "office" / "root-only.txt"
         secret.write_text("salaries\n")
@@ -274,4 +274,4 @@ def test_admin_users_act_as_root_on_office_on_both(office, tmp_path):
         code, out = server.smbclient("office", "boss", "lcd %s; put budget.txt" % tmp_path)
         assert code == 0, (server.name, out, server.log_tail())
         owners[server.name] = os.stat(server.root / "office" / "budget.txt").st_uid
-    assert owners == {"samba": pwd.getpwnam("boss").pw_uid, "smb3d": 0}, owners
+    assert owners == {"samba": 0, "smb3d": 0}, owners
