@@ -94,6 +94,14 @@ class EtcdCluster:
         kvs = found.get("kvs") or []
         return base64.b64decode(kvs[0]["value"]).decode() if kvs else None
 
+    def keys(self, prefix, member=0, timeout=5):
+        """The keys under `prefix`, in order."""
+        b64 = lambda b: base64.b64encode(b).decode()
+        end = prefix.encode()[:-1] + bytes([prefix.encode()[-1] + 1])
+        found = self._call(self.endpoints[member], "/v3/kv/range",
+                           {"key": b64(prefix.encode()), "range_end": b64(end), "keys_only": True}, timeout)
+        return [base64.b64decode(kv["key"]).decode() for kv in found.get("kvs") or []]
+
     def healthy(self, member):
         try:
             with urllib.request.urlopen(self.endpoints[member] + "/health", timeout=2) as response:

@@ -14,7 +14,7 @@ use smb3d_auth::{CredentialStore, ServerIdentity, UserDb};
 use smb3d_config::{Bytes, Config, DEFAULT_CONFIG_PATH, Dialect, LimitsConfig, SigningPolicy};
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
-use smb3d_server::{DiskStore, Limits, Server, Settings, SystemClock};
+use smb3d_server::{DiskStore, Limits, Server, Settings, StateStore, SystemClock};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
@@ -96,10 +96,12 @@ async fn serve(
     let s = &config.server;
     let restored = server.restore_persistent_handles();
     if restored > 0 {
-        tracing::info!(
-            "{restored} persistent open(s) restored from {}",
-            s.state_dir.display()
-        );
+        let from = if config.cluster.is_some() {
+            "etcd".to_owned()
+        } else {
+            s.state_dir.display().to_string()
+        };
+        tracing::info!("{restored} persistent open(s) restored from {from}");
     }
     let mut listeners = Vec::new();
     let mut bound = Vec::new();
@@ -349,7 +351,7 @@ pub fn build_server(
             crate::descriptors::soft_limit().unwrap_or(SYSTEMD_NOFILE),
         ),
         oplock_break_timeout: Settings::default().oplock_break_timeout,
-        state_store: Some(Arc::new(DiskStore::new(s.state_dir.clone()))),
+        state_store: Some(state_store(config)?),
         clock: Arc::new(SystemClock),
     };
     let host = hostname();
@@ -369,6 +371,21 @@ pub fn build_server(
     );
     server.replace_shares(shares);
     Ok((server, health))
+}
+
+/// Where persistent handles are kept: in etcd for a cluster node, else in `state_dir`.
+fn state_store(config: &Config) -> Result<Arc<dyn StateStore>, AnyError> {
+    #[cfg(feature = "cluster")]
+    if let Some(store) = crate::cluster::join(config)? {
+        return Ok(store);
+    }
+    #[cfg(not(feature = "cluster"))]
+    if config.cluster.is_some() {
+        return Err(
+            "[cluster] is set, but this smb3d was built without the cluster feature".into(),
+        );
+    }
+    Ok(Arc::new(DiskStore::new(config.server.state_dir.clone())))
 }
 
 fn hostname() -> String {
