@@ -44,7 +44,15 @@ pub struct Membership {
     etcd: Arc<Etcd>,
     lease: i64,
     healthy: Arc<AtomicBool>,
+    gone: Arc<Gone>,
     keeper: tokio::task::JoinHandle<()>,
+}
+
+/// Set once etcd says the lease is gone: the cluster has released everything of this node.
+#[derive(Debug, Default)]
+struct Gone {
+    flag: AtomicBool,
+    told: tokio::sync::Notify,
 }
 
 impl Membership {
@@ -84,11 +92,19 @@ impl Membership {
             ));
         }
         let healthy = Arc::new(AtomicBool::new(true));
-        let keeper = etcd.spawn(keep_alive(etcd.clone(), lease, ttl, healthy.clone()));
+        let gone = Arc::new(Gone::default());
+        let keeper = etcd.spawn(keep_alive(
+            etcd.clone(),
+            lease,
+            ttl,
+            healthy.clone(),
+            gone.clone(),
+        ));
         Ok(Self {
             etcd,
             lease,
             healthy,
+            gone,
             keeper,
         })
     }
@@ -99,6 +115,28 @@ impl Membership {
         self.healthy.load(Ordering::Acquire)
     }
 
+    /// Returns once etcd has said this node's lease is gone (it was revoked, or ran out while
+    /// the node could not renew it): its keys are gone and other nodes may take its place, so
+    /// it must stop serving. An etcd that does not answer is not that: see docs/cluster.md.
+    pub async fn lost(&self) {
+        loop {
+            let told = self.gone.told.notified();
+            if self.gone.flag.load(Ordering::Acquire) {
+                return;
+            }
+            told.await;
+        }
+    }
+
+    /// Revokes the lease now (a node stopping): its keys go at once, not after `node_ttl`.
+    pub fn revoke(&self) -> io::Result<()> {
+        self.keeper.abort();
+        let lease = self.lease;
+        self.etcd
+            .run(move |mut client| async move { client.lease_revoke(lease).await })
+            .map(drop)
+    }
+
     /// The etcd lease this node's keys live under.
     pub fn lease(&self) -> i64 {
         self.lease
@@ -106,11 +144,7 @@ impl Membership {
 
     /// Leaves at once: the lease is revoked and every key under it goes.
     pub fn leave(self) -> io::Result<()> {
-        self.keeper.abort();
-        let lease = self.lease;
-        self.etcd
-            .run(move |mut client| async move { client.lease_revoke(lease).await })
-            .map(drop)
+        self.revoke()
     }
 }
 
@@ -122,7 +156,13 @@ impl Drop for Membership {
 
 /// Renews `lease` every `ttl / 3`; marks the node unhealthy when no renewal has been
 /// answered for `ttl`, or etcd says the lease is gone.
-async fn keep_alive(etcd: Arc<Etcd>, lease: i64, ttl: Duration, healthy: Arc<AtomicBool>) {
+async fn keep_alive(
+    etcd: Arc<Etcd>,
+    lease: i64,
+    ttl: Duration,
+    healthy: Arc<AtomicBool>,
+    gone: Arc<Gone>,
+) {
     let every = ttl / 3;
     let mut renewed = Instant::now();
     loop {
@@ -137,6 +177,8 @@ async fn keep_alive(etcd: Arc<Etcd>, lease: i64, ttl: Duration, healthy: Arc<Ato
                     Ok(Ok(Some(_))) => {
                         tracing::error!("the etcd lease of this node is gone: it left the cluster");
                         healthy.store(false, Ordering::Release);
+                        gone.flag.store(true, Ordering::Release);
+                        gone.told.notify_waiters();
                         return;
                     }
                     Ok(Ok(None) | Err(_)) => break,

@@ -220,3 +220,28 @@ fn a_node_cut_off_from_etcd_knows_it_within_its_ttl() {
         cut.elapsed()
     );
 }
+
+#[test]
+fn a_node_learns_that_its_lease_was_revoked() {
+    let etcd = EtcdCluster::start(1);
+    let cluster = connect(&etcd, "/revoked/");
+    let ttl = Duration::from_secs(3);
+    let member = Membership::join(cluster.clone(), &node("n"), ttl).unwrap();
+    let lease = member.lease();
+    cluster
+        .run(move |mut client| async move { client.lease_revoke(lease).await })
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let learnt = runtime.block_on(async {
+        tokio::time::timeout(ttl + Duration::from_secs(2), member.lost()).await
+    });
+    assert!(
+        learnt.is_ok(),
+        "the node never learnt its lease was revoked"
+    );
+    assert!(!member.healthy());
+    assert!(members(&cluster).unwrap().is_empty());
+}
