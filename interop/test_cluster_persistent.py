@@ -129,3 +129,25 @@ def test_a_node_that_cannot_reach_etcd_does_not_start(tmp_path):
     with pytest.raises(RuntimeError, match="exited early"):
         start_smb3d(tmp_path, extra_config=extra)
     assert "etcd" in (tmp_path / "smb3d.log").read_text(errors="replace")
+
+
+def lease_of(server):
+    r = server.etcd._call(server.etcd.endpoints[0], "/v3/kv/range",
+                          {"key": __import__("base64").b64encode(b"/smb3d/nodes/n1").decode()}, 5)
+    return int(r["kvs"][0]["lease"])
+
+
+def test_a_node_whose_lease_is_revoked_stops_serving(cluster_node):
+    cluster_node.etcd._call(cluster_node.etcd.endpoints[0], "/v3/kv/lease/revoke", {"ID": lease_of(cluster_node)}, 5)
+    try:
+        cluster_node.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the node went on serving without its lease:\n" + cluster_node.log_tail())
+    assert cluster_node.proc.returncode != 0
+    assert "lease is gone" in cluster_node.log.read_text(errors="replace")
+
+
+def test_a_node_stopped_with_sigterm_leaves_at_once(cluster_node):
+    cluster_node.proc.terminate()
+    cluster_node.proc.wait(timeout=10)
+    assert cluster_node.etcd.keys("/smb3d/nodes/") == [], "the lease was revoked, not left to run out"

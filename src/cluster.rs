@@ -38,6 +38,25 @@ pub fn join(config: &Config) -> Result<Option<Arc<dyn StateStore>>, AnyError> {
     Ok(Some(Arc::new(store)))
 }
 
+/// Returns when this node's etcd lease is gone (never without `[cluster]`).
+pub async fn lease_lost() {
+    match MEMBERSHIP.get() {
+        Some(membership) => membership.lost().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A node stopping leaves at once, so that its name and keys are free without waiting for
+/// its lease to run out.
+pub fn leave() {
+    if let Some(membership) = MEMBERSHIP.get() {
+        match membership.revoke() {
+            Ok(()) => tracing::info!("cluster: left (etcd lease revoked)"),
+            Err(e) => tracing::warn!("cluster: leaving: {e}; the lease runs out by itself"),
+        }
+    }
+}
+
 fn node_info(config: &Config, cluster: &ClusterConfig) -> NodeInfo {
     let mut addresses: Vec<String> = config
         .server

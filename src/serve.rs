@@ -204,6 +204,10 @@ async fn serve(
                 tracing::info!("reload asked for on the admin socket");
                 let _ = reply.send(reloader.reload());
             }
+            () = cluster_lease_lost() => {
+                tracing::error!("cluster: etcd says this node's lease is gone; stopping, so that no open the cluster released is served");
+                break Some("the node's etcd lease is gone".to_owned());
+            }
             result = &mut serving => {
                 break Some(match result {
                     Ok(Ok(())) => "the listeners stopped".to_owned(),
@@ -233,6 +237,8 @@ async fn serve(
     if let Some(metrics) = metrics {
         metrics.stop();
     }
+    #[cfg(feature = "cluster")]
+    tokio::task::block_in_place(crate::cluster::leave);
     match failure {
         None => {
             tracing::info!("stopped");
@@ -240,6 +246,14 @@ async fn serve(
         }
         Some(why) => Err(format!("serving failed: {why}").into()),
     }
+}
+
+/// Returns when etcd says this cluster node's lease is gone; never for a single server.
+async fn cluster_lease_lost() {
+    #[cfg(feature = "cluster")]
+    crate::cluster::lease_lost().await;
+    #[cfg(not(feature = "cluster"))]
+    std::future::pending::<()>().await;
 }
 
 /// Whether the host can bind IPv6 sockets at all: the default listens on `[::]:445` too, and a
