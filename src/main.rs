@@ -2,6 +2,8 @@
 
 mod admin_socket;
 mod allocator;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod config_cmd;
 mod credentials;
 mod ctl;
@@ -121,6 +123,15 @@ enum Command {
         #[command(flatten)]
         target: ctl::Target,
     },
+    /// Show the cluster this node's configuration names (docs/cluster.md).
+    #[cfg(feature = "cluster")]
+    Cluster {
+        #[command(subcommand)]
+        action: cluster::ClusterAction,
+        /// Configuration file with the [cluster] section.
+        #[arg(long, short, global = true, default_value = DEFAULT_CONFIG_PATH)]
+        config: PathBuf,
+    },
     /// Write the manual pages of smb3d and of each subcommand (smb3d.8, smb3d-serve.8, ...).
     Manpages {
         /// The directory to write them into, for example /usr/local/share/man/man8.
@@ -159,6 +170,8 @@ fn main() -> ExitCode {
         Command::CloseSession { id, target } => ctl::close_session(&target, &id),
         Command::CloseFile { id, target } => ctl::close_file(&target, &id),
         Command::CloseShare { name, target } => ctl::close_share(&target, &name),
+        #[cfg(feature = "cluster")]
+        Command::Cluster { action, config } => cluster::run(action, &config),
         Command::Manpages { dir } => manual::manpages(Cli::command(), &dir).map(|pages| {
             println!(
                 "wrote {} manual page(s) into {}",

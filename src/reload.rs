@@ -38,6 +38,7 @@ fn effective(running: &Config, new: &Config) -> Config {
         server,
         limits: running.limits.clone(),
         shares: new.shares.clone(),
+        cluster: running.cluster.clone(),
     }
 }
 

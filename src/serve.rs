@@ -16,7 +16,7 @@ use smb3d_config::{
 };
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
-use smb3d_server::{DiskStore, Limits, Server, Settings, SystemClock};
+use smb3d_server::{DiskStore, Limits, Server, Settings, StateStore, SystemClock};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
@@ -98,10 +98,12 @@ async fn serve(
     let s = &config.server;
     let restored = server.restore_persistent_handles();
     if restored > 0 {
-        tracing::info!(
-            "{restored} persistent open(s) restored from {}",
-            s.state_dir.display()
-        );
+        let from = if config.cluster.is_some() {
+            "etcd".to_owned()
+        } else {
+            s.state_dir.display().to_string()
+        };
+        tracing::info!("{restored} persistent open(s) restored from {from}");
     }
     let mut listeners = Vec::new();
     let mut bound = Vec::new();
@@ -204,6 +206,10 @@ async fn serve(
                 tracing::info!("reload asked for on the admin socket");
                 let _ = reply.send(reloader.reload());
             }
+            () = cluster_lease_lost() => {
+                tracing::error!("cluster: etcd says this node's lease is gone; stopping, so that no open the cluster released is served");
+                break Some("the node's etcd lease is gone".to_owned());
+            }
             result = &mut serving => {
                 break Some(match result {
                     Ok(Ok(())) => "the listeners stopped".to_owned(),
@@ -233,6 +239,8 @@ async fn serve(
     if let Some(metrics) = metrics {
         metrics.stop();
     }
+    #[cfg(feature = "cluster")]
+    tokio::task::block_in_place(crate::cluster::leave);
     match failure {
         None => {
             tracing::info!("stopped");
@@ -240,6 +248,14 @@ async fn serve(
         }
         Some(why) => Err(format!("serving failed: {why}").into()),
     }
+}
+
+/// Returns when etcd says this cluster node's lease is gone; never for a single server.
+async fn cluster_lease_lost() {
+    #[cfg(feature = "cluster")]
+    crate::cluster::lease_lost().await;
+    #[cfg(not(feature = "cluster"))]
+    std::future::pending::<()>().await;
 }
 
 /// Whether the host can bind IPv6 sockets at all: the default listens on `[::]:445` too, and a
@@ -351,7 +367,7 @@ pub fn build_server(
             crate::descriptors::soft_limit().unwrap_or(SYSTEMD_NOFILE),
         ),
         oplock_break_timeout: Settings::default().oplock_break_timeout,
-        state_store: Some(Arc::new(DiskStore::new(s.state_dir.clone()))),
+        state_store: Some(state_store(config)?),
         clock: Arc::new(SystemClock),
         hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
         map_to_guest: s.map_to_guest == MapToGuest::BadUser,
@@ -375,6 +391,21 @@ pub fn build_server(
     server.replace_shares(shares);
     server.replace_homes(crate::homes::HomeTemplate::homes(config));
     Ok((server, health))
+}
+
+/// Where persistent handles are kept: in etcd for a cluster node, else in `state_dir`.
+fn state_store(config: &Config) -> Result<Arc<dyn StateStore>, AnyError> {
+    #[cfg(feature = "cluster")]
+    if let Some(store) = crate::cluster::join(config)? {
+        return Ok(store);
+    }
+    #[cfg(not(feature = "cluster"))]
+    if config.cluster.is_some() {
+        return Err(
+            "[cluster] is set, but this smb3d was built without the cluster feature".into(),
+        );
+    }
+    Ok(Arc::new(DiskStore::new(config.server.state_dir.clone())))
 }
 
 fn hostname() -> String {

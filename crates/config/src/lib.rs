@@ -12,6 +12,7 @@
     )
 )]
 
+mod cluster;
 mod env;
 mod error;
 mod faults;
@@ -22,6 +23,7 @@ mod model;
 mod render;
 pub mod smbconf;
 
+pub use cluster::{ClusterConfig, DEFAULT_NODE_TTL, MAX_NODE_TTL, MIN_NODE_TTL, host_name};
 pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;
 pub use faults::{FaultErrno, FaultOpName, FaultRuleConfig, MAX_FAULT_DELAY_MS};

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeValue, ValueDeserializer};
 
+use crate::cluster::{ClusterConfig, RawCluster, checked_cluster};
 use crate::homes::{DEFAULT_HOME_MODE, check_home_template, is_homes};
 use crate::limits::{LimitsConfig, limits_problems};
 use crate::{ConfigError, FaultRuleConfig, HostPattern};
@@ -647,6 +648,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Shares in the order the file lists them, with their names as written.
     pub shares: Vec<(String, ShareConfig)>,
+    /// `[cluster]`: this server is one node of several (docs/cluster.md); `None` when alone.
+    pub cluster: Option<ClusterConfig>,
 }
 
 /// Valid range for `max_io_size`: at least SMB2's 64 KiB, at most 8 MiB (the largest that
@@ -713,6 +716,7 @@ impl Config {
         let mut server = None;
         let mut server_spans = Vec::new();
         let mut limits = None;
+        let mut cluster = None;
         let mut raw_shares = Vec::new();
         for (key, value) in root.into_inner() {
             match key.get_ref().as_ref() {
@@ -725,6 +729,10 @@ impl Config {
                 },
                 "limits" => match LimitsConfig::deserialize(ValueDeserializer::from(value)) {
                     Ok(l) => limits = Some(l),
+                    Err(e) => problems.push(de_problem(&e)),
+                },
+                "cluster" => match RawCluster::deserialize(ValueDeserializer::from(value)) {
+                    Ok(raw) => cluster = Some(checked_cluster(raw, &mut problems)),
                     Err(e) => problems.push(de_problem(&e)),
                 },
                 "share" => {
@@ -750,7 +758,7 @@ impl Config {
                 }
                 other => problems.push(Problem::at(
                     key.span(),
-                    format!("unknown section `{other}`, expected `server`, `limits` or `share`"),
+                    format!("unknown section `{other}`, expected `server`, `limits`, `share` or `cluster`"),
                 )),
             }
         }
@@ -760,13 +768,14 @@ impl Config {
             .into_iter()
             .map(|(span, name, share)| (Spanned::new(span, name), share))
             .collect();
-        let config = Self::checked(
+        let mut config = Self::checked(
             path,
             (server, &server_spans),
             limits.unwrap_or_default(),
             shares,
             &mut problems,
         );
+        config.cluster = cluster;
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -808,6 +817,7 @@ impl Config {
             server,
             limits,
             shares,
+            cluster: None,
         }
     }
 

@@ -85,6 +85,9 @@ impl Config {
         }
         out.push('\n');
         crate::limits::render_limits(&mut out, &self.limits);
+        if let Some(cluster) = &self.cluster {
+            crate::cluster::render_cluster(&mut out, cluster);
+        }
         for (name, share) in &self.shares {
             out.push('\n');
             render_share(&mut out, name, share);

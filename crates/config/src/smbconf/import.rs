@@ -44,11 +44,22 @@ pub fn import(path: &Path) -> Result<Imported, ConfigError> {
 }
 
 /// Converts a parsed smb.conf read from `path`.
-pub(crate) fn convert(path: &Path, mut conf: SmbConf) -> Result<Imported, ConfigError> {
+pub(crate) fn convert(path: &Path, conf: SmbConf) -> Result<Imported, ConfigError> {
+    convert_with_ctdb(path, conf, Path::new(crate::cluster::CTDB_DIR))
+}
+
+/// [`convert`], reading CTDB's files (for `clustering = yes`) from `ctdb_dir`.
+pub(crate) fn convert_with_ctdb(
+    path: &Path,
+    mut conf: SmbConf,
+    ctdb_dir: &Path,
+) -> Result<Imported, ConfigError> {
     let mut cx = Converter {
         warnings: std::mem::take(&mut conf.warnings),
         server: ServerConfig::default(),
         limits: LimitsConfig::default(),
+        cluster: None,
+        ctdb_dir: ctdb_dir.to_path_buf(),
     };
     let empty = Section {
         name: "global".into(),
@@ -71,6 +82,7 @@ pub(crate) fn convert(path: &Path, mut conf: SmbConf) -> Result<Imported, Config
         server: cx.server,
         limits: cx.limits,
         shares,
+        cluster: cx.cluster,
     };
     // The output must be what `smb3d config check` accepts; anything else is a bug here.
     let checked = Config::parse(path, &config.to_toml()).map_err(|e| ConfigError {
@@ -89,6 +101,8 @@ struct Converter {
     warnings: Vec<Warning>,
     server: ServerConfig,
     limits: LimitsConfig,
+    cluster: Option<crate::ClusterConfig>,
+    ctdb_dir: PathBuf,
 }
 
 /// What a share section (or the global defaults for shares) says, before it is a share.
@@ -319,6 +333,19 @@ impl Converter {
                         Ok(()) => self.server.server_name = name,
                         Err(_) => {
                             self.warn_value(section, p, "smb3d needs 1-15 letters, digits or '-'")
+                        }
+                    }
+                }
+                "clustering" => {
+                    if self.bool_param(section, p) == Some(true) {
+                        let (cluster, notes) = crate::cluster::from_ctdb(&self.ctdb_dir);
+                        self.cluster = Some(cluster);
+                        for note in notes {
+                            self.warn(
+                                section,
+                                Some(p),
+                                format!("{} = {}: {note}", p.name, p.value),
+                            );
                         }
                     }
                 }

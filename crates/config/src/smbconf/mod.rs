@@ -1,6 +1,6 @@
 //! Converting a Samba `smb.conf` into smb3d's configuration (`smb3d config import-smb-conf`).
 
-mod import;
+pub(crate) mod import;
 mod parse;
 
 pub use import::{Imported, import};

@@ -1,166 +1,16 @@
-//! The state store: what must outlive a connection or the server itself (persistent opens
-//! now; share modes, leases and locks when several servers share them, issue 18) is kept as
-//! records behind [`StateStore`], injected through [`Settings`](crate::Settings) the way file
-//! systems are behind `Vfs`. A record is opaque bytes under a table and a 64-bit id: the
-//! server encodes and checks it; a back end only keeps it.
-//!
-//! Changing a record takes that record's [`RecordGuard`], and only that one: writes of two
-//! records never wait for each other, and no server-wide lock is held while a back end waits
-//! for its disk (or, in a cluster, its network). The guard is a parameter of every write, so a
-//! write made without it does not compile.
-//!
-//! [`DiskStore`] keeps each record in a file of its own (today's format and speed);
-//! [`MemoryStore`] keeps them in memory, for tests and servers without a state directory.
-//! [`conformance`] is the suite every back end passes.
+//! The state store of the server: the trait, the in-memory back end and the conformance suite
+//! are `smb3d-state`'s (below the server, so that the etcd back end of `smb3d-cluster` needs
+//! no protocol core); [`DiskStore`], which keeps each record in a file of its own (today's
+//! format and speed), is here, where the service's credentials are.
 
-use std::collections::{BTreeMap, HashSet};
-use std::fmt;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use parking_lot::{Condvar, Mutex};
-
-/// The largest record a store takes or gives back (a persistent open holding a million
-/// byte-range locks fits).
-pub const MAX_RECORD: usize = 32 << 20;
-
-/// A kind of record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Table {
-    /// Persistent opens (MS-SMB2 3.3.1.10 Open.IsPersistent), by their persistent FileId.
-    PersistentOpens,
-}
-
-/// Which records are being changed, so that a second change of one waits for the first.
-#[derive(Default)]
-pub struct RecordLocks {
-    busy: Mutex<HashSet<(Table, u64)>>,
-    freed: Condvar,
-}
-
-impl fmt::Debug for RecordLocks {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RecordLocks")
-            .field("busy", &self.busy.lock().len())
-            .finish()
-    }
-}
-
-impl RecordLocks {
-    /// Waits until no one changes record `id` of `table`, then holds it until the guard is
-    /// dropped. The table's lock is held only to look the record up, never while waiting.
-    pub fn lock(&self, table: Table, id: u64) -> RecordGuard<'_> {
-        let mut busy = self.busy.lock();
-        while !busy.insert((table, id)) {
-            self.freed.wait(&mut busy);
-        }
-        RecordGuard {
-            locks: self,
-            table,
-            id,
-        }
-    }
-}
-
-/// The right to change one record, until dropped.
-#[derive(Debug)]
-pub struct RecordGuard<'a> {
-    locks: &'a RecordLocks,
-    table: Table,
-    id: u64,
-}
-
-impl RecordGuard<'_> {
-    pub fn table(&self) -> Table {
-        self.table
-    }
-
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// Refuses a guard taken on another store: it excludes no one from this one.
-    pub fn check(&self, locks: &RecordLocks) -> io::Result<()> {
-        if std::ptr::eq(self.locks, locks) {
-            Ok(())
-        } else {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the record's guard was taken on another store",
-            ))
-        }
-    }
-}
-
-impl Drop for RecordGuard<'_> {
-    fn drop(&mut self) {
-        self.locks.busy.lock().remove(&(self.table, self.id));
-        self.locks.freed.notify_all();
-    }
-}
-
-/// Where records that outlive a connection are kept. Calls may block on I/O: callers run
-/// them off the async workers.
-pub trait StateStore: Send + Sync + fmt::Debug {
-    /// Takes the right to change record `id` of `table`, waiting while someone else holds it.
-    fn lock(&self, table: Table, id: u64) -> RecordGuard<'_>;
-    /// Replaces the record `held` names with `bytes`, durably: once this returns, the record
-    /// survives a crash. Records over [`MAX_RECORD`] bytes are refused.
-    fn put(&self, held: &RecordGuard<'_>, bytes: &[u8]) -> io::Result<()>;
-    /// Removes the record `held` names, durably; removing a missing record succeeds.
-    fn remove(&self, held: &RecordGuard<'_>) -> io::Result<()>;
-    /// Every record of `table`, by id, in id order.
-    fn load(&self, table: Table) -> io::Result<Vec<(u64, Vec<u8>)>>;
-}
-
-fn check_size(bytes: &[u8]) -> io::Result<()> {
-    if bytes.len() > MAX_RECORD {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("a record of {} bytes is over {MAX_RECORD}", bytes.len()),
-        ));
-    }
-    Ok(())
-}
-
-/// Records in memory: lost when the server stops.
-#[derive(Debug, Default)]
-pub struct MemoryStore {
-    locks: RecordLocks,
-    records: Mutex<BTreeMap<(Table, u64), Vec<u8>>>,
-}
-
-impl StateStore for MemoryStore {
-    fn lock(&self, table: Table, id: u64) -> RecordGuard<'_> {
-        self.locks.lock(table, id)
-    }
-
-    fn put(&self, held: &RecordGuard<'_>, bytes: &[u8]) -> io::Result<()> {
-        held.check(&self.locks)?;
-        check_size(bytes)?;
-        self.records
-            .lock()
-            .insert((held.table, held.id), bytes.to_vec());
-        Ok(())
-    }
-
-    fn remove(&self, held: &RecordGuard<'_>) -> io::Result<()> {
-        held.check(&self.locks)?;
-        self.records.lock().remove(&(held.table, held.id));
-        Ok(())
-    }
-
-    fn load(&self, table: Table) -> io::Result<Vec<(u64, Vec<u8>)>> {
-        Ok(self
-            .records
-            .lock()
-            .range((table, 0)..=(table, u64::MAX))
-            .map(|((_, id), bytes)| (*id, bytes.clone()))
-            .collect())
-    }
-}
+pub use smb3d_state::{
+    MAX_RECORD, MemoryStore, RecordGuard, RecordLocks, StateStore, Table, check_size,
+};
 
 /// The name endings of persistent-open records and of records being written.
 const RECORD_SUFFIX: &str = ".open";
@@ -190,8 +40,8 @@ impl DiskStore {
     }
 
     fn record_path(&self, held: &RecordGuard<'_>, suffix: &str) -> PathBuf {
-        match held.table {
-            Table::PersistentOpens => self.dir.join(format!("{:016x}{suffix}", held.id)),
+        match held.table() {
+            Table::PersistentOpens => self.dir.join(format!("{:016x}{suffix}", held.id())),
         }
     }
 
@@ -294,132 +144,11 @@ impl StateStore for DiskStore {
     }
 }
 
-/// The suite every back end passes; each case takes a fresh, empty store.
-#[cfg(test)]
-pub(crate) mod conformance {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
-
-    use super::*;
-
-    const T: Table = Table::PersistentOpens;
-
-    /// Expands one `#[test]` per case, each on a store `$make` returns.
-    macro_rules! store_conformance_tests {
-        ($make:expr) => {
-            $crate::state::store::conformance::store_conformance_tests!(@each $make;
-                records_round_trip_and_the_latest_write_wins,
-                removed_records_are_gone_and_removal_is_idempotent,
-                oversized_records_are_refused,
-                a_guard_of_another_store_is_refused,
-                one_record_s_writers_take_turns,
-                writers_of_different_records_do_not_wait,
-            );
-        };
-        (@each $make:expr; $($case:ident),* $(,)?) => {
-            $(
-                #[test]
-                fn $case() {
-                    $crate::state::store::conformance::$case(($make)());
-                }
-            )*
-        };
-    }
-    pub(crate) use store_conformance_tests;
-
-    pub fn records_round_trip_and_the_latest_write_wins(store: Arc<dyn StateStore>) {
-        assert!(store.load(T).unwrap().is_empty());
-        store.put(&store.lock(T, 7), b"first").unwrap();
-        store.put(&store.lock(T, 7), b"second").unwrap();
-        store.put(&store.lock(T, u64::MAX), b"").unwrap();
-        store.put(&store.lock(T, 0), &[0xff; 300]).unwrap();
-        assert_eq!(
-            store.load(T).unwrap(),
-            vec![
-                (0, vec![0xff; 300]),
-                (7, b"second".to_vec()),
-                (u64::MAX, Vec::new())
-            ]
-        );
-    }
-
-    pub fn removed_records_are_gone_and_removal_is_idempotent(store: Arc<dyn StateStore>) {
-        store.put(&store.lock(T, 1), b"one").unwrap();
-        store.put(&store.lock(T, 2), b"two").unwrap();
-        store.remove(&store.lock(T, 1)).unwrap();
-        store.remove(&store.lock(T, 1)).unwrap();
-        store.remove(&store.lock(T, 99)).unwrap();
-        assert_eq!(store.load(T).unwrap(), vec![(2, b"two".to_vec())]);
-    }
-
-    pub fn oversized_records_are_refused(store: Arc<dyn StateStore>) {
-        let held = store.lock(T, 3);
-        assert!(store.put(&held, &vec![0; MAX_RECORD + 1]).is_err());
-        store.put(&held, &vec![1; MAX_RECORD]).unwrap();
-        assert_eq!(store.load(T).unwrap(), vec![(3, vec![1; MAX_RECORD])]);
-        store.remove(&held).unwrap();
-    }
-
-    pub fn a_guard_of_another_store_is_refused(store: Arc<dyn StateStore>) {
-        let other = MemoryStore::default();
-        let foreign = other.lock(T, 4);
-        assert!(store.put(&foreign, b"x").is_err());
-        assert!(store.remove(&foreign).is_err());
-        assert!(store.load(T).unwrap().is_empty());
-    }
-
-    pub fn one_record_s_writers_take_turns(store: Arc<dyn StateStore>) {
-        let held = store.lock(T, 5);
-        let done = Arc::new(AtomicBool::new(false));
-        let waiter = {
-            let (store, done) = (store.clone(), done.clone());
-            std::thread::spawn(move || {
-                let held = store.lock(T, 5);
-                done.store(true, Ordering::SeqCst);
-                store.put(&held, b"second").unwrap();
-            })
-        };
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(!done.load(Ordering::SeqCst), "the second writer waits");
-        store.put(&held, b"first").unwrap();
-        drop(held);
-        waiter.join().unwrap();
-        assert_eq!(store.load(T).unwrap(), vec![(5, b"second".to_vec())]);
-    }
-
-    pub fn writers_of_different_records_do_not_wait(store: Arc<dyn StateStore>) {
-        let held = store.lock(T, 6);
-        let (done, written) = std::sync::mpsc::channel();
-        let other = {
-            let store = store.clone();
-            std::thread::spawn(move || {
-                store.put(&store.lock(T, 8), b"eight").unwrap();
-                done.send(()).unwrap();
-            })
-        };
-        let waited = written.recv_timeout(Duration::from_secs(10)).is_err();
-        drop(held);
-        other.join().unwrap();
-        assert!(!waited, "record 8 waited for record 6");
-        assert_eq!(store.load(T).unwrap(), vec![(8, b"eight".to_vec())]);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
-
-    mod memory {
-        use super::*;
-
-        crate::state::store::conformance::store_conformance_tests!(|| Arc::new(
-            MemoryStore::default()
-        )
-            as Arc<dyn StateStore>);
-    }
 
     mod disk {
         use super::*;
@@ -437,7 +166,7 @@ mod tests {
             Arc::new(DiskStore::new(dir.join("state")))
         }
 
-        crate::state::store::conformance::store_conformance_tests!(store);
+        smb3d_state::store_conformance_tests!(store);
     }
 
     /// Records written by earlier versions (the same names and bytes) still load; unfinished

@@ -1,0 +1,144 @@
+//! The cluster's state in etcd (issue 18, docs/cluster.md): [`EtcdStore`], the server's
+//! `StateStore` on etcd, and [`Membership`], a node's etcd lease. Everything lives under one
+//! key prefix per cluster.
+//!
+//! The server calls a state store from blocking threads; etcd's client is async. [`Etcd`]
+//! owns a small runtime of its own and hands each call to it, so callers need no runtime and
+//! the server's workers never run gRPC.
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
+mod membership;
+mod store;
+
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+pub use etcd_client::Client;
+pub use membership::{Membership, NodeInfo, members};
+pub use store::{ETCD_MAX_RECORD, EtcdStore};
+
+/// The key prefix of a cluster unless another is given.
+pub const DEFAULT_PREFIX: &str = "/smb3d/";
+/// How long one call to etcd may take before it fails (a lost quorum answers nothing).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection to etcd and the runtime its calls run on.
+pub struct Etcd {
+    runtime: Option<tokio::runtime::Runtime>,
+    client: Client,
+    prefix: String,
+}
+
+impl std::fmt::Debug for Etcd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Etcd")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An etcd error as an I/O error, for the `StateStore` callers.
+pub(crate) fn io_error(e: etcd_client::Error) -> io::Error {
+    io::Error::other(format!("etcd: {e}"))
+}
+
+impl Etcd {
+    /// Connects to the etcd members at `endpoints` (`http://host:port`); every key is under
+    /// `prefix`. Fails when no member answers within `REQUEST_TIMEOUT`.
+    pub fn connect(endpoints: &[String], prefix: &str) -> io::Result<Self> {
+        if let Some(tls) = endpoints.iter().find(|e| e.starts_with("https://")) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("etcd endpoint {tls}: TLS to etcd is not built in yet; use http://"),
+            ));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("etcd")
+            .enable_all()
+            .build()?;
+        let options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(REQUEST_TIMEOUT)
+            .with_timeout(REQUEST_TIMEOUT)
+            .with_keep_alive(Duration::from_secs(1), REQUEST_TIMEOUT);
+        let endpoints = endpoints.to_vec();
+        let client = runtime
+            .block_on(async move {
+                tokio::time::timeout(REQUEST_TIMEOUT, Client::connect(endpoints, Some(options)))
+                    .await
+            })
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "etcd did not answer"))?
+            .map_err(io_error)?;
+        Ok(Self {
+            runtime: Some(runtime),
+            client,
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    /// The prefix every key of this cluster is under.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        // Taken only by Drop.
+        self.runtime
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("the runtime lives as long as Etcd"))
+    }
+
+    /// Runs `call` with a client on the etcd runtime and waits for it, from any thread that
+    /// may block (never an async worker).
+    pub fn run<T, F>(&self, call: impl FnOnce(Client) -> F) -> io::Result<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+    {
+        let (done, result) = std::sync::mpsc::sync_channel(1);
+        let future = call(self.client.clone());
+        self.runtime().spawn(async move {
+            let outcome = tokio::time::timeout(REQUEST_TIMEOUT, future).await;
+            let _ = done.send(outcome);
+        });
+        match result.recv() {
+            Ok(Ok(outcome)) => outcome.map_err(io_error),
+            Ok(Err(_)) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "etcd did not answer in time (quorum lost?)",
+            )),
+            Err(_) => Err(io::Error::other("the etcd runtime stopped")),
+        }
+    }
+
+    /// Starts `task` on the etcd runtime.
+    pub(crate) fn spawn(
+        &self,
+        task: impl Future<Output = ()> + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        self.runtime().spawn(task)
+    }
+
+    pub(crate) fn client(&self) -> Client {
+        self.client.clone()
+    }
+}
+
+impl Drop for Etcd {
+    /// Dropping a runtime waits for its tasks, which an async context refuses: let them go.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

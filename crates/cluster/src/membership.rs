@@ -1,0 +1,216 @@
+//! Node membership: each node holds an etcd lease of `node_ttl` and keeps it alive every
+//! third of that; its key `<prefix>nodes/<name>` lives under the lease, so a node that dies or
+//! falls silent disappears from the cluster by itself once the lease runs out, with no
+//! election and no heartbeat protocol of ours (docs/cluster.md).
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use serde::{Deserialize, Serialize};
+
+use crate::Etcd;
+
+/// What a node tells the cluster about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub name: String,
+    /// The addresses it serves SMB on.
+    pub addresses: Vec<String>,
+    /// The highest dialect it serves ("3.1.1"), for the cluster's dialect fence.
+    pub max_dialect: String,
+    pub pid: u32,
+    /// When it joined, in seconds since the Unix epoch.
+    pub started: u64,
+}
+
+fn node_key(etcd: &Etcd, name: &str) -> String {
+    format!("{}nodes/{name}", etcd.prefix())
+}
+
+/// The whole seconds of an etcd lease that lives at least `ttl`.
+fn lease_seconds(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis().div_ceil(1000))
+        .unwrap_or(i64::MAX)
+        .max(1)
+}
+
+/// This node's place in the cluster, held until dropped (then its lease runs out) or
+/// [`Membership::leave`] (then at once).
+#[derive(Debug)]
+pub struct Membership {
+    etcd: Arc<Etcd>,
+    lease: i64,
+    healthy: Arc<AtomicBool>,
+    gone: Arc<Gone>,
+    keeper: tokio::task::JoinHandle<()>,
+}
+
+/// Set once etcd says the lease is gone: the cluster has released everything of this node.
+#[derive(Debug, Default)]
+struct Gone {
+    flag: AtomicBool,
+    told: tokio::sync::Notify,
+}
+
+impl Membership {
+    /// Joins the cluster as `info.name`, refused while a live node holds that name.
+    pub fn join(etcd: Arc<Etcd>, info: &NodeInfo, ttl: Duration) -> io::Result<Self> {
+        let seconds = lease_seconds(ttl);
+        let lease = etcd
+            .run(move |mut client| async move { client.lease_grant(seconds, None).await })?
+            .id();
+        let key = node_key(&etcd, &info.name);
+        let value = serde_json::to_vec(info).map_err(io::Error::other)?;
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key.clone(),
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            )])
+            .or_else([TxnOp::get(key, None)]);
+        let answer = etcd.run(move |mut client| async move { client.txn(txn).await })?;
+        if !answer.succeeded() {
+            let _ = etcd.run(move |mut client| async move { client.lease_revoke(lease).await });
+            let holder = answer.op_responses().into_iter().find_map(|r| match r {
+                TxnOpResponse::Get(get) => get
+                    .kvs()
+                    .first()
+                    .and_then(|kv| serde_json::from_slice::<NodeInfo>(kv.value()).ok()),
+                _ => None,
+            });
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!(
+                    "node name {:?} is held by a live node (pid {})",
+                    info.name,
+                    holder.map_or_else(|| "?".to_owned(), |h| h.pid.to_string())
+                ),
+            ));
+        }
+        let healthy = Arc::new(AtomicBool::new(true));
+        let gone = Arc::new(Gone::default());
+        let keeper = etcd.spawn(keep_alive(
+            etcd.clone(),
+            lease,
+            ttl,
+            healthy.clone(),
+            gone.clone(),
+        ));
+        Ok(Self {
+            etcd,
+            lease,
+            healthy,
+            gone,
+            keeper,
+        })
+    }
+
+    /// False once the lease may have run out (no keepalive answered for `node_ttl`): the
+    /// cluster has released this node's opens, so it must stop serving them.
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(Ordering::Acquire)
+    }
+
+    /// Returns once etcd has said this node's lease is gone (it was revoked, or ran out while
+    /// the node could not renew it): its keys are gone and other nodes may take its place, so
+    /// it must stop serving. An etcd that does not answer is not that: see docs/cluster.md.
+    pub async fn lost(&self) {
+        loop {
+            let told = self.gone.told.notified();
+            if self.gone.flag.load(Ordering::Acquire) {
+                return;
+            }
+            told.await;
+        }
+    }
+
+    /// Revokes the lease now (a node stopping): its keys go at once, not after `node_ttl`.
+    pub fn revoke(&self) -> io::Result<()> {
+        self.keeper.abort();
+        let lease = self.lease;
+        self.etcd
+            .run(move |mut client| async move { client.lease_revoke(lease).await })
+            .map(drop)
+    }
+
+    /// The etcd lease this node's keys live under.
+    pub fn lease(&self) -> i64 {
+        self.lease
+    }
+
+    /// Leaves at once: the lease is revoked and every key under it goes.
+    pub fn leave(self) -> io::Result<()> {
+        self.revoke()
+    }
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        self.keeper.abort();
+    }
+}
+
+/// Renews `lease` every `ttl / 3`; marks the node unhealthy when no renewal has been
+/// answered for `ttl`, or etcd says the lease is gone.
+async fn keep_alive(
+    etcd: Arc<Etcd>,
+    lease: i64,
+    ttl: Duration,
+    healthy: Arc<AtomicBool>,
+    gone: Arc<Gone>,
+) {
+    let every = ttl / 3;
+    let mut renewed = Instant::now();
+    loop {
+        match etcd.client().lease_keep_alive(lease).await {
+            Ok((mut keeper, mut answers)) => loop {
+                let answered = async {
+                    keeper.keep_alive().await?;
+                    answers.message().await
+                };
+                match tokio::time::timeout(every, answered).await {
+                    Ok(Ok(Some(answer))) if answer.ttl() > 0 => renewed = Instant::now(),
+                    Ok(Ok(Some(_))) => {
+                        tracing::error!("the etcd lease of this node is gone: it left the cluster");
+                        healthy.store(false, Ordering::Release);
+                        gone.flag.store(true, Ordering::Release);
+                        gone.told.notify_waiters();
+                        return;
+                    }
+                    Ok(Ok(None) | Err(_)) => break,
+                    Err(_) => {}
+                }
+                if renewed.elapsed() >= ttl && healthy.swap(false, Ordering::AcqRel) {
+                    tracing::error!("etcd has not renewed this node's lease for {ttl:?}");
+                }
+                tokio::time::sleep(every.saturating_sub(renewed.elapsed().min(every))).await;
+            },
+            Err(e) => tracing::warn!("etcd lease keepalive: {e}"),
+        }
+        if renewed.elapsed() >= ttl && healthy.swap(false, Ordering::AcqRel) {
+            tracing::error!("etcd has not renewed this node's lease for {ttl:?}");
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// The live members of the cluster, by name.
+pub fn members(etcd: &Etcd) -> io::Result<Vec<NodeInfo>> {
+    let prefix = format!("{}nodes/", etcd.prefix());
+    let found = etcd.run(move |mut client| async move {
+        client
+            .get(prefix, Some(GetOptions::new().with_prefix()))
+            .await
+    })?;
+    let mut nodes: Vec<NodeInfo> = found
+        .kvs()
+        .iter()
+        .filter_map(|kv| serde_json::from_slice(kv.value()).ok())
+        .collect();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(nodes)
+}

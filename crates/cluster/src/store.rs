@@ -1,0 +1,352 @@
+//! [`EtcdStore`]: state-store records in etcd, one key per record
+//! (`<prefix>records/<table>/<id in 16 hex digits>`), each write a compare-and-swap on the
+//! revision this node last saw of the record, so that two nodes can never both take one
+//! record: the second, whose knowledge is older than the first's write, is refused. What this
+//! node knows is a cache fed by its own writes and by a watch on the records' prefix.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{
+    Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+};
+use parking_lot::Mutex;
+use smb3d_state::{RecordGuard, RecordLocks, StateStore, Table};
+
+use crate::Etcd;
+
+/// The largest record kept in etcd: etcd refuses requests over 1.5 MiB unless told otherwise
+/// (`--max-request-bytes`), and a record travels in one.
+pub const ETCD_MAX_RECORD: usize = 1 << 20;
+
+/// How long a broken watch waits before it reads and watches again.
+const REWATCH_DELAY: Duration = Duration::from_secs(1);
+
+fn table_name(table: Table) -> &'static str {
+    match table {
+        Table::PersistentOpens => "persistent-opens",
+    }
+}
+
+fn table_named(name: &str) -> Option<Table> {
+    match name {
+        "persistent-opens" => Some(Table::PersistentOpens),
+        _ => None,
+    }
+}
+
+/// What this node knows of one record: its bytes (`None`: deleted) at an etcd revision.
+#[derive(Debug, Clone)]
+struct Known {
+    bytes: Option<Vec<u8>>,
+    revision: i64,
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    records: BTreeMap<(Table, u64), Known>,
+    /// Deleted records kept, by the revision of their deletion, until the watch has passed
+    /// it: an older event still on its way must not bring them back. Without a watch none
+    /// is kept.
+    deleted: BTreeSet<(i64, Table, u64)>,
+    /// The revision the watch has delivered up to; `None` without a watch.
+    watched: Option<i64>,
+}
+
+impl Cache {
+    /// Takes `bytes` at `revision` unless what is known is as new.
+    fn learn(&mut self, record: (Table, u64), bytes: Option<Vec<u8>>, revision: i64) {
+        let known = self.records.get(&record).map_or(0, |k| k.revision);
+        if revision <= known {
+            return;
+        }
+        match (&bytes, self.watched) {
+            (None, Some(watched)) if revision > watched => {
+                self.deleted.insert((revision, record.0, record.1));
+            }
+            (None, _) => {
+                self.records.remove(&record);
+                return;
+            }
+            (Some(_), _) => {}
+        }
+        self.records.insert(record, Known { bytes, revision });
+    }
+
+    /// The watch has delivered every change up to `revision`: deletions up to it are final.
+    fn watched_to(&mut self, revision: i64) {
+        self.watched = Some(self.watched.map_or(revision, |w| w.max(revision)));
+        while let Some(&(at, table, id)) = self.deleted.first() {
+            if at > revision {
+                break;
+            }
+            self.deleted.pop_first();
+            if self
+                .records
+                .get(&(table, id))
+                .is_some_and(|k| k.bytes.is_none() && k.revision == at)
+            {
+                self.records.remove(&(table, id));
+            }
+        }
+    }
+
+    /// The revision a write of `record` must find: 0 when it is not known to exist.
+    fn revision(&self, record: (Table, u64)) -> i64 {
+        self.records
+            .get(&record)
+            .filter(|k| k.bytes.is_some())
+            .map_or(0, |k| k.revision)
+    }
+}
+
+/// State-store records in etcd.
+#[derive(Debug)]
+pub struct EtcdStore {
+    etcd: Arc<Etcd>,
+    locks: RecordLocks,
+    cache: Arc<Mutex<Cache>>,
+    watch: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl EtcdStore {
+    /// A store whose cache follows every change of the cluster's records through a watch.
+    pub fn new(etcd: Arc<Etcd>) -> io::Result<Self> {
+        let mut store = Self::without_watch(etcd);
+        let revision = read_all(&store.etcd, &store.cache)?;
+        store.cache.lock().watched_to(revision);
+        let (etcd, cache) = (store.etcd.clone(), store.cache.clone());
+        store.watch = Some(store.etcd.spawn(follow(etcd, cache, revision)));
+        Ok(store)
+    }
+
+    /// A store that learns of other nodes' writes only when it loads (for one-shot tools): a
+    /// write it makes over a record changed since then is refused.
+    pub fn without_watch(etcd: Arc<Etcd>) -> Self {
+        Self {
+            etcd,
+            locks: RecordLocks::default(),
+            cache: Arc::new(Mutex::new(Cache::default())),
+            watch: None,
+        }
+    }
+
+    /// The record as this node knows it now, without asking etcd (a watched store is
+    /// current to within the watch's delay).
+    pub fn cached(&self, table: Table, id: u64) -> Option<Vec<u8>> {
+        self.cache
+            .lock()
+            .records
+            .get(&(table, id))
+            .and_then(|k| k.bytes.clone())
+    }
+
+    fn key(&self, table: Table, id: u64) -> String {
+        format!(
+            "{}{}/{id:016x}",
+            records_prefix(&self.etcd),
+            table_name(table)
+        )
+    }
+
+    /// One compare-and-swap: `op` if the record is still at the revision this node knows,
+    /// else what it is now is learnt and the write refused.
+    fn swap(&self, held: &RecordGuard<'_>, bytes: Option<&[u8]>) -> io::Result<()> {
+        let record = (held.table(), held.id());
+        let key = self.key(held.table(), held.id());
+        let expected = self.cache.lock().revision(record);
+        let op = match bytes {
+            Some(bytes) => TxnOp::put(key.clone(), bytes.to_vec(), None),
+            None => TxnOp::delete(key.clone(), None),
+        };
+        let txn = Txn::new()
+            .when([Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                expected,
+            )])
+            .and_then([op])
+            .or_else([TxnOp::get(key, None)]);
+        let answer = self
+            .etcd
+            .run(move |mut client| async move { client.txn(txn).await })?;
+        let revision = answer.header().map_or(0, |h| h.revision());
+        let mut cache = self.cache.lock();
+        if answer.succeeded() {
+            cache.learn(record, bytes.map(<[u8]>::to_vec), revision);
+            return Ok(());
+        }
+        let now = answer.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Get(get) => Some(
+                get.kvs()
+                    .first()
+                    .map(|kv| (kv.value().to_vec(), kv.mod_revision())),
+            ),
+            _ => None,
+        });
+        match now.flatten() {
+            Some((bytes, at)) => cache.learn(record, Some(bytes), at),
+            None => cache.learn(record, None, revision),
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "record {:016x} of {} was changed by another node",
+                held.id(),
+                table_name(held.table())
+            ),
+        ))
+    }
+}
+
+impl Drop for EtcdStore {
+    fn drop(&mut self) {
+        if let Some(watch) = self.watch.take() {
+            watch.abort();
+        }
+    }
+}
+
+/// Reads every record into `cache`; returns the revision read at.
+fn read_all(etcd: &Etcd, cache: &Mutex<Cache>) -> io::Result<i64> {
+    let prefix = records_prefix(etcd);
+    let found = etcd.run(move |mut client| async move {
+        client
+            .get(prefix, Some(GetOptions::new().with_prefix()))
+            .await
+    })?;
+    let revision = found.header().map_or(0, |h| h.revision());
+    let mut cache = cache.lock();
+    let mut seen = HashSet::new();
+    for kv in found.kvs() {
+        if let Some(record) = parse_key(etcd, kv.key()) {
+            seen.insert(record);
+            cache.learn(record, Some(kv.value().to_vec()), kv.mod_revision());
+        }
+    }
+    // What the read no longer shows was deleted at or before its revision.
+    let gone: Vec<(Table, u64)> = cache
+        .records
+        .iter()
+        .filter(|(record, known)| !seen.contains(*record) && known.revision <= revision)
+        .map(|(record, _)| *record)
+        .collect();
+    for record in gone {
+        cache.learn(record, None, revision);
+    }
+    Ok(revision)
+}
+
+fn records_prefix(etcd: &Etcd) -> String {
+    format!("{}records/", etcd.prefix())
+}
+
+/// The record a key names, if it is one of this cluster's.
+fn parse_key(etcd: &Etcd, key: &[u8]) -> Option<(Table, u64)> {
+    let key = std::str::from_utf8(key).ok()?;
+    let rest = key.strip_prefix(&records_prefix(etcd))?;
+    let (table, id) = rest.split_once('/')?;
+    if id.len() != 16 {
+        return None;
+    }
+    Some((table_named(table)?, u64::from_str_radix(id, 16).ok()?))
+}
+
+/// Keeps `cache` current from `revision` on; a broken watch (etcd restarted, history
+/// compacted) reads everything again and watches from there.
+async fn follow(etcd: Arc<Etcd>, cache: Arc<Mutex<Cache>>, mut revision: i64) {
+    loop {
+        if let Err(e) = watch_from(&etcd, &cache, &mut revision).await {
+            tracing::warn!("etcd watch of state records broke: {e}; watching again");
+        }
+        tokio::time::sleep(REWATCH_DELAY).await;
+        let read = {
+            let (etcd, cache) = (etcd.clone(), cache.clone());
+            tokio::task::spawn_blocking(move || read_all(&etcd, &cache)).await
+        };
+        if let Ok(Ok(read)) = read {
+            revision = read;
+        }
+    }
+}
+
+async fn watch_from(
+    etcd: &Arc<Etcd>,
+    cache: &Arc<Mutex<Cache>>,
+    revision: &mut i64,
+) -> Result<(), etcd_client::Error> {
+    let options = WatchOptions::new()
+        .with_prefix()
+        .with_start_revision(*revision + 1);
+    let mut stream = etcd
+        .client()
+        .watch(records_prefix(etcd), Some(options))
+        .await?;
+    while let Some(answer) = stream.message().await? {
+        if answer.canceled() {
+            return Ok(());
+        }
+        let mut cache = cache.lock();
+        for event in answer.events() {
+            let Some(kv) = event.kv() else { continue };
+            let Some(record) = parse_key(etcd, kv.key()) else {
+                continue;
+            };
+            let bytes = match event.event_type() {
+                EventType::Put => Some(kv.value().to_vec()),
+                EventType::Delete => None,
+            };
+            cache.learn(record, bytes, kv.mod_revision());
+            *revision = (*revision).max(kv.mod_revision());
+        }
+        cache.watched_to(*revision);
+    }
+    Ok(())
+}
+
+impl StateStore for EtcdStore {
+    fn lock(&self, table: Table, id: u64) -> RecordGuard<'_> {
+        self.locks.lock(table, id)
+    }
+
+    fn put(&self, held: &RecordGuard<'_>, bytes: &[u8]) -> io::Result<()> {
+        held.check(&self.locks)?;
+        if bytes.len() > ETCD_MAX_RECORD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a record of {} bytes is over etcd's {ETCD_MAX_RECORD}",
+                    bytes.len()
+                ),
+            ));
+        }
+        self.swap(held, Some(bytes))
+    }
+
+    fn remove(&self, held: &RecordGuard<'_>) -> io::Result<()> {
+        held.check(&self.locks)?;
+        self.swap(held, None)
+    }
+
+    /// Reads etcd (not the cache): loading is what a node does when it starts or takes over,
+    /// and it must see every record.
+    fn load(&self, table: Table) -> io::Result<Vec<(u64, Vec<u8>)>> {
+        read_all(&self.etcd, &self.cache)?;
+        Ok(self
+            .cache
+            .lock()
+            .records
+            .range((table, 0)..=(table, u64::MAX))
+            .filter_map(|((_, id), known)| {
+                let bytes = known.bytes.as_ref()?;
+                (bytes.len() <= ETCD_MAX_RECORD).then(|| (*id, bytes.clone()))
+            })
+            .collect())
+    }
+
+    fn max_record(&self) -> usize {
+        ETCD_MAX_RECORD
+    }
+}

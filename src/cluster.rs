@@ -1,0 +1,172 @@
+//! `[cluster]` for `serve` (docs/cluster.md): the node joins the cluster's etcd (its
+//! membership lease, kept alive every third of `node_ttl`) and keeps persistent handles in
+//! etcd rather than in `state_dir`, so that a node killed and started again, or another node,
+//! reclaims them.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use smb3d_cluster::{DEFAULT_PREFIX, Etcd, EtcdStore, Membership, NodeInfo};
+use smb3d_config::{ClusterConfig, Config};
+use smb3d_server::StateStore;
+
+use crate::AnyError;
+
+/// This process's membership: it lives as long as the process (a killed node's lease runs
+/// out by itself).
+static MEMBERSHIP: OnceLock<Membership> = OnceLock::new();
+
+/// The state store of a cluster node, once it has joined; `None` without `[cluster]`.
+pub fn join(config: &Config) -> Result<Option<Arc<dyn StateStore>>, AnyError> {
+    let Some(cluster) = &config.cluster else {
+        return Ok(None);
+    };
+    let etcd = Arc::new(
+        Etcd::connect(&cluster.etcd, DEFAULT_PREFIX)
+            .map_err(|e| format!("cluster: etcd at {}: {e}", cluster.etcd.join(", ")))?,
+    );
+    let info = node_info(config, cluster);
+    let membership = join_when_free(&etcd, &info, cluster.node_ttl)?;
+    tracing::info!(
+        "cluster: joined as node {} (etcd lease {:x}, node_ttl {:?}); persistent handles are kept in etcd",
+        info.name,
+        membership.lease(),
+        cluster.node_ttl
+    );
+    let _ = MEMBERSHIP.set(membership);
+    let store = EtcdStore::new(etcd).map_err(|e| format!("cluster: etcd state records: {e}"))?;
+    Ok(Some(Arc::new(store)))
+}
+
+/// Returns when this node's etcd lease is gone (never without `[cluster]`).
+pub async fn lease_lost() {
+    match MEMBERSHIP.get() {
+        Some(membership) => membership.lost().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A node stopping leaves at once, so that its name and keys are free without waiting for
+/// its lease to run out.
+pub fn leave() {
+    if let Some(membership) = MEMBERSHIP.get() {
+        match membership.revoke() {
+            Ok(()) => tracing::info!("cluster: left (etcd lease revoked)"),
+            Err(e) => tracing::warn!("cluster: leaving: {e}; the lease runs out by itself"),
+        }
+    }
+}
+
+fn node_info(config: &Config, cluster: &ClusterConfig) -> NodeInfo {
+    let mut addresses: Vec<String> = config
+        .server
+        .listen
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    addresses.extend(cluster.public_addresses.iter().map(ToString::to_string));
+    NodeInfo {
+        name: cluster.node_name(),
+        addresses,
+        max_dialect: cluster
+            .max_dialect
+            .unwrap_or(*config.server.max_dialect.get_ref())
+            .as_str()
+            .to_owned(),
+        pid: std::process::id(),
+        started: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    }
+}
+
+/// Joins as `info.name`; while the name's previous holder's lease lives (this node, killed a
+/// moment ago), waits for it to run out, up to twice `ttl`: two live processes never share
+/// a name.
+fn join_when_free(
+    etcd: &Arc<Etcd>,
+    info: &NodeInfo,
+    ttl: Duration,
+) -> Result<Membership, AnyError> {
+    let deadline = Instant::now() + ttl * 2 + Duration::from_secs(1);
+    let mut told = false;
+    loop {
+        match Membership::join(etcd.clone(), info, ttl) {
+            Ok(membership) => return Ok(membership),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && Instant::now() < deadline => {
+                if !told {
+                    tracing::warn!("cluster: {e}; waiting for its lease to run out");
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => return Err(format!("cluster: joining as node {}: {e}", info.name).into()),
+        }
+    }
+}
+
+/// `smb3d cluster ...`.
+#[derive(clap::Subcommand)]
+pub enum ClusterAction {
+    /// Show the cluster's nodes (each one holding a live etcd lease is up), their addresses
+    /// and the cluster's dialect (the lowest max dialect of its nodes).
+    Status {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(action: ClusterAction, config_path: &std::path::Path) -> Result<(), AnyError> {
+    let ClusterAction::Status { json } = action;
+    let config = crate::config_cmd::load(config_path)?;
+    let cluster = config
+        .cluster
+        .as_ref()
+        .ok_or_else(|| format!("{} has no [cluster] section", config_path.display()))?;
+    let etcd = Etcd::connect(&cluster.etcd, DEFAULT_PREFIX)
+        .map_err(|e| format!("etcd at {}: {e}", cluster.etcd.join(", ")))?;
+    let nodes = smb3d_cluster::members(&etcd)?;
+    let dialect = nodes
+        .iter()
+        .filter_map(|n| smb3d_config::Dialect::parse(&n.max_dialect))
+        .min()
+        .map(smb3d_config::Dialect::as_str);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if json {
+        let nodes: Vec<serde_json::Value> = nodes
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "name": n.name, "health": "up", "pid": n.pid, "addresses": n.addresses,
+                    "max_dialect": n.max_dialect, "started": n.started,
+                })
+            })
+            .collect();
+        let report = serde_json::json!({
+            "etcd": cluster.etcd, "node_ttl_ms": cluster.node_ttl.as_millis() as u64,
+            "dialect": dialect, "nodes": nodes,
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "cluster at etcd {}: {} node(s) up, dialect {}",
+        cluster.etcd.join(", "),
+        nodes.len(),
+        dialect.unwrap_or("-")
+    );
+    for n in &nodes {
+        println!(
+            "node {}  up {} s  pid {}  max dialect {}  addresses {}",
+            n.name,
+            now.saturating_sub(n.started),
+            n.pid,
+            n.max_dialect,
+            n.addresses.join(", ")
+        );
+    }
+    Ok(())
+}
