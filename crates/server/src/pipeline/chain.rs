@@ -60,6 +60,10 @@ impl Connection {
             }
             match commands::spec(hdr.command).order {
                 Order::AfterAll => self.wait_for_earlier(arrival).await,
+                Order::BehindItsOpen => {
+                    self.wait_for_earlier_on(arrival, commands::file_id_of(&hdr, pdu))
+                        .await;
+                }
                 Order::AfterWatches => self.wait_for_notifies(arrival).await,
             }
             let start = out.begin();
