@@ -4,7 +4,6 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Instant;
 
 use smb3d_smb2::Command;
 use smb3d_smb2::file_id::FileId;
@@ -205,11 +204,14 @@ impl Connection {
         }
         let mut out = ResponseFrame::new();
         let pdu = frame.get(range.clone()).unwrap_or_default();
-        let started = Instant::now();
+        let clock = &*self.server.settings.clock;
+        let started = clock.now();
         let negotiated = dispatch::negotiate(self, hdr, pdu, &mut out);
-        self.server
-            .metrics
-            .request(Command::NEGOTIATE, started.elapsed(), negotiated.is_err());
+        self.server.metrics.request(
+            Command::NEGOTIATE,
+            clock.now().saturating_duration_since(started),
+            negotiated.is_err(),
+        );
         negotiated?;
         self.state.lock().smb1_upgraded = false;
         self.queue(out.finish());

@@ -12,7 +12,9 @@ use smb3d_smb2::negotiate::SecurityMode;
 use smb3d_smb2::session_setup::{
     SessionFlags, SessionSetupFlags, SessionSetupRequest, SessionSetupResponse,
 };
-use smb3d_wire::{FileTime, Writer};
+use smb3d_wire::Writer;
+
+use crate::clock::Clock;
 
 use crate::address_slots::AddressSlot;
 use crate::handlers::tree_connect;
@@ -85,7 +87,7 @@ pub(crate) async fn handle(
         let exchange = st
             .exchange
             .get_or_insert_with(|| new_exchange(cx, arrived, address_slot));
-        take_leg(exchange, &req, pdu, arrived)
+        take_leg(exchange, &req, pdu, arrived, &*server.settings.clock)
     };
     cx.conn.watchdog.exchange_moved();
     match step {
@@ -141,12 +143,15 @@ fn take_leg(
     req: &SessionSetupRequest<'_>,
     pdu: &[u8],
     arrived: tokio::time::Instant,
+    clock: &dyn Clock,
 ) -> Result<Step, AuthError> {
     exchange.last_leg = arrived;
     if let Some(preauth) = exchange.preauth.as_mut() {
         preauth.update(pdu);
     }
-    exchange.acceptor.step(req.security_buffer, FileTime::now())
+    exchange
+        .acceptor
+        .step(req.security_buffer, clock.filetime())
 }
 
 /// The exchange needs another leg: the package's token goes back, and the response joins the
