@@ -244,3 +244,76 @@ fn request_latency_is_measured_on_the_clock() {
         .unwrap();
     assert!(sum >= delay.as_secs_f64(), "{sum} s");
 }
+
+const THREE_HOURS: Duration = Duration::from_secs(3 * 3600);
+
+/// Issue 22 item 5: the wall clock stepped 3 h forward and back while a durable open waits
+/// for its client neither expires it early nor keeps it for ever: its timeout runs on the
+/// monotonic time, and fires once it passes.
+#[test]
+fn wall_clock_steps_neither_expire_a_durable_open_early_nor_keep_it() {
+    let clock = ManualClock::new();
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut opener = client(&server);
+    let reply = opener.call(
+        Command::CREATE,
+        &durable_create(CreateContext::DurableHandleRequest),
+        None,
+    );
+    let created = reply.responses.last().unwrap();
+    assert_eq!(created.status(), NtStatus::SUCCESS);
+    let file_id = CreateResponse::decode(&created.pdu).unwrap().file_id;
+    opener.conn.close();
+
+    clock.step_wall_forward(THREE_HOURS);
+    clock.advance(V1_TIMEOUT / 2);
+    let (mut back, status) = reconnect(&server, file_id);
+    assert_eq!(status, Some(NtStatus::SUCCESS), "expired by a step forward");
+    // The session it came back in works across a step back.
+    clock.step_wall_back(2 * THREE_HOURS);
+    assert_eq!(
+        back.call(Command::ECHO, &[4, 0, 0, 0], None).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    back.conn.close();
+
+    // Wall time 3 h behind: the timeout still counts from this disconnect on the monotonic time.
+    clock.advance(V1_TIMEOUT - Duration::from_secs(1));
+    let (mut back, status) = reconnect(&server, file_id);
+    assert_eq!(status, Some(NtStatus::SUCCESS), "expired early");
+    back.conn.close();
+    clock.step_wall_forward(THREE_HOURS);
+    clock.advance(V1_TIMEOUT + Duration::from_secs(1));
+    let (_, status) = reconnect(&server, file_id);
+    assert_eq!(
+        status,
+        Some(NtStatus::OBJECT_NAME_NOT_FOUND),
+        "never expired"
+    );
+}
+
+/// Issue 22 item 5: a connection's logon timeout (L18) ignores wall clock steps.
+#[test]
+fn wall_clock_steps_neither_hasten_nor_hold_the_logon_timeout() {
+    let clock = ManualClock::new();
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let logon_timeout = settings.limits.logon_timeout;
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut client = Client::new(server.connect());
+    assert_eq!(client.negotiate(Dialect::SMB3_0), Some(NtStatus::SUCCESS));
+    clock.step_wall_forward(THREE_HOURS);
+    assert!(
+        !client.conn.check_timers(Duration::ZERO).disconnected,
+        "early"
+    );
+    assert_eq!(client.conn.next_timer(), Some(logon_timeout));
+    clock.step_wall_back(2 * THREE_HOURS);
+    clock.advance(logon_timeout);
+    assert!(
+        client.conn.check_timers(Duration::ZERO).disconnected,
+        "held"
+    );
+}
