@@ -167,23 +167,16 @@ def test_a_stalled_share_does_not_stall_the_rest(faulty):
     assert faulty.alive()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "server finding, not fixed here: a CLOSE of another file on the connection waits for the "
-    "stalled 64 KiB reads (3.5 s of the 4 s stall), though nothing it does is stalled; "
-    "to be found in the request pipeline (engineer A's per-command table)"))
 def test_a_close_is_not_held_by_stalled_reads_of_another_file(faulty):
-    """Item 4: a CLOSE is answered while other files' reads stall."""
+    """Item 4: a CLOSE is answered while other files' reads stall: it waits only for the
+    earlier requests that may act on its own open."""
     assert stalled_reads_leave_the_rest_served(faulty, 65536) == 8, "the close waited for the stall"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "server finding, not fixed here: reads under 64 KiB (and every other call blocking.rs "
-    "calls Wait::Brief) run inline on a runtime worker, assuming the page cache answers; on "
-    "a stalled disk each blocks its worker, so the connection's other requests and, with 2 "
-    "workers, other clients wait 4 s per read (echo after 8 reads: 32 s). The fix belongs "
-    "with the per-command table of the pipeline (engineer A) and needs a small-I/O benchmark"))
 def test_small_stalled_reads_do_not_stall_the_rest(faulty):
-    """Item 4 with the small reads most clients send."""
+    """Item 4 with the small reads most clients send: one that would wait on the disk
+    (RWF_NOWAIT says so) goes to the blocking threads instead of holding the connection's
+    reader and a runtime worker."""
     assert stalled_reads_leave_the_rest_served(faulty, 4096) == 8, "the rest waited for the stall"
 
 

@@ -22,6 +22,24 @@ pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Runs `f`, a call found to wait on the disk, on the runtime's blocking threads, and yields
+/// until it is done: the task awaiting it (a connection's reader running a brief frame inline)
+/// goes on as a task of its own, and the reader takes the connection's next frames. Without a
+/// runtime (fuzzing) it runs inline.
+pub(crate) async fn elsewhere<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let Ok(handle) = Handle::try_current() else {
+        return f();
+    };
+    match handle.spawn_blocking(f).await {
+        Ok(done) => done,
+        Err(failed) => match failed.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Cancelled: the runtime is shutting down, and this task with it.
+            Err(_) => std::future::pending().await,
+        },
+    }
+}
+
 /// Whether a call is expected to wait on the disk, and so runs in [`blocking`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wait {

@@ -14,6 +14,7 @@ use smb3d_smb2::create::{
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::negotiate::{Dialect, NegotiateResponse};
+use smb3d_smb2::session_setup::SessionSetupResponse;
 use smb3d_testkit::client::{Client, TEST_USER};
 use smb3d_testkit::clock::ManualClock;
 use smb3d_testkit::harness::{self, SHARE_UNC, TestServer};
@@ -144,4 +145,175 @@ fn a_connection_that_never_logs_on_is_closed_when_the_clock_passes_its_logon_tim
     assert_eq!(client.conn.next_timer(), Some(Duration::from_secs(1)));
     clock.advance(Duration::from_secs(1));
     assert!(client.conn.check_timers(Duration::ZERO).disconnected);
+}
+
+/// The value of AV pair `id` in the TargetInfo of the NTLM CHALLENGE inside `token` (MS-NLMP
+/// 2.2.1.2, 2.2.2.1).
+fn challenge_av_pair(token: &[u8], id: u16) -> Option<Vec<u8>> {
+    let start = token.windows(8).position(|w| w == b"NTLMSSP\0")?;
+    let message = &token[start..];
+    let field = |at: usize| u16::from_le_bytes([message[at], message[at + 1]]);
+    let len = usize::from(field(40));
+    let offset = u32::from_le_bytes(message[44..48].try_into().ok()?) as usize;
+    let mut pairs = message.get(offset..offset + len)?;
+    while pairs.len() >= 4 {
+        let (av, av_len) = (
+            u16::from_le_bytes([pairs[0], pairs[1]]),
+            usize::from(u16::from_le_bytes([pairs[2], pairs[3]])),
+        );
+        let value = pairs.get(4..4 + av_len)?;
+        if av == id {
+            return Some(value.to_vec());
+        }
+        pairs = &pairs[4 + av_len..];
+    }
+    None
+}
+
+/// The CHALLENGE's MsvAvTimestamp (MS-NLMP 2.2.2.1) is the clock's wall time.
+#[test]
+fn the_ntlm_challenge_tells_the_clock_s_wall_time() {
+    const MSV_AV_TIMESTAMP: u16 = 7;
+    let clock = ManualClock::new();
+    clock.advance(Duration::from_secs(365 * 24 * 3600));
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut client = Client::new(server.connect());
+    assert_eq!(client.negotiate(Dialect::SMB3_0), Some(NtStatus::SUCCESS));
+    let (_, first) = client.start_logon();
+    let challenge = first.responses.last().unwrap();
+    assert_eq!(challenge.status(), NtStatus::MORE_PROCESSING_REQUIRED);
+    let token = SessionSetupResponse::decode(&challenge.pdu)
+        .unwrap()
+        .security_buffer;
+    let told = challenge_av_pair(token, MSV_AV_TIMESTAMP).expect("a timestamp");
+    assert_eq!(told, clock.filetime().0.to_le_bytes());
+}
+
+/// A tree connect began at the clock's wall time (what `smb3d status` shows).
+#[test]
+fn a_tree_connect_began_at_the_clock_s_wall_time() {
+    let clock = ManualClock::new();
+    clock.advance(Duration::from_secs(365 * 24 * 3600));
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let _client = client(&server);
+    let trees = server.server.snapshot().trees;
+    assert_eq!(trees.len(), 1);
+    assert_eq!(trees[0].connected_at, clock.wall());
+}
+
+/// A request's latency is measured on the clock: a failed logon answered after the failure
+/// delay, which passes by a jump of the clock, took that delay.
+#[test]
+fn request_latency_is_measured_on_the_clock() {
+    let clock = ManualClock::new();
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let delay = Duration::from_secs(3600);
+    settings.limits.logon_failure_delay = delay;
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut client = Client::new(server.connect());
+    assert_eq!(client.negotiate(Dialect::SMB3_0), Some(NtStatus::SUCCESS));
+    let wrong = smb3d_testkit::ntlm::Logon {
+        password: "not the password",
+        ..TEST_USER
+    };
+    let reply = client.login_as(&wrong);
+    assert!(reply.responses.is_empty(), "answered before the delay");
+    clock.advance(delay);
+    let mut answered = false;
+    for _ in 0..1000 {
+        let exchange = client.conn.wait(Duration::from_millis(5));
+        if !exchange.frames.is_empty() {
+            answered = true;
+            break;
+        }
+    }
+    assert!(answered, "no answer after the delay");
+    let metrics = server.server.render_metrics();
+    let sum: f64 = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("smb3d_request_duration_seconds_sum{command=\"SESSION_SETUP\"} ")
+        })
+        .expect("SESSION_SETUP's latency")
+        .parse()
+        .unwrap();
+    assert!(sum >= delay.as_secs_f64(), "{sum} s");
+}
+
+const THREE_HOURS: Duration = Duration::from_secs(3 * 3600);
+
+/// Issue 22 item 5: the wall clock stepped 3 h forward and back while a durable open waits
+/// for its client neither expires it early nor keeps it for ever: its timeout runs on the
+/// monotonic time, and fires once it passes.
+#[test]
+fn wall_clock_steps_neither_expire_a_durable_open_early_nor_keep_it() {
+    let clock = ManualClock::new();
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut opener = client(&server);
+    let reply = opener.call(
+        Command::CREATE,
+        &durable_create(CreateContext::DurableHandleRequest),
+        None,
+    );
+    let created = reply.responses.last().unwrap();
+    assert_eq!(created.status(), NtStatus::SUCCESS);
+    let file_id = CreateResponse::decode(&created.pdu).unwrap().file_id;
+    opener.conn.close();
+
+    clock.step_wall_forward(THREE_HOURS);
+    clock.advance(V1_TIMEOUT / 2);
+    let (mut back, status) = reconnect(&server, file_id);
+    assert_eq!(status, Some(NtStatus::SUCCESS), "expired by a step forward");
+    // The session it came back in works across a step back.
+    clock.step_wall_back(2 * THREE_HOURS);
+    assert_eq!(
+        back.call(Command::ECHO, &[4, 0, 0, 0], None).status(),
+        Some(NtStatus::SUCCESS)
+    );
+    back.conn.close();
+
+    // Wall time 3 h behind: the timeout still counts from this disconnect on the monotonic time.
+    clock.advance(V1_TIMEOUT - Duration::from_secs(1));
+    let (mut back, status) = reconnect(&server, file_id);
+    assert_eq!(status, Some(NtStatus::SUCCESS), "expired early");
+    back.conn.close();
+    clock.step_wall_forward(THREE_HOURS);
+    clock.advance(V1_TIMEOUT + Duration::from_secs(1));
+    let (_, status) = reconnect(&server, file_id);
+    assert_eq!(
+        status,
+        Some(NtStatus::OBJECT_NAME_NOT_FOUND),
+        "never expired"
+    );
+}
+
+/// Issue 22 item 5: a connection's logon timeout (L18) ignores wall clock steps.
+#[test]
+fn wall_clock_steps_neither_hasten_nor_hold_the_logon_timeout() {
+    let clock = ManualClock::new();
+    let mut settings = harness::settings();
+    settings.clock = clock.clone();
+    let logon_timeout = settings.limits.logon_timeout;
+    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
+    let mut client = Client::new(server.connect());
+    assert_eq!(client.negotiate(Dialect::SMB3_0), Some(NtStatus::SUCCESS));
+    clock.step_wall_forward(THREE_HOURS);
+    assert!(
+        !client.conn.check_timers(Duration::ZERO).disconnected,
+        "early"
+    );
+    assert_eq!(client.conn.next_timer(), Some(logon_timeout));
+    clock.step_wall_back(2 * THREE_HOURS);
+    clock.advance(logon_timeout);
+    assert!(
+        client.conn.check_timers(Duration::ZERO).disconnected,
+        "held"
+    );
 }

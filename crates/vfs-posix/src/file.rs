@@ -8,7 +8,7 @@ use rustix::fs::{
     AtFlags, CWD, Dir, FallocateFlags, Gid, Mode, OFlags, Timestamps, UTIME_OMIT, Uid, XattrFlags,
     fallocate, fsync, ftruncate,
 };
-use rustix::io::{self, Errno, pread, pwrite};
+use rustix::io::{self, Errno, ReadWriteFlags, pread, preadv2, pwrite};
 use rustix::pipe::{SpliceFlags, splice};
 use smb3d_credentials::{Creds, settled};
 use smb3d_vfs::backend::{
@@ -20,6 +20,7 @@ use smb3d_vfs::{
     Access, CaseSensitivity, DirEntry, FileStat, FileType, PipedData, Timespec, VfsError, VfsFile,
     VfsResult, validate_name,
 };
+use std::io::IoSliceMut;
 
 use crate::caseless::NameRules;
 use crate::copy;
@@ -263,6 +264,37 @@ fn to_timespec(time: Option<Timespec>) -> rustix::fs::Timespec {
     }
 }
 
+impl PosixFile {
+    /// Fills `buf` from `offset` as `read_at` does, but only from the page cache: `preadv2`
+    /// with RWF_NOWAIT answers EAGAIN instead of waiting for the device (`None`). A file system
+    /// that cannot tell (EOPNOTSUPP) is read as before, trusting its cache.
+    fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<VfsResult<usize>> {
+        let mut done = 0;
+        while let Some(rest) = buf.get_mut(done..).filter(|rest| !rest.is_empty()) {
+            let Some(position) = offset.checked_add(done as u64) else {
+                break;
+            };
+            match preadv2(
+                &self.fd,
+                &mut [IoSliceMut::new(rest)],
+                position,
+                ReadWriteFlags::NOWAIT,
+            ) {
+                Ok(0) => break,
+                Ok(read) => done += read,
+                Err(Errno::INTR) => {}
+                Err(Errno::INVAL) if position > i64::MAX as u64 => break,
+                Err(Errno::AGAIN) => return None,
+                Err(Errno::OPNOTSUPP) => {
+                    return Some(self.read_at(rest, position).map(|read| done + read));
+                }
+                Err(error) => return Some(Err(map_errno(error))),
+            }
+        }
+        Some(Ok(done))
+    }
+}
+
 impl VfsFile for PosixFile {
     fn stat(&self) -> VfsResult<FileStat> {
         statx_fd(&self.fd).map_err(map_errno)
@@ -324,6 +356,27 @@ impl VfsFile for PosixFile {
             }
         }
         Ok(buf.len() - start)
+    }
+
+    fn try_read_append(
+        &self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        offset: u64,
+    ) -> Option<VfsResult<usize>> {
+        if let Err(denied) = self.check_data(self.access.can_read()) {
+            return Some(Err(denied));
+        }
+        let start = buf.len();
+        if buf.try_reserve_exact(len).is_err() {
+            return Some(Err(VfsError::Io(Errno::NOMEM.raw_os_error())));
+        }
+        buf.resize(start + len, 0);
+        let read = buf
+            .get_mut(start..)
+            .and_then(|tail| self.read_cached(tail, offset));
+        buf.truncate(start + read.as_ref().map_or(0, |read| *read.as_ref().unwrap_or(&0)));
+        read
     }
 
     fn data_fd(&self) -> Option<BorrowedFd<'_>> {

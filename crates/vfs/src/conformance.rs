@@ -48,7 +48,7 @@ macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::conformance_tests!(@each $make;
             missing_objects, dispositions, kinds, directories_open_for_any_access,
-            read_write_and_size, read_append, write_piped, allocate, preallocate, sync_dir, hard_links, access_is_enforced, times, xattrs, directory_listing,
+            read_write_and_size, read_append, try_read_append, write_piped, allocate, preallocate, sync_dir, hard_links, access_is_enforced, times, xattrs, directory_listing,
             stat_child, unlink, unlink_keeps_open_handles, rename, rename_directories,
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
             symlink_targets_resolve_through_what_exists, create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
@@ -424,6 +424,36 @@ pub fn read_append(vfs: &dyn Vfs) {
         .unwrap()
         .file;
     assert!(dir.data_fd().is_none(), "a directory");
+}
+
+/// `try_read_append` appends what `read_append` would, or declines (`None`) and leaves the
+/// buffer as it was; a handle that may not read never gets data.
+pub fn try_read_append(vfs: &dyn Vfs) {
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    write_file(vfs, "f", &data);
+    let file = open_file(vfs, "f", Access::Read);
+    for (len, offset, expect) in [
+        (4096, 100, &data[100..4196]),
+        (500, 9_800, &data[9_800..]),
+        (500, 20_000, &data[..0]),
+        (1, i64::MAX as u64 - 1, &data[..0]),
+    ] {
+        let mut buf = b"head".to_vec();
+        match file.try_read_append(&mut buf, len, offset) {
+            Some(read) => {
+                assert_eq!(read.unwrap(), expect.len(), "{len} at {offset}");
+                assert_eq!(&buf[4..], expect);
+            }
+            None => assert_eq!(buf, b"head", "declined, yet the buffer changed"),
+        }
+        assert_eq!(&buf[..4], b"head");
+    }
+    let write_only = open_file(vfs, "f", Access::Write);
+    let mut buf = Vec::new();
+    if let Some(read) = write_only.try_read_append(&mut buf, 10, 0) {
+        assert_eq!(error(read), VfsError::PermissionDenied);
+    }
+    assert!(buf.is_empty());
 }
 
 /// `data` in pipes of at most 16 KiB each, their write ends closed.

@@ -173,6 +173,13 @@ impl FaultPlan {
         self.injected.load(Ordering::Relaxed)
     }
 
+    /// Whether a rule matches `op` on `paths`, whether or not it is still armed.
+    fn any_matches(&self, op: FaultOp, paths: &[&str]) -> bool {
+        self.rules
+            .iter()
+            .any(|armed| armed.rule.matches(op, paths, None))
+    }
+
     /// Delays and fails the call if a rule says so.
     fn check(&self, op: FaultOp, paths: &[&str], xattr: Option<&str>) -> VfsResult<()> {
         let Some(armed) = self
@@ -372,6 +379,20 @@ impl VfsFile for FaultFile {
         self.inner.read_append(buf, len, offset)
     }
 
+    /// A read a rule may delay or fail is one that waits: the caller takes the waiting path,
+    /// where the rule acts.
+    fn try_read_append(
+        &self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        offset: u64,
+    ) -> Option<VfsResult<usize>> {
+        if self.plan.any_matches(FaultOp::Read, &[&self.path]) {
+            return None;
+        }
+        self.inner.try_read_append(buf, len, offset)
+    }
+
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {
         self.check(FaultOp::Write)?;
         self.inner.write_at(data, offset)
@@ -550,6 +571,25 @@ mod tests {
         assert_eq!(bad.read_at(&mut [0; 1], 0), Ok(0), "reads pass");
         assert_eq!(good.write_at(b"x", 0), Ok(1));
         assert_eq!(vfs.plan().injected(), 1);
+    }
+
+    #[test]
+    fn a_read_a_rule_may_stall_is_never_tried_from_the_cache() {
+        let vfs = layer(vec![FaultRule {
+            ops: vec![FaultOp::Read],
+            path: Some("slow*".into()),
+            delay: std::time::Duration::from_secs(60),
+            ..FaultRule::default()
+        }]);
+        let slow = vfs.open(&path("slow.bin"), &request()).unwrap().file;
+        let fast = vfs.open(&path("fast.bin"), &request()).unwrap().file;
+        let mut buf = Vec::new();
+        assert!(
+            slow.try_read_append(&mut buf, 1, 0).is_none(),
+            "it would wait 60 s"
+        );
+        assert_eq!(fast.try_read_append(&mut buf, 1, 0), Some(Ok(0)));
+        assert_eq!(vfs.plan().injected(), 0, "declining is not a fault");
     }
 
     #[test]

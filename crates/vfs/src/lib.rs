@@ -190,6 +190,18 @@ pub trait VfsFile: Send + Sync {
         read
     }
 
+    /// Reads as [`read_append`](Self::read_append) would, but only if that needs no wait on
+    /// the device (the data is in the page cache): `None`, with `buf` unchanged, when it would
+    /// wait or the back end cannot tell, and the caller reads off the async workers instead.
+    fn try_read_append(
+        &self,
+        _buf: &mut Vec<u8>,
+        _len: usize,
+        _offset: u64,
+    ) -> Option<VfsResult<usize>> {
+        None
+    }
+
     /// A descriptor from which the file's data can be sent to a socket by the kernel
     /// (`sendfile`), when the back end has one and the handle may read; `None` otherwise.
     fn data_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {

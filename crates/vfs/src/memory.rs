@@ -975,6 +975,16 @@ impl VfsFile for MemoryFile {
         }
     }
 
+    /// Memory never waits on a device.
+    fn try_read_append(
+        &self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        offset: u64,
+    ) -> Option<VfsResult<usize>> {
+        Some(self.read_append(buf, len, offset))
+    }
+
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {
         self.change_data(|file, space| file.write(data, offset, space))?;
         Ok(data.len())

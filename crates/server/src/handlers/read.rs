@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::read::{ReadRequest, ReadResponse};
 
-use crate::blocking::Wait;
+use crate::blocking::{Wait, blocking, elsewhere};
 use crate::handlers::{MAX_OFFSET, check_credit_charge, lookup_open};
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
@@ -66,9 +66,32 @@ pub(crate) async fn handle(
     } else {
         let mut w = reply.writer();
         let pending = ReadResponse::begin(&mut w);
-        let read = Wait::transfer(len)
-            .run(|| w.append_in_place(|buf| open.file.read_append(buf, len, req.offset)))
-            .status()?;
+        let read = match Wait::transfer(len) {
+            Wait::Long => {
+                blocking(|| w.append_in_place(|buf| open.file.read_append(buf, len, req.offset)))
+            }
+            // A brief read is answered from the page cache if it can be; one that would wait
+            // on the disk goes to the blocking threads, so that it holds neither this worker
+            // nor the connection's other requests (issue 22 item 4).
+            Wait::Brief => {
+                match w.append_in_place(|buf| open.file.try_read_append(buf, len, req.offset)) {
+                    Some(read) => read,
+                    None => {
+                        let file = open.clone();
+                        let offset = req.offset;
+                        let data = elsewhere(move || {
+                            let mut data = Vec::new();
+                            file.file.read_append(&mut data, len, offset).map(|_| data)
+                        })
+                        .await
+                        .status()?;
+                        w.bytes(&data);
+                        Ok(data.len())
+                    }
+                }
+            }
+        }
+        .status()?;
         check_minimum(read, len, req.minimum_count)?;
         ReadResponse::finish(&mut w, pending, 0);
         read

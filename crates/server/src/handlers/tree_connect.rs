@@ -83,10 +83,12 @@ pub(crate) async fn handle(
         share_flags |= ShareFlags::ACCESS_BASED_DIRECTORY_ENUM;
     }
     let audit = audit::subject(&share, &user, cx.conn);
-    let tree = session
-        .state
-        .lock()
-        .add_tree(share.clone(), access, encrypt_data, audit);
+    let connected_at = cx.conn.server.settings.clock.wall();
+    let tree =
+        session
+            .state
+            .lock()
+            .add_tree(share.clone(), access, encrypt_data, audit, connected_at);
     cx.response_tree_id = Some(tree.id);
     // Share.IsCA, an SMB 3 capability (MS-SMB2 3.3.5.7).
     let capabilities = if share.continuous_availability && cx.negotiated.dialect >= 0x0300 {

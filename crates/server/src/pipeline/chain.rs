@@ -5,7 +5,6 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Instant;
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::Command;
@@ -60,6 +59,10 @@ impl Connection {
             }
             match commands::spec(hdr.command).order {
                 Order::AfterAll => self.wait_for_earlier(arrival).await,
+                Order::BehindItsOpen => {
+                    self.wait_for_earlier_on(arrival, commands::file_id_of(&hdr, pdu))
+                        .await;
+                }
                 Order::AfterWatches => self.wait_for_notifies(arrival).await,
             }
             let start = out.begin();
@@ -126,15 +129,18 @@ impl Connection {
         index: usize,
         reply: &mut Reply<'_>,
     ) -> (bool, Result<NtStatus, NtStatus>) {
-        let started = Instant::now();
+        let clock = &*self.server.settings.clock;
+        let started = clock.now();
         let admitted = self.admit(cx, pdu, index);
         let result = match admitted {
             Ok(()) => dispatch::dispatch(cx, pdu, reply).await,
             Err(status) => Err(status),
         };
-        self.server
-            .metrics
-            .request(cx.hdr.command, started.elapsed(), result.is_err());
+        self.server.metrics.request(
+            cx.hdr.command,
+            clock.now().saturating_duration_since(started),
+            result.is_err(),
+        );
         (admitted.is_err(), result)
     }
 

@@ -4,9 +4,9 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Instant;
 
 use smb3d_smb2::Command;
+use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::header::Header;
 use smb3d_smb2::transform::TransformHeader;
 use smb3d_vfs::PipedData;
@@ -204,11 +204,14 @@ impl Connection {
         }
         let mut out = ResponseFrame::new();
         let pdu = frame.get(range.clone()).unwrap_or_default();
-        let started = Instant::now();
+        let clock = &*self.server.settings.clock;
+        let started = clock.now();
         let negotiated = dispatch::negotiate(self, hdr, pdu, &mut out);
-        self.server
-            .metrics
-            .request(Command::NEGOTIATE, started.elapsed(), negotiated.is_err());
+        self.server.metrics.request(
+            Command::NEGOTIATE,
+            clock.now().saturating_duration_since(started),
+            negotiated.is_err(),
+        );
         negotiated?;
         self.state.lock().smb1_upgraded = false;
         self.queue(out.finish());
@@ -251,7 +254,10 @@ impl Connection {
         let watches = requests
             .iter()
             .any(|(h, _)| commands::spec(h.command).watches);
-        (waiting, st.order.arrive(watches))
+        (
+            waiting,
+            st.order.arrive(watches, the_open_acted_on(frame, requests)),
+        )
     }
 
     /// The key that must encrypt the responses to an unencrypted frame: that of a session or
@@ -332,6 +338,21 @@ fn charge_credits(
 
 /// The payload one credit pays for (MS-SMB2 3.3.5.2.5).
 const CREDIT_BYTES: usize = 64 * 1024;
+
+/// The one open every request of the frame names itself, if there is one (`ordering`).
+fn the_open_acted_on(frame: &[u8], requests: &[(Header, Range<usize>)]) -> Option<FileId> {
+    let mut acted_on = None;
+    for (hdr, range) in requests {
+        let open = commands::file_id_of(hdr, frame.get(range.clone())?)?;
+        if acted_on
+            .replace(open)
+            .is_some_and(|earlier| earlier != open)
+        {
+            return None;
+        }
+    }
+    acted_on
+}
 
 #[cfg(test)]
 mod tests {

@@ -7,9 +7,11 @@
 use smb3d_smb2::Command;
 
 use Handler as H;
-use Order::{AfterAll, AfterWatches};
+use Order::{AfterAll, AfterWatches, BehindItsOpen};
 use Runs::{ByReadLength, Inline, OwnTask};
 use Session::{IfNamed, Never, Own, Required};
+use smb3d_smb2::file_id::FileId;
+use smb3d_smb2::header::Header;
 
 /// The session a request acts in (MS-SMB2 3.3.5.2.9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +34,10 @@ pub(crate) enum Order {
     /// Every earlier frame of the connection has settled: what it ends (an open, a tree
     /// connect, a session) or watches must not be overtaken by what came before.
     AfterAll,
+    /// Every earlier frame that may act on the request's open has settled (any frame naming
+    /// no single open may): ending the open must not overtake a request on it, while other
+    /// files' requests, stalled on the disk perhaps, do not hold it.
+    BehindItsOpen,
     /// Every earlier frame holding a CHANGE_NOTIFY has registered its watch, so that a change
     /// this request makes reaches it.
     AfterWatches,
@@ -132,6 +138,35 @@ pub(crate) fn is_known(command: Command) -> bool {
     usize::from(command.0) < TABLE.len()
 }
 
+/// Where the FileId of a `command` request is, from the start of its header: the commands
+/// that act on one open name it at a fixed place (MS-SMB2 2.2.14 to 2.2.39). OPLOCK_BREAK is
+/// left out: a lease break acknowledgment has a LeaseKey there.
+const fn file_id_at(command: Command) -> Option<usize> {
+    let body = match command {
+        Command::CLOSE
+        | Command::FLUSH
+        | Command::LOCK
+        | Command::IOCTL
+        | Command::QUERY_DIRECTORY
+        | Command::CHANGE_NOTIFY => 8,
+        Command::READ | Command::WRITE | Command::SET_INFO => 16,
+        Command::QUERY_INFO => 24,
+        _ => return None,
+    };
+    Some(smb3d_smb2::header::SMB2_HEADER_LEN + body)
+}
+
+/// The one open `pdu` acts on, when it names it itself: `None` for a command without a FileId,
+/// a related request (whose FileId is its predecessor's), FileId::ANY, or a request too short.
+pub(crate) fn file_id_of(hdr: &Header, pdu: &[u8]) -> Option<FileId> {
+    let at = file_id_at(hdr.command)?;
+    if hdr.is_related() {
+        return None;
+    }
+    let mut r = smb3d_wire::Reader::new(pdu.get(at..)?);
+    FileId::read(&mut r).ok().filter(|id| !id.is_any())
+}
+
 #[allow(clippy::too_many_arguments)]
 const fn row(
     session: Session,
@@ -171,7 +206,7 @@ const TABLE: [CommandSpec; 19] = [
     row(Required, false, false,    Waits::Never,    AfterWatches, false,   false,    Inline,       false, H::TreeConnect,    H::TreeConnect),    // TREE_CONNECT
     row(Required, true,  false,    Waits::Never,    AfterAll,     false,   false,    Inline,       false, H::TreeDisconnect, H::TreeDisconnect), // TREE_DISCONNECT
     row(Required, true,  false,    Waits::Anywhere, AfterWatches, false,   false,    Inline,       true,  H::Create,         H::PipeCreate),     // CREATE
-    row(Required, true,  true,     Waits::Never,    AfterAll,     false,   false,    Inline,       false, H::Close,          H::PipeClose),      // CLOSE
+    row(Required, true,  true,     Waits::Never,    BehindItsOpen,false,   false,    Inline,       false, H::Close,          H::PipeClose),      // CLOSE
     row(Required, true,  false,    Waits::Never,    AfterWatches, false,   false,    OwnTask,      false, H::Flush,          H::PipeFlush),      // FLUSH
     row(Required, true,  false,    Waits::OnPipe,   AfterWatches, false,   false,    ByReadLength, false, H::Read,           H::PipeRead),       // READ
     row(Required, true,  false,    Waits::Never,    AfterWatches, false,   true,     Inline,       false, H::Write,          H::PipeWrite),      // WRITE
@@ -263,11 +298,40 @@ mod tests {
             [
                 Command::LOGOFF,
                 Command::TREE_DISCONNECT,
-                Command::CLOSE,
                 Command::CHANGE_NOTIFY,
             ]
         );
+        assert_eq!(commands(|s| s.order == BehindItsOpen), [Command::CLOSE]);
         assert_eq!(commands(|s| s.watches), [Command::CHANGE_NOTIFY]);
+    }
+
+    #[test]
+    fn the_open_a_request_names() {
+        let id = FileId {
+            persistent: 7,
+            volatile: 9,
+        };
+        let mut read = vec![0u8; 64 + 49];
+        read[64 + 16..64 + 24].copy_from_slice(&7u64.to_le_bytes());
+        read[64 + 24..64 + 32].copy_from_slice(&9u64.to_le_bytes());
+        let mut hdr = Header {
+            command: Command::READ,
+            ..Header::default()
+        };
+        assert_eq!(file_id_of(&hdr, &read), Some(id));
+        assert_eq!(file_id_of(&hdr, &read[..64 + 31]), None, "too short");
+        hdr.command = Command::ECHO;
+        assert_eq!(file_id_of(&hdr, &read), None, "no FileId");
+        hdr.command = Command::READ;
+        hdr.flags |= smb3d_smb2::header::HeaderFlags::RELATED_OPERATIONS;
+        assert_eq!(file_id_of(&hdr, &read), None, "its predecessor's");
+        let mut close = vec![0u8; 64 + 24];
+        close[64 + 8..].fill(0xFF);
+        let close_hdr = Header {
+            command: Command::CLOSE,
+            ..Header::default()
+        };
+        assert_eq!(file_id_of(&close_hdr, &close), None, "FileId::ANY");
     }
 
     #[test]

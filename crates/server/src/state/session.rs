@@ -260,6 +260,7 @@ impl SessionState {
         access: TreeAccess,
         encrypt_data: bool,
         audit: Option<Arc<audit::Subject>>,
+        connected_at: SystemTime,
     ) -> Arc<Tree> {
         let id = self.next_tree_id;
         self.next_tree_id = self.next_tree_id.wrapping_add(1).max(1);
@@ -272,7 +273,7 @@ impl SessionState {
             identity: access.identity,
             encrypt_data,
             pipes: Arc::default(),
-            connected_at: SystemTime::now(),
+            connected_at,
             audit,
         });
         self.trees.insert(id, tree.clone());

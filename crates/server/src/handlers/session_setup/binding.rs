@@ -48,7 +48,13 @@ pub(super) async fn handle(
         Some(exchange) => exchange,
         None => new_exchange(cx, arrived, cx.conn.admit_logon()?),
     };
-    let step = take_leg(&mut exchange, req, pdu, arrived);
+    let step = take_leg(
+        &mut exchange,
+        req,
+        pdu,
+        arrived,
+        &*cx.conn.server.settings.clock,
+    );
     cx.conn.watchdog.exchange_moved();
     match step {
         Ok(Step::Continue { token }) => {

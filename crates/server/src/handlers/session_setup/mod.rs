@@ -12,7 +12,9 @@ use smb3d_smb2::negotiate::SecurityMode;
 use smb3d_smb2::session_setup::{
     SessionFlags, SessionSetupFlags, SessionSetupRequest, SessionSetupResponse,
 };
-use smb3d_wire::{FileTime, Writer};
+use smb3d_wire::Writer;
+
+use crate::clock::Clock;
 
 use crate::address_slots::AddressSlot;
 use crate::handlers::tree_connect;
@@ -86,7 +88,7 @@ pub(crate) async fn handle(
         let exchange = st
             .exchange
             .get_or_insert_with(|| new_exchange(cx, arrived, address_slot));
-        let step = take_leg(exchange, &req, pdu, arrived);
+        let step = take_leg(exchange, &req, pdu, arrived, &*server.settings.clock);
         let ended = !matches!(step, Ok(Step::Continue { .. }));
         (
             step,
@@ -160,12 +162,15 @@ fn take_leg(
     req: &SessionSetupRequest<'_>,
     pdu: &[u8],
     arrived: tokio::time::Instant,
+    clock: &dyn Clock,
 ) -> Result<Step, AuthError> {
     exchange.last_leg = arrived;
     if let Some(preauth) = exchange.preauth.as_mut() {
         preauth.update(pdu);
     }
-    exchange.acceptor.step(req.security_buffer, FileTime::now())
+    exchange
+        .acceptor
+        .step(req.security_buffer, clock.filetime())
 }
 
 /// The exchange needs another leg: the package's token goes back, and the response joins the

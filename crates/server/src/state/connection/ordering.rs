@@ -1,18 +1,22 @@
 //! The order of a connection's frames (MS-SMB2 3.3.5.2 leaves it to the server; MS-FSA
 //! 2.1.5.11 for change notify). Frames run concurrently, each from its arrival until it
 //! settles: its requests end, or the one that waits goes async. A request that ends an open
-//! (CLOSE, TREE_DISCONNECT, LOGOFF) or a CHANGE_NOTIFY waits until every earlier frame has
-//! settled; any other request until the earlier CHANGE_NOTIFYs have.
+//! (TREE_DISCONNECT, LOGOFF) or a CHANGE_NOTIFY waits until every earlier frame has settled, a
+//! CLOSE until every earlier frame that may act on its open has; any other request until the
+//! earlier CHANGE_NOTIFYs have.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use smb3d_smb2::file_id::FileId;
 
 use super::{ConnState, Connection};
 
 /// Which frames of a connection still run synchronously, by arrival number.
 #[derive(Default)]
 pub(crate) struct FrameOrder {
-    /// Frames by arrival number whose requests are still running synchronously.
-    unsettled: BTreeSet<u64>,
+    /// Frames by arrival number whose requests are still running synchronously, each with the
+    /// one open all its requests name (`None`: several, or one they do not name themselves).
+    unsettled: BTreeMap<u64, Option<FileId>>,
     /// The unsettled frames that carry a CHANGE_NOTIFY (see [`Connection::wait_for_notifies`]).
     unsettled_notifies: BTreeSet<u64>,
     /// The arrival number of the next frame.
@@ -20,12 +24,12 @@ pub(crate) struct FrameOrder {
 }
 
 impl FrameOrder {
-    /// A frame arrives, carrying a CHANGE_NOTIFY if `notify`: its arrival number, unsettled
-    /// until [`FrameOrder::settle`].
-    pub fn arrive(&mut self, notify: bool) -> u64 {
+    /// A frame arrives, carrying a CHANGE_NOTIFY if `notify`, acting only on `open` if that is
+    /// known: its arrival number, unsettled until [`FrameOrder::settle`].
+    pub fn arrive(&mut self, notify: bool, open: Option<FileId>) -> u64 {
         let arrival = self.next_frame;
         self.next_frame += 1;
-        self.unsettled.insert(arrival);
+        self.unsettled.insert(arrival, open);
         if notify {
             self.unsettled_notifies.insert(arrival);
         }
@@ -35,12 +39,19 @@ impl FrameOrder {
     /// The frame `arrival` settles; true if it had not yet.
     pub fn settle(&mut self, arrival: u64) -> bool {
         self.unsettled_notifies.remove(&arrival);
-        self.unsettled.remove(&arrival)
+        self.unsettled.remove(&arrival).is_some()
     }
 
     /// Every frame that arrived before `arrival` has settled.
     pub fn earlier_settled(&self, arrival: u64) -> bool {
         self.unsettled.range(..arrival).next().is_none()
+    }
+
+    /// Every frame that arrived before `arrival` and may act on `open` has settled.
+    pub fn earlier_on_settled(&self, arrival: u64, open: FileId) -> bool {
+        self.unsettled
+            .range(..arrival)
+            .all(|(_, acts_on)| acts_on.is_some_and(|other| other != open))
     }
 
     /// Every frame with a CHANGE_NOTIFY that arrived before `arrival` has settled.
@@ -68,6 +79,19 @@ impl Connection {
     pub(crate) async fn wait_for_earlier(&self, arrival: u64) {
         self.wait_until(|st| st.order.earlier_settled(arrival))
             .await;
+    }
+
+    /// Waits until every frame that arrived before `arrival` and may act on `open` has settled
+    /// (with `open` unknown, every frame): a CLOSE never overtakes a request on its open, nor
+    /// waits for requests on other opens, which may be stalled on the disk (issue 22 item 4).
+    pub(crate) async fn wait_for_earlier_on(&self, arrival: u64, open: Option<FileId>) {
+        match open {
+            Some(open) => {
+                self.wait_until(|st| st.order.earlier_on_settled(arrival, open))
+                    .await;
+            }
+            None => self.wait_for_earlier(arrival).await,
+        }
     }
 
     /// Waits until every CHANGE_NOTIFY that arrived before `arrival` has settled (registered
@@ -99,9 +123,9 @@ mod tests {
     fn frames_wait_for_earlier_frames_only() {
         let mut order = FrameOrder::default();
         let (first, second, third) = (
-            order.arrive(false),
-            order.arrive(false),
-            order.arrive(false),
+            order.arrive(false, None),
+            order.arrive(false, None),
+            order.arrive(false, None),
         );
         assert_eq!((first, second, third), (0, 1, 2));
         assert!(order.earlier_settled(first));
@@ -114,10 +138,42 @@ mod tests {
         assert!(order.earlier_settled(second));
     }
 
+    fn open(volatile: u64) -> Option<FileId> {
+        Some(FileId {
+            persistent: volatile,
+            volatile,
+        })
+    }
+
+    #[test]
+    fn a_close_waits_only_for_frames_that_may_act_on_its_open() {
+        let mut order = FrameOrder::default();
+        let stalled_read = order.arrive(false, open(1));
+        let write = order.arrive(false, open(2));
+        let close = order.arrive(false, open(2));
+        let id = open(2).unwrap();
+        assert!(!order.earlier_on_settled(close, id), "the write on it runs");
+        assert!(order.settle(write));
+        assert!(
+            order.earlier_on_settled(close, id),
+            "held by another file's read"
+        );
+        assert!(!order.earlier_settled(close));
+        assert!(order.settle(close));
+        // A frame that names no single open may act on any.
+        let unknown = order.arrive(false, None);
+        let later_close = order.arrive(false, open(2));
+        assert!(!order.earlier_on_settled(later_close, id));
+        assert!(order.settle(unknown));
+        assert!(order.earlier_on_settled(later_close, id));
+        assert!(!order.earlier_on_settled(later_close, open(1).unwrap()));
+        assert!(order.settle(stalled_read));
+    }
+
     #[test]
     fn a_frame_settles_once() {
         let mut order = FrameOrder::default();
-        let frame = order.arrive(true);
+        let frame = order.arrive(true, None);
         assert!(order.settle(frame));
         assert!(!order.settle(frame), "ended after going async");
         assert!(!order.settle(7), "never arrived");
@@ -126,9 +182,9 @@ mod tests {
     #[test]
     fn only_change_notifies_hold_the_other_requests() {
         let mut order = FrameOrder::default();
-        let read = order.arrive(false);
-        let notify = order.arrive(true);
-        let close = order.arrive(false);
+        let read = order.arrive(false, None);
+        let notify = order.arrive(true, None);
+        let close = order.arrive(false, None);
         assert!(!order.earlier_settled(close));
         assert!(!order.earlier_notifies_settled(close));
         // The CHANGE_NOTIFY went async: later requests may go on, a CLOSE still waits for the
