@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conftest import BINARY, free_port, system_account, wait_for_port
+from samba import start_smbd
 
 # Every account the configuration names: each is a system account (Samba needs one for each
 # user it serves, and smb3d acts as its uid) and, except the guest account, a database user.
@@ -66,29 +67,6 @@ OFFICE_CONF = """[global]
   guest ok = yes
   read only = no
 """
-
-# What only the test-local Samba needs: its own ports, directories and no printing or NetBIOS.
-SAMBA_ONLY = """  smb ports = {port}
-  interfaces = 127.0.0.1 ::1
-  bind interfaces only = yes
-  disable netbios = yes
-  load printers = no
-  printing = bsd
-  printcap name = /dev/null
-  disable spoolss = yes
-  server min protocol = SMB2_02
-  passdb backend = tdbsam:{state}/private/passdb.tdb
-  private dir = {state}/private
-  lock directory = {state}/lock
-  state directory = {state}/state
-  cache directory = {state}/cache
-  pid directory = {state}/run
-  ncalrpc dir = {state}/ncalrpc
-  log file = {state}/log/log.%m
-  store dos attributes = yes
-  ea support = yes
-"""
-
 
 def render(root: Path) -> str:
     return OFFICE_CONF.format(root=root, guest=GUEST)
@@ -159,24 +137,9 @@ def _accounts():
 
 
 def _start_samba(base: Path, passwords) -> Server:
-    state = base / "samba-state"
-    for sub in ("private", "lock", "state", "cache", "run", "ncalrpc", "log"):
-        (state / sub).mkdir(parents=True, exist_ok=True)
     root = base / "samba-tree"
     make_tree(root)
-    port = free_port()
-    conf_text = render(root).replace("[global]\n", "[global]\n" + SAMBA_ONLY.format(port=port, state=state), 1)
-    conf = state / "smb.conf"
-    conf.write_text(conf_text)
-    for user, password in passwords.items():
-        subprocess.run(["smbpasswd", "-c", str(conf), "-s", "-a", user], input="%s\n%s\n" % (password, password),
-                       text=True, check=True, capture_output=True)
-    log = state / "smbd.log"
-    # Its own session: when the smbd master stops it signals its whole process group.
-    proc = subprocess.Popen(["smbd", "--foreground", "--no-process-group", "-s", str(conf)],
-                            stdin=subprocess.DEVNULL, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    wait_for_port(port, proc)
+    port, proc, log, conf = start_smbd(base / "samba-state", render(root), passwords)
     return Server("samba", port, root, proc, log, dict(passwords)), conf
 
 
