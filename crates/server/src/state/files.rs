@@ -105,7 +105,9 @@ pub(crate) struct SharedFile {
     /// (a fifth of the server's CPU in a plain 512 MiB upload) where a waiting task costs none.
     pub data_writes: tokio::sync::Mutex<()>,
     /// The status of the first failed sync of the file's data, which every later sync of it
-    /// answers (see [`SharedFile::sync`]).
+    /// answers (see [`SharedFile::sync`]). Held across the sync on purpose: two syncs of one
+    /// descriptor share the kernel's error cursor, so without turns the second could report
+    /// success while the first is still learning the data was lost.
     sync_failure: Mutex<Option<NtStatus>>,
 }
 
