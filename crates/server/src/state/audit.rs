@@ -82,53 +82,34 @@ pub(crate) fn logon(conn: &Connection, claim: Option<&Claim>, result: &LogonResu
             )
         },
     );
-    let client = client_of(conn);
-    match result {
-        LogonResult::Success(user) => {
-            let (user, _) = logged_user(user);
-            tracing::info!(
-                target: AUTH_TARGET,
-                user = user.as_str(),
-                domain = domain.as_str(),
-                workstation = workstation.as_str(),
-                client = %client,
-                auth_method = "NTLMSSP",
-                result = "success",
-                "logon"
-            );
-        }
-        LogonResult::Guest => {
-            tracing::info!(
-                target: AUTH_TARGET,
-                user = claimed_user.as_str(),
-                domain = domain.as_str(),
-                workstation = workstation.as_str(),
-                client = %client,
-                auth_method = "NTLMSSP",
-                result = "guest",
-                reason = "unknown user mapped to guest",
-                "logon"
-            );
-        }
-        LogonResult::Failure(reason) => {
-            let user = if claimed_user.is_empty() {
-                "(anonymous)".to_owned()
-            } else {
-                claimed_user
-            };
-            tracing::info!(
-                target: AUTH_TARGET,
-                user = user.as_str(),
-                domain = domain.as_str(),
-                workstation = workstation.as_str(),
-                client = %client,
-                auth_method = "NTLMSSP",
-                result = "failure",
-                reason = *reason,
-                "logon failed"
-            );
-        }
-    }
+    let (user, outcome, reason, message) = match result {
+        LogonResult::Success(user) => (logged_user(user).0, "success", None, "logon"),
+        LogonResult::Guest => (
+            claimed_user,
+            "guest",
+            Some("unknown user mapped to guest"),
+            "logon",
+        ),
+        LogonResult::Failure(reason) if claimed_user.is_empty() => (
+            "(anonymous)".to_owned(),
+            "failure",
+            Some(*reason),
+            "logon failed",
+        ),
+        LogonResult::Failure(reason) => (claimed_user, "failure", Some(*reason), "logon failed"),
+    };
+    // A field that is None is left out of the line, as a success has no reason.
+    tracing::info!(
+        target: AUTH_TARGET,
+        user = user.as_str(),
+        domain = domain.as_str(),
+        workstation = workstation.as_str(),
+        client = %client_of(conn),
+        auth_method = "NTLMSSP",
+        result = outcome,
+        reason,
+        "{message}"
+    );
 }
 
 /// Logs a refused tree connect at info, at [`AUTH_TARGET`]: the share, who and from where, and
