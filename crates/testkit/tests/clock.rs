@@ -67,20 +67,17 @@ fn client(server: &TestServer) -> Client<'_> {
     client
 }
 
-fn reconnect(server: &TestServer, file_id: FileId) -> (Client<'_>, Option<NtStatus>) {
-    let mut back = client(server);
-    let request = durable_create(CreateContext::DurableHandleReconnect { file_id });
-    let status = back.call(Command::CREATE, &request, None).status();
-    (back, status)
-}
-
-#[test]
-fn a_disconnected_durable_open_expires_when_the_clock_passes_its_timeout() {
+fn server_on_manual_clock() -> (std::sync::Arc<ManualClock>, TestServer) {
     let clock = ManualClock::new();
     let mut settings = harness::settings();
     settings.clock = clock.clone();
     let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
-    let mut opener = client(&server);
+    (clock, server)
+}
+
+/// A v1 durable open whose connection has gone: its FileId, for a reconnect.
+fn disconnected_durable_open(server: &TestServer) -> FileId {
+    let mut opener = client(server);
     let reply = opener.call(
         Command::CREATE,
         &durable_create(CreateContext::DurableHandleRequest),
@@ -90,6 +87,20 @@ fn a_disconnected_durable_open_expires_when_the_clock_passes_its_timeout() {
     assert_eq!(created.status(), NtStatus::SUCCESS);
     let file_id = CreateResponse::decode(&created.pdu).unwrap().file_id;
     opener.conn.close();
+    file_id
+}
+
+fn reconnect(server: &TestServer, file_id: FileId) -> (Client<'_>, Option<NtStatus>) {
+    let mut back = client(server);
+    let request = durable_create(CreateContext::DurableHandleReconnect { file_id });
+    let status = back.call(Command::CREATE, &request, None).status();
+    (back, status)
+}
+
+#[test]
+fn a_disconnected_durable_open_expires_when_the_clock_passes_its_timeout() {
+    let (clock, server) = server_on_manual_clock();
+    let file_id = disconnected_durable_open(&server);
 
     // A second short of the timeout, the open still waits for its client.
     clock.advance(V1_TIMEOUT - Duration::from_secs(1));
@@ -252,20 +263,8 @@ const THREE_HOURS: Duration = Duration::from_secs(3 * 3600);
 /// monotonic time, and fires once it passes.
 #[test]
 fn wall_clock_steps_neither_expire_a_durable_open_early_nor_keep_it() {
-    let clock = ManualClock::new();
-    let mut settings = harness::settings();
-    settings.clock = clock.clone();
-    let server = TestServer::new(settings, smb3d_crypto::default_provider()).unwrap();
-    let mut opener = client(&server);
-    let reply = opener.call(
-        Command::CREATE,
-        &durable_create(CreateContext::DurableHandleRequest),
-        None,
-    );
-    let created = reply.responses.last().unwrap();
-    assert_eq!(created.status(), NtStatus::SUCCESS);
-    let file_id = CreateResponse::decode(&created.pdu).unwrap().file_id;
-    opener.conn.close();
+    let (clock, server) = server_on_manual_clock();
+    let file_id = disconnected_durable_open(&server);
 
     clock.step_wall_forward(THREE_HOURS);
     clock.advance(V1_TIMEOUT / 2);
