@@ -28,11 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conftest  # noqa: E402
-from smbprotocol.create_contexts import (CreateContextName, DurableHandleFlags,  # noqa: E402
-                                         SMB2CreateDurableHandleReconnectV2)
 from smbprotocol.open import CreateDisposition  # noqa: E402
 from smbprotocol.open import FilePipePrinterAccessMask, SMB2SetInfoRequest  # noqa: E402
-from test_persistent import RW, connect, context, create, persistent_request  # noqa: E402
+from test_persistent import RW, connect, create, persistent_reconnect, persistent_request  # noqa: E402
 
 import secdesc  # noqa: E402
 import smb2raw  # noqa: E402
@@ -144,11 +142,7 @@ class Writer:
         acknowledged chunks read through it."""
         conn, tree = connect(self.server, self.client_guid)
         try:
-            reconnect = SMB2CreateDurableHandleReconnectV2()
-            reconnect["file_id"] = self.file_id
-            reconnect["create_guid"] = self.create_guid
-            reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
-            f, _ = create(tree, [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)],
+            f, _ = create(tree, [persistent_reconnect(self.file_id, self.create_guid)],
                           name=self.name())
             end = (max(self.acknowledged) + 1) * CHUNK if self.acknowledged else 0
             data = f.read(0, end) if end else b""

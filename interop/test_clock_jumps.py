@@ -18,14 +18,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from smbprotocol.create_contexts import (CreateContextName, DurableHandleFlags,
-                                         SMB2CreateDurableHandleReconnectV2)
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import CreateDisposition
 
 import smb2raw
 from conftest import start_smb3d, stop
-from test_persistent import connect, context, create, persistent_request
+from test_persistent import connect, create, persistent_reconnect, persistent_request
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 OBJECT_NAME_NOT_FOUND = 0xC0000034
@@ -93,11 +91,7 @@ def reclaim(server, name, kept):
     client_guid, create_guid, file_id = kept
     conn, tree = connect(server, client_guid)
     try:
-        reconnect = SMB2CreateDurableHandleReconnectV2()
-        reconnect["file_id"] = file_id
-        reconnect["create_guid"] = create_guid
-        reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
-        f, _ = create(tree, [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)], name=name)
+        f, _ = create(tree, [persistent_reconnect(file_id, create_guid)], name=name)
         data = f.read(0, 4)
         f.close()
         return data

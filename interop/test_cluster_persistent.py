@@ -12,12 +12,13 @@ import uuid
 
 import pytest
 from smbprotocol.exceptions import SMBResponseException
-from smbprotocol.create_contexts import CreateContextName, DurableHandleFlags, SMB2CreateDurableHandleReconnectV2
+from smbprotocol.create_contexts import DurableHandleFlags
 from smbprotocol.open import CreateDisposition
 
 from conftest import BINARY, start_smb3d, stop, wait_for_port
 from etcd import EtcdCluster
-from test_persistent import (STATUS_FILE_NOT_AVAILABLE, STATUS_LOCK_NOT_GRANTED, connect, context, create,
+from test_persistent import (STATUS_FILE_NOT_AVAILABLE, STATUS_LOCK_NOT_GRANTED, connect, create,
+                             persistent_reconnect,
                              durable_v2_flags, lock_element, persistent_request)
 
 RECORDS = "/smb3d/records/persistent-opens/"
@@ -102,11 +103,7 @@ def test_a_killed_node_started_again_reclaims_persistent_handles_from_etcd(clust
         assert refused.value.status == STATUS_FILE_NOT_AVAILABLE
         conn_a2, tree_a2 = connect(cluster_node, client_guid)
         try:
-            reconnect = SMB2CreateDurableHandleReconnectV2()
-            reconnect["file_id"] = file_id
-            reconnect["create_guid"] = create_guid
-            reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
-            a2, _ = create(tree_a2, [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)])
+            a2, _ = create(tree_a2, [persistent_reconnect(file_id, create_guid)])
             assert a2.read(0, len(data)) == data
             b, _ = create(tree_b)
             with pytest.raises(SMBResponseException) as refused:

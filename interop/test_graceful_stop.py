@@ -15,14 +15,12 @@ import time
 import uuid
 from pathlib import Path
 
-from smbprotocol.create_contexts import (CreateContextName, DurableHandleFlags,
-                                         SMB2CreateDurableHandleReconnectV2)
 from smbprotocol.open import CreateDisposition
 
 import smbprotocol_client as spc
 from conftest import start_smb3d, stop
 from test_faults import rules
-from test_persistent import connect, context, create, persistent_request, restart
+from test_persistent import connect, create, persistent_reconnect, persistent_request, restart
 
 
 # nanosleep and clock_nanosleep, the syscalls std::thread::sleep makes, by architecture.
@@ -91,11 +89,7 @@ def test_a_persistent_handle_outlives_a_graceful_restart(tmp_path):
         restart(server)
         conn2, tree2 = connect(server, client_guid)
         try:
-            reconnect = SMB2CreateDurableHandleReconnectV2()
-            reconnect["file_id"] = file_id
-            reconnect["create_guid"] = create_guid
-            reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
-            again, _ = create(tree2, [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)],
+            again, _ = create(tree2, [persistent_reconnect(file_id, create_guid)],
                               name="kept.bin")
             assert again.read(0, 18) == b"before the restart"
             again.close()

@@ -80,6 +80,15 @@ def create(tree, contexts=None, disposition=CreateDisposition.FILE_OPEN, name=NA
     return handle, response
 
 
+def persistent_reconnect(file_id, create_guid):
+    """The create context that reclaims a persistent open (MS-SMB2 2.2.13.2.12)."""
+    reconnect = SMB2CreateDurableHandleReconnectV2()
+    reconnect["file_id"] = file_id
+    reconnect["create_guid"] = create_guid
+    reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
+    return context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)
+
+
 def persistent_request(timeout_ms=60000):
     request = SMB2CreateDurableHandleRequestV2()
     request["timeout"] = timeout_ms
@@ -162,11 +171,7 @@ def test_persistent_handle_survives_a_restart_with_its_lock(ca_smb3d):
         # A comes back on a new connection and session and reclaims its open.
         conn_a2, tree_a2 = connect(ca_smb3d, client_guid)
         try:
-            reconnect = SMB2CreateDurableHandleReconnectV2()
-            reconnect["file_id"] = file_id
-            reconnect["create_guid"] = create_guid
-            reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
-            a2, _ = create(tree_a2, [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)])
+            a2, _ = create(tree_a2, [persistent_reconnect(file_id, create_guid)])
             assert a2.file_id[:8] == file_id[:8], "the persistent FileId stays"
             a2.write(second, len(first))
             assert a2.read(0, len(first)) == first
@@ -289,11 +294,7 @@ def test_a_rename_by_another_client_reaches_the_record(ca_smb3d):
     assert "dropped" not in ca_smb3d.log.read_text(errors="replace")
     conn_a2, tree_a2 = connect(ca_smb3d, client_guid)
     try:
-        reconnect = SMB2CreateDurableHandleReconnectV2()
-        reconnect["file_id"] = a.file_id
-        reconnect["create_guid"] = create_guid
-        reconnect["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
-        a2, _ = create(tree_a2, [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)],
+        a2, _ = create(tree_a2, [persistent_reconnect(a.file_id, create_guid)],
                        name="after.dat", share=share_all)
         assert a2.read(0, 8) == b"A's data"
         a2.close()
