@@ -349,3 +349,25 @@ def test_another_users_bin_is_not_readable_on_both(office, tmp_path):
         answers[server.name] = [line.strip() for line in (listing + get).splitlines() if "NT_STATUS" in line]
     assert answers["samba"], answers
     assert answers["smb3d"] == answers["samba"], answers
+
+
+def test_a_file_the_bin_cannot_take_is_answered_as_samba_answers(office, tmp_path):
+    """The bin's directory for the file's tree exists but is root's (worker may not write in
+    it): the move fails with EACCES, and both servers answer the delete and leave the disk
+    alike (Samba purges a file it cannot move)."""
+    (tmp_path / "x.txt").write_text("cannot be kept\n")
+    outcomes = {}
+    for server in office.both:
+        share = server.root / "office"
+        worker = pwd.getpwnam("worker")
+        (share / "locked").mkdir()
+        os.chown(share / "locked", worker.pw_uid, -1)
+        blocked = share / ".recycle" / "worker" / "locked"
+        blocked.parent.mkdir(parents=True, exist_ok=True)
+        blocked.mkdir()
+        os.chmod(blocked, 0o755)
+        code, out = server.smbclient("office", "worker", "lcd %s; put x.txt locked/x.txt; del locked/x.txt" % tmp_path)
+        outcomes[server.name] = ((share / "locked" / "x.txt").exists(), (blocked / "x.txt").exists(),
+                                 [line.strip() for line in out.splitlines() if "NT_STATUS" in line])
+    assert outcomes["samba"] == (False, False, []), outcomes
+    assert outcomes["smb3d"] == outcomes["samba"], outcomes
