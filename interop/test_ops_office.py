@@ -371,3 +371,24 @@ def test_a_file_the_bin_cannot_take_is_answered_as_samba_answers(office, tmp_pat
                                  [line.strip() for line in out.splitlines() if "NT_STATUS" in line])
     assert outcomes["samba"] == (False, False, []), outcomes
     assert outcomes["smb3d"] == outcomes["samba"], outcomes
+
+
+def test_a_bin_directory_that_is_a_symlink_out_of_the_share_is_not_followed(office, tmp_path):
+    """Hostile: someone with shell access replaced the bin's directory for `evil/` with a
+    symlink to a directory outside the share. smb3d's delete lands nothing there (the move is
+    confined to the share; the file is deleted for real)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.chmod(outside, 0o777)
+    (tmp_path / "y.txt").write_text("must not leave the share\n")
+    share = office.smb3d.root / "office"
+    worker = pwd.getpwnam("worker")
+    (share / "evil").mkdir()
+    os.chown(share / "evil", worker.pw_uid, -1)
+    link = share / ".recycle" / "worker" / "evil"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+    code, out = office.smb3d.smbclient("office", "worker", "lcd %s; put y.txt evil/y.txt; del evil/y.txt" % tmp_path)
+    assert code == 0 and "NT_STATUS" not in out, (out, office.smb3d.log_tail())
+    assert not (share / "evil" / "y.txt").exists()
+    assert list(outside.iterdir()) == []
