@@ -275,3 +275,120 @@ def test_admin_users_act_as_root_on_office_on_both(office, tmp_path):
         assert code == 0, (server.name, out, server.log_tail())
         owners[server.name] = os.stat(server.root / "office" / "budget.txt").st_uid
     assert owners == {"samba": 0, "smb3d": 0}, owners
+
+
+# The recycle bin (issue 23 item 6): recycle:repository = .recycle/%U, keeptree, versions,
+# exclude = *.bak. Both servers get the same deletions; what lands on disk must agree.
+
+def _bin_layout(share):
+    """Every entry under the share's .recycle: path, kind, size, mode and owner's name."""
+    layout = []
+    top = share / ".recycle"
+    for path in sorted(top.rglob("*")) if top.exists() else []:
+        st = path.lstat()
+        kind = "dir" if path.is_dir() else "file"
+        layout.append((str(path.relative_to(share)), kind, st.st_size if kind == "file" else 0,
+                       oct(st.st_mode & 0o7777), pwd.getpwuid(st.st_uid).pw_name))
+    return layout
+
+
+def test_deleted_files_land_in_the_users_bin_with_their_tree_and_versions_on_both(office, tmp_path):
+    """A deleted file lands in .recycle/worker/<same tree>; a second delete of the same name keeps
+    both as Samba names them ("Copy #1 of"); *.bak and empty files are deleted for real."""
+    (tmp_path / "v1.txt").write_text("first draft\n")
+    (tmp_path / "v2.txt").write_text("second, longer draft\n")
+    (tmp_path / "old.bak").write_text("backup\n")
+    (tmp_path / "empty.txt").write_text("")
+    layouts = {}
+    for server in office.both:
+        share = server.root / "office"
+        commands = ("lcd %s; mkdir plans; mkdir plans/q3; put v1.txt plans/q3/plan.txt; "
+                    "del plans/q3/plan.txt; put v2.txt plans/q3/plan.txt; del plans/q3/plan.txt; "
+                    "put old.bak plans/old.bak; del plans/old.bak; put empty.txt empty.txt; del empty.txt"
+                    % tmp_path)
+        code, out = server.smbclient("office", "worker", commands)
+        assert code == 0 and "NT_STATUS" not in out, (server.name, out, server.log_tail())
+        for gone in ("plans/q3/plan.txt", "plans/old.bak", "empty.txt"):
+            assert not (share / gone).exists(), (server.name, gone)
+        layouts[server.name] = _bin_layout(share)
+    kept = {entry[0]: entry[2] for entry in layouts["samba"]}
+    assert kept[".recycle/worker/plans/q3/plan.txt"] == len("first draft\n"), layouts
+    assert kept[".recycle/worker/plans/q3/Copy #1 of plan.txt"] == len("second, longer draft\n"), layouts
+    assert layouts["smb3d"] == layouts["samba"], layouts
+
+
+def test_deleting_inside_the_bin_deletes_for_real_on_both(office, tmp_path):
+    """Emptying the bin: a file deleted from .recycle/worker is gone, not moved into the bin
+    again, as Samba does."""
+    (tmp_path / "doomed.txt").write_text("doomed\n")
+    layouts = {}
+    for server in office.both:
+        share = server.root / "office"
+        code, out = server.smbclient(
+            "office", "worker",
+            "lcd %s; put doomed.txt doomed.txt; del doomed.txt; del .recycle/worker/doomed.txt" % tmp_path)
+        assert code == 0 and "NT_STATUS" not in out, (server.name, out, server.log_tail())
+        layouts[server.name] = [e for e in _bin_layout(share) if "doomed" in e[0] or "/.recycle" in e[0]]
+    assert layouts["samba"] == [], layouts
+    assert layouts["smb3d"] == layouts["samba"], layouts
+
+
+def test_another_users_bin_is_not_readable_on_both(office, tmp_path):
+    """.recycle/%U makes a bin per user, with recycle's directory mode (0700): alice cannot list
+    or read what worker deleted."""
+    (tmp_path / "private.txt").write_text("worker's notes\n")
+    answers = {}
+    for server in office.both:
+        code, out = server.smbclient("office", "worker", "lcd %s; put private.txt; del private.txt" % tmp_path)
+        assert code == 0 and "NT_STATUS" not in out, (server.name, out, server.log_tail())
+        assert (server.root / "office" / ".recycle" / "worker" / "private.txt").exists(), server.name
+        _, listing = server.smbclient("office", "alice", "ls .recycle/worker/*")
+        _, get = server.smbclient("office", "alice", "lcd %s; get .recycle/worker/private.txt got-%s"
+                                  % (tmp_path, server.name))
+        assert not (tmp_path / ("got-" + server.name)).exists(), server.name
+        answers[server.name] = [line.strip() for line in (listing + get).splitlines() if "NT_STATUS" in line]
+    assert answers["samba"], answers
+    assert answers["smb3d"] == answers["samba"], answers
+
+
+def test_a_file_the_bin_cannot_take_is_answered_as_samba_answers(office, tmp_path):
+    """The bin's directory for the file's tree exists but is root's (worker may not write in
+    it): the move fails with EACCES, and both servers answer the delete and leave the disk
+    alike (Samba purges a file it cannot move)."""
+    (tmp_path / "x.txt").write_text("cannot be kept\n")
+    outcomes = {}
+    for server in office.both:
+        share = server.root / "office"
+        worker = pwd.getpwnam("worker")
+        (share / "locked").mkdir()
+        os.chown(share / "locked", worker.pw_uid, -1)
+        blocked = share / ".recycle" / "worker" / "locked"
+        blocked.parent.mkdir(parents=True, exist_ok=True)
+        blocked.mkdir()
+        os.chmod(blocked, 0o755)
+        code, out = server.smbclient("office", "worker", "lcd %s; put x.txt locked/x.txt; del locked/x.txt" % tmp_path)
+        outcomes[server.name] = ((share / "locked" / "x.txt").exists(), (blocked / "x.txt").exists(),
+                                 [line.strip() for line in out.splitlines() if "NT_STATUS" in line])
+    assert outcomes["samba"] == (False, False, []), outcomes
+    assert outcomes["smb3d"] == outcomes["samba"], outcomes
+
+
+def test_a_bin_directory_that_is_a_symlink_out_of_the_share_is_not_followed(office, tmp_path):
+    """Hostile: someone with shell access replaced the bin's directory for `evil/` with a
+    symlink to a directory outside the share. smb3d's delete lands nothing there (the move is
+    confined to the share; the file is deleted for real)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.chmod(outside, 0o777)
+    (tmp_path / "y.txt").write_text("must not leave the share\n")
+    share = office.smb3d.root / "office"
+    worker = pwd.getpwnam("worker")
+    (share / "evil").mkdir()
+    os.chown(share / "evil", worker.pw_uid, -1)
+    link = share / ".recycle" / "worker" / "evil"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+    code, out = office.smb3d.smbclient("office", "worker", "lcd %s; put y.txt evil/y.txt; del evil/y.txt" % tmp_path)
+    assert code == 0 and "NT_STATUS" not in out, (out, office.smb3d.log_tail())
+    assert not (share / "evil" / "y.txt").exists()
+    assert list(outside.iterdir()) == []

@@ -16,6 +16,7 @@ use smb3d_config::{
     ServerConfig, ShareConfig, SigningPolicy, is_homes,
 };
 use smb3d_server::hosts::{HostRules, Network};
+use smb3d_server::recycle::RecycleBin;
 use smb3d_server::share::{Presentation, Share, name_patterns};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
@@ -108,6 +109,7 @@ pub fn build_share(
         force_directory_mode: share.force_directory_mode,
         inherit_permissions: share.inherit_permissions,
         delete_veto_files: share.delete_veto_files,
+        recycle: share.recycle.then(|| Arc::new(recycle_bin(share))),
         oplocks: share.oplocks,
         veto_oplock_files: name_patterns(&share.veto_oplock_files),
         hide_unreadable: share.hide_unreadable,
@@ -449,6 +451,21 @@ impl Reloader {
                 Err(errors)
             }
         }
+    }
+}
+
+/// A share's recycle bin as its `recycle_*` options describe it.
+fn recycle_bin(share: &ShareConfig) -> RecycleBin {
+    RecycleBin {
+        keep_tree: share.recycle_keeptree,
+        versions: share.recycle_versions,
+        touch: share.recycle_touch,
+        exclude: name_patterns(&share.recycle_exclude),
+        exclude_dir: name_patterns(&share.recycle_exclude_dir),
+        no_versions: name_patterns(&share.recycle_noversions),
+        max_size: share.recycle_maxsize,
+        directory_mode: share.recycle_directory_mode,
+        ..RecycleBin::new(share.recycle_repository.clone())
     }
 }
 

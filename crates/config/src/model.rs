@@ -484,6 +484,37 @@ pub struct ShareConfig {
     /// veto files`); otherwise it is not empty.
     #[serde(default)]
     pub delete_veto_files: bool,
+    /// Deleted files are moved to a recycle bin inside the share (Samba's vfs_recycle)
+    /// instead of being unlinked.
+    #[serde(default)]
+    pub recycle: bool,
+    /// Where the bin is, relative to the share: `%U` (or `%u`) is the deleting user's name.
+    #[serde(default = "default_recycle_repository")]
+    pub recycle_repository: String,
+    /// A deleted file keeps the directories it was in under the repository.
+    #[serde(default)]
+    pub recycle_keeptree: bool,
+    /// A name already in the bin keeps both, the newer as "Copy #N of NAME".
+    #[serde(default)]
+    pub recycle_versions: bool,
+    /// A file moved to the bin gets the deletion's time as its access time.
+    #[serde(default)]
+    pub recycle_touch: bool,
+    /// Files whose names match one of these patterns are deleted for real.
+    #[serde(default)]
+    pub recycle_exclude: Vec<String>,
+    /// Files in a directory whose name matches one of these patterns are deleted for real.
+    #[serde(default)]
+    pub recycle_exclude_dir: Vec<String>,
+    /// Files whose names match replace their older copy in the bin, despite `recycle_versions`.
+    #[serde(default)]
+    pub recycle_noversions: Vec<String>,
+    /// Files larger than this many bytes are deleted for real (0: no limit).
+    #[serde(default)]
+    pub recycle_maxsize: u64,
+    /// Mode of the directories the bin makes.
+    #[serde(default = "default_recycle_directory_mode", deserialize_with = "mode")]
+    pub recycle_directory_mode: u32,
     /// Oplocks and leases are granted on this share (Samba's `oplocks`); `false` grants
     /// none, for files other programs or NFS clients change behind smb3d's back.
     #[serde(default = "yes")]
@@ -545,6 +576,16 @@ impl ShareConfig {
             hide_files: Vec::new(),
             veto_files: Vec::new(),
             delete_veto_files: false,
+            recycle: false,
+            recycle_repository: default_recycle_repository(),
+            recycle_keeptree: false,
+            recycle_versions: false,
+            recycle_touch: false,
+            recycle_exclude: Vec::new(),
+            recycle_exclude_dir: Vec::new(),
+            recycle_noversions: Vec::new(),
+            recycle_maxsize: 0,
+            recycle_directory_mode: DEFAULT_RECYCLE_DIRECTORY_MODE,
             oplocks: true,
             veto_oplock_files: Vec::new(),
             continuous_availability: false,
@@ -580,12 +621,25 @@ fn default_home_mode() -> u32 {
     DEFAULT_HOME_MODE
 }
 
+/// Samba's default `recycle:repository`.
+fn default_recycle_repository() -> String {
+    ".recycle".to_owned()
+}
+
+/// Samba's default `recycle:directory_mode`: the deleting user's alone.
+pub const DEFAULT_RECYCLE_DIRECTORY_MODE: u32 = 0o700;
+
+fn default_recycle_directory_mode() -> u32 {
+    DEFAULT_RECYCLE_DIRECTORY_MODE
+}
+
 /// The share options that hold a file mode.
-const MODE_OPTIONS: [&str; 4] = [
+const MODE_OPTIONS: [&str; 5] = [
     "create_mask",
     "directory_mask",
     "force_create_mode",
     "force_directory_mode",
+    "recycle_directory_mode",
 ];
 
 /// A mode: an integer (TOML's `0o660`), or a string of octal digits (`"0660"`, as smb.conf
@@ -1006,6 +1060,32 @@ pub(crate) fn check_admin_socket(path: &Path) -> Result<(), String> {
 }
 
 /// What is wrong with one share beyond its types; `span` is where its name is.
+/// What is wrong with a recycle bin repository: it must stay inside the share (relative, no
+/// `.` or `..`) and take only the deleting user's name (`%U`, `%u`), never a substitution a
+/// client chooses.
+pub(crate) fn check_recycle_repository(repository: &str) -> Result<(), String> {
+    let parts: Vec<&str> = repository.split('/').filter(|p| !p.is_empty()).collect();
+    if repository.starts_with('/') || parts.is_empty() {
+        return Err(format!(
+            "{repository:?} must be a path relative to the share"
+        ));
+    }
+    for part in parts {
+        if part == "." || part == ".." || part.contains(['\\', '\0']) {
+            return Err(format!("{repository:?} must stay inside the share"));
+        }
+        let mut chars = part.chars();
+        while let Some(c) = chars.next() {
+            if c == '%' && !matches!(chars.next(), Some('U' | 'u')) {
+                return Err(format!(
+                    "{repository:?}: only %U and %u (the deleting user) may be substituted"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn share_problems(
     name: &str,
     share: &ShareConfig,
@@ -1040,6 +1120,7 @@ pub(crate) fn share_problems(
         ("create_home_mode", share.create_home_mode),
         ("force_create_mode", share.force_create_mode),
         ("force_directory_mode", share.force_directory_mode),
+        ("recycle_directory_mode", share.recycle_directory_mode),
     ] {
         if mask > 0o7777 {
             problems.push(Problem::at(
@@ -1058,6 +1139,9 @@ pub(crate) fn share_problems(
         ("hide_files", &share.hide_files),
         ("veto_files", &share.veto_files),
         ("veto_oplock_files", &share.veto_oplock_files),
+        ("recycle_exclude", &share.recycle_exclude),
+        ("recycle_exclude_dir", &share.recycle_exclude_dir),
+        ("recycle_noversions", &share.recycle_noversions),
     ] {
         for pattern in patterns {
             if pattern.is_empty() || pattern.contains(['/', '\\', '\0']) {
@@ -1096,6 +1180,12 @@ pub(crate) fn share_problems(
                 ),
             ));
         }
+    }
+    if let Err(m) = check_recycle_repository(&share.recycle_repository) {
+        problems.push(Problem::at(
+            span.clone(),
+            format!("share {name:?}: recycle_repository: {m}"),
+        ));
     }
     for (option, account) in [
         ("force_user", &share.force_user),
@@ -1169,6 +1259,44 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(Path::new("t.toml"), text)
+    }
+
+    #[test]
+    fn recycle_options_and_their_defaults() {
+        let c = parse(
+            "[share.s]\npath = \"/s\"\nrecycle = true\nrecycle_repository = \".bin/%U\"\n\
+             recycle_keeptree = true\nrecycle_versions = true\nrecycle_exclude = [\"*.bak\"]\n\
+             recycle_maxsize = 1000\nrecycle_directory_mode = \"0770\"\n",
+        )
+        .unwrap();
+        let share = c.share("s").unwrap();
+        assert!(share.recycle && share.recycle_keeptree && share.recycle_versions);
+        assert_eq!(share.recycle_repository, ".bin/%U");
+        assert_eq!(share.recycle_exclude, ["*.bak"]);
+        assert_eq!(
+            (share.recycle_maxsize, share.recycle_directory_mode),
+            (1000, 0o770)
+        );
+        let defaults = parse("[share.s]\npath = \"/s\"\n").unwrap();
+        let share = defaults.share("s").unwrap();
+        assert!(!share.recycle && !share.recycle_keeptree);
+        assert_eq!(share.recycle_repository, ".recycle");
+        assert_eq!(share.recycle_directory_mode, 0o700);
+    }
+
+    #[test]
+    fn a_recycle_repository_stays_in_the_share_and_takes_only_the_user() {
+        for bad in [
+            "/tmp/bin", "../bin", "a/../b", ".", "", "bin/%m", "bin/%", "a\\b",
+        ] {
+            let text = format!("[share.s]\npath = \"/s\"\nrecycle_repository = {bad:?}\n");
+            let e = parse(&text).unwrap_err();
+            assert!(e.message.contains("recycle_repository"), "{bad:?}: {e}");
+        }
+        for good in [".recycle", ".recycle/%U", "bin/%u/x"] {
+            let text = format!("[share.s]\npath = \"/s\"\nrecycle_repository = {good:?}\n");
+            assert!(parse(&text).is_ok(), "{good:?}");
+        }
     }
 
     #[test]

@@ -196,6 +196,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     if share.delete_veto_files {
         let _ = writeln!(out, "delete_veto_files = true");
     }
+    if share.recycle {
+        render_recycle(out, share);
+    }
     if !share.oplocks {
         let _ = writeln!(out, "oplocks = false");
     }
@@ -240,6 +243,43 @@ fn render_fault_rule(out: &mut String, share: &str, rule: &FaultRuleConfig) {
     if let Some(times) = rule.times {
         let _ = writeln!(out, "times = {times}");
     }
+}
+
+/// The `recycle_*` options of a share with a recycle bin.
+fn render_recycle(out: &mut String, share: &ShareConfig) {
+    let _ = writeln!(out, "recycle = true");
+    let _ = writeln!(
+        out,
+        "recycle_repository = {}",
+        toml_string(&share.recycle_repository)
+    );
+    for (option, on) in [
+        ("recycle_keeptree", share.recycle_keeptree),
+        ("recycle_versions", share.recycle_versions),
+        ("recycle_touch", share.recycle_touch),
+    ] {
+        if on {
+            let _ = writeln!(out, "{option} = true");
+        }
+    }
+    for (option, patterns) in [
+        ("recycle_exclude", &share.recycle_exclude),
+        ("recycle_exclude_dir", &share.recycle_exclude_dir),
+        ("recycle_noversions", &share.recycle_noversions),
+    ] {
+        if !patterns.is_empty() {
+            let list = string_list(patterns.iter().map(String::as_str));
+            let _ = writeln!(out, "{option} = {list}");
+        }
+    }
+    if share.recycle_maxsize > 0 {
+        let _ = writeln!(out, "recycle_maxsize = {}", share.recycle_maxsize);
+    }
+    let _ = writeln!(
+        out,
+        "recycle_directory_mode = \"{:04o}\"",
+        share.recycle_directory_mode
+    );
 }
 
 #[cfg(test)]

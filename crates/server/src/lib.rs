@@ -42,7 +42,7 @@ mod tasks;
 mod throttle;
 
 pub use clock::{Clock, SystemClock};
-pub use fs::names;
+pub use fs::{names, recycle};
 pub use limits::{ClientKey, Limit, Limits};
 pub use pipeline::piped_write;
 pub use state::connection::{self, Connection, credits};

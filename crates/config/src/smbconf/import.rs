@@ -10,7 +10,7 @@ use toml::Spanned;
 use super::parse::{Param, Section, SmbConf, Warning, parse_bool};
 use crate::homes::is_homes;
 use crate::limits::{Interval, LimitsConfig};
-use crate::model::{check_server_name, check_share_name};
+use crate::model::{check_recycle_repository, check_server_name, check_share_name};
 use crate::{
     Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT, Dialect,
     EncryptPolicy, HostPattern, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE, MIN_IO_SIZE, MapToGuest,
@@ -142,6 +142,43 @@ struct ShareParams {
     admin_users: Option<Vec<String>>,
     hosts_allow: Option<Vec<HostPattern>>,
     hosts_deny: Option<Vec<HostPattern>>,
+    recycle: RecycleParams,
+}
+
+/// vfs_recycle's `recycle:*` parameters and whether `vfs objects` names it.
+#[derive(Clone, Default)]
+struct RecycleParams {
+    on: Option<bool>,
+    repository: Option<String>,
+    keeptree: Option<bool>,
+    versions: Option<bool>,
+    touch: Option<bool>,
+    exclude: Option<Vec<String>>,
+    exclude_dir: Option<Vec<String>>,
+    noversions: Option<Vec<String>>,
+    maxsize: Option<u64>,
+    directory_mode: Option<u32>,
+}
+
+/// The recycle bin of an imported share, with vfs_recycle's defaults where unset; a bad
+/// repository (warned about) leaves it off.
+fn apply_recycle(share: &mut ShareConfig, recycle: RecycleParams) {
+    let repository = recycle.repository.unwrap_or_else(|| ".recycle".to_owned());
+    share.recycle = recycle.on.unwrap_or(false) && !repository.is_empty();
+    if !share.recycle {
+        return;
+    }
+    share.recycle_repository = repository;
+    share.recycle_keeptree = recycle.keeptree.unwrap_or(false);
+    share.recycle_versions = recycle.versions.unwrap_or(false);
+    share.recycle_touch = recycle.touch.unwrap_or(false);
+    share.recycle_exclude = recycle.exclude.unwrap_or_default();
+    share.recycle_exclude_dir = recycle.exclude_dir.unwrap_or_default();
+    share.recycle_noversions = recycle.noversions.unwrap_or_default();
+    share.recycle_maxsize = recycle.maxsize.unwrap_or(0);
+    if let Some(mode) = recycle.directory_mode {
+        share.recycle_directory_mode = mode;
+    }
 }
 
 /// Parameters smb3d has no use for, with why, so that the warning helps.
@@ -655,7 +692,10 @@ impl Converter {
                 Some(policy) => out.encrypt = Some(policy),
                 None => self.warn_value(section, p, "unknown encryption setting"),
             },
-            "vfsobjects" | "vfsobject" => out.streams = Some(self.vfs_objects(section, p)),
+            "vfsobjects" | "vfsobject" => {
+                out.recycle.on = Some(split_list(&p.value).iter().any(|m| m == "recycle"));
+                out.streams = Some(self.vfs_objects(section, p));
+            }
             "createmask" | "createmode" => {
                 out.create_mask = self.mode_param(section, p).or(out.create_mask);
             }
@@ -696,6 +736,38 @@ impl Converter {
             }
             "oplocks" => out.oplocks = self.bool_param(section, p).or(out.oplocks),
             "vetooplockfiles" => out.veto_oplock_files = Some(self.hide_files(section, p)),
+            _ => return self.recycle_param(section, p, &mut out.recycle),
+        }
+        true
+    }
+
+    /// Applies a `recycle:*` parameter (vfs_recycle's); false when it is not one smb3d maps
+    /// (`touch_mtime`, `minsize`, `subdir_mode`).
+    fn recycle_param(&mut self, section: &Section, p: &Param, out: &mut RecycleParams) -> bool {
+        let list = || Some(split_list(&p.value));
+        match p.key.as_str() {
+            "recycle:repository" => match check_recycle_repository(&p.value) {
+                Ok(()) => out.repository = Some(p.value.clone()),
+                Err(why) => {
+                    // Samba would keep files somewhere; smb3d cannot keep them there.
+                    self.warn_value(section, p, &format!("{why}; the recycle bin is off"));
+                    out.on = Some(false);
+                    out.repository = Some(String::new());
+                }
+            },
+            "recycle:keeptree" => out.keeptree = self.bool_param(section, p).or(out.keeptree),
+            "recycle:versions" => out.versions = self.bool_param(section, p).or(out.versions),
+            "recycle:touch" => out.touch = self.bool_param(section, p).or(out.touch),
+            "recycle:exclude" => out.exclude = list(),
+            "recycle:exclude_dir" => out.exclude_dir = list(),
+            "recycle:noversions" => out.noversions = list(),
+            "recycle:maxsize" => match p.value.trim().parse() {
+                Ok(size) => out.maxsize = Some(size),
+                Err(_) => self.warn_value(section, p, "not a size in bytes"),
+            },
+            "recycle:directory_mode" => {
+                out.directory_mode = self.mode_param(section, p).or(out.directory_mode);
+            }
             _ => return false,
         }
         true
@@ -827,7 +899,7 @@ impl Converter {
     fn vfs_objects(&mut self, section: &Section, p: &Param) -> bool {
         let modules = split_list(&p.value);
         for module in &modules {
-            if module != "acl_xattr" && module != "streams_xattr" {
+            if !matches!(module.as_str(), "acl_xattr" | "streams_xattr" | "recycle") {
                 self.warn(
                     section,
                     Some(p),
@@ -960,6 +1032,7 @@ impl Converter {
         share.delete_veto_files = params.delete_veto_files.unwrap_or(false);
         share.oplocks = params.oplocks.unwrap_or(true);
         share.veto_oplock_files = params.veto_oplock_files.unwrap_or_default();
+        apply_recycle(&mut share, params.recycle);
         if !streams {
             self.warn(
                 section,
@@ -1176,6 +1249,52 @@ mod tests {
         assert!(
             warnings[0].contains("[print$]: imported as a plain file share"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn recycle_bins_are_imported() {
+        let i = convert_text(
+            "[global]\nrecycle:exclude = *.tmp\n\
+             [office]\npath = /srv/office\nvfs objects = streams_xattr recycle\n\
+             recycle:repository = .recycle/%U\nrecycle:keeptree = yes\nrecycle:versions = yes\n\
+             recycle:exclude_dir = tmp,cache\nrecycle:maxsize = 1000\nrecycle:directory_mode = 0750\n\
+             [bad]\npath = /srv/bad\nvfs objects = streams_xattr recycle\nrecycle:repository = /var/trash\n\
+             [off]\npath = /srv/off\nvfs objects = streams_xattr\nrecycle:keeptree = yes\n",
+        );
+        let office = i.config.share("office").unwrap();
+        assert!(office.recycle && office.recycle_keeptree && office.recycle_versions);
+        assert_eq!(office.recycle_repository, ".recycle/%U");
+        assert_eq!(office.recycle_exclude, ["*.tmp"]);
+        assert_eq!(office.recycle_exclude_dir, ["tmp", "cache"]);
+        assert_eq!(office.recycle_maxsize, 1000);
+        assert_eq!(office.recycle_directory_mode, 0o750);
+        assert!(!i.config.share("bad").unwrap().recycle);
+        assert!(!i.config.share("off").unwrap().recycle);
+        let warnings = messages(&i);
+        assert!(
+            !warnings.iter().any(|w| w.contains("not mapped")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("[bad]") && w.contains("the recycle bin is off")),
+            "{warnings:?}"
+        );
+        let rendered = i.config.to_toml();
+        assert!(
+            rendered.contains("recycle_repository = \".recycle/%U\"\n"),
+            "{rendered}"
+        );
+        assert!(
+            rendered.contains("recycle_directory_mode = \"0750\"\n"),
+            "{rendered}"
+        );
+        let back = crate::Config::parse(Path::new("i.toml"), &rendered).unwrap();
+        assert_eq!(
+            back.share("office").unwrap().recycle_exclude_dir,
+            ["tmp", "cache"]
         );
     }
 

@@ -8,6 +8,7 @@ pub(crate) mod eas;
 pub(crate) mod fileinfo;
 pub mod names;
 pub(crate) mod path_status;
+pub mod recycle;
 pub(crate) mod shortname;
 pub(crate) mod streams;
 pub(crate) mod write_time;

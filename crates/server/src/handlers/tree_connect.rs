@@ -5,6 +5,7 @@ use smb3d_smb2::header::HeaderFlags;
 use smb3d_smb2::tree_connect::{
     ShareFlags, ShareType, TreeCapabilities, TreeConnectRequest, TreeConnectResponse,
 };
+use smb3d_vfs::VfsPath;
 use smb3d_wire::Writer;
 
 use std::sync::Arc;
@@ -127,7 +128,18 @@ fn tree_access(
         maximal_access,
         read_only,
         identity: forced_identity(ids, share, who, share.is_admin(user, who))?.map(Arc::new),
+        recycle_to: recycle_to(share, user),
     })
+}
+
+/// The recycle bin repository of `user` on `share`; none where the user's name cannot name
+/// one (their deletes are then real, see [`crate::fs::recycle::RecycleBin::repository_for`]).
+fn recycle_to(share: &Share, user: &SessionUser) -> Option<Arc<VfsPath>> {
+    let name = match user {
+        SessionUser::User { name, .. } => name.as_str(),
+        SessionUser::Anonymous => "",
+    };
+    share.recycle.as_ref()?.repository_for(name).map(Arc::new)
 }
 
 /// The session's tree connects as a re-authentication as `user` with identity `who` leaves

@@ -59,6 +59,8 @@ pub(crate) struct Deleter {
     pub identity: Arc<Identity>,
     /// Whom the audit trail names for the deletion, when their share is audited.
     pub audit: Option<Arc<audit::Subject>>,
+    /// The recycle bin repository the file goes to instead of being unlinked.
+    pub recycle_to: Option<Arc<VfsPath>>,
 }
 
 pub(crate) struct FileState {
@@ -621,6 +623,7 @@ mod tests {
                 },
             }),
             audit: None,
+            recycle_to: None,
         })
     }
 

@@ -76,6 +76,8 @@ pub(crate) struct Open {
     pub opened_at: SystemTime,
     /// Who to name in audit lines, when the share is audited.
     pub audit: Option<Arc<audit::Subject>>,
+    /// Where a delete through this open moves the file (the share's recycle bin).
+    pub recycle_to: Option<Arc<VfsPath>>,
     /// ChannelSequence and CREATE replay state.
     pub replay: ReplayState,
     /// Whether the open holds its share's watch of changes made on the host (a directory open
@@ -188,6 +190,7 @@ impl Open {
         Deleter {
             identity: self.identity.clone(),
             audit: self.audit.clone(),
+            recycle_to: self.recycle_to.clone(),
         }
     }
 
@@ -269,11 +272,12 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
             return;
         }
         Some(Deletion::File(path, by)) => {
+            let recycle_to = by.recycle_to.as_deref();
             let deleted = as_user(vfs, &by.identity, Wait::Long, || {
                 if open.is_directory {
-                    open.share.remove_vetoed(vfs, &path).status()?;
+                    open.share.remove_vetoed(vfs, &path, recycle_to).status()?;
                 }
-                vfs.unlink(&path).status()?;
+                open.share.delete(vfs, &path, recycle_to).status()?;
                 open.share.sync_parent(vfs, &path).status()
             })
             .inspect(|()| {

@@ -650,6 +650,7 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         writes: OpenWrites::default(),
         opened_at: server.settings.clock.wall(),
         audit: None,
+        recycle_to: None,
         replay: ReplayState::restored(record.channel_sequence, record.lock_sequences),
         watches_host: AtomicBool::new(false),
         _counted: counted,

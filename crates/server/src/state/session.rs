@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use smb3d_auth::{Acceptor, Principal};
 use smb3d_crypto::{Cipher, MessageSigner, PreauthHash, SigningAlgorithm};
 use smb3d_dtyp::AccessMask;
+use smb3d_vfs::VfsPath;
 
 use crate::address_slots::AddressSlot;
 use crate::identity::Identity;
@@ -275,6 +276,7 @@ impl SessionState {
             pipes: Arc::default(),
             connected_at,
             audit,
+            recycle_to: access.recycle_to,
         });
         self.trees.insert(id, tree.clone());
         tree
@@ -314,6 +316,8 @@ pub(crate) struct TreeAccess {
     pub maximal_access: AccessMask,
     pub read_only: bool,
     pub identity: Option<Arc<Identity>>,
+    /// This user's recycle bin repository, where the share has a bin.
+    pub recycle_to: Option<Arc<VfsPath>>,
 }
 
 /// A tree connect (MS-SMB2 3.3.1.9).
@@ -338,6 +342,8 @@ pub(crate) struct Tree {
     pub connected_at: SystemTime,
     /// Who to name in audit lines, when the share is audited.
     pub audit: Option<Arc<audit::Subject>>,
+    /// Where this user's deleted files go (see [`TreeAccess::recycle_to`]).
+    pub recycle_to: Option<Arc<VfsPath>>,
 }
 
 impl Tree {
@@ -354,6 +360,7 @@ impl Tree {
                     maximal_access: AccessMask::empty(),
                     read_only: self.read_only,
                     identity: None,
+                    recycle_to: self.recycle_to.clone(),
                 },
             ),
         };
@@ -364,6 +371,7 @@ impl Tree {
             maximal_access: access.maximal_access,
             read_only: access.read_only,
             identity: access.identity,
+            recycle_to: access.recycle_to,
             encrypt_data: self.encrypt_data,
             pipes: self.pipes.clone(),
             connected_at: self.connected_at,

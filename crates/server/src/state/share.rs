@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use smb3d_auth::names;
 use smb3d_fscc::Expression;
-use smb3d_vfs::{Access, DirEntry, Disposition, Kind, OpenRequest, Vfs, VfsPath, VfsResult};
+use smb3d_vfs::{
+    Access, DirEntry, Disposition, Kind, OpenRequest, Timespec, Vfs, VfsPath, VfsResult,
+};
+use smb3d_wire::FileTime;
 
 use crate::blocking::Wait;
 pub use crate::fs::fileinfo::Presentation;
@@ -65,6 +68,8 @@ pub struct Share {
     /// Deleting a directory that holds only vetoed entries deletes them (Samba's `delete veto
     /// files`); the vetoed names are in [`Presentation`].
     pub delete_veto_files: bool,
+    /// Deleted files go to a recycle bin (Samba's vfs_recycle).
+    pub recycle: Option<Arc<crate::fs::recycle::RecycleBin>>,
     /// Oplocks and leases are granted (Samba's `oplocks`).
     pub oplocks: bool,
     /// Files whose names match get no oplock or lease (Samba's `veto oplock files`).
@@ -141,6 +146,7 @@ impl Share {
             force_directory_mode: 0,
             inherit_permissions: false,
             delete_veto_files: false,
+            recycle: None,
             oplocks: true,
             veto_oplock_files: Vec::new(),
             hide_unreadable: false,
@@ -180,6 +186,7 @@ impl Share {
             force_directory_mode: 0,
             inherit_permissions: false,
             delete_veto_files: false,
+            recycle: None,
             oplocks: true,
             veto_oplock_files: Vec::new(),
             hide_unreadable: false,
@@ -233,7 +240,12 @@ impl Share {
 
     /// Before the directory `path` is deleted, with `delete_veto_files`, removes the vetoed
     /// entries it holds; a vetoed directory that is not empty stays and keeps `path`.
-    pub(crate) fn remove_vetoed(&self, vfs: &dyn Vfs, path: &VfsPath) -> VfsResult<()> {
+    pub(crate) fn remove_vetoed(
+        &self,
+        vfs: &dyn Vfs,
+        path: &VfsPath,
+        recycle_to: Option<&VfsPath>,
+    ) -> VfsResult<()> {
         if !self.delete_veto_files || !self.presentation.vetoes_any() {
             return Ok(());
         }
@@ -246,10 +258,26 @@ impl Share {
         let dir = vfs.open(path, &listing)?.file;
         for entry in dir.read_dir()? {
             if self.presentation.vetoes(&entry.name) {
-                vfs.unlink(&path.join(&entry.name)?)?;
+                self.delete(vfs, &path.join(&entry.name)?, recycle_to)?;
             }
         }
         Ok(())
+    }
+
+    /// Deletes `path`, or moves it into `recycle_to`, the deleting user's repository of the
+    /// share's recycle bin, if the bin takes it (files only, as Samba's).
+    pub(crate) fn delete(
+        &self,
+        vfs: &dyn Vfs,
+        path: &VfsPath,
+        recycle_to: Option<&VfsPath>,
+    ) -> VfsResult<()> {
+        let (Some(bin), Some(repository)) = (&self.recycle, recycle_to) else {
+            return vfs.unlink(path);
+        };
+        let (sec, nsec) = FileTime::now().to_unix();
+        bin.dispose(vfs, repository, path, Timespec { sec, nsec })
+            .map(|_| ())
     }
 
     /// Whether this is the `IPC$` share of named pipes.

@@ -622,6 +622,7 @@ impl Creation<'_> {
             writes: Default::default(),
             opened_at: cx.conn.server.settings.clock.wall(),
             audit: self.tree.audit.clone(),
+            recycle_to: self.tree.recycle_to.clone(),
             share: self.tree.share.clone(),
             replay: ReplayState::new(
                 u16::try_from(cx.hdr.status.0 & 0xFFFF).unwrap_or_default(),
