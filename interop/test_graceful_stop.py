@@ -10,14 +10,14 @@ directory. There is no socket hand-over between the processes."""
 
 import platform
 import signal
-import threading
+import struct
 import time
 import uuid
 from pathlib import Path
 
 from smbprotocol.open import CreateDisposition
 
-import smbprotocol_client as spc
+import smb2raw
 from conftest import start_smb3d, stop
 from test_faults import rules
 from test_persistent import connect, create, persistent_reconnect, persistent_request, restart
@@ -44,25 +44,21 @@ def in_injected_delay(pid, timeout=20.0):
 def test_sigterm_answers_the_write_in_flight_then_exits(tmp_path):
     server = start_smb3d(tmp_path, extra_config=rules("share", {"ops": ["write"], "path": "slow*", "delay_ms": 2000}))
     try:
-        conn, session, tree = spc.connect(server)
-        f = spc.create(tree, "slow.bin")
+        # A raw client: it reads every byte the server sent before its FIN. smbprotocol reports
+        # the connection closed to a waiting caller when its receiver sees the FIN first, even
+        # with the response received (a race the test lost under load).
+        c = smb2raw.connect(smb2raw.Target(server.port, server.user, server.password))
+        r, fid = c.create("slow.bin", access=smb2raw.READ_WRITE_FILE, disposition=smb2raw.FILE_OVERWRITE_IF)
+        assert r.status == 0, r.name
         data = b"in flight" * 455
-        outcome = []
-
-        def write():
-            try:
-                outcome.append(f.write(data, 0))
-            except Exception as e:  # noqa: BLE001 - the test reports what the client saw
-                outcome.append(e)
-
-        t = threading.Thread(target=write)
-        t.start()
+        c.send(c.pdu(smb2raw.WRITE, smb2raw.write_body(fid, 0, data)))
         # The write is in flight once the server sleeps in the injected delay; a fixed pause
         # sent the signal before the request arrived when the machine was busy.
         assert in_injected_delay(server.proc.pid), "the write never reached the delay"
         server.proc.send_signal(signal.SIGTERM)
-        t.join(timeout=30)
-        assert outcome == [len(data)], "the write in flight was not answered: %r" % outcome
+        r = c.recv_responses(timeout=30)[0]
+        assert (r.name, r.body[4:8]) == ("STATUS_SUCCESS", struct.pack("<I", len(data))), \
+            "the write in flight was not answered as done: %s" % r.name
         assert server.proc.wait(timeout=30) == 0, server.log_tail()
         assert (server.share_dir / "slow.bin").read_bytes() == data
         log = server.log.read_text(errors="replace")
