@@ -24,6 +24,7 @@ use crate::state::connection::limits::OpenFileSlot;
 use crate::state::dir_leases;
 use crate::state::durable::ReplayState;
 use crate::state::files::{Deleter, Deletion, SharedFile};
+use crate::state::locks::HostLocks;
 use crate::state::notify::ShareKey;
 use crate::state::server::Server;
 use crate::state::share::Share;
@@ -112,6 +113,25 @@ impl Open {
     /// the user who opened it, with the worker's other tasks handed off first.
     pub fn io_long<T>(&self, work: impl FnOnce() -> Result<T, NtStatus>) -> Result<T, NtStatus> {
         as_user(self.vfs.as_ref(), &self.identity, Wait::Long, work)
+    }
+
+    /// Where the open's byte-range locks are also held: its descriptor, on a share with
+    /// `posix_locking` (a named stream has no descriptor of its own to lock).
+    pub fn host_locks(&self) -> Option<&dyn HostLocks> {
+        let projected = self.share.posix_locking && self.stream.is_none() && !self.is_directory;
+        projected.then_some(&self.file as &dyn HostLocks)
+    }
+
+    /// MS-FSA 2.1.4.10: whether this open may read (`write` false) or write the range, as the
+    /// file's byte-range locks and, with `posix_locking`, other programs' locks say.
+    pub fn check_locks(&self, offset: u64, length: u64, write: bool) -> Result<(), NtStatus> {
+        self.shared.locks.check_io(
+            self.file_id.volatile,
+            offset,
+            length,
+            write,
+            self.host_locks(),
+        )
     }
 
     /// The file's current path in the share.
@@ -240,7 +260,9 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
     let changed_by = dir_leases::spared_by(server, open);
     // Its locks go (MS-FSA 2.1.5.4), lock requests waiting on this open learn it closed, and
     // so do its change notifications.
-    open.shared.locks.release_owner(open.file_id.volatile);
+    open.shared
+        .locks
+        .release_owner(open.file_id.volatile, open.host_locks());
     if let Some(share) = server.notify.closed(open.file_id.volatile) {
         server.host_changes.release(share);
     }
