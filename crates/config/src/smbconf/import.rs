@@ -738,6 +738,29 @@ impl Converter {
             "oplocks" => out.oplocks = self.bool_param(section, p).or(out.oplocks),
             "vetooplockfiles" => out.veto_oplock_files = Some(self.hide_files(section, p)),
             "posixlocking" => out.posix_locking = self.bool_param(section, p).or(out.posix_locking),
+            "kernelsharemodes" => {
+                if self.bool_param(section, p) == Some(true) {
+                    self.warn_value(
+                        section,
+                        p,
+                        "not possible on Linux: share modes that local processes must respect \
+                         needed flock's LOCK_MAND, which Linux 5.15 removed, and nothing replaced \
+                         it; smb3d keeps share modes among SMB clients only (as Samba does with \
+                         its default, no)",
+                    );
+                }
+            }
+            "kerneloplocks" => {
+                if self.bool_param(section, p) == Some(true) {
+                    self.warn_value(
+                        section,
+                        p,
+                        "not supported yet: a local open does not break an SMB client's oplock \
+                         or lease; set oplocks = no on shares that local programs or NFS \
+                         clients change",
+                    );
+                }
+            }
             _ => return self.recycle_param(section, p, &mut out.recycle),
         }
         true
@@ -1336,6 +1359,19 @@ mod tests {
         assert!(back.share("db").unwrap().posix_locking);
         let plain = convert_text("[s]\npath = /srv/s\n");
         assert!(plain.config.share("s").unwrap().posix_locking);
+    }
+
+    #[test]
+    fn kernel_share_modes_and_oplocks_say_what_smb3d_cannot_do() {
+        let i = convert_text(
+            "[global]\nkernel share modes = no\nkernel oplocks = no\n\
+             [s]\npath = /srv/s\nkernel share modes = yes\nkernel oplocks = yes\n",
+        );
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("kernel share modes = yes: not possible on Linux"));
+        assert!(warnings[0].contains("LOCK_MAND"));
+        assert!(warnings[1].contains("kernel oplocks = yes: not supported yet"));
     }
 
     #[test]
