@@ -48,3 +48,15 @@ def test_local_posix_locks(shared_smb3d):
     problems = judge(results, KNOWNFAIL)
     assert results.get("smb2.samba3misc.localposixlock1") == "success", output[-4000:]
     assert not problems, "\n".join(problems) + "\n" + output[-4000:]
+
+
+def test_kernel_oplocks(shared_smb3d):
+    """smb2.kernel-oplocks, which takes Linux leases on the share's files from a local process
+    (so it is told where the share lies): kernel_oplocks8's SMB open waits until that process
+    lets go of its lease, without holding up the connection's other requests."""
+    results, output = run_suite(shared_smb3d, "smb2.kernel-oplocks",
+                                extra=["--option=torture:localdir=%s" % shared_smb3d.share_dir])
+    passed = sum(1 for r in results.values() if r == "success")
+    print("smb2.kernel-oplocks: %d passed of %d" % (passed, len(results)))
+    problems = judge(results, KNOWNFAIL)
+    assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + output[-4000:]

@@ -218,9 +218,10 @@ async fn wait_for_lock(
             Err(NtStatus::LOCK_NOT_GRANTED) => {}
             Err(status) => return Err(status),
         }
+        let clock = &cx.conn.server.settings.clock;
         let host_wait = async {
             match open.host_locks() {
-                Some(_) => tokio::time::sleep(host_retry).await,
+                Some(_) => clock.sleep(host_retry).await,
                 None => std::future::pending().await,
             }
         };

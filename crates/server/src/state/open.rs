@@ -222,6 +222,8 @@ impl Open {
 
 /// Opens for the access the request needs; for MAXIMUM_ALLOWED, as widely as the file system
 /// lets this user (read and write, else read, else write, else metadata only).
+/// STATUS_OPLOCK_BREAK_IN_PROGRESS when another program's kernel lease on the file is being
+/// broken (MS-FSA's status for an open that must wait for an oplock break).
 pub(crate) fn open_widest(
     vfs: &dyn Vfs,
     path: &VfsPath,
@@ -239,6 +241,8 @@ pub(crate) fn open_widest(
                 };
             }
             Err(VfsError::OutsideShare) => return Err(path_status::outside_share(vfs, path)),
+            // Told apart from a sharing violation: CREATE waits for the holder and tries again.
+            Err(VfsError::LeaseBreaking) => return Err(NtStatus::OPLOCK_BREAK_IN_PROGRESS),
             result => return result.status(),
         }
     }
