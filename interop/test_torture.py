@@ -37,3 +37,26 @@ def test_session_suites_with_signing_required(tmp_path, suite):
             "\n--- smbtorture ---\n" + output[-6000:] + "\n--- server log ---\n" + server.log_tail()
     finally:
         stop(server)
+
+
+def test_local_posix_locks(shared_smb3d):
+    """smb2.samba3misc.localposixlock1: a local process's fcntl lock on the shared file refuses
+    an SMB lock at once, and a blocking one waits until the process lets go (`posix_locking`,
+    on by default); the test opens the file itself, so it is told where the share lies."""
+    results, output = run_suite(shared_smb3d, "smb2.samba3misc",
+                                extra=["--option=torture:localdir=%s" % shared_smb3d.share_dir])
+    problems = judge(results, KNOWNFAIL)
+    assert results.get("smb2.samba3misc.localposixlock1") == "success", output[-4000:]
+    assert not problems, "\n".join(problems) + "\n" + output[-4000:]
+
+
+def test_kernel_oplocks(shared_smb3d):
+    """smb2.kernel-oplocks, which takes Linux leases on the share's files from a local process
+    (so it is told where the share lies): kernel_oplocks8's SMB open waits until that process
+    lets go of its lease, without holding up the connection's other requests."""
+    results, output = run_suite(shared_smb3d, "smb2.kernel-oplocks",
+                                extra=["--option=torture:localdir=%s" % shared_smb3d.share_dir])
+    passed = sum(1 for r in results.values() if r == "success")
+    print("smb2.kernel-oplocks: %d passed of %d" % (passed, len(results)))
+    problems = judge(results, KNOWNFAIL)
+    assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + output[-4000:]

@@ -523,6 +523,11 @@ pub struct ShareConfig {
     /// oplock or lease (Samba's `veto oplock files`).
     #[serde(default)]
     pub veto_oplock_files: Vec<String>,
+    /// Byte-range locks are also taken as Linux OFD locks on the open's descriptor, so that
+    /// local processes and NFS clients see them with `fcntl` and their locks stop SMB locks,
+    /// reads and writes (Samba's `posix locking`, on by default as there).
+    #[serde(default = "yes")]
+    pub posix_locking: bool,
     /// Continuous availability (MS-SMB2 Share.IsCA): SMB 3 clients may ask for persistent
     /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
     #[serde(default)]
@@ -588,6 +593,7 @@ impl ShareConfig {
             recycle_directory_mode: DEFAULT_RECYCLE_DIRECTORY_MODE,
             oplocks: true,
             veto_oplock_files: Vec::new(),
+            posix_locking: true,
             continuous_availability: false,
             create_home: false,
             create_home_mode: DEFAULT_HOME_MODE,

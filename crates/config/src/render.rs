@@ -209,6 +209,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
             string_list(share.veto_oplock_files.iter().map(String::as_str))
         );
     }
+    if !share.posix_locking {
+        let _ = writeln!(out, "posix_locking = false");
+    }
     let _ = writeln!(
         out,
         "continuous_availability = {}",

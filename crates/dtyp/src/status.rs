@@ -3,6 +3,7 @@ smb3d_wire::open_enum! {
     pub struct NtStatus(u32) {
         SUCCESS = 0x0000_0000,
         PENDING = 0x0000_0103,
+        OPLOCK_BREAK_IN_PROGRESS = 0x0000_0108,
         NOTIFY_CLEANUP = 0x0000_010B,
         NOTIFY_ENUM_DIR = 0x0000_010C,
         BUFFER_OVERFLOW = 0x8000_0005,

@@ -20,7 +20,7 @@ pub fn vfs_status(e: &VfsError) -> NtStatus {
         VfsError::NoSpace => NtStatus::DISK_FULL,
         VfsError::ReadOnlyFs => NtStatus::MEDIA_WRITE_PROTECTED,
         VfsError::TooManyOpenFiles => NtStatus::TOO_MANY_OPENED_FILES,
-        VfsError::Busy => NtStatus::SHARING_VIOLATION,
+        VfsError::Busy | VfsError::LeaseBreaking => NtStatus::SHARING_VIOLATION,
         VfsError::CrossDevice => NtStatus::NOT_SAME_DEVICE,
         VfsError::Unsupported => NtStatus::NOT_SUPPORTED,
         VfsError::Io(_) => NtStatus::UNEXPECTED_IO_ERROR,

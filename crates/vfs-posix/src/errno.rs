@@ -18,7 +18,10 @@ pub(crate) fn map_errno(errno: Errno) -> VfsError {
         Errno::NOSPC | Errno::DQUOT | Errno::FBIG => VfsError::NoSpace,
         Errno::ROFS => VfsError::ReadOnlyFs,
         Errno::MFILE | Errno::NFILE => VfsError::TooManyOpenFiles,
-        Errno::BUSY | Errno::TXTBSY | Errno::AGAIN => VfsError::Busy,
+        Errno::BUSY | Errno::TXTBSY => VfsError::Busy,
+        // A non-blocking open (or a change) of a file another program holds a lease or
+        // delegation on: the kernel has told the holder to let go.
+        Errno::AGAIN => VfsError::LeaseBreaking,
         Errno::XDEV => VfsError::CrossDevice,
         Errno::OPNOTSUPP => VfsError::Unsupported,
         other => VfsError::Io(other.raw_os_error()),
@@ -60,7 +63,7 @@ mod tests {
             (Errno::NFILE, VfsError::TooManyOpenFiles),
             (Errno::BUSY, VfsError::Busy),
             (Errno::TXTBSY, VfsError::Busy),
-            (Errno::AGAIN, VfsError::Busy),
+            (Errno::AGAIN, VfsError::LeaseBreaking),
             (Errno::XDEV, VfsError::CrossDevice),
             (Errno::OPNOTSUPP, VfsError::Unsupported),
             (Errno::IO, VfsError::Io(5)),

@@ -17,14 +17,15 @@ use smb3d_vfs::backend::{
 };
 use smb3d_vfs::casefold::Found;
 use smb3d_vfs::{
-    Access, CaseSensitivity, DirEntry, FileStat, FileType, PipedData, Timespec, VfsError, VfsFile,
-    VfsResult, validate_name,
+    Access, CaseSensitivity, DirEntry, FileStat, FileType, HostLock, PipedData, Timespec, VfsError,
+    VfsFile, VfsResult, validate_name,
 };
 use std::io::IoSliceMut;
 
 use crate::caseless::NameRules;
 use crate::copy;
 use crate::errno::map_errno;
+use crate::host_lock::{self, LockRights};
 use crate::stat::{statx_at, statx_fd};
 use crate::sys;
 
@@ -80,6 +81,17 @@ impl PosixFile {
 
     fn proc_path(&self) -> String {
         format!("/proc/self/fd/{}", self.fd.as_raw_fd())
+    }
+
+    /// What this handle may lock in the kernel's table: nothing unless it is a regular file
+    /// opened for data (an `O_PATH` descriptor takes no locks).
+    fn lock_rights(&self) -> Option<LockRights> {
+        let rights = LockRights {
+            read: self.access.can_read(),
+            write: self.access.can_write(),
+        };
+        (self.file_type == FileType::File && !self.path_only && (rights.read || rights.write))
+            .then_some(rights)
     }
 
     fn check_data(&self, allowed: bool) -> VfsResult<()> {
@@ -382,6 +394,20 @@ impl VfsFile for PosixFile {
     fn data_fd(&self) -> Option<BorrowedFd<'_>> {
         (self.file_type == FileType::File && !self.path_only && self.access.can_read())
             .then(|| self.fd.as_fd())
+    }
+
+    fn set_host_lock(&self, offset: u64, len: u64, level: HostLock) -> VfsResult<bool> {
+        match self.lock_rights() {
+            Some(rights) => host_lock::set(self.fd.as_fd(), rights, offset, len, level),
+            None => Ok(true),
+        }
+    }
+
+    fn host_lock_conflicts(&self, offset: u64, len: u64, write: bool) -> VfsResult<bool> {
+        match self.lock_rights() {
+            Some(_) => host_lock::conflicts(self.fd.as_fd(), offset, len, write),
+            None => Ok(false),
+        }
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {

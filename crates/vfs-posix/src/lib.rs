@@ -8,8 +8,9 @@
 //! Everything is `O_CLOEXEC` and closed on drop. rustix wraps the system calls; those whose
 //! outcome depends on the thread's credentials are made through [`sys`], which takes the proof
 //! that the credentials are settled. The one `unsafe` blocks are the calls rustix has no
-//! wrapper for: the `FICLONERANGE` ioctl (`copy.rs`), `getxattrat` (`file.rs`) and fanotify
-//! with `open_by_handle_at` (`outside.rs`, changes made by other processes).
+//! wrapper for: the `FICLONERANGE` ioctl (`copy.rs`), `getxattrat` (`file.rs`), fanotify
+//! with `open_by_handle_at` (`outside.rs`, changes made by other processes) and byte-range
+//! OFD locks (`host_lock.rs`, locks that local processes see).
 //!
 //! Names ignore case by default ([`CaseSensitivity`]): a path that exists as spelled costs
 //! what it would cost without the option; a component missing as spelled is looked for by
@@ -30,6 +31,7 @@ mod caseless;
 mod copy;
 mod errno;
 mod file;
+mod host_lock;
 mod listing_cache;
 mod outside;
 mod resolve;

@@ -47,6 +47,11 @@ pub enum VfsError {
     /// The object is in use (a mount point, the share root, a running executable).
     #[error("busy")]
     Busy,
+    /// Another program holds a kernel lease on the file (a local process's Linux file lease,
+    /// the NFS server's delegation), which the call has started breaking: the same call
+    /// succeeds once the holder lets go, within the kernel's `lease-break-time`.
+    #[error("a lease on the file is being broken")]
+    LeaseBreaking,
     /// A rename across file systems.
     #[error("cross-device")]
     CrossDevice,

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::{
-    Credentials, DirEntry, FileStat, FsStat, OpenRequest, Opened, OutsideSink, OutsideWatch,
-    PipedData, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult,
+    Credentials, DirEntry, FileStat, FsStat, HostLock, OpenRequest, Opened, OutsideSink,
+    OutsideWatch, PipedData, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult,
 };
 
 /// The calls a rule can match; each names one or a few related methods of [`Vfs`] and
@@ -391,6 +391,14 @@ impl VfsFile for FaultFile {
             return None;
         }
         self.inner.try_read_append(buf, len, offset)
+    }
+
+    fn set_host_lock(&self, offset: u64, len: u64, level: HostLock) -> VfsResult<bool> {
+        self.inner.set_host_lock(offset, len, level)
+    }
+
+    fn host_lock_conflicts(&self, offset: u64, len: u64, write: bool) -> VfsResult<bool> {
+        self.inner.host_lock_conflicts(offset, len, write)
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {

@@ -46,8 +46,8 @@ pub use outside::{OutsideChange, OutsideSink, OutsideWatch};
 pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
 pub use piped::PipedData;
 pub use types::{
-    Access, CaseSensitivity, DirEntry, Disposition, FileStat, FileType, FsStat, Kind, OpenRequest,
-    S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
+    Access, CaseSensitivity, DirEntry, Disposition, FileStat, FileType, FsStat, HostLock, Kind,
+    OpenRequest, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
 };
 
 /// A Unix identity for [`Vfs::run_as`].
@@ -319,6 +319,25 @@ pub trait VfsFile: Send + Sync {
     /// (a caller that must know whether more exist asks for one more than it can use). A file
     /// system without holes reports everything up to the end as data.
     fn allocated_ranges(&self, offset: u64, len: u64, limit: usize) -> VfsResult<Vec<(u64, u64)>>;
+
+    /// Sets the lock this handle holds in the host's byte-range lock table (Linux OFD locks,
+    /// which local processes and NFS clients see through `fcntl`) on `offset..offset + len` to
+    /// `level`, replacing what it held there; `Ok(false)`, with nothing changed, when another
+    /// holder's lock conflicts. A handle that cannot hold the level its access allows takes
+    /// the nearest one it can (see [`HostLock`]). `len` 0 does nothing; the part of a range
+    /// beyond what the host can lock (past `i64::MAX`) is left out. Back ends without such a
+    /// table hold nothing and see no conflicts (the default).
+    fn set_host_lock(&self, offset: u64, len: u64, level: HostLock) -> VfsResult<bool> {
+        let _ = (offset, len, level);
+        Ok(true)
+    }
+
+    /// Whether another holder's lock in the host's table stops this handle from reading
+    /// (`write` false) or writing `offset..offset + len`; false where the back end has none.
+    fn host_lock_conflicts(&self, offset: u64, len: u64, write: bool) -> VfsResult<bool> {
+        let _ = (offset, len, write);
+        Ok(false)
+    }
 
     /// This handle as `Any`, so that a back end can recognise its own handles (the `src` of
     /// [`copy_range`](Self::copy_range) and [`clone_range`](Self::clone_range)).

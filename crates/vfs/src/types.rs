@@ -86,6 +86,20 @@ impl OpenRequest {
     }
 }
 
+/// A level of byte-range lock in the host's lock table ([`crate::VfsFile::set_host_lock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HostLock {
+    /// No lock.
+    None,
+    /// A read lock, which other holders may share. A handle that cannot read holds none,
+    /// after checking that no other holder's write lock conflicts.
+    Shared,
+    /// A write lock, which no other holder may overlap. A handle that cannot write holds a
+    /// read lock instead (which still keeps other holders from writing), after checking that
+    /// no other holder's lock conflicts.
+    Exclusive,
+}
+
 /// How names are matched against directory entries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum CaseSensitivity {

@@ -136,6 +136,7 @@ struct ShareParams {
     delete_veto_files: Option<bool>,
     oplocks: Option<bool>,
     veto_oplock_files: Option<Vec<String>>,
+    posix_locking: Option<bool>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
     invalid_users: Option<Vec<String>>,
@@ -736,6 +737,30 @@ impl Converter {
             }
             "oplocks" => out.oplocks = self.bool_param(section, p).or(out.oplocks),
             "vetooplockfiles" => out.veto_oplock_files = Some(self.hide_files(section, p)),
+            "posixlocking" => out.posix_locking = self.bool_param(section, p).or(out.posix_locking),
+            "kernelsharemodes" => {
+                if self.bool_param(section, p) == Some(true) {
+                    self.warn_value(
+                        section,
+                        p,
+                        "not possible on Linux: share modes that local processes must respect \
+                         needed flock's LOCK_MAND, which Linux 5.15 removed, and nothing replaced \
+                         it; smb3d keeps share modes among SMB clients only (as Samba does with \
+                         its default, no)",
+                    );
+                }
+            }
+            "kerneloplocks" => {
+                if self.bool_param(section, p) == Some(true) {
+                    self.warn_value(
+                        section,
+                        p,
+                        "not supported yet: a local open does not break an SMB client's oplock \
+                         or lease; set oplocks = no on shares that local programs or NFS \
+                         clients change",
+                    );
+                }
+            }
             _ => return self.recycle_param(section, p, &mut out.recycle),
         }
         true
@@ -1032,6 +1057,7 @@ impl Converter {
         share.delete_veto_files = params.delete_veto_files.unwrap_or(false);
         share.oplocks = params.oplocks.unwrap_or(true);
         share.veto_oplock_files = params.veto_oplock_files.unwrap_or_default();
+        share.posix_locking = params.posix_locking.unwrap_or(true);
         apply_recycle(&mut share, params.recycle);
         if !streams {
             self.warn(
@@ -1316,6 +1342,36 @@ mod tests {
             rendered.contains("veto_oplock_files = [\"*.mdb\", \"*.LDB\"]\n"),
             "{rendered}"
         );
+    }
+
+    #[test]
+    fn posix_locking_is_imported_with_samba_default() {
+        let i = convert_text(
+            "[global]\nposix locking = no\n[nfs]\npath = /srv/nfs\n\
+             [db]\npath = /srv/db\nposix locking = yes\n",
+        );
+        assert!(!i.config.share("nfs").unwrap().posix_locking);
+        assert!(i.config.share("db").unwrap().posix_locking);
+        assert_eq!(messages(&i), Vec::<String>::new());
+        let rendered = i.config.to_toml();
+        let back = crate::Config::parse(Path::new("i.toml"), &rendered).unwrap();
+        assert!(!back.share("nfs").unwrap().posix_locking);
+        assert!(back.share("db").unwrap().posix_locking);
+        let plain = convert_text("[s]\npath = /srv/s\n");
+        assert!(plain.config.share("s").unwrap().posix_locking);
+    }
+
+    #[test]
+    fn kernel_share_modes_and_oplocks_say_what_smb3d_cannot_do() {
+        let i = convert_text(
+            "[global]\nkernel share modes = no\nkernel oplocks = no\n\
+             [s]\npath = /srv/s\nkernel share modes = yes\nkernel oplocks = yes\n",
+        );
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("kernel share modes = yes: not possible on Linux"));
+        assert!(warnings[0].contains("LOCK_MAND"));
+        assert!(warnings[1].contains("kernel oplocks = yes: not supported yet"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! LOCK: MS-SMB2 3.3.5.14, with the lock semantics of MS-FSA 2.1.5.7 and 2.1.5.8.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::lock::{LockElement, LockFlags, LockRequest, LockResponse};
@@ -50,9 +51,12 @@ pub(crate) async fn handle(
             if element.flags != LockFlags::UNLOCK {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            open.shared
-                .locks
-                .unlock(open.file_id.volatile, element.offset, element.length)?;
+            open.shared.locks.unlock(
+                open.file_id.volatile,
+                element.offset,
+                element.length,
+                open.host_locks(),
+            )?;
         }
     } else {
         admit_locks(cx, &open, req.locks.len())?;
@@ -61,10 +65,11 @@ pub(crate) async fn handle(
         let mut granted: Vec<LockElement> = Vec::new();
         let result = elements.try_for_each(|element| {
             let lock = requested_lock(&element, open.file_id.volatile, several)?;
+            let max_locks = cx.conn.server.limits().max_locks_per_file;
             match open
                 .shared
                 .locks
-                .try_lock(lock, cx.conn.server.limits().max_locks_per_file)
+                .try_lock(lock, max_locks, open.host_locks())
             {
                 Ok(()) => {
                     granted.push(element);
@@ -89,6 +94,7 @@ pub(crate) async fn handle(
                         open.file_id.volatile,
                         element.offset,
                         element.length,
+                        open.host_locks(),
                     );
                 }
                 return Err(status);
@@ -105,10 +111,12 @@ pub(crate) async fn handle(
         );
         if !first.flags.contains(LockFlags::UNLOCK) {
             for element in req.locks.iter() {
-                let _ =
-                    open.shared
-                        .locks
-                        .unlock(open.file_id.volatile, element.offset, element.length);
+                let _ = open.shared.locks.unlock(
+                    open.file_id.volatile,
+                    element.offset,
+                    element.length,
+                    open.host_locks(),
+                );
             }
             return Err(NtStatus::INSUFFICIENT_RESOURCES);
         }
@@ -172,8 +180,15 @@ fn requested_lock(
     })
 }
 
-/// A blocking lock: goes async and retries whenever a lock of the file goes away, until it is
-/// granted, cancelled, or its open closes (STATUS_RANGE_NOT_LOCKED, as Windows answers).
+/// How long a blocking lock that other programs' locks may stop waits before trying again at
+/// first, and at most: their unlocks wake nobody here (the kernel tells only waiters it
+/// blocks, and a blocked worker could not be cancelled), so the wait doubles up to the most.
+const HOST_RETRY_FIRST: Duration = Duration::from_millis(20);
+const HOST_RETRY_MOST: Duration = Duration::from_secs(1);
+
+/// A blocking lock: goes async and retries whenever a lock of the file goes away (and, with
+/// `posix_locking`, now and then for other programs' locks), until it is granted, cancelled,
+/// or its open closes (STATUS_RANGE_NOT_LOCKED, as Windows answers).
 async fn wait_for_lock(
     cx: &mut Ctx<'_>,
     reply: &mut Reply<'_>,
@@ -183,6 +198,7 @@ async fn wait_for_lock(
 ) -> Result<(), NtStatus> {
     let pending = go_async(cx, reply)?;
     let locks = &open.shared.locks;
+    let mut host_retry = HOST_RETRY_FIRST;
     loop {
         let changed = locks.changed();
         tokio::pin!(changed);
@@ -197,13 +213,21 @@ async fn wait_for_lock(
             return Err(NtStatus::RANGE_NOT_LOCKED);
         }
         let max_locks = cx.conn.server.limits().max_locks_per_file;
-        match locks.try_lock(lock, max_locks) {
+        match locks.try_lock(lock, max_locks, open.host_locks()) {
             Ok(()) => return Ok(()),
             Err(NtStatus::LOCK_NOT_GRANTED) => {}
             Err(status) => return Err(status),
         }
+        let clock = &cx.conn.server.settings.clock;
+        let host_wait = async {
+            match open.host_locks() {
+                Some(_) => clock.sleep(host_retry).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = &mut changed => {}
+            () = host_wait => host_retry = (host_retry * 2).min(HOST_RETRY_MOST),
             status = pending.cancelled() => return Err(status),
         }
     }

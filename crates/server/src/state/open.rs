@@ -24,6 +24,7 @@ use crate::state::connection::limits::OpenFileSlot;
 use crate::state::dir_leases;
 use crate::state::durable::ReplayState;
 use crate::state::files::{Deleter, Deletion, SharedFile};
+use crate::state::locks::HostLocks;
 use crate::state::notify::ShareKey;
 use crate::state::server::Server;
 use crate::state::share::Share;
@@ -114,6 +115,25 @@ impl Open {
         as_user(self.vfs.as_ref(), &self.identity, Wait::Long, work)
     }
 
+    /// Where the open's byte-range locks are also held: its descriptor, on a share with
+    /// `posix_locking` (a named stream has no descriptor of its own to lock).
+    pub fn host_locks(&self) -> Option<&dyn HostLocks> {
+        let projected = self.share.posix_locking && self.stream.is_none() && !self.is_directory;
+        projected.then_some(&self.file as &dyn HostLocks)
+    }
+
+    /// MS-FSA 2.1.4.10: whether this open may read (`write` false) or write the range, as the
+    /// file's byte-range locks and, with `posix_locking`, other programs' locks say.
+    pub fn check_locks(&self, offset: u64, length: u64, write: bool) -> Result<(), NtStatus> {
+        self.shared.locks.check_io(
+            self.file_id.volatile,
+            offset,
+            length,
+            write,
+            self.host_locks(),
+        )
+    }
+
     /// The file's current path in the share.
     pub fn path(&self) -> VfsPath {
         self.shared.path()
@@ -202,6 +222,8 @@ impl Open {
 
 /// Opens for the access the request needs; for MAXIMUM_ALLOWED, as widely as the file system
 /// lets this user (read and write, else read, else write, else metadata only).
+/// STATUS_OPLOCK_BREAK_IN_PROGRESS when another program's kernel lease on the file is being
+/// broken (MS-FSA's status for an open that must wait for an oplock break).
 pub(crate) fn open_widest(
     vfs: &dyn Vfs,
     path: &VfsPath,
@@ -219,6 +241,8 @@ pub(crate) fn open_widest(
                 };
             }
             Err(VfsError::OutsideShare) => return Err(path_status::outside_share(vfs, path)),
+            // Told apart from a sharing violation: CREATE waits for the holder and tries again.
+            Err(VfsError::LeaseBreaking) => return Err(NtStatus::OPLOCK_BREAK_IN_PROGRESS),
             result => return result.status(),
         }
     }
@@ -240,7 +264,9 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
     let changed_by = dir_leases::spared_by(server, open);
     // Its locks go (MS-FSA 2.1.5.4), lock requests waiting on this open learn it closed, and
     // so do its change notifications.
-    open.shared.locks.release_owner(open.file_id.volatile);
+    open.shared
+        .locks
+        .release_owner(open.file_id.volatile, open.host_locks());
     if let Some(share) = server.notify.closed(open.file_id.volatile) {
         server.host_changes.release(share);
     }

@@ -28,7 +28,7 @@ use crate::identity::Identity;
 use crate::state::caching::{Caching, LeaseId, LeaseRecord, Route};
 use crate::state::durable::{Durability, ReplayState};
 use crate::state::files::{FileKey, OpenEntry, SharedFile};
-use crate::state::locks::RangeLock;
+use crate::state::locks::{HostLocks, RangeLock};
 use crate::state::open::{DirCursor, Open, open_widest};
 use crate::state::server::Server;
 use crate::state::session::SessionUser;
@@ -626,9 +626,10 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         persistent: true,
     };
     let shared = server.files.restore(key, &path, entry, lease);
-    if !relock(&shared, volatile, &record.locks) {
-        // Another restored open holds a conflicting lock: the records disagree.
-        shared.locks.release_owner(volatile);
+    let host = share.posix_locking.then_some(&file as &dyn HostLocks);
+    if !relock(&shared, volatile, &record.locks, host) {
+        // Another restored open (or a local process) holds a conflicting lock.
+        shared.locks.release_owner(volatile, host);
         server.files.release(&shared, volatile);
         return Err("its locks conflict with another restored open".into());
     }
@@ -755,7 +756,12 @@ fn caching_of(record: &Record) -> (Caching, Option<LeaseRecord>) {
 }
 
 /// Takes the byte-range locks the open `owner` held again; false when one conflicts.
-fn relock(shared: &SharedFile, owner: u64, locks: &[HeldLock]) -> bool {
+fn relock(
+    shared: &SharedFile,
+    owner: u64,
+    locks: &[HeldLock],
+    host: Option<&dyn HostLocks>,
+) -> bool {
     locks.iter().all(|lock| {
         // Locks granted before the restart stand, whatever the limits are now.
         shared
@@ -768,6 +774,7 @@ fn relock(shared: &SharedFile, owner: u64, locks: &[HeldLock]) -> bool {
                     exclusive: lock.exclusive,
                 },
                 usize::MAX,
+                host,
             )
             .is_ok()
     })

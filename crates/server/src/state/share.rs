@@ -74,6 +74,9 @@ pub struct Share {
     pub oplocks: bool,
     /// Files whose names match get no oplock or lease (Samba's `veto oplock files`).
     pub veto_oplock_files: Vec<Expression>,
+    /// Byte-range locks are also held in the host's lock table, where local processes and NFS
+    /// clients meet them and theirs stop SMB locks and I/O (Samba's `posix locking`).
+    pub posix_locking: bool,
     /// Listings leave out what the user cannot read (access-based enumeration, Samba's
     /// `hide unreadable`).
     pub hide_unreadable: bool,
@@ -149,6 +152,7 @@ impl Share {
             recycle: None,
             oplocks: true,
             veto_oplock_files: Vec::new(),
+            posix_locking: true,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
@@ -189,6 +193,7 @@ impl Share {
             recycle: None,
             oplocks: true,
             veto_oplock_files: Vec::new(),
+            posix_locking: false,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,

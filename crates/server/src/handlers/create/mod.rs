@@ -14,6 +14,7 @@ mod stream;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::time::Duration;
 
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor};
 use smb3d_fscc::{FileAttributes, NotifyAction};
@@ -34,7 +35,7 @@ use crate::fs::streams::{self, Stream, StreamFile};
 use crate::identity::Identity;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
-use crate::request::reply::Reply;
+use crate::request::reply::{Reply, go_async};
 use crate::security;
 use crate::state::allocation;
 use crate::state::audit;
@@ -54,6 +55,11 @@ use access::{AccessCheck, check_existing, security_context};
 use request::Intent;
 
 /// The CreateOptions that FileModeInformation reports (MS-FSCC 2.4.26).
+/// How long a CREATE waits for another program to let go of its kernel lease on the file: a
+/// little more than the kernel's default `lease-break-time` (45 s), after which the kernel
+/// breaks the lease itself.
+const LOCAL_LEASE_WAIT: Duration = Duration::from_secs(50);
+
 const MODE_OPTIONS: u32 =
     0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020 | 0x0000_1000;
 
@@ -97,7 +103,7 @@ pub(crate) async fn handle(
     };
     // MS-FSA 2.1.5.1: open or create and check access, then share access and caching; only
     // then is an existing file overwritten or a new one given its metadata.
-    let resolved = creation.resolve()?;
+    let resolved = creation.resolve_after_local_leases(cx, reply).await?;
     let registered = creation.register(cx, reply, &resolved).await?;
     let outcome = resolved.outcome;
     let prepared = creation.prepare(&registered, resolved)?;
@@ -339,6 +345,37 @@ impl Creation<'_> {
                 status
             }
         })
+    }
+
+    /// [`Creation::resolve`], waiting while another program's kernel lease on the file (a
+    /// local process's Linux file lease, the NFS server's delegation) is being broken: the
+    /// open that met it told the kernel to break it, and the holder has the kernel's
+    /// `lease-break-time` (45 s by default) to let go before the kernel takes it. The request
+    /// goes async and tries again after 20 ms, doubling up to 1 s, cancellable, for at most
+    /// [`LOCAL_LEASE_WAIT`]; then it is the sharing violation it was before (smbtorture
+    /// smb2.kernel-oplocks.kernel_oplocks8).
+    async fn resolve_after_local_leases(
+        &self,
+        cx: &mut Ctx<'_>,
+        reply: &mut Reply<'_>,
+    ) -> Result<Resolved, NtStatus> {
+        let clock = &self.server.settings.clock;
+        let deadline = clock.now() + LOCAL_LEASE_WAIT;
+        let mut retry = Duration::from_millis(20);
+        loop {
+            match self.resolve() {
+                Err(NtStatus::OPLOCK_BREAK_IN_PROGRESS) if clock.now() < deadline => {
+                    let pending = go_async(cx, reply)?;
+                    tokio::select! {
+                        () = clock.sleep(retry) => {}
+                        status = pending.cancelled() => return Err(status),
+                    }
+                    retry = (retry * 2).min(Duration::from_secs(1));
+                }
+                Err(NtStatus::OPLOCK_BREAK_IN_PROGRESS) => return Err(NtStatus::SHARING_VIOLATION),
+                result => return result,
+            }
+        }
     }
 
     /// The open as planned; on an `inherit_permissions` share, with the mode taken from the

@@ -159,14 +159,8 @@ fn within_limits(copy: &CopyChunkCopy<'_>) -> Option<Vec<CopyChunk>> {
 /// Copies one chunk whole, or fails without copying.
 fn copy_one(source: &Open, target: &Open, chunk: &CopyChunk) -> Result<(), NtStatus> {
     let len = u64::from(chunk.length);
-    source
-        .shared
-        .locks
-        .check_io(source.file_id.volatile, chunk.source_offset, len, false)?;
-    target
-        .shared
-        .locks
-        .check_io(target.file_id.volatile, chunk.target_offset, len, true)?;
+    source.check_locks(chunk.source_offset, len, false)?;
+    target.check_locks(chunk.target_offset, len, true)?;
     let size = source.file.stat().status()?.size;
     if chunk.source_offset.saturating_add(len) > size {
         return Err(NtStatus::INVALID_VIEW_SIZE);

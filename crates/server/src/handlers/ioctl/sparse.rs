@@ -73,9 +73,7 @@ pub(super) fn zero_data(
     }
     let len = end - offset;
     if len > 0 {
-        open.shared
-            .locks
-            .check_io(open.file_id.volatile, offset, len, true)?;
+        open.check_locks(offset, len, true)?;
         open.writing();
         open.io_long(|| open.file.punch_hole(offset, len).status())?;
     }
