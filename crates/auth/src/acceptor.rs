@@ -48,6 +48,17 @@ pub trait CredentialStore: Send + Sync {
     fn uid(&self, _user: &str) -> Option<u32> {
         None
     }
+
+    /// Changes `user`'s password if `change` proves the old one, persisting it before it
+    /// returns; the account's own spelling on success. Stores that cannot change passwords
+    /// refuse.
+    fn change_password(
+        &self,
+        _user: &str,
+        _change: &crate::samr::PasswordChange,
+    ) -> Result<String, crate::samr::PasswordChangeError> {
+        Err(crate::samr::PasswordChangeError::Store)
+    }
 }
 
 /// The names the server announces in its NTLM CHALLENGE (MS-NLMP 2.2.2.1).

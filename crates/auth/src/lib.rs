@@ -19,6 +19,7 @@ mod acceptor;
 mod der;
 pub mod names;
 pub mod ntlm;
+pub mod samr;
 pub mod spnego;
 pub mod userdb;
 

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
 use crate::ntlm::crypto;
+use crate::samr::{PasswordChange, PasswordChangeError};
 use crate::{Account, CredentialStore, names};
 
 /// The longest user name accepted, in characters.
@@ -338,6 +339,28 @@ impl UserDb {
         let changed = entry.disabled() != disabled;
         entry.set_flag('D', disabled);
         Ok(changed)
+    }
+
+    /// Changes `name`'s password if `change` proves the old one (MS-SAMR 3.1.5.10.3): the new
+    /// NT hash and the change time are set in memory; the caller saves. Returns the account's
+    /// own spelling. A disabled account is refused whatever it sends, as is one without a
+    /// password (flag N: nothing to prove).
+    pub fn apply_password_change(
+        &mut self,
+        name: &str,
+        change: &PasswordChange,
+    ) -> Result<String, PasswordChangeError> {
+        let entry = self
+            .users
+            .get_mut(&fold(name))
+            .filter(|e| e.has_password())
+            .ok_or(PasswordChangeError::UnknownUser)?;
+        if entry.disabled() {
+            return Err(PasswordChangeError::Disabled);
+        }
+        entry.nt_hash = change.new_nt_hash(&entry.nt_hash)?;
+        entry.last_change = unix_now();
+        Ok(entry.name.clone())
     }
 
     /// The database in smbpasswd format.
@@ -694,6 +717,62 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// A password change over SAMR: the right old password sets the new hash, anything else
+    /// changes nothing.
+    #[test]
+    fn password_change_needs_the_old_password() {
+        let change =
+            |old: &str, new: &str| PasswordChange::encrypt(&crypto::nt_hash(old), new).unwrap();
+        let dir = TempDir::new("change");
+        let path = dir.0.join("users");
+        let mut db = UserDb::new(&path);
+        db.add_or_update("Kate", "old", Some(1)).unwrap();
+        db.add_or_update("off", "old", Some(2)).unwrap();
+        db.set_disabled("off", true).unwrap();
+        db.import_line(&PDBEDIT_LINE.replace("[U          ]", "[NU         ]"))
+            .unwrap();
+        let before = db.render();
+
+        let refused = [
+            (
+                "kate",
+                change("wrong", "new"),
+                PasswordChangeError::WrongPassword,
+            ),
+            (
+                "nobody",
+                change("old", "new"),
+                PasswordChangeError::UnknownUser,
+            ),
+            ("off", change("old", "new"), PasswordChangeError::Disabled),
+            (
+                "bench",
+                change("pass", "new"),
+                PasswordChangeError::UnknownUser,
+            ),
+        ];
+        for (user, change, error) in refused {
+            assert_eq!(
+                db.apply_password_change(user, &change),
+                Err(error),
+                "{user}"
+            );
+        }
+        assert_eq!(*db.render(), *before, "a refused change changes nothing");
+
+        assert_eq!(
+            db.apply_password_change("KATE", &change("old", "new"))
+                .as_deref(),
+            Ok("Kate")
+        );
+        assert_eq!(hash(&db, "kate"), Some(*crypto::nt_hash("new")));
+        assert_eq!(
+            db.apply_password_change("kate", &change("old", "again")),
+            Err(PasswordChangeError::WrongPassword),
+            "the old password is no proof any more"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! DCE/RPC over SMB named pipes for smb3d: the connection-oriented protocol of MS-RPCE (bind,
 //! alter context, fragmentation, faults), NDR, and the services clients need to browse a
 //! server and show owner names: `srvsvc` (MS-SRVS), `wkssvc` (MS-WKST) and a minimal `lsarpc`
-//! (MS-LSAT, MS-LSAD).
+//! (MS-LSAT, MS-LSAD), and the `samr` password change users make from Windows (MS-SAMR).
 //!
 //! The crate is sans-IO. The server opens a [`PipeEndpoint`] for each SMB2 CREATE of a pipe on
 //! `IPC$`, feeds it what the client writes (SMB2 WRITE, or the input of
@@ -23,6 +23,7 @@ mod endpoint;
 mod lsarpc;
 mod ndr;
 pub mod pdu;
+pub mod samr;
 mod service;
 mod srvsvc;
 mod wkssvc;
@@ -119,6 +120,33 @@ pub trait Directory: Send + Sync {
     fn lookup_name(&self, name: &str) -> Option<(Sid, SidType, String)>;
     /// Resolves a SID: its name, type and domain name.
     fn lookup_sid(&self, sid: &Sid) -> Option<(String, SidType, String)>;
+
+    /// Changes a user's password if the request proves the old one (samr's
+    /// SamrUnicodeChangePasswordUser2), and answers with the call's status: STATUS_SUCCESS
+    /// once the change is stored, STATUS_WRONG_PASSWORD for a wrong old password and equally
+    /// for an unknown or disabled account. A directory without a user database refuses.
+    fn change_password(&self, _request: &PasswordChangeRequest) -> smb3d_dtyp::NtStatus {
+        smb3d_dtyp::NtStatus::ACCESS_DENIED
+    }
+}
+
+/// A password change as SamrUnicodeChangePasswordUser2 carries it (MS-SAMR 3.1.5.10.3).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PasswordChangeRequest {
+    /// The account name as the client sent it.
+    pub user: String,
+    /// NewPasswordEncryptedWithOldNt (SAMPR_ENCRYPTED_USER_PASSWORD, MS-SAMR 2.2.6.21).
+    pub new_password_encrypted: [u8; 516],
+    /// OldNtOwfPasswordEncryptedWithNewNt (ENCRYPTED_NT_OWF_PASSWORD, MS-SAMR 2.2.7.3).
+    pub old_nt_hash_encrypted: [u8; 16],
+}
+
+impl core::fmt::Debug for PasswordChangeRequest {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PasswordChangeRequest")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The pipes this crate serves.
@@ -127,6 +155,7 @@ pub(crate) enum PipeKind {
     Srvsvc,
     Wkssvc,
     Lsarpc,
+    Samr,
 }
 
 /// Maps a pipe name as a client opens it (`srvsvc`, `\PIPE\srvsvc`, any case) to the service.
@@ -142,6 +171,7 @@ pub(crate) fn pipe_kind(name: &str) -> Option<PipeKind> {
         ("wkssvc", PipeKind::Wkssvc),
         ("lsarpc", PipeKind::Lsarpc),
         ("lsass", PipeKind::Lsarpc),
+        ("samr", PipeKind::Samr),
     ]
     .into_iter()
     .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -149,7 +179,7 @@ pub(crate) fn pipe_kind(name: &str) -> Option<PipeKind> {
 }
 
 /// Whether a named pipe of this name exists on `IPC$` (case-insensitive, with or without a
-/// leading `\PIPE\`): `srvsvc`, `wkssvc`, `lsarpc` and its alias `lsass`.
+/// leading `\PIPE\`): `srvsvc`, `wkssvc`, `lsarpc` and its alias `lsass`, and `samr`.
 pub fn pipe_exists(name: &str) -> bool {
     pipe_kind(name).is_some()
 }
@@ -169,12 +199,14 @@ mod tests {
             "lsarpc",
             "LSASS",
             "\\wkssvc",
+            "samr",
+            "\\PIPE\\SAMR",
         ] {
             assert!(pipe_exists(name), "{name}");
         }
         for name in [
             "",
-            "samr",
+            "samr2",
             "srvsvc\\",
             "\\PIPE\\",
             "PIPE",

@@ -74,6 +74,11 @@ impl<'a> NdrReader<'a> {
         self.r.bytes(n, field)
     }
 
+    /// A fixed-size byte array (`unsigned char x[N]`, alignment 1).
+    pub fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
+        self.r.array(field)
+    }
+
     /// A unique or full pointer's referent id: whether the pointee follows.
     pub fn pointer(&mut self, field: &'static str) -> Result<bool, DecodeError> {
         Ok(self.u32(field)? != 0)

@@ -6,7 +6,7 @@ use smb3d_wire::DecodeError;
 use crate::lsarpc::LsaState;
 use crate::ndr::NdrWriter;
 use crate::pdu::{SyntaxId, guid};
-use crate::{CallerInfo, Directory, PipeKind, lsarpc, srvsvc, wkssvc};
+use crate::{CallerInfo, Directory, PipeKind, lsarpc, samr, srvsvc, wkssvc};
 
 /// Why a call ends in a fault PDU instead of a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +95,7 @@ pub enum Service {
     Srvsvc,
     Wkssvc,
     Lsarpc(LsaState),
+    Samr,
 }
 
 impl Service {
@@ -104,6 +105,7 @@ impl Service {
             PipeKind::Srvsvc => Self::Srvsvc,
             PipeKind::Wkssvc => Self::Wkssvc,
             PipeKind::Lsarpc => Self::Lsarpc(LsaState::new(seed)),
+            PipeKind::Samr => Self::Samr,
         }
     }
 
@@ -113,16 +115,17 @@ impl Service {
             Self::Srvsvc => SRVSVC,
             Self::Wkssvc => WKSSVC,
             Self::Lsarpc(_) => LSARPC,
+            Self::Samr => SAMR,
         }
     }
 
-    /// The endpoint name bind_ack reports as secondary address; Windows serves lsarpc from
-    /// the lsass endpoint and names it so.
+    /// The endpoint name bind_ack reports as secondary address; Windows serves lsarpc and
+    /// samr from the lsass endpoint and names it so.
     pub const fn secondary_address(&self) -> &'static str {
         match self {
             Self::Srvsvc => "\\PIPE\\srvsvc",
             Self::Wkssvc => "\\PIPE\\wkssvc",
-            Self::Lsarpc(_) => "\\PIPE\\lsass",
+            Self::Lsarpc(_) | Self::Samr => "\\PIPE\\lsass",
         }
     }
 
@@ -138,6 +141,7 @@ impl Service {
             Self::Srvsvc => srvsvc::call(cx, opnum, stub, out),
             Self::Wkssvc => wkssvc::call(cx, opnum, stub, out),
             Self::Lsarpc(state) => lsarpc::call(state, cx, opnum, stub, out),
+            Self::Samr => samr::call(cx, opnum, stub, out),
         }
     }
 }
@@ -184,6 +188,18 @@ pub const LSARPC: SyntaxId = SyntaxId {
     minor: 0,
 };
 
+/// samr, 12345778-1234-abcd-ef00-0123456789ac v1.0 (MS-SAMR 1.9).
+pub const SAMR: SyntaxId = SyntaxId {
+    uuid: guid(
+        0x1234_5778,
+        0x1234,
+        0xabcd,
+        [0xef, 0x00, 0x01, 0x23, 0x45, 0x67, 0x89, 0xac],
+    ),
+    major: 1,
+    minor: 0,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +217,10 @@ mod tests {
         assert_eq!(
             LSARPC.uuid.to_string(),
             "12345778-1234-abcd-ef00-0123456789ab"
+        );
+        assert_eq!(
+            SAMR.uuid.to_string(),
+            "12345778-1234-abcd-ef00-0123456789ac"
         );
     }
 

@@ -602,7 +602,7 @@ pub fn pipe_session() -> Vec<Op> {
         ),
         raw(
             Command::IOCTL,
-            fsctl_body(CtlCode::FSCTL_PIPE_WAIT, &pipe_wait_input("samr"), 0),
+            fsctl_body(CtlCode::FSCTL_PIPE_WAIT, &pipe_wait_input("netlogon"), 0),
         ),
         request(
             Command::IOCTL,
@@ -615,7 +615,7 @@ pub fn pipe_session() -> Vec<Op> {
         request(Command::WRITE, write_body(0, &hex(SHARE_ENUM))),
         request(Command::CLOSE, close_body()),
         request(Command::READ, read_body(0, 4280)),
-        open("samr"),
+        open("netlogon"),
         open("\\PIPE\\wkssvc"),
         // A read on the empty pipe goes async; the client's write completes it.
         request(Command::READ, read_body(0, 4280)),

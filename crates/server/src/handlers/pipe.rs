@@ -25,7 +25,7 @@ use crate::handlers::check_credit_charge;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::request::reply::{Reply, go_async};
-use crate::state::pipes::{PipeOpen, ServerDirectory};
+use crate::state::pipes::{AnswerHold, PipeOpen, ServerDirectory};
 use crate::state::session::{SessionUser, Tree};
 
 /// FILE_ATTRIBUTE_NORMAL: what pipes report.
@@ -96,12 +96,17 @@ pub(crate) fn create(
             sid: Sid::ANONYMOUS,
         },
     };
-    let directory = Arc::new(ServerDirectory::new(server).seen_by(user, identity));
+    let hold = AnswerHold::default();
+    let directory = Arc::new(
+        ServerDirectory::new(server)
+            .seen_by(user, identity)
+            .for_pipe(cx.conn.peer, hold.clone()),
+    );
     let endpoint =
         PipeEndpoint::open(&name, directory, caller).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
     let file_id = server.new_file_id();
     tree.pipes
-        .insert(Arc::new(PipeOpen::new(file_id, endpoint)));
+        .insert(Arc::new(PipeOpen::new(file_id, endpoint, hold)));
     cx.chain.file_id = Some(file_id);
     CreateResponse {
         oplock_level: OplockLevel::NONE,
@@ -206,6 +211,10 @@ async fn read_message(
     open: &PipeOpen,
     max: usize,
 ) -> Result<(Vec<u8>, bool), NtStatus> {
+    let clock = &cx.conn.server.settings.clock;
+    if let Some(until) = open.held_until(clock.now()) {
+        clock.sleep_until(until).await;
+    }
     if let Some(read) = try_read(open, max)? {
         return Ok(read);
     }
@@ -221,6 +230,9 @@ async fn read_message(
                 status = pending.cancelled() => return Err(status),
             },
             None => readable.await,
+        }
+        if let Some(until) = open.held_until(clock.now()) {
+            clock.sleep_until(until).await;
         }
         if let Some(read) = try_read(open, max)? {
             return Ok(read);

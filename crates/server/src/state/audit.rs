@@ -127,6 +127,35 @@ pub(crate) fn tree_refused(share: &Share, user: &SessionUser, conn: &Connection,
     );
 }
 
+/// Logs a password change over samr at info, at [`AUTH_TARGET`]: the account it was for (as
+/// the client named it), the session that asked (often anonymous: the old password is the
+/// proof), the client address, and the result with the reason of a refusal. No password,
+/// hash or encrypted blob is logged.
+pub(crate) fn password_change(
+    account: &str,
+    caller: Option<&SessionUser>,
+    client: Option<std::net::SocketAddr>,
+    refused: Option<&smb3d_auth::samr::PasswordChangeError>,
+) {
+    let caller = caller.map_or_else(|| "(anonymous)".to_owned(), |u| logged_user(u).0);
+    let client = client.map_or_else(|| "(unknown)".into(), |a| a.ip().to_string());
+    let (result, message) = match refused {
+        None => ("success", "password changed"),
+        Some(_) => ("failure", "password change refused"),
+    };
+    let reason = refused.map(ToString::to_string);
+    tracing::info!(
+        target: AUTH_TARGET,
+        user = &*escape(account),
+        caller = caller.as_str(),
+        client = %client,
+        method = "samr",
+        result,
+        reason = reason.as_deref(),
+        "{message}"
+    );
+}
+
 /// Who acts where, fixed for a tree connect, escaped.
 pub(crate) struct Subject {
     /// The account's name as the user database spells it, or `(anonymous)`.

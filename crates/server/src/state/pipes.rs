@@ -3,17 +3,23 @@
 //! READ, and the server's live data reaches the RPC services through [`ServerDirectory`].
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
-use smb3d_dtyp::Sid;
+use smb3d_auth::samr::{PasswordChange, PasswordChangeError};
+use smb3d_dtyp::{NtStatus, Sid};
 use smb3d_rpc::{
-    Directory, PipeEndpoint, ServerInfo, ShareEntry, ShareKind as RpcShareKind, SidType,
+    Directory, PasswordChangeRequest, PipeEndpoint, ServerInfo, ShareEntry,
+    ShareKind as RpcShareKind, SidType,
 };
 use smb3d_smb2::file_id::FileId;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::identity::{Accounts, Identity, UnixId};
+use crate::limits::ClientKey;
+use crate::state::audit;
 use crate::state::homes::{HOMES, Homes};
 use crate::state::server::Server;
 use crate::state::session::SessionUser;
@@ -27,16 +33,48 @@ pub(crate) struct PipeOpen {
     /// empty pipe.
     readable: Notify,
     closed: Mutex<bool>,
+    /// Answers wait until then: a refused password change is answered as late as a failed
+    /// logon (`throttle`).
+    hold: AnswerHold,
+}
+
+/// When the pipe's next answer may go out, shared between the open and its directory.
+#[derive(Clone, Default)]
+pub(crate) struct AnswerHold(Arc<Mutex<Option<Instant>>>);
+
+impl AnswerHold {
+    /// The instant answers wait for, if it is still to come.
+    pub fn until(&self, now: Instant) -> Option<Instant> {
+        let mut hold = self.0.lock();
+        match *hold {
+            Some(at) if at > now => Some(at),
+            _ => {
+                *hold = None;
+                None
+            }
+        }
+    }
+
+    fn hold(&self, until: Instant) {
+        let mut hold = self.0.lock();
+        *hold = Some(hold.map_or(until, |at| at.max(until)));
+    }
 }
 
 impl PipeOpen {
-    pub fn new(file_id: FileId, endpoint: PipeEndpoint) -> Self {
+    pub fn new(file_id: FileId, endpoint: PipeEndpoint, hold: AnswerHold) -> Self {
         Self {
             file_id,
             endpoint: Mutex::new(endpoint),
             readable: Notify::new(),
             closed: Mutex::new(false),
+            hold,
         }
+    }
+
+    /// When the next answer may be read, if later than `now`.
+    pub fn held_until(&self, now: Instant) -> Option<Instant> {
+        self.hold.until(now)
     }
 
     /// Wakes readers waiting for data that may now be there.
@@ -157,6 +195,9 @@ pub(crate) struct ServerDirectory {
     server: Weak<Server>,
     /// Who asks, for shares listed only to those who may connect to them.
     viewer: Option<(SessionUser, Arc<Identity>)>,
+    /// Where the caller connects from, for the audit and the throttle of failed proofs.
+    client: Option<SocketAddr>,
+    hold: AnswerHold,
 }
 
 impl ServerDirectory {
@@ -164,6 +205,17 @@ impl ServerDirectory {
         Self {
             server: Arc::downgrade(server),
             viewer: None,
+            client: None,
+            hold: AnswerHold::default(),
+        }
+    }
+
+    /// The directory of a pipe opened from `client`, whose answers `hold` delays.
+    pub fn for_pipe(self, client: Option<SocketAddr>, hold: AnswerHold) -> Self {
+        Self {
+            client,
+            hold,
+            ..self
         }
     }
 
@@ -314,6 +366,42 @@ impl Directory for ServerDirectory {
             }
         }
     }
+
+    fn change_password(&self, request: &PasswordChangeRequest) -> NtStatus {
+        self.change_password_now(request)
+    }
+}
+
+impl ServerDirectory {
+    /// MS-SAMR 3.1.5.10.3: the user database checks the proof and stores the change. Every
+    /// refusal reads as STATUS_WRONG_PASSWORD, is logged with its real reason, counts as a
+    /// failed logon of the client's address and is answered as late as one (`throttle`), so
+    /// the pipe is no faster way to guess a password than SESSION_SETUP.
+    fn change_password_now(&self, request: &PasswordChangeRequest) -> NtStatus {
+        let Some(server) = self.server.upgrade() else {
+            return NtStatus::UNSUCCESSFUL;
+        };
+        let change = PasswordChange {
+            new_password_encrypted: request.new_password_encrypted,
+            old_nt_hash_encrypted: request.old_nt_hash_encrypted,
+        };
+        let arrived = server.settings.clock.now();
+        let result = server.credentials.change_password(&request.user, &change);
+        let caller = self.viewer.as_ref().map(|(user, _)| user);
+        audit::password_change(&request.user, caller, self.client, result.as_ref().err());
+        match result {
+            Ok(_) => NtStatus::SUCCESS,
+            Err(PasswordChangeError::Store) => NtStatus::UNSUCCESSFUL,
+            Err(_) => {
+                let client = self.client.map(|a| ClientKey::of(a.ip()));
+                let wait = server
+                    .logon_throttle
+                    .failed(client, arrived, server.limits());
+                self.hold.hold(arrived + wait.delay);
+                NtStatus::WRONG_PASSWORD
+            }
+        }
+    }
 }
 
 /// A local path as Windows clients show share paths: `/srv/data` as `C:\srv\data`, as Samba
@@ -346,6 +434,17 @@ mod tests {
 
         fn uid(&self, user: &str) -> Option<u32> {
             (user == "alice").then_some(4242)
+        }
+
+        /// alice's password hash is all zeros; the change is checked, not kept.
+        fn change_password(
+            &self,
+            user: &str,
+            change: &PasswordChange,
+        ) -> Result<String, PasswordChangeError> {
+            let account = self.account(user).ok_or(PasswordChangeError::UnknownUser)?;
+            change.new_nt_hash(&account.nt_hash)?;
+            Ok(account.name)
         }
     }
 
@@ -386,6 +485,37 @@ mod tests {
         assert_eq!(shares[1].path, "C:\\srv\\data");
         assert_eq!(shares[1].comment, "Team data");
         assert!(!shares[2].browseable);
+    }
+
+    /// A refused password change counts as a failed logon of the client's address and its
+    /// answer is held as long as one's; a change that goes through is neither.
+    #[test]
+    fn refused_password_changes_are_held_and_counted_like_failed_logons() {
+        let server = server();
+        let hold = AnswerHold::default();
+        let client: SocketAddr = "192.0.2.7:50000".parse().unwrap();
+        let dir = ServerDirectory::new(&server).for_pipe(Some(client), hold.clone());
+        let request = |user: &str, old: [u8; 16]| {
+            let change = PasswordChange::encrypt(&old, "new").unwrap();
+            PasswordChangeRequest {
+                user: user.into(),
+                new_password_encrypted: change.new_password_encrypted,
+                old_nt_hash_encrypted: change.old_nt_hash_encrypted,
+            }
+        };
+        let now = server.settings.clock.now();
+        assert_eq!(
+            dir.change_password(&request("ALICE", [0; 16])),
+            NtStatus::SUCCESS
+        );
+        assert_eq!(hold.until(now), None);
+        assert_eq!(server.logon_throttle.len(), 0);
+        for refused in [request("alice", [1; 16]), request("nobody", [0; 16])] {
+            assert_eq!(dir.change_password(&refused), NtStatus::WRONG_PASSWORD);
+        }
+        let until = hold.until(now).expect("the refusal's answer is held");
+        assert!(until >= now + server.limits().logon_failure_delay);
+        assert_eq!(server.logon_throttle.len(), 1, "one address's failures");
     }
 
     /// Access-based share enumeration: a share that admits only alice is listed to her (and
