@@ -15,6 +15,7 @@ from smbprotocol.exceptions import AccessDenied, LogonFailure
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
+import secdesc
 from office import GUEST, start_office, stop_office
 from samba import available as samba_available
 
@@ -90,7 +91,10 @@ def _mode(path):
 
 def test_new_files_and_directories_get_the_same_modes_on_both(office, tmp_path):
     """create mask = 0660, directory mask = 0770, force directory mode = 2000 under a process
-    umask of 022 (the unit's): the modes on disk are Samba's formula, not cut by the umask."""
+    umask of 022 (the unit's), with acl_xattr: the office directory has no NT ACL, so a new
+    file inherits the one synthesized from its mode and the masks (CREATOR OWNER and CREATOR
+    GROUP with rwx, Everyone nothing), whose POSIX side is 0o770; a directory 0o2770. Not cut
+    by the umask."""
     assert office.umask == 0o022
     (tmp_path / "modes.txt").write_text("m\n")
     modes = {}
@@ -99,8 +103,43 @@ def test_new_files_and_directories_get_the_same_modes_on_both(office, tmp_path):
         assert code == 0, (server.name, out, server.log_tail())
         share = server.root / "office"
         modes[server.name] = (_mode(share / "modes.txt"), _mode(share / "modes-dir"))
-    assert modes["samba"] == ("0o660", "0o2770"), modes
+    assert modes["samba"] == ("0o770", "0o2770"), modes
     assert modes["smb3d"] == modes["samba"], modes
+
+
+def _acl_by_role(server, user, path):
+    """The descriptor `user` reads back for `path`, with the SIDs named by role (the two
+    servers give users and groups SIDs of different domains): "owner", "group", or the
+    well-known SID itself."""
+    c = secdesc.Client(server.port, user, server.passwords[user], "office")
+    try:
+        status, raw = c.get_path(path)
+    finally:
+        c.close()
+    assert raw is not None, (server.name, path, status)
+    sd = secdesc.decode(raw)
+    role = {sd["owner"]: "owner", sd["group"]: "group"}
+    return [(kind, flags, hex(mask), role.get(sid, sid)) for kind, flags, mask, sid in sd["dacl"]]
+
+
+def test_a_new_file_gets_the_acl_samba_synthesizes_for_its_parent_on_both(office, tmp_path):
+    """acl_xattr and a parent without a stored NT ACL (MS-DTYP 2.5.3.4.1 over the ACL
+    synthesized from the parent's mode): the file's ACL gives its creator and the creator's
+    group full control and Everyone nothing, a directory also keeps CREATOR OWNER and CREATOR
+    GROUP for its children; the file is its creator's, and another user (not in the group)
+    may not read it."""
+    (tmp_path / "acl.txt").write_text("acl\n")
+    acls = {}
+    for server in office.both:
+        code, out = server.smbclient("office", "worker", "lcd %s; put acl.txt; mkdir acl-dir" % tmp_path)
+        assert code == 0, (server.name, out, server.log_tail())
+        assert os.stat(server.root / "office" / "acl.txt").st_uid == pwd.getpwnam("worker").pw_uid
+        code, out = server.smbclient("office", "alice", "lcd %s; get acl.txt alice-%s" % (tmp_path, server.name))
+        assert code != 0 and "NT_STATUS_ACCESS_DENIED" in out, (server.name, out)
+        acls[server.name] = (_acl_by_role(server, "worker", "acl.txt"), _acl_by_role(server, "worker", "acl-dir"))
+    full = hex(0x1F01FF)
+    assert acls["samba"][0] == [(0, 0, full, "owner"), (0, 0, full, "group"), (0, 0, "0x0", secdesc.EVERYONE)], acls
+    assert acls["smb3d"] == acls["samba"], acls
 
 
 def test_vetoed_names_are_refused_and_invisible_on_both(office, tmp_path):
@@ -251,11 +290,9 @@ def test_a_guest_logon_has_no_signing_key_on_both(office):
 
 def test_admin_users_act_as_root_on_office_on_both(office, tmp_path):
     """admin users = boss: boss works on [office] as root, so a file only root may read is
-    boss's to read and worker's not, and boss's new file is root's, on both servers (as
-    smb.conf(5) describes admin users: "all file operations as the super-user"). With
-    acl_xattr on the share Samba 4 gave the file to boss instead: its inherited NT ACL names
-    the SID boss's token keeps as owner; smb3d does not inherit NT ACLs from a parent that has
-    none stored, which is why office.py leaves acl_xattr out for now."""
+    boss's to read and worker's not (as smb.conf(5) describes admin users: "all file operations
+    as the super-user"); with acl_xattr boss's new file inherits an NT ACL naming the SID
+    boss's token keeps as owner, and both servers give it to boss on disk too."""
     for server in office.both:
         secret = server.root / "office" / "root-only.txt"
         secret.write_text("salaries\n")
@@ -274,7 +311,8 @@ def test_admin_users_act_as_root_on_office_on_both(office, tmp_path):
         code, out = server.smbclient("office", "boss", "lcd %s; put budget.txt" % tmp_path)
         assert code == 0, (server.name, out, server.log_tail())
         owners[server.name] = os.stat(server.root / "office" / "budget.txt").st_uid
-    assert owners == {"samba": 0, "smb3d": 0}, owners
+    boss = pwd.getpwnam("boss").pw_uid
+    assert owners == {"samba": boss, "smb3d": boss}, owners
 
 
 # The recycle bin (issue 23 item 6): recycle:repository = .recycle/%U, keeptree, versions,

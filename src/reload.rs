@@ -108,6 +108,7 @@ pub fn build_share(
         force_create_mode: share.force_create_mode,
         force_directory_mode: share.force_directory_mode,
         inherit_permissions: share.inherit_permissions,
+        inherit_acls: share.inherit_acls,
         delete_veto_files: share.delete_veto_files,
         recycle: share.recycle.then(|| Arc::new(recycle_bin(share))),
         oplocks: share.oplocks,

@@ -443,6 +443,12 @@ pub struct ShareConfig {
     /// directory all of the parent's bits.
     #[serde(default)]
     pub inherit_permissions: bool,
+    /// A new file or directory under a directory without a stored NT ACL inherits from the
+    /// ACL synthesized from the directory's mode, with CREATOR OWNER, CREATOR GROUP and
+    /// Everyone entries, as Samba's `vfs objects = acl_xattr` does (which sets `inherit
+    /// acls`); off, such a file's permissions come from the masks.
+    #[serde(default)]
+    pub inherit_acls: bool,
     /// Listings leave out files and directories the user may not read (access-based
     /// enumeration; Samba's `hide unreadable`).
     #[serde(default)]
@@ -566,6 +572,7 @@ impl ShareConfig {
             force_create_mode: 0,
             force_directory_mode: 0,
             inherit_permissions: false,
+            inherit_acls: false,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: None,

@@ -164,6 +164,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     if share.inherit_permissions {
         let _ = writeln!(out, "inherit_permissions = true");
     }
+    if share.inherit_acls {
+        let _ = writeln!(out, "inherit_acls = true");
+    }
     let _ = writeln!(out, "hide_unreadable = {}", share.hide_unreadable);
     let _ = writeln!(
         out,

@@ -138,6 +138,9 @@ struct ShareParams {
     veto_oplock_files: Option<Vec<String>>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
+    /// `vfs objects` names acl_xattr: new files inherit the ACL synthesized for a parent
+    /// that has none stored.
+    acl_xattr: Option<bool>,
     invalid_users: Option<Vec<String>>,
     admin_users: Option<Vec<String>>,
     hosts_allow: Option<Vec<HostPattern>>,
@@ -694,6 +697,7 @@ impl Converter {
             },
             "vfsobjects" | "vfsobject" => {
                 out.recycle.on = Some(split_list(&p.value).iter().any(|m| m == "recycle"));
+                out.acl_xattr = Some(split_list(&p.value).iter().any(|m| m == "acl_xattr"));
                 out.streams = Some(self.vfs_objects(section, p));
             }
             "createmask" | "createmode" => {
@@ -1023,6 +1027,7 @@ impl Converter {
         share.force_create_mode = params.force_create_mode.unwrap_or(0);
         share.force_directory_mode = params.force_directory_mode.unwrap_or(0);
         share.inherit_permissions = params.inherit_permissions.unwrap_or(false);
+        share.inherit_acls = params.acl_xattr.unwrap_or(false);
         // Samba's default: no (smb3d's own is yes, so it is written out).
         share.strict_allocate = params.strict_allocate.unwrap_or(false);
         share.allocation_roundup_size = params.allocation_roundup_size.unwrap_or(0);
@@ -1323,9 +1328,11 @@ mod tests {
         let i = convert_text(
             "[global]\nforce create mode = 0604\n\
              [office]\npath = /srv/office\ncreate mask = 0660\nforce directory mode = 2000\n\
-             inherit permissions = yes\n\
+             inherit permissions = yes\nvfs objects = acl_xattr streams_xattr\n\
              [plain]\npath = /srv/plain\nforce create mode = 9\n",
         );
+        assert!(i.config.share("office").unwrap().inherit_acls);
+        assert!(!i.config.share("plain").unwrap().inherit_acls);
         let office = i.config.share("office").unwrap();
         assert_eq!(
             (office.create_mask, office.force_create_mode),

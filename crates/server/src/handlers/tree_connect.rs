@@ -172,7 +172,12 @@ fn forced_identity(
     admin: bool,
 ) -> Result<Option<Identity>, NtStatus> {
     if admin {
-        return Ok(Some(ids.forced(session, Some(0), Some(0))));
+        // Root on disk, still the user to ACLs: a descriptor it inherits names the user as
+        // owner, as Samba's admin users keep their token.
+        return Ok(Some(Identity {
+            token: session.token.clone(),
+            unix: ids.identity(0).unix,
+        }));
     }
     if share.force_user.is_none() && share.force_group.is_none() {
         return Ok(None);
@@ -214,7 +219,8 @@ mod tests {
     use crate::identity::IdMap;
 
     /// `admin_users` work as root on their share (uid and gid 0, so every access check passes
-    /// and their files are root's); others, and guests, keep their own identity.
+    /// and their files are root's) with their own token; others, and guests, keep their own
+    /// identity.
     #[test]
     fn admin_users_act_as_root() {
         let ids = IdMap::new("T");
@@ -232,6 +238,7 @@ mod tests {
         let access = tree_access(&ids, &share, &boss, &who).unwrap();
         let root = access.identity.expect("an admin's identity is forced");
         assert_eq!((root.unix.uid, root.unix.gid), (0, 0));
+        assert_eq!(root.token, who.token, "the token stays the user's");
         assert!(
             tree_access(&ids, &share, &worker, &who)
                 .unwrap()

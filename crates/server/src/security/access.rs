@@ -7,7 +7,9 @@ use std::cell::OnceCell;
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, access_check, maximum_allowed};
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Vfs, VfsPath};
 
-use super::{allows, descriptor};
+use smb3d_vfs::FileStat;
+
+use super::{allows, descriptor, posix_descriptor, stored};
 use crate::identity::{IdMap, Identity};
 
 /// Rights the containing directory can give on a file the file's own ACL withholds
@@ -27,7 +29,13 @@ pub(crate) struct Parent<'a> {
     vfs: &'a dyn Vfs,
     path: &'a VfsPath,
     ids: &'a IdMap,
-    sd: OnceCell<Option<SecurityDescriptor>>,
+    sd: OnceCell<Option<ParentDescriptor>>,
+}
+
+/// A parent's descriptor, and its POSIX state when the descriptor is derived from it.
+struct ParentDescriptor {
+    sd: SecurityDescriptor,
+    derived_from: Option<FileStat>,
 }
 
 impl<'a> Parent<'a> {
@@ -43,6 +51,15 @@ impl<'a> Parent<'a> {
 
     /// The parent's descriptor, `None` at the share root or if it cannot be read.
     pub fn descriptor(&self) -> Option<&SecurityDescriptor> {
+        self.read().map(|parent| &parent.sd)
+    }
+
+    /// The parent's POSIX state, when its descriptor is derived from it (none valid stored).
+    pub fn derived_from(&self) -> Option<&FileStat> {
+        self.read().and_then(|parent| parent.derived_from.as_ref())
+    }
+
+    fn read(&self) -> Option<&ParentDescriptor> {
         self.sd
             .get_or_init(|| {
                 let (parent, _) = self.path.parent_and_name()?;
@@ -54,7 +71,19 @@ impl<'a> Parent<'a> {
                 };
                 let dir = self.vfs.open(&parent, &request).ok()?;
                 let stat = dir.file.stat().ok()?;
-                Some(descriptor(self.vfs, dir.file.as_ref(), &stat, self.ids))
+                let file = dir.file.as_ref();
+                Some(
+                    match stored(self.vfs, &stat, &|name| file.get_xattr(name)) {
+                        Some(sd) => ParentDescriptor {
+                            sd,
+                            derived_from: None,
+                        },
+                        None => ParentDescriptor {
+                            sd: posix_descriptor(&stat, self.ids),
+                            derived_from: Some(stat),
+                        },
+                    },
+                )
             })
             .as_ref()
     }

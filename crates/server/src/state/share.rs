@@ -65,6 +65,9 @@ pub struct Share {
     /// New files and directories take their permissions from the parent directory (Samba's
     /// `inherit permissions`).
     pub inherit_permissions: bool,
+    /// New files under a directory without a stored NT ACL inherit the ACL synthesized from
+    /// its mode (Samba's acl_xattr, [`crate::security::with_inheritable_entries`]).
+    pub inherit_acls: bool,
     /// Deleting a directory that holds only vetoed entries deletes them (Samba's `delete veto
     /// files`); the vetoed names are in [`Presentation`].
     pub delete_veto_files: bool,
@@ -123,6 +126,12 @@ impl Share {
         }
     }
 
+    /// The modes new directories and files get in a directory of mode `parent` (OR-ed), from
+    /// which [`crate::security::with_inheritable_entries`] synthesizes what it passes on.
+    pub fn new_modes(&self, parent: u32) -> u32 {
+        self.new_mode(true, Some(parent)) | self.new_mode(false, Some(parent))
+    }
+
     /// A disk share with default options.
     pub fn disk(name: impl Into<String>, vfs: Arc<dyn Vfs>) -> Self {
         Self {
@@ -145,6 +154,7 @@ impl Share {
             force_create_mode: 0,
             force_directory_mode: 0,
             inherit_permissions: false,
+            inherit_acls: false,
             delete_veto_files: false,
             recycle: None,
             oplocks: true,
@@ -185,6 +195,7 @@ impl Share {
             force_create_mode: 0,
             force_directory_mode: 0,
             inherit_permissions: false,
+            inherit_acls: false,
             delete_veto_files: false,
             recycle: None,
             oplocks: true,

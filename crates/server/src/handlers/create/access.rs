@@ -9,6 +9,7 @@ use smb3d_vfs::{Vfs, VfsFile, VfsPath};
 use crate::fs::fileinfo::Meta;
 use crate::identity::{IdMap, Identity};
 use crate::security;
+use crate::state::share::Share;
 use crate::status_map::VfsResultExt;
 
 use super::request::Intent;
@@ -41,6 +42,7 @@ pub(super) struct AccessCheck<'a> {
     pub who: &'a Identity,
     pub ids: &'a IdMap,
     pub parent: security::Parent<'a>,
+    pub share: &'a Share,
 }
 
 impl AccessCheck<'_> {
@@ -67,7 +69,7 @@ impl AccessCheck<'_> {
             let _ = vfs.unlink(self.path);
             return Err(NtStatus::ACCESS_DENIED);
         }
-        let inherited = parent_sd.and_then(|sd| security::inherited(sd, meta.is_directory(), who));
+        let inherited = self.inherited(meta.is_directory());
         let initial = || security::initial_descriptor(vfs, file, &meta.stat, ids, who);
         let applied = match (sd_buffer, &inherited) {
             (Some(update), _) => {
@@ -75,7 +77,8 @@ impl AccessCheck<'_> {
                 let info = security::parts_of(update);
                 security::change(vfs, file, who, ids, info, update, &current)
             }
-            (None, Some(sd)) => security::apply(vfs, file, ids, sd),
+            (None, Some(sd)) => security::own_inherited(vfs, file, who, ids, sd)
+                .and_then(|()| security::apply(vfs, file, ids, sd)),
             // Where the file system cannot make the creator the owner, the descriptor does.
             (None, None) if !vfs.runs_as_users() => security::store(vfs, file, &initial()),
             (None, None) => Ok(()),
@@ -96,6 +99,21 @@ impl AccessCheck<'_> {
         };
         let stat = file.stat().status()?;
         Ok((granted, security::descriptor(vfs, file, &stat, ids)))
+    }
+
+    /// What a new file inherits (MS-DTYP 2.5.3.4.1): from its parent's descriptor, or, with
+    /// `inherit_acls`, from the one synthesized for a parent whose descriptor is derived from
+    /// its mode, as Samba's acl_xattr does.
+    fn inherited(&self, is_directory: bool) -> Option<SecurityDescriptor> {
+        let parent = self.parent.descriptor()?;
+        match self.parent.derived_from() {
+            Some(stat) if self.share.inherit_acls => {
+                let modes = self.share.new_modes(stat.mode);
+                let synthesized = security::with_inheritable_entries(parent, modes);
+                security::inherited(&synthesized, is_directory, self.who)
+            }
+            _ => security::inherited(parent, is_directory, self.who),
+        }
     }
 
     /// An existing file: its descriptor grants what the open asks for (MS-FSA 2.1.5.1.2), and
