@@ -142,6 +142,24 @@ def test_a_new_file_gets_the_acl_samba_synthesizes_for_its_parent_on_both(office
     assert acls["smb3d"] == acls["samba"], acls
 
 
+def test_inherit_owner_gives_what_is_dropped_to_the_directorys_owner_on_both(office, tmp_path):
+    """[dropbox] (inherit owner = windows and unix) is alice's: a file and a directory worker
+    puts there are alice's on disk, and the owner a client reads back is the directory's."""
+    (tmp_path / "drop.txt").write_text("for alice\n")
+    alice = pwd.getpwnam("alice").pw_uid
+    for server in office.both:
+        code, out = server.smbclient("dropbox", "worker", "lcd %s; put drop.txt; mkdir drop-dir" % tmp_path)
+        assert code == 0, (server.name, out, server.log_tail())
+        box = server.root / "dropbox"
+        assert [os.stat(box / n).st_uid for n in ("drop.txt", "drop-dir")] == [alice, alice], server.name
+        c = secdesc.Client(server.port, "worker", server.passwords["worker"], "dropbox")
+        try:
+            owners = [secdesc.decode(c.get_path(n)[1])["owner"] for n in ("", "drop.txt", "drop-dir")]
+        finally:
+            c.close()
+        assert owners[1] == owners[0] and owners[2] == owners[0], (server.name, owners)
+
+
 def test_vetoed_names_are_refused_and_invisible_on_both(office, tmp_path):
     """veto files = /*.tmp/.DS_Store/: a put of x.tmp is refused as Samba refuses it, and a
     vetoed file an admin left on disk is not listed, not readable."""

@@ -32,10 +32,11 @@ pub(crate) struct Parent<'a> {
     sd: OnceCell<Option<ParentDescriptor>>,
 }
 
-/// A parent's descriptor, and its POSIX state when the descriptor is derived from it.
+/// A parent's descriptor and POSIX state, and whether the descriptor is derived from it.
 struct ParentDescriptor {
     sd: SecurityDescriptor,
-    derived_from: Option<FileStat>,
+    stat: FileStat,
+    derived: bool,
 }
 
 impl<'a> Parent<'a> {
@@ -56,7 +57,14 @@ impl<'a> Parent<'a> {
 
     /// The parent's POSIX state, when its descriptor is derived from it (none valid stored).
     pub fn derived_from(&self) -> Option<&FileStat> {
-        self.read().and_then(|parent| parent.derived_from.as_ref())
+        self.read()
+            .filter(|parent| parent.derived)
+            .map(|parent| &parent.stat)
+    }
+
+    /// The parent's POSIX state.
+    pub fn stat(&self) -> Option<&FileStat> {
+        self.read().map(|parent| &parent.stat)
     }
 
     fn read(&self) -> Option<&ParentDescriptor> {
@@ -72,18 +80,12 @@ impl<'a> Parent<'a> {
                 let dir = self.vfs.open(&parent, &request).ok()?;
                 let stat = dir.file.stat().ok()?;
                 let file = dir.file.as_ref();
-                Some(
-                    match stored(self.vfs, &stat, &|name| file.get_xattr(name)) {
-                        Some(sd) => ParentDescriptor {
-                            sd,
-                            derived_from: None,
-                        },
-                        None => ParentDescriptor {
-                            sd: posix_descriptor(&stat, self.ids),
-                            derived_from: Some(stat),
-                        },
-                    },
-                )
+                let stored = stored(self.vfs, &stat, &|name| file.get_xattr(name));
+                Some(ParentDescriptor {
+                    derived: stored.is_none(),
+                    sd: stored.unwrap_or_else(|| posix_descriptor(&stat, self.ids)),
+                    stat,
+                })
             })
             .as_ref()
     }

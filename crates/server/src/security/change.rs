@@ -80,6 +80,15 @@ pub(crate) fn own_inherited(
     as_service(vfs, || file.set_owner(uid, gid).status())
 }
 
+/// Makes `uid` a new file's owner on disk, with the service's credentials (the share's
+/// `inherit_owner` asks for it, not the creator).
+pub(crate) fn give_to(vfs: &dyn Vfs, file: &dyn VfsFile, uid: u32) -> Result<(), NtStatus> {
+    if file.stat().status()?.uid == uid {
+        return Ok(());
+    }
+    as_service(vfs, || file.set_owner(Some(uid), None).status())
+}
+
 /// Sets the parts `info` of `update` on a file whose descriptor is `current`, on behalf of
 /// `who` (who holds WRITE_OWNER for the owner and group and WRITE_DAC for the DACL, or is
 /// creating the file). The SACL needs a privilege no SMB user holds here.

@@ -13,7 +13,7 @@ mod change;
 mod posix;
 
 pub(crate) use access::{Parent, grant, maximal, may_place, readable};
-pub(crate) use change::{apply, change, own_inherited, parts_of};
+pub(crate) use change::{apply, change, give_to, own_inherited, parts_of};
 
 use smb3d_dtyp::samba::{NtAclXattr, PosixAcl, PosixAclState, XATTR_NTACL_NAME};
 use smb3d_dtyp::{
@@ -240,13 +240,20 @@ pub(crate) fn with_inheritable_entries(
 
 /// The descriptor of a new file or directory created by `who` under a directory with
 /// descriptor `parent` (MS-DTYP 2.5.3.4.1), when the parent has something to pass on.
+/// `owner`, when set, is its owner instead of `who` (`inherit_owner`).
 pub(crate) fn inherited(
     parent: &SecurityDescriptor,
     is_directory: bool,
     who: &Identity,
+    owner: Option<Sid>,
 ) -> Option<SecurityDescriptor> {
     let group = who.token.groups.first().copied().unwrap_or(who.token.user);
-    inherit(parent, is_directory, &who.token.user, &group)
+    inherit(
+        parent,
+        is_directory,
+        &owner.unwrap_or(who.token.user),
+        &group,
+    )
 }
 
 #[cfg(test)]

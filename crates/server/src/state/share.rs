@@ -68,6 +68,8 @@ pub struct Share {
     /// New files under a directory without a stored NT ACL inherit the ACL synthesized from
     /// its mode (Samba's acl_xattr, [`crate::security::with_inheritable_entries`]).
     pub inherit_acls: bool,
+    /// Who owns new files and directories (Samba's `inherit owner`).
+    pub inherit_owner: InheritOwner,
     /// Deleting a directory that holds only vetoed entries deletes them (Samba's `delete veto
     /// files`); the vetoed names are in [`Presentation`].
     pub delete_veto_files: bool,
@@ -103,6 +105,18 @@ pub struct Share {
     /// Client addresses that may connect to the share, the server's lists included where the
     /// share sets none ([`HostRules::within`]).
     pub hosts: HostRules,
+}
+
+/// Who owns a new file or directory (Samba's `inherit owner`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InheritOwner {
+    /// Its creator.
+    #[default]
+    No,
+    /// The parent directory's owner, on disk and as the owner of the descriptor it inherits.
+    WindowsAndUnix,
+    /// The parent directory's owner on disk; the descriptor's owner stays the creator.
+    UnixOnly,
 }
 
 /// Case-insensitive wildcard patterns (`*`, `?`) matched against names, as the share options
@@ -155,6 +169,7 @@ impl Share {
             force_directory_mode: 0,
             inherit_permissions: false,
             inherit_acls: false,
+            inherit_owner: InheritOwner::No,
             delete_veto_files: false,
             recycle: None,
             oplocks: true,
@@ -196,6 +211,7 @@ impl Share {
             force_directory_mode: 0,
             inherit_permissions: false,
             inherit_acls: false,
+            inherit_owner: InheritOwner::No,
             delete_veto_files: false,
             recycle: None,
             oplocks: true,
