@@ -4,6 +4,7 @@ and as whom, the modes files get on disk, what is hidden, where deleted files go
 
 import os
 import pwd
+import shutil
 import socket
 import uuid
 from contextlib import contextmanager
@@ -197,6 +198,71 @@ def test_a_directory_holding_only_vetoed_files_is_deleted_with_them_on_both(offi
                                  [line for line in out.splitlines() if "NT_STATUS" in line])
     assert outcomes["samba"][:2] == (False, True), outcomes
     assert outcomes["smb3d"] == outcomes["samba"], outcomes
+
+
+def _tree(top, spec, owner):
+    """Makes `spec` (name -> None for a file, a dict for a directory, a Path for a symlink to
+    it) under `top`, owned by `owner`."""
+    top.mkdir()
+    os.chown(top, owner, -1)
+    for name, what in spec.items():
+        if isinstance(what, dict):
+            _tree(top / name, what, owner)
+        elif what is None:
+            (top / name).write_text("x\n")
+            os.chown(top / name, owner, -1)
+        else:
+            (top / name).symlink_to(what)
+            os.lchown(top / name, owner, -1)
+
+
+def test_vetoed_directories_go_with_the_directory_holding_them_on_both(office):
+    """delete veto files = yes with vetoed subdirectories: a directory holding only vetoed
+    names, one of them a directory with visible files and a subdirectory inside, is deleted
+    with all of it (the files going to worker's recycle bin as any deleted file); one that
+    also holds a visible file stays NOT_EMPTY, untouched."""
+    worker = pwd.getpwnam("worker").pw_uid
+    outcomes = {}
+    for server in office.both:
+        share = server.root / "office"
+        _tree(share / "vt-only", {".DS_Store": None, "cache.tmp": {
+            "inner.txt": None, "sub": {"deep.txt": None}}}, worker)
+        _tree(share / "vt-mixed", {"cache.tmp": {"inner.txt": None}, "visible.txt": None}, worker)
+        _, out = server.smbclient("office", "worker", "rmdir vt-only; rmdir vt-mixed")
+        outcomes[server.name] = (
+            (share / "vt-only").exists(), (share / "vt-mixed" / "cache.tmp" / "inner.txt").exists(),
+            [line.strip() for line in out.splitlines() if "NT_STATUS" in line],
+            [entry for entry in _bin_layout(share) if "vt-" in entry[0]])
+    assert outcomes["samba"][:2] == (False, True), outcomes
+    assert outcomes["smb3d"] == outcomes["samba"], outcomes
+
+
+def test_removing_vetoed_directories_follows_no_symlink_and_takes_no_more_than_the_user_may(
+        office, tmp_path):
+    """Hostile, smb3d only (Samba 4.17's smbd drops the connection on both): a vetoed
+    directory holding a symlink to a directory out of the share loses the link, never the
+    target's files; a vetoed directory that is root's (worker may not empty it) stays with
+    what it holds, and so does the directory holding it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.chmod(outside, 0o777)
+    (outside / "keep.txt").write_text("outside\n")
+    os.chmod(outside / "keep.txt", 0o666)
+    worker = pwd.getpwnam("worker").pw_uid
+    share = office.smb3d.root / "office"
+    _tree(share / "vt-link", {"cache.tmp": {"out": outside}}, worker)
+    _tree(share / "vt-locked", {"cache.tmp": {"inner.txt": None}}, worker)
+    os.chown(share / "vt-locked" / "cache.tmp", 0, -1)
+    os.chown(share / "vt-locked" / "cache.tmp" / "inner.txt", 0, -1)
+    os.chmod(share / "vt-locked" / "cache.tmp", 0o755)
+    _, out = office.smb3d.smbclient("office", "worker", "rmdir vt-link; rmdir vt-locked")
+    assert not (share / "vt-link").exists(), (out, office.smb3d.log_tail())
+    assert (outside / "keep.txt").read_text() == "outside\n"
+    assert (share / "vt-locked" / "cache.tmp" / "inner.txt").exists(), out
+    # The bin's directories made on the way (keeptree) go, so that the bin layouts other
+    # questions compare with Samba's hold only their own deletions.
+    for made in ("vt-link", "vt-locked"):
+        shutil.rmtree(share / ".recycle" / "worker" / made, ignore_errors=True)
 
 
 # Who may connect (issue 23 item 2): the same questions to both servers, from chosen loopback
