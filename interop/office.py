@@ -52,7 +52,7 @@ OFFICE_CONF = """[global]
   force directory mode = 2000
   veto files = /*.tmp/.DS_Store/
   delete veto files = yes
-  vfs objects = streams_xattr recycle
+  vfs objects = acl_xattr streams_xattr recycle
   recycle:repository = .recycle/%U
   recycle:keeptree = yes
   recycle:versions = yes
@@ -66,6 +66,11 @@ OFFICE_CONF = """[global]
   path = {root}/public
   guest ok = yes
   read only = no
+
+[dropbox]
+  path = {root}/dropbox
+  read only = no
+  inherit owner = windows and unix
 """
 
 def render(root: Path) -> str:
@@ -74,14 +79,17 @@ def render(root: Path) -> str:
 
 def make_tree(root: Path):
     """The share directories as an admin would have them: the office share group-writable by
-    everyone in it, homes owned by their users."""
-    for sub in ("office", "public", "homes"):
+    everyone in it, homes owned by their users, alice's drop box writable by all."""
+    for sub in ("office", "public", "homes", "dropbox"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     worker = pwd.getpwnam("worker")
     os.chown(root / "office", 0, worker.pw_gid)
     os.chmod(root / "office", 0o2777)
     os.chmod(root / "public", 0o777)
     alice = pwd.getpwnam("alice")
+    # A drop box: everyone may put files in alice's directory, which become hers.
+    os.chown(root / "dropbox", alice.pw_uid, alice.pw_gid)
+    os.chmod(root / "dropbox", 0o777)
     (root / "homes" / "alice").mkdir(exist_ok=True)
     os.chown(root / "homes" / "alice", alice.pw_uid, alice.pw_gid)
     os.chmod(root / "homes" / "alice", 0o700)

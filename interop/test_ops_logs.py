@@ -151,6 +151,27 @@ def test_logons_and_refused_tree_connects_are_logged(tmp_path):
         stop(server)
 
 
+def test_refused_home_connects_are_logged(tmp_path):
+    """Issue 23 item 4: a connect to someone else's home, and to one's own home that cannot be
+    made (a file stands where it would go), are refused tree connects like any other: logged
+    with the share name asked for, the user and why."""
+    (tmp_path / "homes").mkdir()
+    server = start_smb3d(tmp_path, extra_config='log_format = "json"\n', shares={
+        "share": {"path": str(tmp_path / "share")},
+        "homes": {"path": str(tmp_path / "homes" / "%U"), "create_home": True}})
+    try:
+        (tmp_path / "homes" / server.user).write_text("not a directory\n")
+        other = server.smbclient("ls", share="root", check=False)
+        assert other.returncode != 0 and "NT_STATUS_ACCESS_DENIED" in other.stdout, other.stdout
+        own = server.smbclient("ls", share=server.user, check=False)
+        assert own.returncode != 0 and "NT_STATUS_BAD_NETWORK_NAME" in own.stdout, own.stdout
+        refused = {e["share"]: e for e in auth_events(server) if e["message"] == "tree connect refused"}
+        assert refused["root"]["user"] == server.user and "another user's home" in refused["root"]["reason"], refused
+        assert "cannot be made" in refused[server.user]["reason"], refused
+    finally:
+        stop(server)
+
+
 def test_logon_audit_text_lines_escape_what_the_client_chose(tmp_path):
     """The user and domain a client claims reach the readable log escaped: a failed logon
     cannot forge a line."""

@@ -4,6 +4,7 @@ and as whom, the modes files get on disk, what is hidden, where deleted files go
 
 import os
 import pwd
+import shutil
 import socket
 import uuid
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from smbprotocol.exceptions import AccessDenied, LogonFailure
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
+import secdesc
 from office import GUEST, start_office, stop_office
 from samba import available as samba_available
 
@@ -90,7 +92,10 @@ def _mode(path):
 
 def test_new_files_and_directories_get_the_same_modes_on_both(office, tmp_path):
     """create mask = 0660, directory mask = 0770, force directory mode = 2000 under a process
-    umask of 022 (the unit's): the modes on disk are Samba's formula, not cut by the umask."""
+    umask of 022 (the unit's), with acl_xattr: the office directory has no NT ACL, so a new
+    file inherits the one synthesized from its mode and the masks (CREATOR OWNER and CREATOR
+    GROUP with rwx, Everyone nothing), whose POSIX side is 0o770; a directory 0o2770. Not cut
+    by the umask."""
     assert office.umask == 0o022
     (tmp_path / "modes.txt").write_text("m\n")
     modes = {}
@@ -99,8 +104,61 @@ def test_new_files_and_directories_get_the_same_modes_on_both(office, tmp_path):
         assert code == 0, (server.name, out, server.log_tail())
         share = server.root / "office"
         modes[server.name] = (_mode(share / "modes.txt"), _mode(share / "modes-dir"))
-    assert modes["samba"] == ("0o660", "0o2770"), modes
+    assert modes["samba"] == ("0o770", "0o2770"), modes
     assert modes["smb3d"] == modes["samba"], modes
+
+
+def _acl_by_role(server, user, path):
+    """The descriptor `user` reads back for `path`, with the SIDs named by role (the two
+    servers give users and groups SIDs of different domains): "owner", "group", or the
+    well-known SID itself."""
+    c = secdesc.Client(server.port, user, server.passwords[user], "office")
+    try:
+        status, raw = c.get_path(path)
+    finally:
+        c.close()
+    assert raw is not None, (server.name, path, status)
+    sd = secdesc.decode(raw)
+    role = {sd["owner"]: "owner", sd["group"]: "group"}
+    return [(kind, flags, hex(mask), role.get(sid, sid)) for kind, flags, mask, sid in sd["dacl"]]
+
+
+def test_a_new_file_gets_the_acl_samba_synthesizes_for_its_parent_on_both(office, tmp_path):
+    """acl_xattr and a parent without a stored NT ACL (MS-DTYP 2.5.3.4.1 over the ACL
+    synthesized from the parent's mode): the file's ACL gives its creator and the creator's
+    group full control and Everyone nothing, a directory also keeps CREATOR OWNER and CREATOR
+    GROUP for its children; the file is its creator's, and another user (not in the group)
+    may not read it."""
+    (tmp_path / "acl.txt").write_text("acl\n")
+    acls = {}
+    for server in office.both:
+        code, out = server.smbclient("office", "worker", "lcd %s; put acl.txt; mkdir acl-dir" % tmp_path)
+        assert code == 0, (server.name, out, server.log_tail())
+        assert os.stat(server.root / "office" / "acl.txt").st_uid == pwd.getpwnam("worker").pw_uid
+        code, out = server.smbclient("office", "alice", "lcd %s; get acl.txt alice-%s" % (tmp_path, server.name))
+        assert code != 0 and "NT_STATUS_ACCESS_DENIED" in out, (server.name, out)
+        acls[server.name] = (_acl_by_role(server, "worker", "acl.txt"), _acl_by_role(server, "worker", "acl-dir"))
+    full = hex(0x1F01FF)
+    assert acls["samba"][0] == [(0, 0, full, "owner"), (0, 0, full, "group"), (0, 0, "0x0", secdesc.EVERYONE)], acls
+    assert acls["smb3d"] == acls["samba"], acls
+
+
+def test_inherit_owner_gives_what_is_dropped_to_the_directorys_owner_on_both(office, tmp_path):
+    """[dropbox] (inherit owner = windows and unix) is alice's: a file and a directory worker
+    puts there are alice's on disk, and the owner a client reads back is the directory's."""
+    (tmp_path / "drop.txt").write_text("for alice\n")
+    alice = pwd.getpwnam("alice").pw_uid
+    for server in office.both:
+        code, out = server.smbclient("dropbox", "worker", "lcd %s; put drop.txt; mkdir drop-dir" % tmp_path)
+        assert code == 0, (server.name, out, server.log_tail())
+        box = server.root / "dropbox"
+        assert [os.stat(box / n).st_uid for n in ("drop.txt", "drop-dir")] == [alice, alice], server.name
+        c = secdesc.Client(server.port, "worker", server.passwords["worker"], "dropbox")
+        try:
+            owners = [secdesc.decode(c.get_path(n)[1])["owner"] for n in ("", "drop.txt", "drop-dir")]
+        finally:
+            c.close()
+        assert owners[1] == owners[0] and owners[2] == owners[0], (server.name, owners)
 
 
 def test_vetoed_names_are_refused_and_invisible_on_both(office, tmp_path):
@@ -140,6 +198,71 @@ def test_a_directory_holding_only_vetoed_files_is_deleted_with_them_on_both(offi
                                  [line for line in out.splitlines() if "NT_STATUS" in line])
     assert outcomes["samba"][:2] == (False, True), outcomes
     assert outcomes["smb3d"] == outcomes["samba"], outcomes
+
+
+def _tree(top, spec, owner):
+    """Makes `spec` (name -> None for a file, a dict for a directory, a Path for a symlink to
+    it) under `top`, owned by `owner`."""
+    top.mkdir()
+    os.chown(top, owner, -1)
+    for name, what in spec.items():
+        if isinstance(what, dict):
+            _tree(top / name, what, owner)
+        elif what is None:
+            (top / name).write_text("x\n")
+            os.chown(top / name, owner, -1)
+        else:
+            (top / name).symlink_to(what)
+            os.lchown(top / name, owner, -1)
+
+
+def test_vetoed_directories_go_with_the_directory_holding_them_on_both(office):
+    """delete veto files = yes with vetoed subdirectories: a directory holding only vetoed
+    names, one of them a directory with visible files and a subdirectory inside, is deleted
+    with all of it (the files going to worker's recycle bin as any deleted file); one that
+    also holds a visible file stays NOT_EMPTY, untouched."""
+    worker = pwd.getpwnam("worker").pw_uid
+    outcomes = {}
+    for server in office.both:
+        share = server.root / "office"
+        _tree(share / "vt-only", {".DS_Store": None, "cache.tmp": {
+            "inner.txt": None, "sub": {"deep.txt": None}}}, worker)
+        _tree(share / "vt-mixed", {"cache.tmp": {"inner.txt": None}, "visible.txt": None}, worker)
+        _, out = server.smbclient("office", "worker", "rmdir vt-only; rmdir vt-mixed")
+        outcomes[server.name] = (
+            (share / "vt-only").exists(), (share / "vt-mixed" / "cache.tmp" / "inner.txt").exists(),
+            [line.strip() for line in out.splitlines() if "NT_STATUS" in line],
+            [entry for entry in _bin_layout(share) if "vt-" in entry[0]])
+    assert outcomes["samba"][:2] == (False, True), outcomes
+    assert outcomes["smb3d"] == outcomes["samba"], outcomes
+
+
+def test_removing_vetoed_directories_follows_no_symlink_and_takes_no_more_than_the_user_may(
+        office, tmp_path):
+    """Hostile, smb3d only (Samba 4.17's smbd drops the connection on both): a vetoed
+    directory holding a symlink to a directory out of the share loses the link, never the
+    target's files; a vetoed directory that is root's (worker may not empty it) stays with
+    what it holds, and so does the directory holding it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.chmod(outside, 0o777)
+    (outside / "keep.txt").write_text("outside\n")
+    os.chmod(outside / "keep.txt", 0o666)
+    worker = pwd.getpwnam("worker").pw_uid
+    share = office.smb3d.root / "office"
+    _tree(share / "vt-link", {"cache.tmp": {"out": outside}}, worker)
+    _tree(share / "vt-locked", {"cache.tmp": {"inner.txt": None}}, worker)
+    os.chown(share / "vt-locked" / "cache.tmp", 0, -1)
+    os.chown(share / "vt-locked" / "cache.tmp" / "inner.txt", 0, -1)
+    os.chmod(share / "vt-locked" / "cache.tmp", 0o755)
+    _, out = office.smb3d.smbclient("office", "worker", "rmdir vt-link; rmdir vt-locked")
+    assert not (share / "vt-link").exists(), (out, office.smb3d.log_tail())
+    assert (outside / "keep.txt").read_text() == "outside\n"
+    assert (share / "vt-locked" / "cache.tmp" / "inner.txt").exists(), out
+    # The bin's directories made on the way (keeptree) go, so that the bin layouts other
+    # questions compare with Samba's hold only their own deletions.
+    for made in ("vt-link", "vt-locked"):
+        shutil.rmtree(share / ".recycle" / "worker" / made, ignore_errors=True)
 
 
 # Who may connect (issue 23 item 2): the same questions to both servers, from chosen loopback
@@ -251,11 +374,9 @@ def test_a_guest_logon_has_no_signing_key_on_both(office):
 
 def test_admin_users_act_as_root_on_office_on_both(office, tmp_path):
     """admin users = boss: boss works on [office] as root, so a file only root may read is
-    boss's to read and worker's not, and boss's new file is root's, on both servers (as
-    smb.conf(5) describes admin users: "all file operations as the super-user"). With
-    acl_xattr on the share Samba 4 gave the file to boss instead: its inherited NT ACL names
-    the SID boss's token keeps as owner; smb3d does not inherit NT ACLs from a parent that has
-    none stored, which is why office.py leaves acl_xattr out for now."""
+    boss's to read and worker's not (as smb.conf(5) describes admin users: "all file operations
+    as the super-user"); with acl_xattr boss's new file inherits an NT ACL naming the SID
+    boss's token keeps as owner, and both servers give it to boss on disk too."""
     for server in office.both:
         secret = server.root / "office" / "root-only.txt"
         secret.write_text("salaries\n")
@@ -274,7 +395,8 @@ def test_admin_users_act_as_root_on_office_on_both(office, tmp_path):
         code, out = server.smbclient("office", "boss", "lcd %s; put budget.txt" % tmp_path)
         assert code == 0, (server.name, out, server.log_tail())
         owners[server.name] = os.stat(server.root / "office" / "budget.txt").st_uid
-    assert owners == {"samba": 0, "smb3d": 0}, owners
+    boss = pwd.getpwnam("boss").pw_uid
+    assert owners == {"samba": boss, "smb3d": boss}, owners
 
 
 # The recycle bin (issue 23 item 6): recycle:repository = .recycle/%U, keeptree, versions,

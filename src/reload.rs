@@ -17,7 +17,7 @@ use smb3d_config::{
 };
 use smb3d_server::hosts::{HostRules, Network};
 use smb3d_server::recycle::RecycleBin;
-use smb3d_server::share::{Presentation, Share, name_patterns};
+use smb3d_server::share::{InheritOwner, Presentation, Share, name_patterns};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
 use smb3d_vfs_posix::PosixVfs;
@@ -108,6 +108,12 @@ pub fn build_share(
         force_create_mode: share.force_create_mode,
         force_directory_mode: share.force_directory_mode,
         inherit_permissions: share.inherit_permissions,
+        inherit_acls: share.inherit_acls,
+        inherit_owner: match share.inherit_owner {
+            smb3d_config::InheritOwner::No => InheritOwner::No,
+            smb3d_config::InheritOwner::WindowsAndUnix => InheritOwner::WindowsAndUnix,
+            smb3d_config::InheritOwner::UnixOnly => InheritOwner::UnixOnly,
+        },
         delete_veto_files: share.delete_veto_files,
         recycle: share.recycle.then(|| Arc::new(recycle_bin(share))),
         oplocks: share.oplocks,

@@ -33,7 +33,7 @@ pub use limits::{Bytes, Interval, LimitsConfig};
 pub use model::{
     CipherName, Config, DEFAULT_ADMIN_SOCKET, DEFAULT_CONFIG_PATH, DEFAULT_CREATE_MASK,
     DEFAULT_DIRECTORY_MASK, DEFAULT_MDNS_MODEL, DEFAULT_METRICS_PORT, DEFAULT_PORT,
-    DEFAULT_STATE_DIR, Dialect, EncryptPolicy, LogFormat, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE,
-    MAX_SOCKET_PATH, MIN_IO_SIZE, MapToGuest, ServerConfig, ShareConfig, SigningPolicy,
-    admin_socket_in, parse_listen_address,
+    DEFAULT_STATE_DIR, Dialect, EncryptPolicy, InheritOwner, LogFormat, MAX_ALLOCATION_ROUNDUP,
+    MAX_IO_SIZE, MAX_SOCKET_PATH, MIN_IO_SIZE, MapToGuest, ServerConfig, ShareConfig,
+    SigningPolicy, admin_socket_in, parse_listen_address,
 };

@@ -242,6 +242,30 @@ impl MapToGuest {
     }
 }
 
+/// Who owns a new file or directory (Samba's `inherit owner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum InheritOwner {
+    /// Its creator.
+    #[default]
+    No,
+    /// The parent directory's owner, on disk and in the NT ACL it inherits.
+    WindowsAndUnix,
+    /// The parent directory's owner on disk; the NT ACL's owner stays the creator.
+    UnixOnly,
+}
+
+impl InheritOwner {
+    /// The configuration name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::No => "no",
+            Self::WindowsAndUnix => "windows-and-unix",
+            Self::UnixOnly => "unix-only",
+        }
+    }
+}
+
 /// A listening address as the configuration and `SMB3D_LISTEN` take it: `ADDR:PORT`, or a
 /// bare address (`0.0.0.0`, `::`, `[::]`) on port 445.
 pub fn parse_listen_address(text: &str) -> Option<SocketAddr> {
@@ -443,6 +467,17 @@ pub struct ShareConfig {
     /// directory all of the parent's bits.
     #[serde(default)]
     pub inherit_permissions: bool,
+    /// A new file or directory under a directory without a stored NT ACL inherits from the
+    /// ACL synthesized from the directory's mode, with CREATOR OWNER, CREATOR GROUP and
+    /// Everyone entries, as Samba's `vfs objects = acl_xattr` does (which sets `inherit
+    /// acls`); off, such a file's permissions come from the masks.
+    #[serde(default)]
+    pub inherit_acls: bool,
+    /// New files and directories are owned by the parent directory's owner (Samba's
+    /// `inherit owner`): "no", "windows-and-unix" (on disk and as the NT ACL's owner) or
+    /// "unix-only" (on disk only).
+    #[serde(default)]
+    pub inherit_owner: InheritOwner,
     /// Listings leave out files and directories the user may not read (access-based
     /// enumeration; Samba's `hide unreadable`).
     #[serde(default)]
@@ -571,6 +606,8 @@ impl ShareConfig {
             force_create_mode: 0,
             force_directory_mode: 0,
             inherit_permissions: false,
+            inherit_acls: false,
+            inherit_owner: InheritOwner::No,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: None,

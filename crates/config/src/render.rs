@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::{Config, FaultRuleConfig, HostPattern, MapToGuest, ShareConfig};
+use crate::{Config, FaultRuleConfig, HostPattern, InheritOwner, MapToGuest, ShareConfig};
 
 /// A TOML basic string holding `s`, escaped as TOML requires.
 pub(crate) fn toml_string(s: &str) -> String {
@@ -163,6 +163,12 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     }
     if share.inherit_permissions {
         let _ = writeln!(out, "inherit_permissions = true");
+    }
+    if share.inherit_acls {
+        let _ = writeln!(out, "inherit_acls = true");
+    }
+    if share.inherit_owner != InheritOwner::No {
+        let _ = writeln!(out, "inherit_owner = \"{}\"", share.inherit_owner.as_str());
     }
     let _ = writeln!(out, "hide_unreadable = {}", share.hide_unreadable);
     let _ = writeln!(

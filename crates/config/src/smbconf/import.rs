@@ -13,8 +13,8 @@ use crate::limits::{Interval, LimitsConfig};
 use crate::model::{check_recycle_repository, check_server_name, check_share_name};
 use crate::{
     Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT, Dialect,
-    EncryptPolicy, HostPattern, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE, MIN_IO_SIZE, MapToGuest,
-    ServerConfig, ShareConfig, SigningPolicy,
+    EncryptPolicy, HostPattern, InheritOwner, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE, MIN_IO_SIZE,
+    MapToGuest, ServerConfig, ShareConfig, SigningPolicy,
 };
 
 /// The result of a conversion.
@@ -128,6 +128,7 @@ struct ShareParams {
     force_create_mode: Option<u32>,
     force_directory_mode: Option<u32>,
     inherit_permissions: Option<bool>,
+    inherit_owner: Option<InheritOwner>,
     strict_allocate: Option<bool>,
     allocation_roundup_size: Option<u64>,
     hide_dot_files: Option<bool>,
@@ -139,6 +140,9 @@ struct ShareParams {
     posix_locking: Option<bool>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
+    /// `vfs objects` names acl_xattr: new files inherit the ACL synthesized for a parent
+    /// that has none stored.
+    acl_xattr: Option<bool>,
     invalid_users: Option<Vec<String>>,
     admin_users: Option<Vec<String>>,
     hosts_allow: Option<Vec<HostPattern>>,
@@ -695,6 +699,7 @@ impl Converter {
             },
             "vfsobjects" | "vfsobject" => {
                 out.recycle.on = Some(split_list(&p.value).iter().any(|m| m == "recycle"));
+                out.acl_xattr = Some(split_list(&p.value).iter().any(|m| m == "acl_xattr"));
                 out.streams = Some(self.vfs_objects(section, p));
             }
             "createmask" | "createmode" => {
@@ -709,6 +714,14 @@ impl Converter {
             "forcedirectorymode" => {
                 out.force_directory_mode = self.mode_param(section, p).or(out.force_directory_mode);
             }
+            "inheritowner" => match p.value.trim().to_ascii_lowercase().as_str() {
+                "no" | "false" | "0" => out.inherit_owner = Some(InheritOwner::No),
+                "yes" | "true" | "1" | "windows and unix" => {
+                    out.inherit_owner = Some(InheritOwner::WindowsAndUnix);
+                }
+                "unix only" => out.inherit_owner = Some(InheritOwner::UnixOnly),
+                _ => self.warn_value(section, p, "not one of no, windows and unix, unix only"),
+            },
             "inheritpermissions" => {
                 out.inherit_permissions = self.bool_param(section, p).or(out.inherit_permissions);
             }
@@ -1048,6 +1061,8 @@ impl Converter {
         share.force_create_mode = params.force_create_mode.unwrap_or(0);
         share.force_directory_mode = params.force_directory_mode.unwrap_or(0);
         share.inherit_permissions = params.inherit_permissions.unwrap_or(false);
+        share.inherit_acls = params.acl_xattr.unwrap_or(false);
+        share.inherit_owner = params.inherit_owner.unwrap_or_default();
         // Samba's default: no (smb3d's own is yes, so it is written out).
         share.strict_allocate = params.strict_allocate.unwrap_or(false);
         share.allocation_roundup_size = params.allocation_roundup_size.unwrap_or(0);
@@ -1379,9 +1394,29 @@ mod tests {
         let i = convert_text(
             "[global]\nforce create mode = 0604\n\
              [office]\npath = /srv/office\ncreate mask = 0660\nforce directory mode = 2000\n\
-             inherit permissions = yes\n\
+             inherit permissions = yes\nvfs objects = acl_xattr streams_xattr\n\
              [plain]\npath = /srv/plain\nforce create mode = 9\n",
         );
+        assert!(i.config.share("office").unwrap().inherit_acls);
+        let owners = convert_text(
+            "[global]\ninherit owner = unix only\n[a]\npath = /a\ninherit owner = yes\n\
+             [b]\npath = /b\n[c]\npath = /c\ninherit owner = no\n[d]\npath = /d\ninherit owner = maybe\n",
+        );
+        let owner = |name| owners.config.share(name).unwrap().inherit_owner;
+        assert_eq!(owner("a"), InheritOwner::WindowsAndUnix);
+        assert_eq!(owner("b"), InheritOwner::UnixOnly, "a global default");
+        assert_eq!(owner("c"), InheritOwner::No);
+        assert_eq!(
+            owner("d"),
+            InheritOwner::UnixOnly,
+            "a bad value keeps the default"
+        );
+        assert!(
+            messages(&owners)
+                .iter()
+                .any(|w| w.contains("inherit owner = maybe"))
+        );
+        assert!(!i.config.share("plain").unwrap().inherit_acls);
         let office = i.config.share("office").unwrap();
         assert_eq!(
             (office.create_mask, office.force_create_mode),

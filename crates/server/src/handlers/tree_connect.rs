@@ -39,7 +39,15 @@ pub(crate) async fn handle(
     admit_tree(cx.conn, &session)?;
     let share_name = share_name(&req.path).ok_or(NtStatus::BAD_NETWORK_NAME)?;
     let identity = session.identity().ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let share = cx.conn.server.share_for(share_name, &user, &identity)?;
+    let share = match cx.conn.server.share_for(share_name, &user, &identity) {
+        Ok(share) => share,
+        Err(none) => {
+            if let Some(reason) = none.refused {
+                audit::tree_refused(share_name, &user, cx.conn, reason);
+            }
+            return Err(none.status);
+        }
+    };
 
     // Samba answers a host its rules refuse on this share with ACCESS_DENIED, as a share
     // the user may not connect to (MS-SMB2 3.3.5.7 leaves the check to the server).
@@ -47,7 +55,7 @@ pub(crate) async fn handle(
         && !share.hosts.admits(peer.ip())
     {
         audit::tree_refused(
-            &share,
+            &share.name,
             &user,
             cx.conn,
             "client address refused by hosts_allow/hosts_deny",
@@ -56,7 +64,7 @@ pub(crate) async fn handle(
     }
     let access = tree_access(&cx.conn.server.ids, &share, &user, &identity).inspect_err(|_| {
         audit::tree_refused(
-            &share,
+            &share.name,
             &user,
             cx.conn,
             "user refused by the share's user lists",
@@ -72,7 +80,7 @@ pub(crate) async fn handle(
     let policy = share.encryption;
     let can_encrypt = session.encryption().is_some();
     if policy == EncryptionPolicy::Required && !can_encrypt {
-        audit::tree_refused(&share, &user, cx.conn, "the share requires encryption");
+        audit::tree_refused(&share.name, &user, cx.conn, "the share requires encryption");
         return Err(NtStatus::ACCESS_DENIED);
     }
     let encrypt_data = can_encrypt && policy.asks();
@@ -172,7 +180,12 @@ fn forced_identity(
     admin: bool,
 ) -> Result<Option<Identity>, NtStatus> {
     if admin {
-        return Ok(Some(ids.forced(session, Some(0), Some(0))));
+        // Root on disk, still the user to ACLs: a descriptor it inherits names the user as
+        // owner, as Samba's admin users keep their token.
+        return Ok(Some(Identity {
+            token: session.token.clone(),
+            unix: ids.identity(0).unix,
+        }));
     }
     if share.force_user.is_none() && share.force_group.is_none() {
         return Ok(None);
@@ -214,7 +227,8 @@ mod tests {
     use crate::identity::IdMap;
 
     /// `admin_users` work as root on their share (uid and gid 0, so every access check passes
-    /// and their files are root's); others, and guests, keep their own identity.
+    /// and their files are root's) with their own token; others, and guests, keep their own
+    /// identity.
     #[test]
     fn admin_users_act_as_root() {
         let ids = IdMap::new("T");
@@ -232,6 +246,7 @@ mod tests {
         let access = tree_access(&ids, &share, &boss, &who).unwrap();
         let root = access.identity.expect("an admin's identity is forced");
         assert_eq!((root.unix.uid, root.unix.gid), (0, 0));
+        assert_eq!(root.token, who.token, "the token stays the user's");
         assert!(
             tree_access(&ids, &share, &worker, &who)
                 .unwrap()

@@ -7,7 +7,9 @@ use std::cell::OnceCell;
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, access_check, maximum_allowed};
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Vfs, VfsPath};
 
-use super::{allows, descriptor};
+use smb3d_vfs::FileStat;
+
+use super::{allows, descriptor, posix_descriptor, stored};
 use crate::identity::{IdMap, Identity};
 
 /// Rights the containing directory can give on a file the file's own ACL withholds
@@ -27,7 +29,14 @@ pub(crate) struct Parent<'a> {
     vfs: &'a dyn Vfs,
     path: &'a VfsPath,
     ids: &'a IdMap,
-    sd: OnceCell<Option<SecurityDescriptor>>,
+    sd: OnceCell<Option<ParentDescriptor>>,
+}
+
+/// A parent's descriptor and POSIX state, and whether the descriptor is derived from it.
+struct ParentDescriptor {
+    sd: SecurityDescriptor,
+    stat: FileStat,
+    derived: bool,
 }
 
 impl<'a> Parent<'a> {
@@ -43,6 +52,22 @@ impl<'a> Parent<'a> {
 
     /// The parent's descriptor, `None` at the share root or if it cannot be read.
     pub fn descriptor(&self) -> Option<&SecurityDescriptor> {
+        self.read().map(|parent| &parent.sd)
+    }
+
+    /// The parent's POSIX state, when its descriptor is derived from it (none valid stored).
+    pub fn derived_from(&self) -> Option<&FileStat> {
+        self.read()
+            .filter(|parent| parent.derived)
+            .map(|parent| &parent.stat)
+    }
+
+    /// The parent's POSIX state.
+    pub fn stat(&self) -> Option<&FileStat> {
+        self.read().map(|parent| &parent.stat)
+    }
+
+    fn read(&self) -> Option<&ParentDescriptor> {
         self.sd
             .get_or_init(|| {
                 let (parent, _) = self.path.parent_and_name()?;
@@ -54,7 +79,13 @@ impl<'a> Parent<'a> {
                 };
                 let dir = self.vfs.open(&parent, &request).ok()?;
                 let stat = dir.file.stat().ok()?;
-                Some(descriptor(self.vfs, dir.file.as_ref(), &stat, self.ids))
+                let file = dir.file.as_ref();
+                let stored = stored(self.vfs, &stat, &|name| file.get_xattr(name));
+                Some(ParentDescriptor {
+                    derived: stored.is_none(),
+                    sd: stored.unwrap_or_else(|| posix_descriptor(&stat, self.ids)),
+                    stat,
+                })
             })
             .as_ref()
     }

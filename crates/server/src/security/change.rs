@@ -52,6 +52,43 @@ pub(crate) fn apply(
     store(vfs, file, sd)
 }
 
+/// Gives a file just created by root (an `admin_users` session, whose token is still its
+/// user's) the owner and group its inherited descriptor names, as Samba's acl_xattr does:
+/// the kernel made it root's. Anyone else created it as the owner it inherits.
+pub(crate) fn own_inherited(
+    vfs: &dyn Vfs,
+    file: &dyn VfsFile,
+    who: &Identity,
+    ids: &IdMap,
+    sd: &SecurityDescriptor,
+) -> Result<(), NtStatus> {
+    if who.unix.uid != 0 || !vfs.runs_as_users() {
+        return Ok(());
+    }
+    let stat = file.stat().status()?;
+    let uid = match sd.owner.and_then(|sid| ids.unix_id(&sid)) {
+        Some(UnixId::User(uid)) if uid != stat.uid => Some(uid),
+        _ => None,
+    };
+    let gid = match sd.group.and_then(|sid| ids.unix_id(&sid)) {
+        Some(UnixId::Group(gid)) if gid != stat.gid => Some(gid),
+        _ => None,
+    };
+    if uid.is_none() && gid.is_none() {
+        return Ok(());
+    }
+    as_service(vfs, || file.set_owner(uid, gid).status())
+}
+
+/// Makes `uid` a new file's owner on disk, with the service's credentials (the share's
+/// `inherit_owner` asks for it, not the creator).
+pub(crate) fn give_to(vfs: &dyn Vfs, file: &dyn VfsFile, uid: u32) -> Result<(), NtStatus> {
+    if file.stat().status()?.uid == uid {
+        return Ok(());
+    }
+    as_service(vfs, || file.set_owner(Some(uid), None).status())
+}
+
 /// Sets the parts `info` of `update` on a file whose descriptor is `current`, on behalf of
 /// `who` (who holds WRITE_OWNER for the owner and group and WRITE_DAC for the DACL, or is
 /// creating the file). The SACL needs a privilege no SMB user holds here.

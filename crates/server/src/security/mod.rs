@@ -13,7 +13,7 @@ mod change;
 mod posix;
 
 pub(crate) use access::{Parent, grant, maximal, may_place, readable};
-pub(crate) use change::{apply, change, parts_of};
+pub(crate) use change::{apply, change, give_to, own_inherited, parts_of};
 
 use smb3d_dtyp::samba::{NtAclXattr, PosixAcl, PosixAclState, XATTR_NTACL_NAME};
 use smb3d_dtyp::{
@@ -208,15 +208,52 @@ pub(crate) fn allows(sd: &SecurityDescriptor, who: &Identity, access: AccessMask
     who.unix.uid == 0 || access_check(sd, &who.token, access).is_ok()
 }
 
+/// What a directory whose descriptor is derived from its POSIX state (nothing valid stored)
+/// passes on with `inherit_acls`, as Samba's acl_xattr synthesizes it for a directory without
+/// inheritable entries: its derived ACL plus CREATOR OWNER, CREATOR GROUP and Everyone
+/// entries that only inherit (OI|CI|IO), with the rights of the owner, group and other bits of
+/// `new_modes`, the modes the share gives new directories and files there (OR-ed). No bits
+/// give no rights at all, so that Everyone's inherited entry grants nothing on 0o770.
+pub(crate) fn with_inheritable_entries(
+    derived: &SecurityDescriptor,
+    new_modes: u32,
+) -> SecurityDescriptor {
+    let inherit_only =
+        AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT | AceFlags::INHERIT_ONLY;
+    let entry = |sid, bits: u32| {
+        let mask = match bits & 7 {
+            0 => AccessMask::empty(),
+            bits => rights(bits, true),
+        };
+        Ace::allow(sid, mask, inherit_only)
+    };
+    let mut sd = derived.clone();
+    let mut aces = sd.dacl.take().map(|dacl| dacl.aces).unwrap_or_default();
+    aces.extend([
+        entry(Sid::CREATOR_OWNER, new_modes >> 6),
+        entry(Sid::CREATOR_GROUP, new_modes >> 3),
+        entry(Sid::EVERYONE, new_modes),
+    ]);
+    sd.dacl = Some(Acl::new(aces));
+    sd
+}
+
 /// The descriptor of a new file or directory created by `who` under a directory with
 /// descriptor `parent` (MS-DTYP 2.5.3.4.1), when the parent has something to pass on.
+/// `owner`, when set, is its owner instead of `who` (`inherit_owner`).
 pub(crate) fn inherited(
     parent: &SecurityDescriptor,
     is_directory: bool,
     who: &Identity,
+    owner: Option<Sid>,
 ) -> Option<SecurityDescriptor> {
     let group = who.token.groups.first().copied().unwrap_or(who.token.user);
-    inherit(parent, is_directory, &who.token.user, &group)
+    inherit(
+        parent,
+        is_directory,
+        &owner.unwrap_or(who.token.user),
+        &group,
+    )
 }
 
 #[cfg(test)]
@@ -316,6 +353,59 @@ mod tests {
             (AccessMask::FILE_ALL_ACCESS, &ids.user_sid(4242))
         );
         assert_ne!(stat.uid, 4242, "the file itself is not the creator's");
+    }
+
+    /// A directory 0o2777 without a stored ACL on a share whose new files get 0o660 and new
+    /// directories 0o2770 passes on what Samba 4.17's acl_xattr gave a new file there: its
+    /// creator and the creator's group full control, Everyone nothing; a new directory also
+    /// keeps CREATOR OWNER and CREATOR GROUP for its own children (MS-DTYP 2.5.3.4.1).
+    #[test]
+    fn a_derived_directory_acl_passes_on_creator_entries() {
+        let ids = IdMap::new("T");
+        let parent = posix_descriptor(&stat(0o2777, FileType::Directory), &ids);
+        assert!(inherit(&parent, false, &ids.user_sid(7), &ids.group_sid(8)).is_none());
+        let synthesized = with_inheritable_entries(&parent, 0o2770 | 0o660);
+        let (creator, group) = (ids.user_sid(4242), ids.group_sid(77));
+        let file = inherit(&synthesized, false, &creator, &group).unwrap();
+        let entries: Vec<(AccessMask, Sid, AceFlags)> = file
+            .dacl
+            .unwrap()
+            .aces
+            .iter()
+            .map(|a| {
+                (
+                    a.mask_and_sid().unwrap().0,
+                    *a.mask_and_sid().unwrap().1,
+                    a.flags,
+                )
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                (AccessMask::FILE_ALL_ACCESS, creator, AceFlags::empty()),
+                (AccessMask::FILE_ALL_ACCESS, group, AceFlags::empty()),
+                (AccessMask::empty(), Sid::EVERYONE, AceFlags::empty()),
+            ]
+        );
+        let dir = inherit(&synthesized, true, &creator, &group).unwrap();
+        let sids: Vec<Sid> = dir
+            .dacl
+            .unwrap()
+            .aces
+            .iter()
+            .map(|a| *a.mask_and_sid().unwrap().1)
+            .collect();
+        assert_eq!(
+            sids,
+            [
+                creator,
+                Sid::CREATOR_OWNER,
+                group,
+                Sid::CREATOR_GROUP,
+                Sid::EVERYONE
+            ]
+        );
     }
 
     #[test]

@@ -112,13 +112,13 @@ pub(crate) fn logon(conn: &Connection, claim: Option<&Claim>, result: &LogonResu
     );
 }
 
-/// Logs a refused tree connect at info, at [`AUTH_TARGET`]: the share, who and from where, and
-/// why.
-pub(crate) fn tree_refused(share: &Share, user: &SessionUser, conn: &Connection, reason: &str) {
+/// Logs a refused tree connect at info, at [`AUTH_TARGET`]: the share (as the client named
+/// it), who and from where, and why.
+pub(crate) fn tree_refused(share: &str, user: &SessionUser, conn: &Connection, reason: &str) {
     let (user, domain) = logged_user(user);
     tracing::info!(
         target: AUTH_TARGET,
-        share = &*escape(&share.name),
+        share = &*escape(share),
         user = user.as_str(),
         domain = domain.as_str(),
         client = %client_of(conn),

@@ -34,6 +34,22 @@ pub struct HomeOwner {
     pub home: PathBuf,
 }
 
+/// Why a tree connect gets no share: the status it answers, and for a refused home (another
+/// user's, or one that cannot be made) the reason the login audit logs, as for any refused
+/// tree connect. A name that is no share and no account is not a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoShare {
+    pub status: NtStatus,
+    pub refused: Option<&'static str>,
+}
+
+impl NoShare {
+    pub(crate) const NOT_FOUND: NoShare = NoShare {
+        status: NtStatus::BAD_NETWORK_NAME,
+        refused: None,
+    };
+}
+
 /// Builds a user's home share from the template: its path, the directory when configured to
 /// make it, the VFS. The binary provides it; it may block.
 pub trait HomeBuilder: Send + Sync {
@@ -69,20 +85,26 @@ impl Homes {
         name: &str,
         user: &SessionUser,
         who: &Identity,
-    ) -> Result<Arc<Share>, NtStatus> {
+    ) -> Result<Arc<Share>, NoShare> {
         let SessionUser::User { name: user, .. } = user else {
-            return Err(NtStatus::BAD_NETWORK_NAME);
+            return Err(NoShare::NOT_FOUND);
         };
         let accounts = Accounts::read();
         if !name.eq_ignore_ascii_case(HOMES) && !names::same(name, user) {
             return Err(match accounts.uid_of(name) {
-                Some(_) => NtStatus::ACCESS_DENIED,
-                None => NtStatus::BAD_NETWORK_NAME,
+                Some(_) => NoShare {
+                    status: NtStatus::ACCESS_DENIED,
+                    refused: Some("another user's home"),
+                },
+                None => NoShare::NOT_FOUND,
             });
         }
-        let owner = owner(&accounts, user, who).ok_or(NtStatus::BAD_NETWORK_NAME)?;
+        let owner = owner(&accounts, user, who).ok_or(NoShare::NOT_FOUND)?;
         drop(accounts);
-        self.share_of(&owner)
+        self.share_of(&owner).map_err(|status| NoShare {
+            status,
+            refused: Some("the home cannot be made"),
+        })
     }
 
     /// The home share of `owner`, made on first use.
@@ -213,7 +235,7 @@ mod tests {
         assert_eq!(built.load(Ordering::Relaxed), 1);
 
         let status = |name: &str, user: &SessionUser, who: &Identity| {
-            server.share_for(name, user, who).err()
+            server.share_for(name, user, who).err().map(|e| e.status)
         };
         assert_eq!(
             status("bin", &session("daemon"), &daemon),

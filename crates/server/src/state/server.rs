@@ -8,7 +8,6 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, RwLock};
 use smb3d_auth::{CredentialStore, ServerIdentity};
 use smb3d_crypto::{Cipher, CryptoProvider};
-use smb3d_dtyp::NtStatus;
 use smb3d_smb2::file_id::FileId;
 use smb3d_wire::Guid;
 
@@ -21,7 +20,7 @@ use crate::state::connection::Connection;
 use crate::state::connection::limits::OpenFiles;
 use crate::state::durable::DurableTable;
 use crate::state::files::FileTable;
-use crate::state::homes::Homes;
+use crate::state::homes::{Homes, NoShare};
 use crate::state::host_changes::HostChanges;
 use crate::state::metrics::Metrics;
 use crate::state::notify::NotifyHub;
@@ -294,11 +293,11 @@ impl Server {
         name: &str,
         user: &SessionUser,
         who: &Identity,
-    ) -> Result<Arc<Share>, NtStatus> {
+    ) -> Result<Arc<Share>, NoShare> {
         if let Some(share) = self.share(name) {
             return Ok(share);
         }
-        let homes = self.homes().ok_or(NtStatus::BAD_NETWORK_NAME)?;
+        let homes = self.homes().ok_or(NoShare::NOT_FOUND)?;
         homes.resolve(name, user, who)
     }
 

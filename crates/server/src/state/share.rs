@@ -5,7 +5,8 @@ use std::sync::Arc;
 use smb3d_auth::names;
 use smb3d_fscc::Expression;
 use smb3d_vfs::{
-    Access, DirEntry, Disposition, Kind, OpenRequest, Timespec, Vfs, VfsPath, VfsResult,
+    Access, DirEntry, Disposition, FileType, Kind, OpenRequest, Timespec, Vfs, VfsError, VfsPath,
+    VfsResult,
 };
 use smb3d_wire::FileTime;
 
@@ -65,6 +66,11 @@ pub struct Share {
     /// New files and directories take their permissions from the parent directory (Samba's
     /// `inherit permissions`).
     pub inherit_permissions: bool,
+    /// New files under a directory without a stored NT ACL inherit the ACL synthesized from
+    /// its mode (Samba's acl_xattr, [`crate::security::with_inheritable_entries`]).
+    pub inherit_acls: bool,
+    /// Who owns new files and directories (Samba's `inherit owner`).
+    pub inherit_owner: InheritOwner,
     /// Deleting a directory that holds only vetoed entries deletes them (Samba's `delete veto
     /// files`); the vetoed names are in [`Presentation`].
     pub delete_veto_files: bool,
@@ -105,6 +111,30 @@ pub struct Share {
     pub hosts: HostRules,
 }
 
+/// How deep [`Share::remove_vetoed`] goes into a vetoed directory: a deeper tree stays, with
+/// the directory holding it (the recursion's stack is bounded whatever a local user builds).
+const MAX_VETOED_DEPTH: usize = 32;
+
+/// Opening a directory to list it.
+const LISTING: OpenRequest = OpenRequest {
+    access: Access::Read,
+    disposition: Disposition::Open,
+    kind: Kind::Directory,
+    create_mode: 0,
+};
+
+/// Who owns a new file or directory (Samba's `inherit owner`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InheritOwner {
+    /// Its creator.
+    #[default]
+    No,
+    /// The parent directory's owner, on disk and as the owner of the descriptor it inherits.
+    WindowsAndUnix,
+    /// The parent directory's owner on disk; the descriptor's owner stays the creator.
+    UnixOnly,
+}
+
 /// Case-insensitive wildcard patterns (`*`, `?`) matched against names, as the share options
 /// that list names (`veto_oplock_files`) write them.
 pub fn name_patterns(patterns: &[String]) -> Vec<Expression> {
@@ -124,6 +154,12 @@ impl Share {
             (true, None) => (0o777 & self.directory_mask) | self.force_directory_mode,
             (false, None) => (0o666 & self.create_mask) | self.force_create_mode,
         }
+    }
+
+    /// The modes new directories and files get in a directory of mode `parent` (OR-ed), from
+    /// which [`crate::security::with_inheritable_entries`] synthesizes what it passes on.
+    pub fn new_modes(&self, parent: u32) -> u32 {
+        self.new_mode(true, Some(parent)) | self.new_mode(false, Some(parent))
     }
 
     /// A disk share with default options.
@@ -148,6 +184,8 @@ impl Share {
             force_create_mode: 0,
             force_directory_mode: 0,
             inherit_permissions: false,
+            inherit_acls: false,
+            inherit_owner: InheritOwner::No,
             delete_veto_files: false,
             recycle: None,
             oplocks: true,
@@ -189,6 +227,8 @@ impl Share {
             force_create_mode: 0,
             force_directory_mode: 0,
             inherit_permissions: false,
+            inherit_acls: false,
+            inherit_owner: InheritOwner::No,
             delete_veto_files: false,
             recycle: None,
             oplocks: true,
@@ -244,7 +284,10 @@ impl Share {
     }
 
     /// Before the directory `path` is deleted, with `delete_veto_files`, removes the vetoed
-    /// entries it holds; a vetoed directory that is not empty stays and keeps `path`.
+    /// entries it holds: a vetoed directory with everything in it, as Samba removes one (what
+    /// it holds is invisible to clients anyway). All of it runs as the deleting user, so the
+    /// kernel refuses what that user may not remove, and the first refusal stops it, keeping
+    /// `path`.
     pub(crate) fn remove_vetoed(
         &self,
         vfs: &dyn Vfs,
@@ -254,19 +297,44 @@ impl Share {
         if !self.delete_veto_files || !self.presentation.vetoes_any() {
             return Ok(());
         }
-        let listing = OpenRequest {
-            access: Access::Read,
-            disposition: Disposition::Open,
-            kind: Kind::Directory,
-            create_mode: 0,
-        };
-        let dir = vfs.open(path, &listing)?.file;
+        let dir = vfs.open(path, &LISTING)?.file;
         for entry in dir.read_dir()? {
             if self.presentation.vetoes(&entry.name) {
-                self.delete(vfs, &path.join(&entry.name)?, recycle_to)?;
+                self.remove_entry(vfs, &path.join(&entry.name)?, &entry, recycle_to, 0)?;
             }
         }
         Ok(())
+    }
+
+    /// Removes `entry`, found at `path`: a directory with everything in it, a symlink itself
+    /// (never what it points to, which the recycle bin would look at), anything else as
+    /// [`Self::delete`] does.
+    fn remove_entry(
+        &self,
+        vfs: &dyn Vfs,
+        path: &VfsPath,
+        entry: &DirEntry,
+        recycle_to: Option<&VfsPath>,
+        depth: usize,
+    ) -> VfsResult<()> {
+        match entry.file_type {
+            FileType::Directory => {}
+            FileType::Symlink => return vfs.unlink(path),
+            FileType::File | FileType::Other => return self.delete(vfs, path, recycle_to),
+        }
+        if depth >= MAX_VETOED_DEPTH {
+            return Err(VfsError::NotEmpty);
+        }
+        let dir = vfs.open(path, &LISTING)?.file;
+        // Replaced by a symlink since it was listed: what it points to is not emptied.
+        if dir.stat()?.ino != entry.ino {
+            return Err(VfsError::NotEmpty);
+        }
+        for inner in dir.read_dir()? {
+            self.remove_entry(vfs, &path.join(&inner.name)?, &inner, recycle_to, depth + 1)?;
+        }
+        drop(dir);
+        vfs.unlink(path)
     }
 
     /// Deletes `path`, or moves it into `recycle_to`, the deleting user's repository of the
@@ -512,5 +580,60 @@ mod tests {
         share.delete_veto_files = true;
         assert!(share.empty_for_deletion(&only_vetoed));
         assert!(!share.empty_for_deletion(&mixed));
+    }
+
+    /// A vetoed directory goes with everything in it, visible names included; the directory
+    /// holding it can then be deleted.
+    #[test]
+    fn vetoed_directories_are_removed_with_their_contents() {
+        let vfs = MemoryVfs::new();
+        let path = |p: &str| VfsPath::parse(p).unwrap();
+        let make = |p: &str, kind| {
+            let req = OpenRequest {
+                access: Access::ReadWrite,
+                disposition: Disposition::Create,
+                kind,
+                create_mode: 0o755,
+            };
+            vfs.open(&path(p), &req).unwrap();
+        };
+        make("d", Kind::Directory);
+        make("d/.DS_Store", Kind::File);
+        make("d/cache.tmp", Kind::Directory);
+        make("d/cache.tmp/inner.txt", Kind::File);
+        make("d/cache.tmp/sub", Kind::Directory);
+        make("d/cache.tmp/sub/deep.txt", Kind::File);
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        share.presentation =
+            Presentation::default().with_veto(&[".DS_Store".into(), "*.tmp".into()]);
+        share.delete_veto_files = true;
+        share.remove_vetoed(&vfs, &path("d"), None).unwrap();
+        vfs.unlink(&path("d")).unwrap();
+        assert!(vfs.stat(&path("d")).is_err());
+    }
+
+    /// A tree deeper than the bound is not removed, and what it could reach stays.
+    #[test]
+    fn removal_of_vetoed_directories_is_bounded() {
+        let vfs = MemoryVfs::new();
+        let req = OpenRequest {
+            access: Access::ReadWrite,
+            disposition: Disposition::Create,
+            kind: Kind::Directory,
+            create_mode: 0o755,
+        };
+        let mut deep = String::from("d/x.tmp");
+        vfs.open(&VfsPath::parse("d").unwrap(), &req).unwrap();
+        vfs.open(&VfsPath::parse(&deep).unwrap(), &req).unwrap();
+        for _ in 0..MAX_VETOED_DEPTH + 1 {
+            deep.push_str("/n");
+            vfs.open(&VfsPath::parse(&deep).unwrap(), &req).unwrap();
+        }
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        share.presentation = Presentation::default().with_veto(&["*.tmp".into()]);
+        share.delete_veto_files = true;
+        let d = VfsPath::parse("d").unwrap();
+        assert!(share.remove_vetoed(&vfs, &d, None).is_err());
+        assert!(vfs.stat(&VfsPath::parse(&deep).unwrap()).is_ok());
     }
 }

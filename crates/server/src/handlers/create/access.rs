@@ -1,7 +1,7 @@
 //! Access to the file a CREATE opens (MS-FSA 2.1.5.1.1 for a new file, 2.1.5.1.2 for an
 //! existing one), and the security descriptor a request gives for a new file.
 
-use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation};
+use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor, SecurityInformation, Sid};
 use smb3d_fscc::FileAttributes;
 use smb3d_smb2::create::{CreateContext, CreateRequest};
 use smb3d_vfs::{Vfs, VfsFile, VfsPath};
@@ -9,6 +9,7 @@ use smb3d_vfs::{Vfs, VfsFile, VfsPath};
 use crate::fs::fileinfo::Meta;
 use crate::identity::{IdMap, Identity};
 use crate::security;
+use crate::state::share::{InheritOwner, Share};
 use crate::status_map::VfsResultExt;
 
 use super::request::Intent;
@@ -41,6 +42,7 @@ pub(super) struct AccessCheck<'a> {
     pub who: &'a Identity,
     pub ids: &'a IdMap,
     pub parent: security::Parent<'a>,
+    pub share: &'a Share,
 }
 
 impl AccessCheck<'_> {
@@ -67,13 +69,25 @@ impl AccessCheck<'_> {
             let _ = vfs.unlink(self.path);
             return Err(NtStatus::ACCESS_DENIED);
         }
-        let inherited = parent_sd.and_then(|sd| security::inherited(sd, meta.is_directory(), who));
-        let initial = || security::initial_descriptor(vfs, file, &meta.stat, ids, who);
+        let owner = match self.take_parent_owner(file) {
+            Ok(owner) => owner,
+            Err(status) => {
+                let _ = vfs.unlink(self.path);
+                return Err(status);
+            }
+        };
+        let inherited = self.inherited(meta.is_directory(), owner);
+        let stat = file.stat().status()?;
+        let initial = || security::initial_descriptor(vfs, file, &stat, ids, who);
         let applied = match (sd_buffer, &inherited) {
             (Some(update), _) => {
                 let current = inherited.clone().unwrap_or_else(initial);
                 let info = security::parts_of(update);
                 security::change(vfs, file, who, ids, info, update, &current)
+            }
+            (None, Some(sd)) if self.share.inherit_owner == InheritOwner::No => {
+                security::own_inherited(vfs, file, who, ids, sd)
+                    .and_then(|()| security::apply(vfs, file, ids, sd))
             }
             (None, Some(sd)) => security::apply(vfs, file, ids, sd),
             // Where the file system cannot make the creator the owner, the descriptor does.
@@ -96,6 +110,41 @@ impl AccessCheck<'_> {
         };
         let stat = file.stat().status()?;
         Ok((granted, security::descriptor(vfs, file, &stat, ids)))
+    }
+
+    /// What a new file inherits (MS-DTYP 2.5.3.4.1): from its parent's descriptor, or, with
+    /// `inherit_acls`, from the one synthesized for a parent whose descriptor is derived from
+    /// its mode, as Samba's acl_xattr does.
+    /// `owner`, when set, stands for the creator (`inherit_owner`).
+    fn inherited(&self, is_directory: bool, owner: Option<Sid>) -> Option<SecurityDescriptor> {
+        let parent = self.parent.descriptor()?;
+        match self.parent.derived_from() {
+            Some(stat) if self.share.inherit_acls => {
+                let modes = self.share.new_modes(stat.mode);
+                let synthesized = security::with_inheritable_entries(parent, modes);
+                security::inherited(&synthesized, is_directory, self.who, owner)
+            }
+            _ => security::inherited(parent, is_directory, self.who, owner),
+        }
+    }
+
+    /// With `inherit_owner` (Samba's `inherit owner`), gives a new file its parent directory's
+    /// owner on disk; returns the owner its descriptor then inherits with "windows and unix":
+    /// the parent descriptor's. The administrator chose this for the share (drop boxes), so
+    /// the service makes the change, whoever creates.
+    fn take_parent_owner(&self, file: &dyn VfsFile) -> Result<Option<Sid>, NtStatus> {
+        let mode = self.share.inherit_owner;
+        if mode == InheritOwner::No || !self.vfs.runs_as_users() {
+            return Ok(None);
+        }
+        let Some(parent) = self.parent.stat() else {
+            return Ok(None);
+        };
+        security::give_to(self.vfs, file, parent.uid)?;
+        Ok(match mode {
+            InheritOwner::WindowsAndUnix => self.parent.descriptor().and_then(|sd| sd.owner),
+            InheritOwner::No | InheritOwner::UnixOnly => None,
+        })
     }
 
     /// An existing file: its descriptor grants what the open asks for (MS-FSA 2.1.5.1.2), and

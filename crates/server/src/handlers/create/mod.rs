@@ -416,6 +416,7 @@ impl Creation<'_> {
             who: &self.identity,
             ids: &self.server.ids,
             parent: security::Parent::of(vfs, path, &self.server.ids),
+            share: &self.tree.share,
         };
         let (granted, sd) = if opened.created {
             check.admit_new(
