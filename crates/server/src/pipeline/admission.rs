@@ -5,6 +5,7 @@
 //! too.
 
 use smb3d_dtyp::NtStatus;
+use smb3d_smb2::Command;
 use smb3d_smb2::header::{Header, HeaderFlags};
 
 use crate::request::commands::{self, Session};
@@ -73,6 +74,15 @@ impl Connection {
         }
         if cx.encrypted {
             session.seen.note_encrypted();
+        }
+        // 3.3.5.2.9: an expired session still logs off, closes and unlocks; anything else
+        // waits for a re-authentication.
+        if !matches!(
+            hdr.command,
+            Command::LOGOFF | Command::CLOSE | Command::LOCK
+        ) && session.expired(|| unix_seconds(self.server.settings.clock.filetime()))
+        {
+            return Err(NtStatus::NETWORK_SESSION_EXPIRED);
         }
         if spec.needs_tree {
             let tree = session.state.lock().trees.get(&tree_id).cloned();
@@ -243,4 +253,9 @@ mod tests {
             "not encrypted"
         );
     }
+}
+
+/// Seconds since 1970 of a FILETIME.
+fn unix_seconds(t: smb3d_wire::FileTime) -> i64 {
+    (t.0 / 10_000_000) as i64 - 11_644_473_600
 }

@@ -170,15 +170,26 @@ pub(crate) struct Session {
     /// (`durable::disconnect_session`), so that a second teardown (a reconnect naming it as
     /// PreviousSessionId) returns only once the first is done.
     pub teardown: Mutex<()>,
+    /// Session.ExpirationTime (MS-SMB2 3.3.1.8): when the Kerberos ticket of its last
+    /// authentication ends, in seconds since 1970; 0 for a logon that does not expire (NTLM).
+    /// An atomic, so that checking it (3.3.5.2.9) takes no lock per request.
+    pub expires: std::sync::atomic::AtomicI64,
 }
 
 impl Session {
+    /// Whether the session's ticket ended before `now` (seconds since 1970).
+    pub fn expired(&self, now: impl FnOnce() -> i64) -> bool {
+        let expires = self.expires.load(std::sync::atomic::Ordering::Relaxed);
+        expires != 0 && now() >= expires
+    }
+
     pub fn new(id: u64, origin: Origin) -> Self {
         Self {
             id,
             origin,
             seen: SeenTraffic::default(),
             teardown: Mutex::new(()),
+            expires: std::sync::atomic::AtomicI64::new(0),
             state: Mutex::new(SessionState {
                 exchange: None,
                 established: None,
