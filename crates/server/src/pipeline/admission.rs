@@ -75,12 +75,13 @@ impl Connection {
         if cx.encrypted {
             session.seen.note_encrypted();
         }
-        // 3.3.5.2.9: an expired session still logs off, closes and unlocks; anything else
-        // waits for a re-authentication.
+        // 3.3.5.2.9: an expired session still logs off, closes and unlocks (a LOCK that takes
+        // a lock is refused by its handler), and echoes as Windows and Samba do (smbtorture
+        // smb2.session.expire2s); anything else waits for a re-authentication.
         if !matches!(
             hdr.command,
-            Command::LOGOFF | Command::CLOSE | Command::LOCK
-        ) && session.expired(|| unix_seconds(self.server.settings.clock.filetime()))
+            Command::LOGOFF | Command::CLOSE | Command::LOCK | Command::ECHO
+        ) && session.expired(&*self.server.settings.clock)
         {
             return Err(NtStatus::NETWORK_SESSION_EXPIRED);
         }
@@ -253,9 +254,4 @@ mod tests {
             "not encrypted"
         );
     }
-}
-
-/// Seconds since 1970 of a FILETIME.
-fn unix_seconds(t: smb3d_wire::FileTime) -> i64 {
-    (t.0 / 10_000_000) as i64 - 11_644_473_600
 }

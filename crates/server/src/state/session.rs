@@ -177,10 +177,11 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Whether the session's ticket ended before `now` (seconds since 1970).
-    pub fn expired(&self, now: impl FnOnce() -> i64) -> bool {
+    /// Whether the session's ticket has ended by `clock` (read only for a session that can
+    /// expire).
+    pub fn expired(&self, clock: &dyn crate::clock::Clock) -> bool {
         let expires = self.expires.load(std::sync::atomic::Ordering::Relaxed);
-        expires != 0 && now() >= expires
+        expires != 0 && (clock.filetime().0 / 10_000_000) as i64 - 11_644_473_600 >= expires
     }
 
     pub fn new(id: u64, origin: Origin) -> Self {
