@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use smb3d_auth::krb5::{KerberosService, Keytab};
-use smb3d_auth::{Account, Acceptor, CredentialStore, OsRandom, ServerIdentity, Step};
+use smb3d_auth::{Acceptor, Account, CredentialStore, OsRandom, ServerIdentity, Step};
 use smb3d_wire::FileTime;
 
 const KEYTAB: &[u8] = include_bytes!("../../crates/auth/tests/fixtures/krb5/cifs_filesrv.keytab");
@@ -46,7 +46,11 @@ fuzz_target!(|data: &[u8]| {
         dns_domain: String::new(),
         dns_name: "fuzz".into(),
     };
-    let mut acceptor = Acceptor::new(Arc::new(identity), Arc::new(Alice)).with_kerberos(Some(service));
+    let mut acceptor =
+        Acceptor::new(Arc::new(identity), Arc::new(Alice)).with_kerberos(Some(service));
     let done = matches!(acceptor.step(data, now), Ok(Step::Done { .. }));
-    assert!(!done || carries_capture, "an input without the captured authenticator authenticated");
+    assert!(
+        !done || carries_capture,
+        "an input without the captured authenticator authenticated"
+    );
 });
