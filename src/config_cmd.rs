@@ -112,6 +112,9 @@ fn check(file: &Path, no_env: bool, quiet: bool) -> Result<(), AnyError> {
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
+    // `serve` refuses to start without the keys `[auth]` names: so does the check.
+    crate::serve::kerberos_service(&config)
+        .map_err(|e| format!("{} is not valid: {e}", file.display()))?;
     if quiet {
         return Ok(());
     }

@@ -28,11 +28,13 @@ impl ReloadingUserDb {
 impl CredentialStore for ReloadingUserDb {
     fn account(&self, user: &str) -> Option<Account> {
         // The database is the service's to read, whatever user's work this thread did last.
-        smb3d_credentials::as_service(|| self.current_account(user))
+        smb3d_credentials::as_service(|| self.current(|db| db.account(user)))
     }
 
+    /// Read fresh as well: a Kerberos logon finds its user by uid alone, without asking for
+    /// the account first.
     fn uid(&self, user: &str) -> Option<u32> {
-        self.cached.lock().1.as_ref()?.uid(user)
+        smb3d_credentials::as_service(|| self.current(|db| db.uid(user)))
     }
 
     fn change_password(
@@ -45,7 +47,8 @@ impl CredentialStore for ReloadingUserDb {
 }
 
 impl ReloadingUserDb {
-    fn current_account(&self, user: &str) -> Option<Account> {
+    /// `read` of the database as the file is now.
+    fn current<T>(&self, read: impl FnOnce(&UserDb) -> Option<T>) -> Option<T> {
         let mut cached = self.cached.lock();
         let modified = std::fs::metadata(&self.path)
             .and_then(|m| m.modified())
@@ -58,7 +61,7 @@ impl ReloadingUserDb {
                 .ok();
             *cached = (modified, db);
         }
-        cached.1.as_ref()?.account(user)
+        read(cached.1.as_ref()?)
     }
 
     /// Applies a change to the file as it is now (an edit by `smb3d user` since the last read

@@ -40,6 +40,7 @@ fn effective(running: &Config, new: &Config) -> Config {
         limits: running.limits.clone(),
         shares: new.shares.clone(),
         cluster: running.cluster.clone(),
+        auth: running.auth.clone(),
     }
 }
 

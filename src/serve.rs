@@ -26,6 +26,8 @@ use crate::credentials::ReloadingUserDb;
 use crate::metrics_http;
 use crate::reload::{Reloader, ShareHealth, SharedHealth, build_shares, encryption_policy};
 use crate::systemd;
+use smb3d_auth::KerberosService;
+use smb3d_auth::krb5::Keytab;
 
 /// Port of the demo server unless `--port` says otherwise.
 const DEMO_PORT: u16 = 4445;
@@ -372,6 +374,7 @@ pub fn build_server(
         hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
         map_to_guest: s.map_to_guest == MapToGuest::BadUser,
         guest_account: s.guest_account.clone(),
+        kerberos: kerberos_service(config)?.map(Arc::new),
     };
     let host = hostname();
     let identity = ServerIdentity {
@@ -391,6 +394,23 @@ pub fn build_server(
     server.replace_shares(shares);
     server.replace_homes(crate::homes::HomeTemplate::homes(config));
     Ok((server, health))
+}
+
+/// The Kerberos acceptor of `[auth]`: its keytab must read and hold a `cifs/` key of the
+/// realm, or no Kerberos logon could succeed.
+pub fn kerberos_service(config: &Config) -> Result<Option<KerberosService>, String> {
+    let Some(auth) = &config.auth else {
+        return Ok(None);
+    };
+    let keytab = Keytab::load(&auth.keytab).map_err(|e| format!("[auth] keytab: {e}"))?;
+    if !keytab.has_service(&auth.realm, "cifs") {
+        return Err(format!(
+            "[auth] keytab {} holds no cifs/<host>@{} key",
+            auth.keytab.display(),
+            auth.realm
+        ));
+    }
+    Ok(Some(KerberosService::new(auth.realm.clone(), keytab)))
 }
 
 /// Where persistent handles are kept: in etcd for a cluster node, else in `state_dir`.

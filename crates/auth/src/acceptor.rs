@@ -8,6 +8,7 @@ use smb3d_wire::{FileTime, decode_utf16le};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
+use crate::krb5::KerberosService;
 use crate::names;
 use crate::ntlm::messages::{AuthenticateMessage, NegotiateFlags, SIGNATURE};
 use crate::ntlm::{ChallengeState, Direction, NtlmOutcome};
@@ -191,6 +192,8 @@ pub struct Claim {
     pub user: String,
     pub domain: String,
     pub workstation: String,
+    /// The security package the logon used, as the audit names it: "NTLMSSP" or "Kerberos".
+    pub method: &'static str,
 }
 
 impl Claim {
@@ -203,6 +206,7 @@ impl Claim {
             user: text(auth.user)?,
             domain: text(auth.domain)?,
             workstation: text(auth.workstation)?,
+            method: "NTLMSSP",
         })
     }
 }
@@ -216,6 +220,8 @@ pub struct Acceptor {
     state: State,
     claim: Option<Claim>,
     unknown_users_are_guests: bool,
+    kerberos: Option<Arc<KerberosService>>,
+    ticket_end: Option<i64>,
 }
 
 impl Acceptor {
@@ -237,6 +243,8 @@ impl Acceptor {
             state: State::Start,
             claim: None,
             unknown_users_are_guests: false,
+            kerberos: None,
+            ticket_end: None,
         }
     }
 
@@ -246,6 +254,23 @@ impl Acceptor {
     pub fn mapping_unknown_users_to_guest(mut self, on: bool) -> Self {
         self.unknown_users_are_guests = on;
         self
+    }
+
+    /// Accepts Kerberos AP-REQs verified by `service` besides NTLM.
+    #[must_use]
+    pub fn with_kerberos(mut self, service: Option<Arc<KerberosService>>) -> Self {
+        self.kerberos = service;
+        self
+    }
+
+    /// The Kerberos acceptor this exchange uses, if any.
+    pub fn kerberos_service(&self) -> Option<Arc<KerberosService>> {
+        self.kerberos.clone()
+    }
+
+    /// When the Kerberos ticket of a finished logon ends (seconds since 1970); None for NTLM.
+    pub fn ticket_end(&self) -> Option<i64> {
+        self.ticket_end
     }
 
     /// Verifies an AUTHENTICATE message, mapping an unknown user to a guest when asked.
@@ -328,6 +353,14 @@ impl Acceptor {
         let NegotiationToken::Init(init) = NegotiationToken::decode(token).map_err(invalid)? else {
             return Err(AuthError::InvalidToken("NegTokenInit"));
         };
+        if let (Some(service), Some(first), Some(ap_req)) = (
+            self.kerberos.clone(),
+            init.mech_types.first(),
+            init.mech_token,
+        ) && KerberosService::is_kerberos(first)
+        {
+            return self.kerberos_logon(&service, &init, first, ap_req, now);
+        }
         let position = init
             .mech_types
             .iter()
@@ -361,6 +394,64 @@ impl Acceptor {
         }
     }
 
+    /// Verifies the client's optimistic Kerberos AP-REQ, its first choice (MS-SPNG 3.3.5.1),
+    /// and completes in one leg with the AP-REP. The user is the client principal's name when
+    /// it is a one-component principal of the service's realm that the store knows.
+    fn kerberos_logon(
+        &mut self,
+        service: &KerberosService,
+        init: &spnego::NegTokenInit<'_>,
+        mech: &[u8],
+        ap_req: &[u8],
+        now: FileTime,
+    ) -> Result<Step, AuthError> {
+        let accepted = service.accept(ap_req, unix_seconds(now), &*self.random)?;
+        let user = match accepted.client.as_slice() {
+            [user] => user.clone(),
+            _ => accepted.client.join("/"),
+        };
+        self.claim = Some(Claim {
+            user: user.clone(),
+            domain: accepted.client_realm.clone(),
+            workstation: String::new(),
+            method: "Kerberos",
+        });
+        if accepted.client.len() != 1
+            || accepted.client_realm != service.realm()
+            || self.store.uid(&user).is_none()
+        {
+            return Err(AuthError::LogonFailure);
+        }
+        if self.store.account(&user).is_some_and(|a| a.disabled) {
+            return Err(AuthError::AccountDisabled);
+        }
+        // A client MIC is checked and answered; none is needed, Kerberos being its first
+        // choice (RFC 4178 5).
+        let server_mic = match init.mech_list_mic {
+            Some(mic) => {
+                accepted.verify_mic(init.mech_types_der, mic)?;
+                Some(accepted.mic(init.mech_types_der)?)
+            }
+            None => None,
+        };
+        let token = NegTokenResp {
+            neg_state: Some(NegState::ACCEPT_COMPLETED),
+            supported_mech: Some(mech),
+            response_token: Some(&accepted.reply),
+            mech_list_mic: server_mic.as_deref(),
+        }
+        .encode();
+        self.ticket_end = Some(accepted.ticket_end);
+        Ok(Step::Done {
+            token,
+            principal: Principal::User {
+                name: user,
+                claimed_domain: accepted.client_realm,
+            },
+            session_key: accepted.session_key,
+        })
+    }
+
     /// Answers an NTLM NEGOTIATE carried in SPNEGO.
     fn spnego_challenge(
         &mut self,
@@ -389,6 +480,11 @@ impl Acceptor {
         self.random.fill(&mut server_challenge)?;
         ChallengeState::new(negotiate, &self.identity, server_challenge, now)
     }
+}
+
+/// Seconds since 1970 of a FILETIME.
+fn unix_seconds(t: FileTime) -> i64 {
+    (t.0 / 10_000_000) as i64 - 11_644_473_600
 }
 
 fn invalid(e: smb3d_wire::DecodeError) -> AuthError {

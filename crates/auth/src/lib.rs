@@ -17,6 +17,7 @@
 
 mod acceptor;
 mod der;
+pub mod krb5;
 pub mod names;
 pub mod ntlm;
 pub mod samr;
@@ -27,5 +28,6 @@ pub use acceptor::{
     Acceptor, Account, AuthError, Claim, CredentialStore, OsRandom, Principal, RandomSource,
     ServerIdentity, Step,
 };
-pub use spnego::server_initial_token;
+pub use krb5::KerberosService;
+pub use spnego::{server_initial_token, server_initial_token_for};
 pub use userdb::{UserDb, UserDbError};

@@ -333,8 +333,19 @@ fn write_optional(out: &mut Vec<u8>, n: u8, tag: u8, value: Option<&[u8]>) {
 /// The NegTokenInit2 a server puts in its NEGOTIATE response (MS-SMB2 3.3.5.4, MS-SPNG
 /// 3.2.5.2): NTLMSSP as the only mechanism and Windows' hint name.
 pub fn server_initial_token() -> Vec<u8> {
+    server_initial_token_for(false)
+}
+
+/// [`server_initial_token`], listing the Kerberos OIDs first when the server takes Kerberos
+/// (as Windows lists them: MS-KILE 3.1.5.11's legacy OID, then RFC 4121's).
+pub fn server_initial_token_for(kerberos: bool) -> Vec<u8> {
+    let mech_types = if kerberos {
+        vec![OID_MS_KRB5, OID_KRB5, OID_NTLMSSP]
+    } else {
+        vec![OID_NTLMSSP]
+    };
     NegTokenInit2 {
-        mech_types: vec![OID_NTLMSSP],
+        mech_types,
         neg_hints: Some(NegHints {
             hint_name: Some(NEG_HINT_NAME),
             hint_address: None,

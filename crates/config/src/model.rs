@@ -5,6 +5,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeValue, ValueDeserializer};
 
+use crate::auth::{AuthConfig, RawAuth, checked_auth};
 use crate::cluster::{ClusterConfig, RawCluster, checked_cluster};
 use crate::homes::{DEFAULT_HOME_MODE, check_home_template, is_homes};
 use crate::limits::{LimitsConfig, limits_problems};
@@ -747,6 +748,8 @@ pub struct Config {
     pub shares: Vec<(String, ShareConfig)>,
     /// `[cluster]`: this server is one node of several (docs/cluster.md); `None` when alone.
     pub cluster: Option<ClusterConfig>,
+    /// `[auth]`: Kerberos logons (docs/auth.md); `None` takes NTLMv2 logons only.
+    pub auth: Option<AuthConfig>,
 }
 
 /// Valid range for `max_io_size`: at least SMB2's 64 KiB, at most 8 MiB (the largest that
@@ -814,6 +817,7 @@ impl Config {
         let mut server_spans = Vec::new();
         let mut limits = None;
         let mut cluster = None;
+        let mut auth = None;
         let mut raw_shares = Vec::new();
         for (key, value) in root.into_inner() {
             match key.get_ref().as_ref() {
@@ -830,6 +834,10 @@ impl Config {
                 },
                 "cluster" => match RawCluster::deserialize(ValueDeserializer::from(value)) {
                     Ok(raw) => cluster = Some(checked_cluster(raw, &mut problems)),
+                    Err(e) => problems.push(de_problem(&e)),
+                },
+                "auth" => match RawAuth::deserialize(ValueDeserializer::from(value)) {
+                    Ok(raw) => auth = Some(checked_auth(raw, &mut problems)),
                     Err(e) => problems.push(de_problem(&e)),
                 },
                 "share" => {
@@ -855,7 +863,7 @@ impl Config {
                 }
                 other => problems.push(Problem::at(
                     key.span(),
-                    format!("unknown section `{other}`, expected `server`, `limits`, `share` or `cluster`"),
+                    format!("unknown section `{other}`, expected `server`, `limits`, `share`, `cluster` or `auth`"),
                 )),
             }
         }
@@ -873,6 +881,7 @@ impl Config {
             &mut problems,
         );
         config.cluster = cluster;
+        config.auth = auth;
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -915,6 +924,7 @@ impl Config {
             limits,
             shares,
             cluster: None,
+            auth: None,
         }
     }
 

@@ -88,6 +88,9 @@ impl Config {
         if let Some(cluster) = &self.cluster {
             crate::cluster::render_cluster(&mut out, cluster);
         }
+        if let Some(auth) = &self.auth {
+            crate::auth::render_auth(&mut out, auth);
+        }
         for (name, share) in &self.shares {
             out.push('\n');
             render_share(&mut out, name, share);

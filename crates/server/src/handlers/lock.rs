@@ -59,6 +59,15 @@ pub(crate) async fn handle(
             )?;
         }
     } else {
+        // An expired session may only unlock (3.3.5.2.9; Windows and Samba refuse a new lock,
+        // smbtorture smb2.session.expire2s).
+        if cx
+            .session
+            .as_ref()
+            .is_some_and(|s| s.expired(&*cx.conn.server.settings.clock))
+        {
+            return Err(NtStatus::NETWORK_SESSION_EXPIRED);
+        }
         admit_locks(cx, &open, req.locks.len())?;
         crate::state::caching::before_write(&cx.conn.server, &open);
         let several = req.locks.len() > 1;

@@ -44,7 +44,7 @@ pub(crate) fn smb1_upgrade(
         ..Header::default()
     };
     let start = out.begin();
-    let init_token = smb3d_auth::server_initial_token();
+    let init_token = smb3d_auth::server_initial_token_for(conn.server.settings.kerberos.is_some());
     let capabilities = server_capabilities(dialect, false, Capabilities::empty());
     response(conn, dialect, capabilities, &init_token, Vec::new())
         .encode(&mut out.body_writer(start));
@@ -138,7 +138,7 @@ fn negotiate(
     };
     let smb3 = smb3_capabilities(conn, req.capabilities);
     let capabilities = server_capabilities(dialect, cipher.is_some(), smb3);
-    let init_token = smb3d_auth::server_initial_token();
+    let init_token = smb3d_auth::server_initial_token_for(conn.server.settings.kerberos.is_some());
     response(conn, dialect, capabilities, &init_token, response_contexts)
         .encode(&mut out.body_writer(start));
     Ok(Negotiated {

@@ -5,6 +5,7 @@
 //! too.
 
 use smb3d_dtyp::NtStatus;
+use smb3d_smb2::Command;
 use smb3d_smb2::header::{Header, HeaderFlags};
 
 use crate::request::commands::{self, Session};
@@ -73,6 +74,16 @@ impl Connection {
         }
         if cx.encrypted {
             session.seen.note_encrypted();
+        }
+        // 3.3.5.2.9: an expired session still logs off, closes and unlocks (a LOCK that takes
+        // a lock is refused by its handler), and echoes as Windows and Samba do (smbtorture
+        // smb2.session.expire2s); anything else waits for a re-authentication.
+        if !matches!(
+            hdr.command,
+            Command::LOGOFF | Command::CLOSE | Command::LOCK | Command::ECHO
+        ) && session.expired(&*self.server.settings.clock)
+        {
+            return Err(NtStatus::NETWORK_SESSION_EXPIRED);
         }
         if spec.needs_tree {
             let tree = session.state.lock().trees.get(&tree_id).cloned();

@@ -105,7 +105,7 @@ pub(crate) fn logon(conn: &Connection, claim: Option<&Claim>, result: &LogonResu
         domain = domain.as_str(),
         workstation = workstation.as_str(),
         client = %client_of(conn),
-        auth_method = "NTLMSSP",
+        auth_method = claim.map_or("NTLMSSP", |c| c.method),
         result = outcome,
         reason,
         "{message}"

@@ -89,6 +89,8 @@ pub struct Settings {
     pub map_to_guest: bool,
     /// The Unix account guest and anonymous sessions act as; None, the built-in nobody.
     pub guest_account: Option<String>,
+    /// Kerberos logons (`[auth]`): the realm and the keytab's keys; None takes NTLM only.
+    pub kerberos: Option<Arc<smb3d_auth::KerberosService>>,
 }
 
 impl Default for Settings {
@@ -115,6 +117,7 @@ impl Default for Settings {
             hosts: HostRules::default(),
             map_to_guest: false,
             guest_account: None,
+            kerberos: None,
         }
     }
 }

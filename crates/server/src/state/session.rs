@@ -170,15 +170,27 @@ pub(crate) struct Session {
     /// (`durable::disconnect_session`), so that a second teardown (a reconnect naming it as
     /// PreviousSessionId) returns only once the first is done.
     pub teardown: Mutex<()>,
+    /// Session.ExpirationTime (MS-SMB2 3.3.1.8): when the Kerberos ticket of its last
+    /// authentication ends, in seconds since 1970; 0 for a logon that does not expire (NTLM).
+    /// An atomic, so that checking it (3.3.5.2.9) takes no lock per request.
+    pub expires: std::sync::atomic::AtomicI64,
 }
 
 impl Session {
+    /// Whether the session's ticket has ended by `clock` (read only for a session that can
+    /// expire).
+    pub fn expired(&self, clock: &dyn crate::clock::Clock) -> bool {
+        let expires = self.expires.load(std::sync::atomic::Ordering::Relaxed);
+        expires != 0 && (clock.filetime().0 / 10_000_000) as i64 - 11_644_473_600 >= expires
+    }
+
     pub fn new(id: u64, origin: Origin) -> Self {
         Self {
             id,
             origin,
             seen: SeenTraffic::default(),
             teardown: Mutex::new(()),
+            expires: std::sync::atomic::AtomicI64::new(0),
             state: Mutex::new(SessionState {
                 exchange: None,
                 established: None,

@@ -148,7 +148,8 @@ fn new_exchange(
     let server = &cx.conn.server;
     AuthExchange {
         acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone())
-            .mapping_unknown_users_to_guest(server.settings.map_to_guest),
+            .mapping_unknown_users_to_guest(server.settings.map_to_guest)
+            .with_kerberos(server.settings.kerberos.clone()),
         preauth: cx.negotiated.preauth.clone(),
         last_leg: arrived,
         _address_slot: address_slot,
@@ -209,6 +210,19 @@ fn logged_on(cx: &Ctx<'_>, flags: SessionFlags, token: &[u8], w: &mut Writer<'_>
 /// wrong password here, after the fact (the client learns neither).
 fn failure_reason(server: &Server, claim: Option<&Claim>, e: AuthError) -> String {
     match (e, claim) {
+        // A claim of Kerberos comes from a ticket that decrypted with the keytab's key.
+        (AuthError::LogonFailure, Some(c)) if c.method == "Kerberos" => {
+            let ours = server
+                .settings
+                .kerberos
+                .as_ref()
+                .is_some_and(|k| k.realm() == c.domain);
+            if !ours || server.credentials.uid(&c.user).is_none() {
+                "Kerberos principal without a local user of this realm".into()
+            } else {
+                "Kerberos authenticator refused (replayed, clock skew or a wrong MIC)".into()
+            }
+        }
         (AuthError::LogonFailure, Some(c)) if server.credentials.account(&c.user).is_none() => {
             "unknown user".into()
         }
@@ -261,6 +275,7 @@ fn complete(
 ) -> Result<SessionFlags, NtStatus> {
     let server = &cx.conn.server;
     let exchange = session.state.lock().exchange.take();
+    let ticket_end = exchange.as_ref().and_then(|e| e.acceptor.ticket_end());
     let preauth = exchange.and_then(|e| e.preauth);
     let guest = principal == Principal::Guest;
     let user = SessionUser::from(principal);
@@ -279,6 +294,12 @@ fn complete(
         .is_some()
         .then(|| tree_connect::renew_trees(cx.conn, session, &user, &identity));
     let encrypt_data = establish(cx, session, user, identity, protection, trees);
+    // Session.ExpirationTime (3.3.5.5.3): a Kerberos logon lasts as long as its ticket; a
+    // re-authentication renews it.
+    session.expires.store(
+        ticket_end.unwrap_or(0),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     Ok(if guest {
         SessionFlags::IS_GUEST
     } else if anonymous {
