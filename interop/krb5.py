@@ -10,13 +10,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from conftest import free_port
+
 REALM = "SMB3D.TEST"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def available():
