@@ -163,13 +163,18 @@ def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto", service
     return Smb3d(port, user, password, "share", share_dir, config, proc, log, admin_socket)
 
 
-def stop(server):
-    if server.proc.poll() is None:
-        server.proc.terminate()
+def end_process(proc):
+    """SIGTERM, then SIGKILL if `proc` has not exited within 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
         try:
-            server.proc.wait(timeout=10)
+            proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            server.proc.kill()
+            proc.kill()
+
+
+def stop(server):
+    end_process(server.proc)
     if server.admin_socket is not None:
         shutil.rmtree(server.admin_socket.parent, ignore_errors=True)
 

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import free_port
+from conftest import end_process, free_port
 
 REALM = "SMB3D.TEST"
 
@@ -121,9 +121,4 @@ class Realm:
         return env
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        end_process(self.proc)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conftest import BINARY, free_port, system_account, wait_for_port
+from conftest import BINARY, end_process, free_port, system_account, wait_for_port
 from samba import start_smbd
 
 # Every account the configuration names: each is a system account (Samba needs one for each
@@ -202,12 +202,7 @@ def start_office() -> Office:
 
 
 def stop_server(server: Server):
-    if server.proc.poll() is None:
-        server.proc.terminate()
-        try:
-            server.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.proc.kill()
+    end_process(server.proc)
     if server.admin_dir is not None:
         shutil.rmtree(server.admin_dir, ignore_errors=True)
     # Samba's children (one smbd per connection) leave with the master; give them a moment.

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import free_port, wait_for_port
+from conftest import end_process, free_port, wait_for_port
 
 
 @dataclass
@@ -100,11 +100,6 @@ def start_samba(root: Path, share_dir: Path, user: str, password: str, share="sh
 
 
 def stop_samba(samba):
-    if samba.proc.poll() is None:
-        samba.proc.terminate()
-        try:
-            samba.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            samba.proc.kill()
+    end_process(samba.proc)
     # Children (one smbd per connection) leave with the master; give them a moment.
     time.sleep(0.2)
