@@ -44,6 +44,7 @@ mod fsctl;
 mod list;
 mod name;
 mod notify;
+mod quota;
 mod stream;
 mod wildcard;
 
@@ -62,5 +63,9 @@ pub use fs_info::*;
 pub use fsctl::*;
 pub use list::EntryIter;
 pub use notify::{NotifyAction, NotifyEntry, NotifyListEncoder, notify_entry_len, notify_list};
+pub use quota::{
+    QueryQuotaInfo, QuotaEntry, QuotaListEncoder, QuotaSelection, encode_get_quota_list,
+    get_quota_list, quota_list,
+};
 pub use stream::{FileStreamEntry, StreamListEncoder, file_stream_list};
 pub use wildcard::{Expression, has_wildcards, is_name_in_expression};
