@@ -34,6 +34,7 @@ mod file;
 mod host_lock;
 mod listing_cache;
 mod outside;
+mod quota;
 mod resolve;
 mod stat;
 pub mod sys;
@@ -54,7 +55,7 @@ use smb3d_vfs::backend::{
 use smb3d_vfs::casefold::resolve_path;
 use smb3d_vfs::{
     Access, CaseSensitivity, Credentials, FileStat, FileType, FsStat, Kind, OpenRequest, Opened,
-    OutsideSink, OutsideWatch, Timespec, Vfs, VfsError, VfsPath, VfsResult,
+    OutsideSink, OutsideWatch, Quota, QuotaKind, Timespec, Vfs, VfsError, VfsPath, VfsResult,
 };
 
 use crate::caseless::NameRules;
@@ -698,6 +699,18 @@ impl Vfs for PosixVfs {
                 |(), path| self.real_path(creds, path),
             )
         })
+    }
+
+    fn quota(&self, kind: QuotaKind, id: u32) -> VfsResult<Quota> {
+        quota::get(self.root.fd(), kind, id)
+    }
+
+    fn set_quota_limits(&self, kind: QuotaKind, id: u32, soft: u64, hard: u64) -> VfsResult<()> {
+        quota::set_limits(self.root.fd(), kind, id, soft, hard)
+    }
+
+    fn next_quota(&self, kind: QuotaKind, from: u32) -> VfsResult<Option<(u32, Quota)>> {
+        quota::next(self.root.fd(), kind, from)
     }
 
     fn fs_stat(&self) -> VfsResult<FsStat> {

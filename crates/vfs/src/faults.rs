@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use crate::{
     Credentials, DirEntry, FileStat, FsStat, HostLock, OpenRequest, Opened, OutsideSink,
-    OutsideWatch, PipedData, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult,
+    OutsideWatch, PipedData, Quota, QuotaKind, Timespec, Vfs, VfsError, VfsFile, VfsPath,
+    VfsResult,
 };
 
 /// The calls a rule can match; each names one or a few related methods of [`Vfs`] and
@@ -329,6 +330,18 @@ impl Vfs for FaultVfs {
 
     fn can_clone(&self) -> bool {
         self.inner.can_clone()
+    }
+
+    fn quota(&self, kind: QuotaKind, id: u32) -> VfsResult<Quota> {
+        self.inner.quota(kind, id)
+    }
+
+    fn set_quota_limits(&self, kind: QuotaKind, id: u32, soft: u64, hard: u64) -> VfsResult<()> {
+        self.inner.set_quota_limits(kind, id, soft, hard)
+    }
+
+    fn next_quota(&self, kind: QuotaKind, from: u32) -> VfsResult<Option<(u32, Quota)>> {
+        self.inner.next_quota(kind, from)
     }
 
     fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {

@@ -47,7 +47,7 @@ pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
 pub use piped::PipedData;
 pub use types::{
     Access, CaseSensitivity, DirEntry, Disposition, FileStat, FileType, FsStat, HostLock, Kind,
-    OpenRequest, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
+    OpenRequest, Quota, QuotaKind, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
 };
 
 /// A Unix identity for [`Vfs::run_as`].
@@ -155,6 +155,28 @@ pub trait Vfs: Send + Sync {
 
     /// Whether [`VfsFile::clone_range`] works on the file system holding the share.
     fn can_clone(&self) -> bool;
+
+    /// The quota record of the user or group `id` on the file system holding the share (a
+    /// record of zeros when none was set). `Unsupported` when the file system keeps no quotas
+    /// of that kind (the default).
+    fn quota(&self, kind: QuotaKind, id: u32) -> VfsResult<Quota> {
+        let _ = (kind, id);
+        Err(VfsError::Unsupported)
+    }
+
+    /// Sets the soft and hard limits of `id`'s quota record (0: none), keeping its usage. Who
+    /// may is the back end's decision (Linux: `CAP_SYS_ADMIN`).
+    fn set_quota_limits(&self, kind: QuotaKind, id: u32, soft: u64, hard: u64) -> VfsResult<()> {
+        let _ = (kind, id, soft, hard);
+        Err(VfsError::Unsupported)
+    }
+
+    /// The first id from `from` on that has a quota record, with the record: how a whole
+    /// volume's records are enumerated. `None` past the last.
+    fn next_quota(&self, kind: QuotaKind, from: u32) -> VfsResult<Option<(u32, Quota)>> {
+        let _ = (kind, from);
+        Err(VfsError::Unsupported)
+    }
 
     /// Starts delivering to `sink` the changes that other processes make below the share,
     /// until the returned watch is dropped. `None` when the back end cannot see them (the

@@ -16,8 +16,8 @@ use crate::backend::{
 use crate::casefold::{EntryChooser, Found, resolve_path};
 use crate::{
     Access, CaseSensitivity, DirEntry, FileStat, FileType, FsStat, Kind, MAX_NAME_LEN, OpenRequest,
-    Opened, S_IFDIR, S_IFLNK, S_IFREG, Timespec, Vfs, VfsError, VfsFile, VfsPath, VfsResult, errno,
-    validate_name,
+    Opened, Quota, QuotaKind, S_IFDIR, S_IFLNK, S_IFREG, Timespec, Vfs, VfsError, VfsFile, VfsPath,
+    VfsResult, errno, validate_name,
 };
 
 const CHUNK: usize = 4096;
@@ -48,6 +48,8 @@ struct State {
     nodes: HashMap<u64, Node>,
     next_ino: u64,
     space: Space,
+    /// Quota records, when quotas are on ([`MemoryVfs::with_quotas`]).
+    quotas: Option<BTreeMap<(QuotaKind, u32), Quota>>,
 }
 
 struct Space {
@@ -108,10 +110,26 @@ impl MemoryVfs {
             nodes: HashMap::from([(ROOT_INO, root)]),
             next_ino: ROOT_INO + 1,
             space: Space { used: 0, capacity },
+            quotas: None,
         };
         Self {
             shared: Arc::new(Mutex::new(state)),
             case: CaseSensitivity::default(),
+        }
+    }
+
+    /// This file system with quotas on and no records yet. The records are kept, not charged:
+    /// usage is what [`set_quota_usage`](Self::set_quota_usage) says, and nothing is refused
+    /// for it (tests drive the protocol over it; the kernel enforces real quotas).
+    pub fn with_quotas(self) -> Self {
+        self.lock().quotas = Some(BTreeMap::new());
+        self
+    }
+
+    /// Sets the usage of `id`'s quota record, creating it; nothing when quotas are off.
+    pub fn set_quota_usage(&self, kind: QuotaKind, id: u32, used: u64) {
+        if let Some(quotas) = self.lock().quotas.as_mut() {
+            quotas.entry((kind, id)).or_default().used = used;
         }
     }
 
@@ -332,6 +350,30 @@ impl Vfs for MemoryVfs {
             FileType::Directory => Ok(()),
             _ => Err(VfsError::NotADirectory),
         }
+    }
+
+    fn quota(&self, kind: QuotaKind, id: u32) -> VfsResult<Quota> {
+        let state = self.lock();
+        let quotas = state.quotas.as_ref().ok_or(VfsError::Unsupported)?;
+        Ok(quotas.get(&(kind, id)).copied().unwrap_or_default())
+    }
+
+    fn set_quota_limits(&self, kind: QuotaKind, id: u32, soft: u64, hard: u64) -> VfsResult<()> {
+        let mut state = self.lock();
+        let quotas = state.quotas.as_mut().ok_or(VfsError::Unsupported)?;
+        let record = quotas.entry((kind, id)).or_default();
+        record.soft_limit = soft;
+        record.hard_limit = hard;
+        Ok(())
+    }
+
+    fn next_quota(&self, kind: QuotaKind, from: u32) -> VfsResult<Option<(u32, Quota)>> {
+        let state = self.lock();
+        let quotas = state.quotas.as_ref().ok_or(VfsError::Unsupported)?;
+        Ok(quotas
+            .range((kind, from)..=(kind, u32::MAX))
+            .next()
+            .map(|(&(_, id), &quota)| (id, quota)))
     }
 
     fn fs_stat(&self) -> VfsResult<FsStat> {
@@ -1315,5 +1357,29 @@ mod tests {
         assert_eq!(f.stat().unwrap().nlink, 0);
         drop(f);
         assert_eq!(vfs.fs_stat().unwrap().free_blocks, 1);
+    }
+
+    #[test]
+    fn quota_records_are_kept_per_kind_and_enumerated_in_order() {
+        assert_eq!(
+            MemoryVfs::new().quota(QuotaKind::User, 0),
+            Err(VfsError::Unsupported)
+        );
+        let vfs = MemoryVfs::new().with_quotas();
+        assert_eq!(vfs.quota(QuotaKind::User, 7).unwrap(), Quota::default());
+        vfs.set_quota_usage(QuotaKind::User, 7, 4096);
+        vfs.set_quota_limits(QuotaKind::User, 7, 1 << 20, 2 << 20)
+            .unwrap();
+        vfs.set_quota_limits(QuotaKind::User, 3, 0, 10).unwrap();
+        vfs.set_quota_limits(QuotaKind::Group, 5, 0, 10).unwrap();
+        let record = vfs.quota(QuotaKind::User, 7).unwrap();
+        assert_eq!(
+            (record.used, record.soft_limit, record.hard_limit),
+            (4096, 1 << 20, 2 << 20)
+        );
+        assert_eq!(vfs.next_quota(QuotaKind::User, 0).unwrap().unwrap().0, 3);
+        assert_eq!(vfs.next_quota(QuotaKind::User, 4).unwrap().unwrap().0, 7);
+        assert_eq!(vfs.next_quota(QuotaKind::User, 8).unwrap(), None);
+        assert_eq!(vfs.next_quota(QuotaKind::Group, 0).unwrap().unwrap().0, 5);
     }
 }

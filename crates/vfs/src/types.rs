@@ -293,3 +293,22 @@ mod tests {
         );
     }
 }
+
+/// Whose quota a record is: a Unix user's or a Unix group's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum QuotaKind {
+    User,
+    Group,
+}
+
+/// A user's or group's quota record on the file system holding the share, in bytes. A limit
+/// of 0 is none, as Linux keeps it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quota {
+    /// Bytes charged to the user or group.
+    pub used: u64,
+    /// Soft limit (the warning threshold of Windows).
+    pub soft_limit: u64,
+    /// Hard limit: writes beyond it fail with `NoSpace`.
+    pub hard_limit: u64,
+}
