@@ -22,6 +22,7 @@ use smb3d_wire::{FileTime, Guid, Writer};
 
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
+use crate::fs::quota;
 use crate::fs::streams;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
@@ -91,8 +92,21 @@ pub(crate) async fn handle(
             }
             NtStatus::SUCCESS
         }
-        // Quotas are not kept (docs/conformance.md).
-        InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        InfoType::QUOTA => {
+            let ids = &cx.conn.server.ids;
+            open.io(|| {
+                quota::query(
+                    open.vfs.as_ref(),
+                    ids,
+                    &open.identity,
+                    &open.quota_scan,
+                    req.input,
+                    limit,
+                    w,
+                )
+            })?;
+            NtStatus::SUCCESS
+        }
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
     QueryInfoResponse::finish(w, pending);
@@ -360,6 +374,7 @@ fn fs_info(
     let unit = fs.fragment_size.max(u64::from(BYTES_PER_SECTOR));
     let sectors_per_unit = u32::try_from(unit / u64::from(BYTES_PER_SECTOR)).unwrap_or(1);
     let scale = |blocks: u64| blocks.saturating_mul(fs.fragment_size.max(1)) / unit;
+    let (total, available) = sizes(open, &fs, unit, scale);
     match class {
         FsInformationClass::FILE_FS_VOLUME_INFORMATION => FileFsVolumeInformation {
             volume_creation_time: FileTime::UNCHANGED,
@@ -369,16 +384,16 @@ fn fs_info(
         }
         .encode(w),
         FsInformationClass::FILE_FS_SIZE_INFORMATION => FileFsSizeInformation {
-            total_allocation_units: scale(fs.total_blocks),
-            available_allocation_units: scale(fs.avail_blocks),
+            total_allocation_units: total,
+            available_allocation_units: available,
             sectors_per_allocation_unit: sectors_per_unit,
             bytes_per_sector: BYTES_PER_SECTOR,
         }
         .encode(w),
         FsInformationClass::FILE_FS_FULL_SIZE_INFORMATION => FileFsFullSizeInformation {
-            total_allocation_units: scale(fs.total_blocks),
-            caller_available_allocation_units: scale(fs.avail_blocks),
-            actual_available_allocation_units: scale(fs.free_blocks),
+            total_allocation_units: total,
+            caller_available_allocation_units: available,
+            actual_available_allocation_units: scale(fs.free_blocks).min(available),
             sectors_per_allocation_unit: sectors_per_unit,
             bytes_per_sector: BYTES_PER_SECTOR,
         }
@@ -409,14 +424,19 @@ fn fs_info(
             byte_offset_for_partition_alignment: 0,
         }
         .encode(w),
-        // Quotas are not enforced: no thresholds, no limits, quota tracking off.
+        // Linux quotas are tracked and enforced whenever they are on; there are no default
+        // limits for new principals.
         FsInformationClass::FILE_FS_CONTROL_INFORMATION => FileFsControlInformation {
             free_space_start_filtering: 0,
             free_space_threshold: 0,
             free_space_stop_filtering: 0,
             default_quota_threshold: u64::MAX,
             default_quota_limit: u64::MAX,
-            file_system_control_flags: FsControlFlags::empty(),
+            file_system_control_flags: if quota::enabled(open.vfs.as_ref(), &open.identity) {
+                FsControlFlags::QUOTA_TRACK | FsControlFlags::QUOTA_ENFORCE
+            } else {
+                FsControlFlags::empty()
+            },
         }
         .encode(w),
         FsInformationClass::FILE_FS_OBJECT_ID_INFORMATION => {
@@ -432,6 +452,16 @@ fn fs_info(
         _ => return Err(NtStatus::INVALID_INFO_CLASS),
     }
     fit(size, start, limit, w)
+}
+
+/// Total and available allocation units for the open's user: the disk's, or what the user's
+/// hard quota limits leave where that is less (as Samba's `dfree` with quotas).
+fn sizes(open: &Open, fs: &FsStat, unit: u64, scale: impl Fn(u64) -> u64) -> (u64, u64) {
+    let disk = (scale(fs.total_blocks), scale(fs.avail_blocks));
+    match quota::space_left(open.vfs.as_ref(), &open.identity) {
+        Some((limit, left)) => (disk.0.min(limit / unit), disk.1.min(left / unit)),
+        None => disk,
+    }
 }
 
 /// A volume serial number stable for the file system.

@@ -91,8 +91,10 @@ pub(crate) async fn handle(
             let max = limits.max_security_descriptor_size;
             open.io(|| set_security(&open, ids, info, req.buffer, max))?
         }
-        // Quotas are not kept (docs/conformance.md).
-        InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        InfoType::QUOTA => {
+            let ids = &cx.conn.server.ids;
+            open.io(|| crate::fs::quota::set(open.vfs.as_ref(), ids, &open.identity, req.buffer))?
+        }
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
     if renames {

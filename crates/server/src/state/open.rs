@@ -16,6 +16,7 @@ use crate::blocking::{Wait, as_user};
 use crate::escape::escape;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::path_status;
+use crate::fs::quota::QuotaScan;
 use crate::fs::streams::{self, Stream};
 use crate::fs::write_time::OpenWrites;
 use crate::identity::Identity;
@@ -68,6 +69,8 @@ pub(crate) struct Open {
     pub position: AtomicU64,
     /// FileModeInformation.Mode.
     pub mode: AtomicU64,
+    /// Where the open's enumeration of quota records stands.
+    pub quota_scan: QuotaScan,
     /// The directory enumeration in progress. Held across the listing's file-system calls:
     /// an async mutex, so that a second query on the handle waits without holding a worker.
     pub dir: tokio::sync::Mutex<DirCursor>,

@@ -646,6 +646,7 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         granted: record.granted,
         delete_on_close: false,
         position: AtomicU64::new(0),
+        quota_scan: Default::default(),
         mode: AtomicU64::new(u64::from(record.mode)),
         dir: tokio::sync::Mutex::new(DirCursor::default()),
         writes: OpenWrites::default(),

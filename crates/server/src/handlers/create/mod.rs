@@ -655,6 +655,7 @@ impl Creation<'_> {
             granted: outcome.granted,
             delete_on_close,
             position: AtomicU64::new(0),
+            quota_scan: Default::default(),
             mode: AtomicU64::new(u64::from(self.req.create_options.0 & MODE_OPTIONS)),
             dir: tokio::sync::Mutex::new(DirCursor::default()),
             writes: Default::default(),
