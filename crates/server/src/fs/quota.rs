@@ -304,9 +304,18 @@ fn from_wire(bytes: u64) -> u64 {
     if bytes >= REMOVE_ENTRY { 0 } else { bytes }
 }
 
-/// Whether the file system keeps quotas: FileFsControlInformation says so.
-pub(crate) fn enabled(vfs: &dyn Vfs, identity: &Identity) -> bool {
-    vfs.quota(QuotaKind::User, identity.unix.uid).is_ok()
+/// The name clients open to query and set quotas (NTFS's quota index, which `smbcquotas` and
+/// Windows open first), with or without the leading backslash, in any case.
+pub(crate) fn is_quota_file(name: &str) -> bool {
+    name.trim_start_matches('\\')
+        .eq_ignore_ascii_case("$Extend\\$Quota:$Q:$INDEX_ALLOCATION")
+}
+
+/// Whether the file system keeps user quotas: FileFsAttributeInformation
+/// (FILE_VOLUME_QUOTAS, which clients check before asking) and FileFsControlInformation say
+/// so.
+pub(crate) fn enabled(vfs: &dyn Vfs) -> bool {
+    vfs.quota(QuotaKind::User, 0).is_ok()
 }
 
 /// The space a user's quotas leave, as Samba's `dfree` answers with quotas: `(total,

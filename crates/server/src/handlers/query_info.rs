@@ -407,7 +407,12 @@ fn fs_info(
             file_system_attributes: FsAttributes::CASE_SENSITIVE_SEARCH
                 | FsAttributes::CASE_PRESERVED_NAMES
                 | FsAttributes::UNICODE_ON_DISK
-                | crate::handlers::ioctl::fs_attributes(open.vfs.as_ref()),
+                | crate::handlers::ioctl::fs_attributes(open.vfs.as_ref())
+                | if quota::enabled(open.vfs.as_ref()) {
+                    FsAttributes::VOLUME_QUOTAS
+                } else {
+                    FsAttributes::empty()
+                },
             maximum_component_name_length: u32::try_from(fs.max_name_len.min(255)).unwrap_or(255),
             // Clients (and applications asking GetVolumeInformation) expect NTFS semantics
             // from a file server; this is the name they test for.
@@ -432,7 +437,7 @@ fn fs_info(
             free_space_stop_filtering: 0,
             default_quota_threshold: u64::MAX,
             default_quota_limit: u64::MAX,
-            file_system_control_flags: if quota::enabled(open.vfs.as_ref(), &open.identity) {
+            file_system_control_flags: if quota::enabled(open.vfs.as_ref()) {
                 FsControlFlags::QUOTA_TRACK | FsControlFlags::QUOTA_ENFORCE
             } else {
                 FsControlFlags::empty()

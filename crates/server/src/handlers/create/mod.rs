@@ -31,6 +31,7 @@ use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::fs::names::{SmbPath, parse_path};
 use crate::fs::path_status;
+use crate::fs::quota;
 use crate::fs::streams::{self, Stream, StreamFile};
 use crate::identity::Identity;
 use crate::request::ctx::Ctx;
@@ -175,7 +176,13 @@ impl Target {
     ) -> Result<Self, NtStatus> {
         let name = smb3d_wire::decode_utf16le(req.name, "Name")
             .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
-        let path = parse_path(&name)?;
+        // The quota index names the volume: on a share with quotas it opens the share's root,
+        // and the quota requests on that open answer for the file system.
+        let path = if quota::is_quota_file(&name) && quota::enabled(vfs) {
+            parse_path("")?
+        } else {
+            parse_path(&name)?
+        };
         let components = path.components.iter().map(String::as_str);
         if let Some(status) = tree.share.presentation.vetoed_path(components) {
             return Err(status);
