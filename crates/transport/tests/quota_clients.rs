@@ -1,7 +1,7 @@
 //! Samba's `smbcquotas` (a third-party client: list, get, set) against a server whose share
 //! keeps quota records in memory. The binary's shares are Linux file systems, whose quotas
 //! this machine's kernel cannot keep (no XFS quota, no quota format for ext4: see
-//! docs/operations.md, "Quotas"), so the records live in a `MemoryVfs` here; the POSIX back
+//! docs/conformance.md, "Quotas"), so the records live in a `MemoryVfs` here; the POSIX back
 //! end's calls are the same trait's.
 
 use std::net::SocketAddr;

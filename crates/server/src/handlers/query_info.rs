@@ -1,6 +1,7 @@
 //! QUERY_INFO: MS-SMB2 3.3.5.20, file classes (3.3.5.20.1 with MS-FSA 2.1.5.12) and file
-//! system classes (3.3.5.20.2 with MS-FSA 2.1.5.13). Answers are encoded in place and then cut
-//! to the client's OutputBufferLength as the classes' rules say.
+//! system classes (3.3.5.20.2 with MS-FSA 2.1.5.13), security (3.3.5.20.3) and quotas
+//! (3.3.5.20.4, `fs/quota.rs`). Answers are encoded in place and then cut to the client's
+//! OutputBufferLength as the classes' rules say.
 
 use std::sync::atomic::Ordering;
 

@@ -1,5 +1,5 @@
 //! SET_INFO: MS-SMB2 3.3.5.21 with MS-FSA 2.1.5.14 for the file classes clients use to change
-//! times and sizes, delete and rename.
+//! times and sizes, delete and rename; quotas as 3.3.5.21.4 (`fs/quota.rs`).
 
 use std::sync::atomic::Ordering;
 
