@@ -50,13 +50,22 @@ def test_local_posix_locks(shared_smb3d):
     assert not problems, "\n".join(problems) + "\n" + output[-4000:]
 
 
-def test_kernel_oplocks(shared_smb3d):
-    """smb2.kernel-oplocks, which takes Linux leases on the share's files from a local process
-    (so it is told where the share lies): kernel_oplocks8's SMB open waits until that process
-    lets go of its lease, without holding up the connection's other requests."""
-    results, output = run_suite(shared_smb3d, "smb2.kernel-oplocks",
-                                extra=["--option=torture:localdir=%s" % shared_smb3d.share_dir])
-    passed = sum(1 for r in results.values() if r == "success")
-    print("smb2.kernel-oplocks: %d passed of %d" % (passed, len(results)))
-    problems = judge(results, KNOWNFAIL)
-    assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + output[-4000:]
+def test_kernel_oplocks(tmp_path):
+    """smb2.kernel-oplocks on a share with `kernel_oplocks`, as Samba runs it with `kernel
+    oplocks = yes`; it takes Linux leases on the share's files from a local process (so it is
+    told where the share lies): kernel_oplocks8's SMB open waits until that process lets go of
+    its lease, without holding up the connection's other requests; kernel_oplocks5 and 7 get no
+    level II oplock beside a writer, which the kernel cannot back with a read lease."""
+    share = tmp_path / "share"
+    server = start_smb3d(tmp_path, shares={"share": {"path": str(share), "kernel_oplocks": True}})
+    try:
+        results, output = run_suite(server, "smb2.kernel-oplocks",
+                                    extra=["--option=torture:localdir=%s" % server.share_dir])
+        passed = sum(1 for r in results.values() if r == "success")
+        print("smb2.kernel-oplocks: %d passed of %d" % (passed, len(results)))
+        problems = judge(results, KNOWNFAIL)
+        assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + output[-4000:]
+        assert len(results) == 8 and passed == 8, results
+        assert server.alive()
+    finally:
+        stop(server)

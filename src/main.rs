@@ -9,6 +9,7 @@ mod credentials;
 mod ctl;
 mod descriptors;
 mod homes;
+mod kernel_leases;
 mod logging;
 mod manual;
 mod metrics_http;

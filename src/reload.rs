@@ -120,6 +120,7 @@ pub fn build_share(
         oplocks: share.oplocks,
         veto_oplock_files: name_patterns(&share.veto_oplock_files),
         posix_locking: share.posix_locking,
+        kernel_oplocks: share.kernel_oplocks,
         hide_unreadable: share.hide_unreadable,
         access_based_share_enum: share.access_based_share_enum,
         audit: share.audit.unwrap_or(server.audit),

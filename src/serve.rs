@@ -98,6 +98,7 @@ async fn serve(
     demo: bool,
 ) -> Result<(), AnyError> {
     let s = &config.server;
+    crate::kernel_leases::listen(&server)?;
     let restored = server.restore_persistent_handles();
     if restored > 0 {
         let from = if config.cluster.is_some() {

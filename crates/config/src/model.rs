@@ -564,6 +564,12 @@ pub struct ShareConfig {
     /// reads and writes (Samba's `posix locking`, on by default as there).
     #[serde(default = "yes")]
     pub posix_locking: bool,
+    /// While an SMB client caches a file (an oplock or a lease), smb3d holds a Linux file
+    /// lease on it, so that a local process or NFS client opening or truncating the file
+    /// breaks the client's caching first and sees its data (Samba's `kernel oplocks`, off by
+    /// default as there).
+    #[serde(default)]
+    pub kernel_oplocks: bool,
     /// Continuous availability (MS-SMB2 Share.IsCA): SMB 3 clients may ask for persistent
     /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
     #[serde(default)]
@@ -632,6 +638,7 @@ impl ShareConfig {
             oplocks: true,
             veto_oplock_files: Vec::new(),
             posix_locking: true,
+            kernel_oplocks: false,
             continuous_availability: false,
             create_home: false,
             create_home_mode: DEFAULT_HOME_MODE,

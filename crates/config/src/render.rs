@@ -221,6 +221,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     if !share.posix_locking {
         let _ = writeln!(out, "posix_locking = false");
     }
+    if share.kernel_oplocks {
+        let _ = writeln!(out, "kernel_oplocks = true");
+    }
     let _ = writeln!(
         out,
         "continuous_availability = {}",

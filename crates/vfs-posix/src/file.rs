@@ -17,8 +17,8 @@ use smb3d_vfs::backend::{
 };
 use smb3d_vfs::casefold::Found;
 use smb3d_vfs::{
-    Access, CaseSensitivity, DirEntry, FileStat, FileType, HostLock, PipedData, Timespec, VfsError,
-    VfsFile, VfsResult, validate_name,
+    Access, CaseSensitivity, DirEntry, FileStat, FileType, HostLock, KernelLease, PipedData,
+    Timespec, VfsError, VfsFile, VfsResult, validate_name,
 };
 use std::io::IoSliceMut;
 
@@ -26,6 +26,7 @@ use crate::caseless::NameRules;
 use crate::copy;
 use crate::errno::map_errno;
 use crate::host_lock::{self, LockRights};
+use crate::kernel_lease;
 use crate::stat::{statx_at, statx_fd};
 use crate::sys;
 
@@ -408,6 +409,24 @@ impl VfsFile for PosixFile {
             Some(_) => host_lock::conflicts(self.fd.as_fd(), offset, len, write),
             None => Ok(false),
         }
+    }
+
+    fn set_kernel_lease(&self, lease: KernelLease, signal: i32) -> VfsResult<bool> {
+        if self.lock_rights().is_none() {
+            return Ok(lease == KernelLease::None);
+        }
+        kernel_lease::set(self.fd.as_fd(), lease, signal)
+    }
+
+    fn kernel_lease(&self) -> VfsResult<KernelLease> {
+        if self.lock_rights().is_none() {
+            return Ok(KernelLease::None);
+        }
+        kernel_lease::get(self.fd.as_fd())
+    }
+
+    fn reads_only(&self) -> bool {
+        self.lock_rights().is_some() && kernel_lease::reads_only(self.fd.as_fd())
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {

@@ -32,6 +32,7 @@ mod copy;
 mod errno;
 mod file;
 mod host_lock;
+mod kernel_lease;
 mod listing_cache;
 mod outside;
 mod quota;

@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::{
-    Credentials, DirEntry, FileStat, FsStat, HostLock, OpenRequest, Opened, OutsideSink,
-    OutsideWatch, PipedData, Quota, QuotaKind, Timespec, Vfs, VfsError, VfsFile, VfsPath,
-    VfsResult,
+    Credentials, DirEntry, FileStat, FsStat, HostLock, KernelLease, OpenRequest, Opened,
+    OutsideSink, OutsideWatch, PipedData, Quota, QuotaKind, Timespec, Vfs, VfsError, VfsFile,
+    VfsPath, VfsResult,
 };
 
 /// The calls a rule can match; each names one or a few related methods of [`Vfs`] and
@@ -412,6 +412,18 @@ impl VfsFile for FaultFile {
 
     fn host_lock_conflicts(&self, offset: u64, len: u64, write: bool) -> VfsResult<bool> {
         self.inner.host_lock_conflicts(offset, len, write)
+    }
+
+    fn set_kernel_lease(&self, lease: KernelLease, signal: i32) -> VfsResult<bool> {
+        self.inner.set_kernel_lease(lease, signal)
+    }
+
+    fn kernel_lease(&self) -> VfsResult<KernelLease> {
+        self.inner.kernel_lease()
+    }
+
+    fn reads_only(&self) -> bool {
+        self.inner.reads_only()
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize> {

@@ -46,8 +46,9 @@ pub use outside::{OutsideChange, OutsideSink, OutsideWatch};
 pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
 pub use piped::PipedData;
 pub use types::{
-    Access, CaseSensitivity, DirEntry, Disposition, FileStat, FileType, FsStat, HostLock, Kind,
-    OpenRequest, Quota, QuotaKind, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
+    Access, CaseSensitivity, DirEntry, Disposition, FileStat, FileType, FsStat, HostLock,
+    KernelLease, Kind, OpenRequest, Quota, QuotaKind, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
+    Timespec,
 };
 
 /// A Unix identity for [`Vfs::run_as`].
@@ -359,6 +360,27 @@ pub trait VfsFile: Send + Sync {
     fn host_lock_conflicts(&self, offset: u64, len: u64, write: bool) -> VfsResult<bool> {
         let _ = (offset, len, write);
         Ok(false)
+    }
+
+    /// Sets the file lease this handle holds to `lease`, the kernel signalling this process
+    /// with `signal` when another open must break it; `Ok(false)`, with nothing changed, when
+    /// the kernel refuses (see [`KernelLease`]). A lease can be lowered at any time, which is
+    /// how a break is answered. Back ends without file leases hold none (the default).
+    fn set_kernel_lease(&self, lease: KernelLease, signal: i32) -> VfsResult<bool> {
+        let _ = signal;
+        Ok(lease == KernelLease::None)
+    }
+
+    /// The file lease this handle holds; while the kernel breaks it, the level it must come
+    /// down to.
+    fn kernel_lease(&self) -> VfsResult<KernelLease> {
+        Ok(KernelLease::None)
+    }
+
+    /// Whether this handle's descriptor is open for reading only, the one that may hold a
+    /// [`KernelLease::Read`].
+    fn reads_only(&self) -> bool {
+        false
     }
 
     /// This handle as `Any`, so that a back end can recognise its own handles (the `src` of

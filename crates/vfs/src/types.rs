@@ -100,6 +100,19 @@ pub enum HostLock {
     Exclusive,
 }
 
+/// A Linux file lease on a handle ([`crate::VfsFile::set_kernel_lease`]): while held, another
+/// process's conflicting open (any open for `Write`, one for writing or truncating for
+/// `Read`) waits until the holder, told by a signal, lets go or the kernel's
+/// `lease-break-time` passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KernelLease {
+    None,
+    /// Held only on a descriptor opened read-only, while no descriptor of the file writes.
+    Read,
+    /// Held only while no other descriptor of the file is open.
+    Write,
+}
+
 /// How names are matched against directory entries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum CaseSensitivity {

@@ -139,6 +139,7 @@ struct ShareParams {
     oplocks: Option<bool>,
     veto_oplock_files: Option<Vec<String>>,
     posix_locking: Option<bool>,
+    kernel_oplocks: Option<bool>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
     /// `vfs objects` names acl_xattr: new files inherit the ACL synthesized for a parent
@@ -765,15 +766,7 @@ impl Converter {
                 }
             }
             "kerneloplocks" => {
-                if self.bool_param(section, p) == Some(true) {
-                    self.warn_value(
-                        section,
-                        p,
-                        "not supported yet: a local open does not break an SMB client's oplock \
-                         or lease; set oplocks = no on shares that local programs or NFS \
-                         clients change",
-                    );
-                }
+                out.kernel_oplocks = self.bool_param(section, p).or(out.kernel_oplocks)
             }
             _ => return self.recycle_param(section, p, &mut out.recycle),
         }
@@ -1074,6 +1067,7 @@ impl Converter {
         share.oplocks = params.oplocks.unwrap_or(true);
         share.veto_oplock_files = params.veto_oplock_files.unwrap_or_default();
         share.posix_locking = params.posix_locking.unwrap_or(true);
+        share.kernel_oplocks = params.kernel_oplocks.unwrap_or(false);
         apply_recycle(&mut share, params.recycle);
         if !streams {
             self.warn(
@@ -1378,16 +1372,21 @@ mod tests {
     }
 
     #[test]
-    fn kernel_share_modes_and_oplocks_say_what_smb3d_cannot_do() {
+    fn kernel_share_modes_say_what_smb3d_cannot_do_and_kernel_oplocks_are_imported() {
         let i = convert_text(
             "[global]\nkernel share modes = no\nkernel oplocks = no\n\
-             [s]\npath = /srv/s\nkernel share modes = yes\nkernel oplocks = yes\n",
+             [s]\npath = /srv/s\nkernel share modes = yes\nkernel oplocks = yes\n\
+             [t]\npath = /srv/t\n",
         );
         let warnings = messages(&i);
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("kernel share modes = yes: not possible on Linux"));
         assert!(warnings[0].contains("LOCK_MAND"));
-        assert!(warnings[1].contains("kernel oplocks = yes: not supported yet"));
+        assert!(i.config.share("s").unwrap().kernel_oplocks);
+        assert!(!i.config.share("t").unwrap().kernel_oplocks);
+        let back = crate::Config::parse(Path::new("i.toml"), &i.config.to_toml()).unwrap();
+        assert!(back.share("s").unwrap().kernel_oplocks);
+        assert!(!back.share("t").unwrap().kernel_oplocks);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::create::{Lease, LeaseFlags, LeaseKey, LeaseState, LeaseV2, OplockLevel};
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::oplock_break::{LeaseBreakFlags, LeaseBreakNotification, OplockBreak};
+use smb3d_vfs::KernelLease;
 use smb3d_wire::Guid;
 
 use crate::state::connection::Connection;
@@ -184,7 +185,14 @@ pub(crate) struct Granted {
     /// The CREATE response's OplockLevel (LEASE when a lease context answers).
     pub oplock_level: OplockLevel,
     pub lease: Option<Lease>,
+    /// The Linux file lease taken on the open's descriptor for it (`kernel_oplocks`).
+    pub kernel: KernelLease,
 }
+
+/// On a `kernel_oplocks` share: takes the Linux file lease that caching with the given bits
+/// needs on the new open's descriptor, and says which bits the lease it got allows
+/// ([`crate::state::kernel_leases::KernelLeases::hold`]).
+pub(crate) type KernelHold<'a> = &'a (dyn Fn(u32) -> (u32, KernelLease) + Sync);
 
 /// A break notification to send.
 #[derive(Debug, Clone)]
@@ -526,7 +534,12 @@ pub(crate) fn grant(
     new: &OpenEntry,
     opening: &Opening,
     has_byte_range_locks: bool,
+    kernel: Option<KernelHold<'_>>,
 ) -> Granted {
+    let hold = |bits: u32| match kernel {
+        Some(hold) if bits != 0 => hold(bits),
+        _ => (bits, KernelLease::None),
+    };
     let lease_request = match opening.request {
         Request::Lease(l) => Some(l),
         _ => None,
@@ -570,6 +583,7 @@ pub(crate) fn grant(
         if got_handle {
             granted = 0;
         }
+        let (granted, kernel) = hold(granted);
         let level = oplock_for(granted);
         return Granted {
             caching: if level == OplockLevel::NONE {
@@ -583,11 +597,13 @@ pub(crate) fn grant(
             },
             oplock_level: level,
             lease: None,
+            kernel,
         };
     };
     if got_oplock {
         granted &= !H;
     }
+    let (granted, kernel) = hold(granted);
     let response = match state.leases.iter_mut().find(|l| l.id == request.id) {
         Some(existing) => {
             let upgrade = existing.state & request.state == existing.state
@@ -632,6 +648,7 @@ pub(crate) fn grant(
         caching: Caching::Lease(request.id),
         oplock_level: OplockLevel::LEASE,
         lease: Some(response),
+        kernel,
     }
 }
 
@@ -807,6 +824,50 @@ pub(crate) fn acknowledge_lease(
         message: lease.notification(acked, next, ack),
     });
     Ok(())
+}
+
+/// A local process's open met the Linux file lease behind open `open`'s caching (on a
+/// `kernel_oplocks` share): its oplock or lease breaks to `keep` at most (R and H where its
+/// descriptor may keep a read lease, else nothing), as for an SMB open that conflicts with it.
+/// A disconnected durable open cannot answer: it is closed. Nothing happens while a break
+/// already runs; a later call lowers what is left.
+pub(crate) fn breaks_for_local_open(state: &mut FileState, open: u64, keep: u32, out: &mut Breaks) {
+    let generation = state.next_generation();
+    let Some(entry) = state.opens.iter_mut().find(|e| e.id == open) else {
+        return;
+    };
+    if entry.bits(&state.leases) & !keep == 0 {
+        return;
+    }
+    match entry.caching {
+        Caching::None => {}
+        Caching::Oplock { .. } if entry.disconnected => purge_open(entry, out),
+        Caching::Oplock { .. } => {
+            let to = if keep & R != 0 {
+                OplockLevel::II
+            } else {
+                OplockLevel::NONE
+            };
+            break_oplock(entry, to, generation, out);
+        }
+        Caching::Lease(id) => {
+            if purge_unreachable(&state.opens, id, out) {
+                return;
+            }
+            if let Some(lease) = state.leases.iter_mut().find(|l| l.id == id) {
+                break_lease(lease, keep, generation, out);
+            }
+        }
+    }
+}
+
+/// The lease bits open `open` caches with (its lease's state, while breaking too).
+pub(crate) fn open_bits(state: &FileState, open: u64) -> u32 {
+    state
+        .opens
+        .iter()
+        .find(|e| e.id == open)
+        .map_or(0, |e| e.bits(&state.leases))
 }
 
 /// The break timeout passed without an acknowledgment (MS-SMB2 3.3.2.1, 3.3.2.5): the oplock
@@ -1111,7 +1172,7 @@ mod tests {
         if breaks_for_open(st, &new, &o, false, &mut breaks) {
             return (None, breaks);
         }
-        let granted = grant(st, &new, &o, false);
+        let granted = grant(st, &new, &o, false, None);
         new.caching = granted.caching.clone();
         st.opens.push(new);
         (Some(granted), breaks)
@@ -1279,6 +1340,68 @@ mod tests {
         assert_eq!(acknowledge_lease(&mut st, id1, 0, &mut more), Ok(()));
         let (granted, _) = open(&mut st, 2, ALL, overwrite);
         assert!(granted.is_some());
+    }
+
+    #[test]
+    fn kernel_oplocks_grant_no_more_than_the_kernel_lease_taken() {
+        let mut st = state();
+        // The kernel refused the write lease, and the descriptor writes: nothing.
+        let refused = |_bits: u32| (0, KernelLease::None);
+        let o = opening(Request::Oplock(OplockLevel::BATCH));
+        let granted = grant(&mut st, &entry(1, ALL), &o, false, Some(&refused));
+        assert_eq!(granted.oplock_level, OplockLevel::NONE);
+        assert_eq!(granted.caching, Caching::None);
+        assert_eq!(granted.kernel, KernelLease::None);
+        // Only a read lease: an RWH lease request keeps R and H.
+        let read = |bits: u32| (bits & (R | H), KernelLease::Read);
+        let granted = grant(
+            &mut st,
+            &entry(2, ALL),
+            &opening(lease(1, R | W | H)),
+            false,
+            Some(&read),
+        );
+        assert_eq!(granted.lease.unwrap().lease_state.0, R | H);
+        assert_eq!(granted.kernel, KernelLease::Read);
+    }
+
+    #[test]
+    fn a_local_open_breaks_the_caching_behind_a_kernel_lease() {
+        let mut st = state();
+        let (granted, _) = open(
+            &mut st,
+            1,
+            ALL,
+            opening(Request::Oplock(OplockLevel::BATCH)),
+        );
+        assert_eq!(granted.unwrap().oplock_level, OplockLevel::BATCH);
+        let mut breaks = Breaks::default();
+        breaks_for_local_open(&mut st, 1, 0, &mut breaks);
+        assert_eq!(oplock_notes(&breaks), [(1, OplockLevel::NONE)]);
+        assert_eq!(breaks.awaited.len(), 1);
+        // While it waits for the acknowledgment, the open still caches; a second call adds
+        // no break.
+        assert_eq!(open_bits(&st, 1), R | W | H);
+        let mut again = Breaks::default();
+        breaks_for_local_open(&mut st, 1, 0, &mut again);
+        assert!(again.notes.is_empty());
+        assert!(acknowledge_oplock(&mut st, 1, OplockLevel::NONE).is_ok());
+        assert_eq!(open_bits(&st, 1), 0);
+
+        let (_, _) = open(
+            &mut st,
+            2,
+            AccessMask::FILE_READ_DATA,
+            opening(lease(3, R | H)),
+        );
+        let mut breaks = Breaks::default();
+        breaks_for_local_open(&mut st, 2, R | H, &mut breaks);
+        assert!(
+            breaks.notes.is_empty(),
+            "a read lease may stay for a local reader"
+        );
+        breaks_for_local_open(&mut st, 2, 0, &mut breaks);
+        assert_eq!(lease_notes(&breaks), [(3, R | H, 0, true)]);
     }
 
     #[test]

@@ -298,6 +298,7 @@ impl FileTable {
         path: &VfsPath,
         mut entry: OpenEntry,
         opening: &Opening,
+        kernel: Option<caching::KernelHold<'_>>,
         breaks: &mut Breaks,
     ) -> Result<Admission, NtStatus> {
         let mut files = self.files.lock();
@@ -331,8 +332,8 @@ impl FileTable {
                 } else if violation {
                     Err(NtStatus::SHARING_VIOLATION)
                 } else {
-                    let granted =
-                        caching::grant(&mut state, &entry, opening, !file.locks.is_empty());
+                    let locked = !file.locks.is_empty();
+                    let granted = caching::grant(&mut state, &entry, opening, locked, kernel);
                     if let caching::Request::Lease(lease) = &opening.request
                         && granted.caching == Caching::Lease(lease.id)
                     {
@@ -588,7 +589,7 @@ mod tests {
                 delete_on_close: false,
                 directory: None,
             };
-            match self.register(key, path, entry, &opening, &mut Breaks::default())? {
+            match self.register(key, path, entry, &opening, None, &mut Breaks::default())? {
                 Admission::Granted(file, _) => Ok(file),
                 Admission::Wait(_) => panic!("nothing to wait for"),
             }

@@ -16,6 +16,7 @@ pub(crate) mod encryption;
 pub(crate) mod files;
 pub mod homes;
 pub(crate) mod host_changes;
+pub(crate) mod kernel_leases;
 pub(crate) mod locks;
 pub mod metrics;
 pub(crate) mod notify;

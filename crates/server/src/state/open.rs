@@ -263,6 +263,9 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
 /// breaks the directory's leases (smbtorture smb2.lease.v2_request), as does its deletion.
 pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
     let wrote = open.finish_writes() || wrote;
+    if open.share.kernel_oplocks {
+        server.kernel_leases.forget(open.file_id.volatile);
+    }
     // Known before the open leaves its lease behind.
     let changed_by = dir_leases::spared_by(server, open);
     // Its locks go (MS-FSA 2.1.5.4), lock requests waiting on this open learn it closed, and

@@ -22,6 +22,7 @@ use crate::state::durable::DurableTable;
 use crate::state::files::FileTable;
 use crate::state::homes::{Homes, NoShare};
 use crate::state::host_changes::HostChanges;
+use crate::state::kernel_leases::KernelLeases;
 use crate::state::metrics::Metrics;
 use crate::state::notify::NotifyHub;
 use crate::state::session::{Session, SessionUser};
@@ -146,6 +147,8 @@ pub struct Server {
     pub(crate) host_changes: HostChanges,
     /// Durable opens, connected or waiting for a reconnect.
     pub(crate) durable: Arc<DurableTable>,
+    /// The Linux file leases held for `kernel_oplocks` shares.
+    pub(crate) kernel_leases: KernelLeases,
     /// The records of persistent opens, when the server keeps them.
     pub(crate) persistent: Option<Arc<dyn StateStore>>,
     /// Users and groups as SIDs.
@@ -230,6 +233,7 @@ impl Server {
             notify: NotifyHub::default(),
             host_changes: HostChanges::default(),
             durable: Arc::default(),
+            kernel_leases: KernelLeases::default(),
             persistent,
             ids,
             limit_counters: LimitCounters::default(),
@@ -241,6 +245,21 @@ impl Server {
             file_id_randomness: Mutex::new(RandomBatch::empty()),
             next_connection_id: AtomicU64::new(1),
         })
+    }
+
+    /// The embedder now receives `signal`, with which the kernel asks for a Linux file lease
+    /// to be broken, and calls [`kernel_lease_signalled`](Self::kernel_lease_signalled) for
+    /// each: shares with `kernel_oplocks` may now grant caching, backed by such leases.
+    /// `break_time` is the kernel's `lease-break-time`.
+    pub fn listen_for_kernel_lease_breaks(&self, signal: i32, break_time: std::time::Duration) {
+        self.kernel_leases.listen(signal, break_time);
+    }
+
+    /// The kernel sent the signal named to
+    /// [`listen_for_kernel_lease_breaks`](Self::listen_for_kernel_lease_breaks): the SMB
+    /// caching behind the leases being broken is broken, and the leases lowered once it is.
+    pub fn kernel_lease_signalled(self: &Arc<Self>) {
+        crate::state::kernel_leases::signalled(self);
     }
 
     /// The limits this server applies.

@@ -83,6 +83,9 @@ pub struct Share {
     /// Byte-range locks are also held in the host's lock table, where local processes and NFS
     /// clients meet them and theirs stop SMB locks and I/O (Samba's `posix locking`).
     pub posix_locking: bool,
+    /// While an SMB client caches a file, smb3d holds a Linux file lease on it that local
+    /// opens break (Samba's `kernel oplocks`; `state::kernel_leases`).
+    pub kernel_oplocks: bool,
     /// Listings leave out what the user cannot read (access-based enumeration, Samba's
     /// `hide unreadable`).
     pub hide_unreadable: bool,
@@ -191,6 +194,7 @@ impl Share {
             oplocks: true,
             veto_oplock_files: Vec::new(),
             posix_locking: true,
+            kernel_oplocks: false,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,
@@ -234,6 +238,7 @@ impl Share {
             oplocks: true,
             veto_oplock_files: Vec::new(),
             posix_locking: false,
+            kernel_oplocks: false,
             hide_unreadable: false,
             access_based_share_enum: false,
             audit: false,

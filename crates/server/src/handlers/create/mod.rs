@@ -40,11 +40,12 @@ use crate::request::reply::{Reply, go_async};
 use crate::security;
 use crate::state::allocation;
 use crate::state::audit;
-use crate::state::caching::{Caching, Granted, Opening, Route};
+use crate::state::caching::{self, Caching, Granted, Opening, Route};
 use crate::state::connection::limits::{OpenFileSlot, admit_open, admit_open_file};
 use crate::state::dir_leases;
 use crate::state::durable::{Reconnect, ReplayState};
 use crate::state::files::{FileKey, OpenEntry, SharedFile};
+use crate::state::kernel_leases;
 use crate::state::notify::ShareKey;
 use crate::state::open::{DirCursor, Open, close_open, open_widest};
 use crate::state::server::Server;
@@ -527,7 +528,23 @@ impl Creation<'_> {
         };
         let changed_by = dir_leases::requested_parent(&opening.request);
         let path = &self.target.vfs_path;
-        let (shared, caching) = oplock::register(cx, reply, key, path, entry, opening).await?;
+        let leases = &self.server.kernel_leases;
+        let file = resolved.file.as_ref();
+        let stream = resolved.stream.is_some();
+        let hold = |bits| {
+            if stream {
+                leases.hold_stream(bits)
+            } else {
+                leases.hold(file, bits)
+            }
+        };
+        let kernel = self
+            .tree
+            .share
+            .kernel_oplocks
+            .then_some(&hold as caching::KernelHold<'_>);
+        let (shared, caching) =
+            oplock::register(cx, reply, key, path, entry, opening, kernel).await?;
         Ok(Registered {
             file_id,
             shared,
@@ -695,6 +712,9 @@ impl Creation<'_> {
                 return Err(NtStatus::NETWORK_NAME_DELETED);
             }
             st.opens.insert(file_id.volatile, open.clone());
+        }
+        if self.tree.share.kernel_oplocks {
+            kernel_leases::track(server, &open, registered.caching.kernel);
         }
         cx.chain.file_id = Some(file_id);
         Ok(Built {

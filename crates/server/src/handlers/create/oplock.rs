@@ -13,7 +13,9 @@ use smb3d_vfs::casefold::eq_ignore_case;
 use crate::fs::streams;
 use crate::request::ctx::Ctx;
 use crate::request::reply::{Reply, wait_async};
-use crate::state::caching::{self, Breaks, Granted, LeaseId, LeaseRequest, Opening, Request};
+use crate::state::caching::{
+    self, Breaks, Granted, KernelHold, LeaseId, LeaseRequest, Opening, Request,
+};
 use crate::state::files::{Admission, FileKey, OpenEntry, SharedFile};
 
 /// MS-SMB2 3.3.5.9.8: a lease key the client holds on another file (or stream) cannot name
@@ -106,6 +108,7 @@ pub(super) async fn register(
     path: &VfsPath,
     entry: OpenEntry,
     mut opening: Opening,
+    kernel: Option<KernelHold<'_>>,
 ) -> Result<(Arc<SharedFile>, Granted), NtStatus> {
     let server = cx.conn.server.clone();
     loop {
@@ -117,9 +120,10 @@ pub(super) async fn register(
             change.enable();
         }
         let mut breaks = Breaks::default();
-        let admitted = server
-            .files
-            .register(key, path, entry.clone(), &opening, &mut breaks);
+        let admitted =
+            server
+                .files
+                .register(key, path, entry.clone(), &opening, kernel, &mut breaks);
         let file = match &admitted {
             Ok(Admission::Granted(file, _) | Admission::Wait(file)) => Some(file.clone()),
             Err(_) => watched.clone(),
