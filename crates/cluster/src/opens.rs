@@ -33,10 +33,10 @@ struct Stored {
 }
 
 impl Stored {
-    fn of(record: &OpenRecord) -> Self {
+    fn of(node: &str, record: &OpenRecord) -> Self {
         Self {
             v: FORMAT,
-            node: record.node.clone(),
+            node: node.to_owned(),
             access: record.access,
             share: record.share,
             stream: record.stream.clone(),
@@ -46,7 +46,6 @@ impl Stored {
 
     fn record(self) -> OpenRecord {
         OpenRecord {
-            node: self.node,
             access: self.access,
             share: self.share,
             stream: self.stream,
@@ -85,8 +84,8 @@ impl EtcdOpens {
         format!("{}open/{id:016x}", self.file_prefix(file))
     }
 
-    fn value(record: &OpenRecord) -> io::Result<Vec<u8>> {
-        serde_json::to_vec(&Stored::of(record)).map_err(io::Error::other)
+    fn value(&self, record: &OpenRecord) -> io::Result<Vec<u8>> {
+        serde_json::to_vec(&Stored::of(&self.node, record)).map_err(io::Error::other)
     }
 
     fn usable(&self) -> io::Result<()> {
@@ -113,19 +112,17 @@ impl EtcdOpens {
             }
             // An unreadable record is another node's open all the same: assume it shares
             // nothing rather than let a conflicting open through.
-            let other = serde_json::from_slice::<Stored>(value).map_or_else(
-                |_| OpenRecord {
-                    node: String::new(),
+            let other = match serde_json::from_slice::<Stored>(value) {
+                Ok(stored) if stored.node == self.node => continue,
+                Ok(stored) => stored.record(),
+                Err(_) => OpenRecord {
                     access: 0x0001_0003,
                     share: 0,
                     stream: record.stream.clone(),
                     delete_pending: false,
                 },
-                Stored::record,
-            );
-            if other.node != self.node {
-                record.admitted_beside(&other)?;
-            }
+            };
+            record.admitted_beside(&other)?;
         }
         Ok(())
     }
@@ -135,7 +132,7 @@ impl ClusterOpens for EtcdOpens {
     fn open(&self, file: &str, id: u64, record: &OpenRecord) -> Result<(), OpenError> {
         self.usable().map_err(OpenError::Unavailable)?;
         let key = self.key(file, id);
-        let value = Self::value(record).map_err(OpenError::Unavailable)?;
+        let value = self.value(record).map_err(OpenError::Unavailable)?;
         let txn = Txn::new().and_then([
             TxnOp::put(
                 key.clone(),
@@ -189,7 +186,7 @@ impl ClusterOpens for EtcdOpens {
     fn update(&self, file: &str, id: u64, record: &OpenRecord) -> io::Result<()> {
         self.usable()?;
         let key = self.key(file, id);
-        let value = Self::value(record)?;
+        let value = self.value(record)?;
         let txn = Txn::new()
             .when([Compare::version(key.clone(), CompareOp::Greater, 0)])
             .and_then([TxnOp::put(

@@ -18,7 +18,6 @@ const SHARE_ALL: u32 = 0x7;
 struct Node {
     opens: EtcdOpens,
     membership: Membership,
-    name: String,
 }
 
 fn node(etcd: &EtcdCluster, prefix: &str, name: &str, ttl: Duration) -> Node {
@@ -34,14 +33,12 @@ fn node(etcd: &EtcdCluster, prefix: &str, name: &str, ttl: Duration) -> Node {
     Node {
         opens: EtcdOpens::new(cluster, name, &membership),
         membership,
-        name: name.to_owned(),
     }
 }
 
 impl Node {
     fn record(&self, access: u32, share: u32) -> OpenRecord {
         OpenRecord {
-            node: self.name.clone(),
             access,
             share,
             stream: None,

@@ -26,8 +26,6 @@ const SHARE_DELETE: u32 = 0x4;
 /// One open as other nodes see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenRecord {
-    /// The node that holds the open (its records are checked by its own table, not again).
-    pub node: String,
     /// The access granted (MS-DTYP ACCESS_MASK).
     pub access: u32,
     /// The share access asked for (MS-SMB2 2.2.13 ShareAccess).
@@ -125,9 +123,8 @@ pub trait ClusterOpens: Send + Sync + fmt::Debug {
 mod tests {
     use super::*;
 
-    fn record(node: &str, access: u32, share: u32) -> OpenRecord {
+    fn record(access: u32, share: u32) -> OpenRecord {
         OpenRecord {
-            node: node.to_owned(),
             access,
             share,
             stream: None,
@@ -141,46 +138,40 @@ mod tests {
 
     #[test]
     fn share_access_both_ways() {
-        let reader = record("a", READ, SHARE_READ);
+        let reader = record(READ, SHARE_READ);
         assert_eq!(
-            record("b", READ | WRITE, ALL).admitted_beside(&reader),
+            record(READ | WRITE, ALL).admitted_beside(&reader),
             Err(Refusal::SharingViolation)
         );
+        assert_eq!(record(READ, SHARE_READ).admitted_beside(&reader), Ok(()));
         assert_eq!(
-            record("b", READ, SHARE_READ).admitted_beside(&reader),
-            Ok(())
-        );
-        assert_eq!(
-            record("b", READ, 0).admitted_beside(&reader),
+            record(READ, 0).admitted_beside(&reader),
             Err(Refusal::SharingViolation)
         );
         // FILE_READ_ATTRIBUTES only: never a conflict.
-        assert_eq!(record("b", 0x80, 0).admitted_beside(&reader), Ok(()));
+        assert_eq!(record(0x80, 0).admitted_beside(&reader), Ok(()));
     }
 
     #[test]
     fn delete_pending_and_streams() {
-        let mut pending = record("a", DELETE, ALL);
+        let mut pending = record(DELETE, ALL);
         pending.delete_pending = true;
         assert_eq!(
-            record("b", 0x80, ALL).admitted_beside(&pending),
+            record(0x80, ALL).admitted_beside(&pending),
             Err(Refusal::DeletePending)
         );
         let stream = OpenRecord {
             stream: Some("one".into()),
-            ..record("a", WRITE, 0)
+            ..record(WRITE, 0)
         };
-        assert_eq!(record("b", WRITE, 0).admitted_beside(&stream), Ok(()));
+        assert_eq!(record(WRITE, 0).admitted_beside(&stream), Ok(()));
         assert_eq!(
-            record("b", DELETE, ALL).admitted_beside(&stream),
+            record(DELETE, ALL).admitted_beside(&stream),
             Err(Refusal::SharingViolation)
         );
         let mut stream_pending = stream.clone();
         stream_pending.delete_pending = true;
         stream_pending.share = ALL;
-        assert_eq!(
-            record("b", READ, ALL).admitted_beside(&stream_pending),
-            Ok(())
-        );
+        assert_eq!(record(READ, ALL).admitted_beside(&stream_pending), Ok(()));
     }
 }
