@@ -52,10 +52,10 @@ def tree_of(node):
     return conn, tree
 
 
-def open_file(tree, name, access, share, disposition=CreateDisposition.FILE_OPEN_IF):
+def open_file(tree, name, access, share, disposition=CreateDisposition.FILE_OPEN_IF, options=0):
     handle = Open(tree, name)
     handle.create(ImpersonationLevel.Impersonation, access, FileAttributes.FILE_ATTRIBUTE_NORMAL, share,
-                  disposition, CreateOptions.FILE_NON_DIRECTORY_FILE)
+                  disposition, CreateOptions.FILE_NON_DIRECTORY_FILE | options)
     return handle
 
 
@@ -109,6 +109,32 @@ def test_a_file_delete_pending_through_one_node_takes_no_open_through_the_other(
                  FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x01")
         deleting.close()
         assert not (n1.shared / "gone.txt").exists()
+    finally:
+        conn1.disconnect()
+        conn2.disconnect()
+
+
+@pytest.mark.parametrize("mark", ["disposition", "delete_on_close"])
+def test_delete_pending_outlives_the_marking_open_while_its_node_holds_the_file(two_nodes, mark):
+    n1, n2 = two_nodes
+    conn1, tree1 = tree_of(n1)
+    conn2, tree2 = tree_of(n2)
+    name = mark + ".txt"
+    try:
+        other = open_file(tree1, name, FilePipePrinterAccessMask.FILE_READ_DATA, SHARE_ALL)
+        if mark == "disposition":
+            marking = open_file(tree1, name, FilePipePrinterAccessMask.DELETE, SHARE_ALL)
+            set_info(tree1, marking, InfoType.SMB2_0_INFO_FILE,
+                     FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x01")
+        else:
+            marking = open_file(tree1, name, FilePipePrinterAccessMask.DELETE, SHARE_ALL,
+                                options=CreateOptions.FILE_DELETE_ON_CLOSE)
+        marking.close()
+        # The file is delete-pending while node 1's other open lasts: for node 2's clients too.
+        assert refused(tree2, name, FilePipePrinterAccessMask.FILE_READ_DATA, SHARE_ALL) \
+            == STATUS_DELETE_PENDING
+        other.close()
+        assert not (n1.shared / name).exists()
     finally:
         conn1.disconnect()
         conn2.disconnect()

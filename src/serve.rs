@@ -350,7 +350,10 @@ pub fn build_server(
     credentials: Arc<dyn CredentialStore>,
 ) -> Result<(Arc<Server>, ShareHealth), AnyError> {
     let s = &config.server;
-    let (state_store, cluster_opens) = state_store(config)?;
+    let NodeState {
+        store,
+        cluster_opens,
+    } = state_store(config)?;
     let settings = Settings {
         encryption: encryption_policy(s.encrypt),
         ciphers: s
@@ -370,7 +373,7 @@ pub fn build_server(
             crate::descriptors::soft_limit().unwrap_or(SYSTEMD_NOFILE),
         ),
         oplock_break_timeout: Settings::default().oplock_break_timeout,
-        state_store: Some(state_store),
+        state_store: Some(store),
         cluster_opens,
         clock: Arc::new(SystemClock),
         hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
@@ -415,14 +418,17 @@ pub fn kerberos_service(config: &Config) -> Result<Option<KerberosService>, Stri
     Ok(Some(KerberosService::new(auth.realm.clone(), keytab)))
 }
 
-/// Where persistent handles are kept: in etcd for a cluster node, else in `state_dir`; and a
-/// cluster node's view of every node's opens.
-fn state_store(
-    config: &Config,
-) -> Result<(Arc<dyn StateStore>, Option<Arc<dyn ClusterOpens>>), AnyError> {
+/// Where a node keeps persistent handles, and a cluster node's view of every node's opens.
+pub struct NodeState {
+    pub store: Arc<dyn StateStore>,
+    pub cluster_opens: Option<Arc<dyn ClusterOpens>>,
+}
+
+/// Persistent handles in etcd for a cluster node, else in `state_dir`.
+fn state_store(config: &Config) -> Result<NodeState, AnyError> {
     #[cfg(feature = "cluster")]
-    if let Some((store, opens)) = crate::cluster::join(config)? {
-        return Ok((store, Some(opens)));
+    if let Some(state) = crate::cluster::join(config)? {
+        return Ok(state);
     }
     #[cfg(not(feature = "cluster"))]
     if config.cluster.is_some() {
@@ -430,10 +436,10 @@ fn state_store(
             "[cluster] is set, but this smb3d was built without the cluster feature".into(),
         );
     }
-    Ok((
-        Arc::new(DiskStore::new(config.server.state_dir.clone())),
-        None,
-    ))
+    Ok(NodeState {
+        store: Arc::new(DiskStore::new(config.server.state_dir.clone())),
+        cluster_opens: None,
+    })
 }
 
 fn hostname() -> String {

@@ -21,17 +21,14 @@ use crate::state::share::Share;
 /// share's path, which every node of a cluster configures alike (issue 18 item 1); it is
 /// written in hex so that no path can make one file's keys a prefix of another's.
 pub(crate) fn file_key(share: &Share, ino: u64) -> String {
+    use std::fmt::Write;
     let mut key = String::with_capacity(share.path.len() * 2 + 17);
     for byte in share.path.as_bytes() {
-        key.push(char::from(HEX[usize::from(byte >> 4)]));
-        key.push(char::from(HEX[usize::from(byte & 0xf)]));
+        let _ = write!(key, "{byte:02x}");
     }
-    key.push('-');
-    key.push_str(&format!("{ino:x}"));
+    let _ = write!(key, "-{ino:x}");
     key
 }
-
-const HEX: [u8; 16] = *b"0123456789abcdef";
 
 fn record(entry: &OpenEntry, delete_pending: bool) -> OpenRecord {
     OpenRecord {
@@ -92,6 +89,26 @@ pub(crate) fn delete_pending(server: &Server, open: &Open, pending: bool) -> Res
     let record = record(&entry, pending);
     blocking(|| cluster.update(&key, open.file_id.persistent, &record))
         .map_err(|e| unavailable("a delete-pending mark", &e))
+}
+
+/// After `open` closed, its file is still delete-pending here (marked through it, or through
+/// its delete-on-close, while other opens of the file on this node remain): one of those
+/// carries the mark in its record, so that other nodes still refuse new opens.
+pub(crate) fn carry_delete_pending(server: &Server, open: &Open) {
+    let Some(cluster) = &server.settings.cluster_opens else {
+        return;
+    };
+    if !open.shared.delete_pending() {
+        return;
+    }
+    let Some(carrier) = server.files.default_stream_entry(&open.shared) else {
+        return;
+    };
+    let key = file_key(&open.share, open.shared.key.ino);
+    let record = record(&carrier, true);
+    if let Err(e) = blocking(|| cluster.update(&key, carrier.persistent_id, &record)) {
+        tracing::warn!("cluster: other nodes may not see a pending delete: {e}");
+    }
 }
 
 /// Removes the record of `open`, which closed. A record that cannot be removed now goes

@@ -467,6 +467,16 @@ impl FileTable {
         file.state.lock().opens.iter().find(|e| e.id == id).cloned()
     }
 
+    /// An open of `file`'s default stream, if any.
+    pub fn default_stream_entry(&self, file: &SharedFile) -> Option<OpenEntry> {
+        file.state
+            .lock()
+            .opens
+            .iter()
+            .find(|e| e.stream.is_none())
+            .cloned()
+    }
+
     /// Whether an open of `key` with `access` and `share` would be compatible with the file's
     /// current opens (a rename checks its source directory so, MS-FSA 2.1.5.14.11).
     pub fn would_share(&self, key: FileKey, access: AccessMask, share: ShareAccess) -> bool {

@@ -296,6 +296,7 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
             if open.is_directory && open.shared.delete_pending() {
                 server.notify.delete_pending(&open.shared);
             }
+            cluster_opens::carry_delete_pending(server, open);
             cluster_closed(server, open);
             return;
         }
