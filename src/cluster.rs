@@ -6,18 +6,19 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use smb3d_cluster::{DEFAULT_PREFIX, Etcd, EtcdStore, Membership, NodeInfo};
+use smb3d_cluster::{DEFAULT_PREFIX, Etcd, EtcdOpens, EtcdStore, Membership, NodeInfo};
 use smb3d_config::{ClusterConfig, Config};
-use smb3d_server::StateStore;
 
 use crate::AnyError;
+use crate::serve::NodeState;
 
 /// This process's membership: it lives as long as the process (a killed node's lease runs
 /// out by itself).
 static MEMBERSHIP: OnceLock<Membership> = OnceLock::new();
 
-/// The state store of a cluster node, once it has joined; `None` without `[cluster]`.
-pub fn join(config: &Config) -> Result<Option<Arc<dyn StateStore>>, AnyError> {
+/// The state store and the open table of a cluster node, once it has joined; `None`
+/// without `[cluster]`.
+pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
     let Some(cluster) = &config.cluster else {
         return Ok(None);
     };
@@ -33,9 +34,13 @@ pub fn join(config: &Config) -> Result<Option<Arc<dyn StateStore>>, AnyError> {
         membership.lease(),
         cluster.node_ttl
     );
+    let opens = EtcdOpens::new(etcd.clone(), &info.name, &membership);
     let _ = MEMBERSHIP.set(membership);
     let store = EtcdStore::new(etcd).map_err(|e| format!("cluster: etcd state records: {e}"))?;
-    Ok(Some(Arc::new(store)))
+    Ok(Some(NodeState {
+        store: Arc::new(store),
+        cluster_opens: Some(Arc::new(opens)),
+    }))
 }
 
 /// Returns when this node's etcd lease is gone (never without `[cluster]`).

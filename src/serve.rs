@@ -16,7 +16,7 @@ use smb3d_config::{
 };
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
-use smb3d_server::{DiskStore, Limits, Server, Settings, StateStore, SystemClock};
+use smb3d_server::{ClusterOpens, DiskStore, Limits, Server, Settings, StateStore, SystemClock};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
@@ -351,6 +351,10 @@ pub fn build_server(
     credentials: Arc<dyn CredentialStore>,
 ) -> Result<(Arc<Server>, ShareHealth), AnyError> {
     let s = &config.server;
+    let NodeState {
+        store,
+        cluster_opens,
+    } = state_store(config)?;
     let settings = Settings {
         encryption: encryption_policy(s.encrypt),
         ciphers: s
@@ -370,7 +374,8 @@ pub fn build_server(
             crate::descriptors::soft_limit().unwrap_or(SYSTEMD_NOFILE),
         ),
         oplock_break_timeout: Settings::default().oplock_break_timeout,
-        state_store: Some(state_store(config)?),
+        state_store: Some(store),
+        cluster_opens,
         clock: Arc::new(SystemClock),
         hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
         map_to_guest: s.map_to_guest == MapToGuest::BadUser,
@@ -414,11 +419,17 @@ pub fn kerberos_service(config: &Config) -> Result<Option<KerberosService>, Stri
     Ok(Some(KerberosService::new(auth.realm.clone(), keytab)))
 }
 
-/// Where persistent handles are kept: in etcd for a cluster node, else in `state_dir`.
-fn state_store(config: &Config) -> Result<Arc<dyn StateStore>, AnyError> {
+/// Where a node keeps persistent handles, and a cluster node's view of every node's opens.
+pub struct NodeState {
+    pub store: Arc<dyn StateStore>,
+    pub cluster_opens: Option<Arc<dyn ClusterOpens>>,
+}
+
+/// Persistent handles in etcd for a cluster node, else in `state_dir`.
+fn state_store(config: &Config) -> Result<NodeState, AnyError> {
     #[cfg(feature = "cluster")]
-    if let Some(store) = crate::cluster::join(config)? {
-        return Ok(store);
+    if let Some(state) = crate::cluster::join(config)? {
+        return Ok(state);
     }
     #[cfg(not(feature = "cluster"))]
     if config.cluster.is_some() {
@@ -426,7 +437,10 @@ fn state_store(config: &Config) -> Result<Arc<dyn StateStore>, AnyError> {
             "[cluster] is set, but this smb3d was built without the cluster feature".into(),
         );
     }
-    Ok(Arc::new(DiskStore::new(config.server.state_dir.clone())))
+    Ok(NodeState {
+        store: Arc::new(DiskStore::new(config.server.state_dir.clone())),
+        cluster_opens: None,
+    })
 }
 
 fn hostname() -> String {

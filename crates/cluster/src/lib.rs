@@ -17,6 +17,7 @@
 )]
 
 mod membership;
+mod opens;
 mod store;
 
 use std::future::Future;
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 pub use etcd_client::Client;
 pub use membership::{Membership, NodeInfo, members};
+pub use opens::EtcdOpens;
 pub use store::{ETCD_MAX_RECORD, EtcdStore};
 
 /// The key prefix of a cluster unless another is given.

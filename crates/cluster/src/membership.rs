@@ -137,6 +137,12 @@ impl Membership {
             .map(drop)
     }
 
+    /// The flag behind [`Membership::healthy`], for the tables that must stop granting when it
+    /// falls.
+    pub fn health(&self) -> Arc<AtomicBool> {
+        self.healthy.clone()
+    }
+
     /// The etcd lease this node's keys live under.
     pub fn lease(&self) -> i64 {
         self.lease

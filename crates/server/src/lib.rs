@@ -45,6 +45,7 @@ pub use clock::{Clock, SystemClock};
 pub use fs::{names, recycle};
 pub use limits::{ClientKey, Limit, Limits};
 pub use pipeline::piped_write;
+pub use smb3d_state::ClusterOpens;
 pub use state::connection::{self, Connection, credits};
 pub use state::server::{EncryptionPolicy, Server, Settings};
 pub use state::store::{DiskStore, MemoryStore, StateStore};

@@ -22,6 +22,10 @@ use std::io;
 
 use parking_lot::{Condvar, Mutex};
 
+mod opens;
+
+pub use opens::{ClusterOpens, OpenError, OpenRecord, Refusal};
+
 /// The largest record a store takes or gives back (a persistent open holding a million
 /// byte-range locks fits).
 pub const MAX_RECORD: usize = 32 << 20;

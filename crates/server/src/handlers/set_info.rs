@@ -30,8 +30,10 @@ use crate::security;
 use crate::state::allocation;
 use crate::state::audit;
 use crate::state::caching;
+use crate::state::cluster_opens;
 use crate::state::files::{FileKey, FileTable};
 use crate::state::open::Open;
+use crate::state::server::Server;
 use crate::status_map::VfsResultExt;
 
 /// FileModeInformation bits a client may set (MS-FSCC 2.4.26).
@@ -75,7 +77,7 @@ pub(crate) async fn handle(
     match req.info_type {
         InfoType::FILE => open.io(|| {
             set_file_info(
-                &cx.conn.server.files,
+                &cx.conn.server,
                 &cx.conn.server.ids,
                 &open,
                 FileInformationClass(req.file_info_class),
@@ -162,13 +164,14 @@ fn require(open: &Open, access: AccessMask) -> Result<(), NtStatus> {
 }
 
 fn set_file_info(
-    files: &FileTable,
+    server: &Server,
     ids: &IdMap,
     open: &Open,
     class: FileInformationClass,
     buf: &[u8],
     max_ea_size: usize,
 ) -> Result<(), NtStatus> {
+    let files = &server.files;
     match class {
         FileInformationClass::FILE_BASIC_INFORMATION => {
             let info = FileBasicInformation::decode(buf).map_err(buffer_error)?;
@@ -195,11 +198,11 @@ fn set_file_info(
         }
         FileInformationClass::FILE_DISPOSITION_INFORMATION => {
             let info = FileDispositionInformation::decode(buf).map_err(buffer_error)?;
-            set_delete_pending(files, open, info.delete_pending)
+            set_delete_pending(server, open, info.delete_pending)
         }
         FileInformationClass::FILE_DISPOSITION_INFORMATION_EX => {
             let info = FileDispositionInformationEx::decode(buf).map_err(buffer_error)?;
-            set_delete_pending(files, open, info.flags.contains(DispositionFlags::DELETE))
+            set_delete_pending(server, open, info.flags.contains(DispositionFlags::DELETE))
         }
         FileInformationClass::FILE_RENAME_INFORMATION => {
             let info = FileRenameInformation::decode(buf).map_err(|_| rename_error(buf))?;
@@ -321,7 +324,8 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
 /// FileDispositionInformation (MS-FSA 2.1.5.14.3): the file becomes delete-pending at once,
 /// to be deleted as this open's user; a read-only file cannot be deleted and a directory must
 /// be empty.
-fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<(), NtStatus> {
+/// On a cluster node the other nodes learn of the mark first (docs/cluster.md).
+fn set_delete_pending(server: &Server, open: &Open, delete: bool) -> Result<(), NtStatus> {
     require(open, AccessMask::DELETE)?;
     if delete && open.stored_meta()?.readonly() {
         return Err(NtStatus::CANNOT_DELETE);
@@ -332,7 +336,8 @@ fn set_delete_pending(files: &FileTable, open: &Open, delete: bool) -> Result<()
             return Err(NtStatus::DIRECTORY_NOT_EMPTY);
         }
     }
-    files.set_delete_pending(
+    cluster_opens::delete_pending(server, open, delete)?;
+    server.files.set_delete_pending(
         &open.shared,
         open.stream_key().as_ref(),
         delete.then(|| open.deleter()),

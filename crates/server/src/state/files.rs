@@ -463,6 +463,21 @@ impl FileTable {
         Some(Deletion::File(state.path.clone(), by))
     }
 
+    /// Open `id` of `file` as other opens see it.
+    pub fn entry(&self, file: &SharedFile, id: u64) -> Option<OpenEntry> {
+        file.state.lock().opens.iter().find(|e| e.id == id).cloned()
+    }
+
+    /// An open of `file`'s default stream, if any.
+    pub fn default_stream_entry(&self, file: &SharedFile) -> Option<OpenEntry> {
+        file.state
+            .lock()
+            .opens
+            .iter()
+            .find(|e| e.stream.is_none())
+            .cloned()
+    }
+
     /// Whether an open of `key` with `access` and `share` would be compatible with the file's
     /// current opens (a rename checks its source directory so, MS-FSA 2.1.5.14.11).
     pub fn would_share(&self, key: FileKey, access: AccessMask, share: ShareAccess) -> bool {

@@ -21,6 +21,7 @@ use crate::fs::streams::{self, Stream};
 use crate::fs::write_time::OpenWrites;
 use crate::identity::Identity;
 use crate::state::audit;
+use crate::state::cluster_opens;
 use crate::state::connection::limits::OpenFileSlot;
 use crate::state::dir_leases;
 use crate::state::durable::ReplayState;
@@ -301,6 +302,8 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
             if open.is_directory && open.shared.delete_pending() {
                 server.notify.delete_pending(&open.shared);
             }
+            cluster_opens::carry_delete_pending(server, open);
+            cluster_closed(server, open);
             return;
         }
         Some(Deletion::File(path, by)) => {
@@ -343,4 +346,15 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
             "delete on close failed: {e}"
         ),
     }
+    // After the deletion: until then other nodes find the file delete-pending, not free.
+    cluster_closed(server, open);
+}
+
+fn cluster_closed(server: &Server, open: &Open) {
+    cluster_opens::closed(
+        server,
+        &open.share,
+        open.shared.key.ino,
+        open.file_id.persistent,
+    );
 }

@@ -81,6 +81,9 @@ pub struct Settings {
     /// Where persistent handles are kept across restarts (a
     /// [`DiskStore`](crate::DiskStore) on the state directory); `None` offers none.
     pub state_store: Option<Arc<dyn StateStore>>,
+    /// The cluster-wide view of opens of a cluster node (share modes and delete-pending
+    /// across nodes, docs/cluster.md); `None`, a single server, costs nothing.
+    pub cluster_opens: Option<Arc<dyn smb3d_state::ClusterOpens>>,
     /// The clock timers and protocol times read ([`SystemClock`](crate::SystemClock)).
     pub clock: Arc<dyn Clock>,
     /// Client addresses that may connect at all (`hosts_allow`, `hosts_deny`).
@@ -114,6 +117,7 @@ impl Default for Settings {
             limits: Limits::default(),
             oplock_break_timeout: std::time::Duration::from_secs(35),
             state_store: None,
+            cluster_opens: None,
             clock: Arc::new(SystemClock),
             hosts: HostRules::default(),
             map_to_guest: false,

@@ -41,6 +41,7 @@ use crate::security;
 use crate::state::allocation;
 use crate::state::audit;
 use crate::state::caching::{self, Caching, Granted, Opening, Route};
+use crate::state::cluster_opens;
 use crate::state::connection::limits::{OpenFileSlot, admit_open, admit_open_file};
 use crate::state::dir_leases;
 use crate::state::durable::{Reconnect, ReplayState};
@@ -543,8 +544,23 @@ impl Creation<'_> {
             .share
             .kernel_oplocks
             .then_some(&hold as caching::KernelHold<'_>);
+        let cluster_entry = self
+            .server
+            .settings
+            .cluster_opens
+            .as_ref()
+            .map(|c| (c, entry.clone()));
         let (shared, caching) =
             oplock::register(cx, reply, key, path, entry, opening, kernel).await?;
+        // A cluster node asks the cluster once its own table admitted the open. A file this
+        // CREATE made stays when refused: the earlier open elsewhere is of this very file.
+        if let Some((cluster, entry)) = cluster_entry
+            && let Err(status) =
+                cluster_opens::admit(cluster.as_ref(), &self.tree.share, key.ino, &entry)
+        {
+            self.server.files.release(&shared, file_id.volatile);
+            return Err(status);
+        }
         Ok(Registered {
             file_id,
             shared,
@@ -584,6 +600,12 @@ impl Creation<'_> {
             self.server
                 .files
                 .release(&registered.shared, registered.file_id.volatile);
+            cluster_opens::closed(
+                self.server,
+                &self.tree.share,
+                registered.shared.key.ino,
+                registered.file_id.persistent,
+            );
         })
     }
 

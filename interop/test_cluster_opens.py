@@ -1,0 +1,166 @@
+"""Share modes and delete-pending across cluster nodes (issue 18 items 2-3): two smb3d processes
+on two ports of 127.0.0.1, each with its own state_dir, serve one directory as one share, with
+one etcd; a Python smbprotocol client on each. An exclusive open through one node keeps the
+other node's client out (STATUS_SHARING_VIOLATION) until it closes; a file made delete-pending
+through one node takes no new open through the other (STATUS_DELETE_PENDING); a node killed
+with SIGKILL takes its opens with it within node_ttl."""
+
+import time
+import uuid
+
+import pytest
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.file_info import FileInformationClass, InfoType
+from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
+                              ImpersonationLevel, Open, ShareAccess)
+
+import smbprotocol_client
+from conftest import start_smb3d, stop
+from crash_loop import set_info
+from etcd import EtcdCluster
+
+STATUS_SHARING_VIOLATION = 0xC0000043
+STATUS_DELETE_PENDING = 0xC0000056
+READ_WRITE = FilePipePrinterAccessMask.FILE_READ_DATA | FilePipePrinterAccessMask.FILE_WRITE_DATA
+SHARE_ALL = ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
+NODE_TTL = 2
+
+
+@pytest.fixture
+def two_nodes(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    with EtcdCluster(tmp_path / "etcd") as etcd:
+        nodes = []
+        try:
+            for name in ("n1", "n2"):
+                home = tmp_path / name
+                home.mkdir()
+                extra = 'state_dir = "%s"\n\n[cluster]\netcd = ["%s"]\nnode = "%s"\nnode_ttl = "%ds"\n' % (
+                    home / "state", etcd.endpoints[0], name, NODE_TTL)
+                node = start_smb3d(home, extra_config=extra, shares={"share": {"path": str(shared)}})
+                node.shared = shared
+                nodes.append(node)
+            yield nodes
+        finally:
+            for node in nodes:
+                stop(node)
+
+
+def tree_of(node):
+    conn, _, tree = smbprotocol_client.connect(node, client_guid=uuid.uuid4())
+    return conn, tree
+
+
+def open_file(tree, name, access, share, disposition=CreateDisposition.FILE_OPEN_IF, options=0):
+    handle = Open(tree, name)
+    handle.create(ImpersonationLevel.Impersonation, access, FileAttributes.FILE_ATTRIBUTE_NORMAL, share,
+                  disposition, CreateOptions.FILE_NON_DIRECTORY_FILE | options)
+    return handle
+
+
+def refused(tree, name, access, share):
+    with pytest.raises(SMBResponseException) as caught:
+        open_file(tree, name, access, share)
+    return caught.value.status
+
+
+def test_an_exclusive_open_on_one_node_keeps_the_other_node_s_clients_out(two_nodes):
+    n1, n2 = two_nodes
+    conn1, tree1 = tree_of(n1)
+    conn2, tree2 = tree_of(n2)
+    try:
+        exclusive = open_file(tree1, "doc.txt", READ_WRITE, 0)
+        exclusive.write(b"one", 0)
+        assert refused(tree2, "doc.txt", FilePipePrinterAccessMask.FILE_READ_DATA, SHARE_ALL) \
+            == STATUS_SHARING_VIOLATION
+        # The other way round too: node 2's reader that shares nothing keeps node 1's writer out
+        # once node 1's exclusive open is gone.
+        exclusive.close()
+        reader = open_file(tree2, "doc.txt", FilePipePrinterAccessMask.FILE_READ_DATA, 0)
+        assert reader.read(0, 3) == b"one"
+        assert refused(tree1, "doc.txt", READ_WRITE, SHARE_ALL) == STATUS_SHARING_VIOLATION
+        # An open for attributes only never conflicts.
+        open_file(tree1, "doc.txt", FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES, 0).close()
+        reader.close()
+        open_file(tree1, "doc.txt", READ_WRITE, 0).close()
+    finally:
+        conn1.disconnect()
+        conn2.disconnect()
+    assert n1.alive() and n2.alive()
+
+
+def test_a_file_delete_pending_through_one_node_takes_no_open_through_the_other(two_nodes):
+    n1, n2 = two_nodes
+    conn1, tree1 = tree_of(n1)
+    conn2, tree2 = tree_of(n2)
+    try:
+        deleting = open_file(tree1, "gone.txt", FilePipePrinterAccessMask.DELETE | READ_WRITE, SHARE_ALL)
+        # FileDispositionInformation, DeletePending = 1 (MS-FSCC 2.4.11).
+        set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
+                 FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x01")
+        assert refused(tree2, "gone.txt", FilePipePrinterAccessMask.FILE_READ_DATA, SHARE_ALL) \
+            == STATUS_DELETE_PENDING
+        # Cleared again, the file takes opens again.
+        set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
+                 FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x00")
+        open_file(tree2, "gone.txt", FilePipePrinterAccessMask.FILE_READ_DATA, SHARE_ALL).close()
+        set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
+                 FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x01")
+        deleting.close()
+        assert not (n1.shared / "gone.txt").exists()
+    finally:
+        conn1.disconnect()
+        conn2.disconnect()
+
+
+@pytest.mark.parametrize("mark", ["disposition", "delete_on_close"])
+def test_delete_pending_outlives_the_marking_open_while_its_node_holds_the_file(two_nodes, mark):
+    n1, n2 = two_nodes
+    conn1, tree1 = tree_of(n1)
+    conn2, tree2 = tree_of(n2)
+    name = mark + ".txt"
+    try:
+        other = open_file(tree1, name, FilePipePrinterAccessMask.FILE_READ_DATA, SHARE_ALL)
+        if mark == "disposition":
+            marking = open_file(tree1, name, FilePipePrinterAccessMask.DELETE, SHARE_ALL)
+            set_info(tree1, marking, InfoType.SMB2_0_INFO_FILE,
+                     FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x01")
+        else:
+            marking = open_file(tree1, name, FilePipePrinterAccessMask.DELETE, SHARE_ALL,
+                                options=CreateOptions.FILE_DELETE_ON_CLOSE)
+        marking.close()
+        # The file is delete-pending while node 1's other open lasts: for node 2's clients too.
+        assert refused(tree2, name, FilePipePrinterAccessMask.FILE_READ_DATA, SHARE_ALL) \
+            == STATUS_DELETE_PENDING
+        other.close()
+        assert not (n1.shared / name).exists()
+    finally:
+        conn1.disconnect()
+        conn2.disconnect()
+
+
+def test_a_killed_node_s_opens_are_released_within_node_ttl(two_nodes):
+    n1, n2 = two_nodes
+    conn1, tree1 = tree_of(n1)
+    conn2, tree2 = tree_of(n2)
+    try:
+        open_file(tree1, "held.txt", READ_WRITE, 0)
+        assert refused(tree2, "held.txt", READ_WRITE, 0) == STATUS_SHARING_VIOLATION
+        n1.proc.kill()
+        n1.proc.wait(10)
+        killed = time.monotonic()
+        while True:
+            try:
+                open_file(tree2, "held.txt", READ_WRITE, 0).close()
+                break
+            except SMBResponseException as e:
+                assert e.status == STATUS_SHARING_VIOLATION
+            assert time.monotonic() - killed < NODE_TTL + 2, "the killed node's open outlived its lease"
+            time.sleep(0.1)
+    finally:
+        conn2.disconnect()
+        try:
+            conn1.disconnect()
+        except Exception:
+            pass
