@@ -1,5 +1,7 @@
 """smbtorture suites against smb3d, with a knownfail list (interop/torture/knownfail)."""
 
+import dataclasses
+
 import pytest
 
 from conftest import start_smb3d, stop
@@ -69,3 +71,47 @@ def test_kernel_oplocks(tmp_path):
         assert server.alive()
     finally:
         stop(server)
+
+
+# smbtorture's vfs_fruit suites, each against the share its selftest runs it on (Samba's
+# source3/selftest/tests.py), with `apple = true` shares standing for Samba's vfs_fruit shares
+# (`fruit:metadata = netatalk`, `fruit:resource = file`, `fruit:encoding = native`) and a
+# plain share for the second share some tests open (`vfs_wo_fruit`).
+FRUIT_SUITES = [
+    ("vfs.fruit", "fruit", ["--option=torture:share2=plain"]),
+    ("vfs.fruit_netatalk", "fruit", []),
+    ("vfs.fruit_file_id", "fruit", []),
+    ("vfs.fruit_timemachine", "timemachine", []),
+    ("vfs.fruit_conversion", "plain", ["--option=torture:share2=fruit",
+                                       "--option=torture:delete_empty_adfiles=false"]),
+]
+
+
+@pytest.fixture(scope="module")
+def fruit_smb3d(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fruit")
+    dirs = {name: tmp / name for name in ("fruit", "timemachine", "plain")}
+    for d in dirs.values():
+        d.mkdir()
+    server = start_smb3d(tmp, shares={
+        "fruit": {"path": str(dirs["fruit"]), "apple": True},
+        "timemachine": {"path": str(dirs["timemachine"]), "apple": True, "time_machine": True,
+                        "time_machine_max_size": "32K"},
+        "plain": {"path": str(dirs["plain"])},
+    })
+    server.dirs = dirs
+    yield server
+    stop(server)
+
+
+@pytest.mark.parametrize("suite,share,options", FRUIT_SUITES, ids=[s for s, _, _ in FRUIT_SUITES])
+def test_fruit_suite(fruit_smb3d, suite, share, options):
+    server = dataclasses.replace(fruit_smb3d, share=share, share_dir=fruit_smb3d.dirs[share])
+    results, output = run_suite(server, suite, extra=[
+        "--option=torture:localdir=%s" % server.share_dir, *options])
+    passed = sum(1 for r in results.values() if r == "success")
+    print("%s: %d passed of %d" % (suite, passed, len(results)))
+    problems = judge(results, KNOWNFAIL)
+    assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + \
+        "\n--- smbtorture ---\n" + output[-6000:] + "\n--- server log ---\n" + server.log_tail()
+    assert server.alive(), "server died during " + suite

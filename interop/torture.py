@@ -7,7 +7,9 @@ import subprocess
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "torture"
-RESULT = re.compile(r"^(success|failure|error|skip|xfail|uxsuccess|successful|fail): (\S+)")
+# A test's name runs to the end of its line, or to the " [" that opens its reason; some
+# (vfs.fruit's) have spaces in them.
+RESULT = re.compile(r"^(success|failure|error|skip|xfail|uxsuccess|successful|fail): (.+?)(?: \[)?$")
 
 
 def read_list(name):

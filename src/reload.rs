@@ -17,7 +17,7 @@ use smb3d_config::{
 };
 use smb3d_server::hosts::{HostRules, Network};
 use smb3d_server::recycle::RecycleBin;
-use smb3d_server::share::{InheritOwner, Presentation, Share, name_patterns};
+use smb3d_server::share::{Apple, InheritOwner, Presentation, Share, name_patterns};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
 use smb3d_vfs_posix::PosixVfs;
@@ -137,6 +137,13 @@ pub fn build_share(
         admin_users: share.admin_users.clone(),
         hosts: host_rules(&share.hosts_allow, &share.hosts_deny)
             .within(&host_rules(&server.hosts_allow, &server.hosts_deny)),
+        apple: share.apple.then(|| {
+            Arc::new(Apple {
+                model: share.apple_model.clone(),
+                time_machine: share.time_machine,
+                time_machine_max_size: share.time_machine_max_size,
+            })
+        }),
         ..Share::disk(name.to_owned(), vfs)
     };
     built

@@ -163,9 +163,20 @@ async fn serve(
         }
     };
     let mdns = if s.mdns && !demo {
-        smb3d_mdns::Advertiser::start(&s.server_name, Some(&s.mdns_model), &s.listen)
-            .map_err(|e| tracing::warn!("mDNS advertisement unavailable: {e}"))
-            .ok()
+        let time_machine: Vec<String> = config
+            .shares
+            .iter()
+            .filter(|(_, share)| share.apple && share.time_machine)
+            .map(|(name, _)| name.clone())
+            .collect();
+        smb3d_mdns::Advertiser::start(
+            &s.server_name,
+            Some(&s.mdns_model),
+            &s.listen,
+            &time_machine,
+        )
+        .map_err(|e| tracing::warn!("mDNS advertisement unavailable: {e}"))
+        .ok()
     } else {
         None
     };

@@ -574,6 +574,21 @@ pub struct ShareConfig {
     /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
     #[serde(default)]
     pub continuous_availability: bool,
+    /// Mac clients get what Samba's vfs_fruit gives them: the AAPL create context, Finder
+    /// info and resource forks in Samba's formats.
+    #[serde(default)]
+    pub apple: bool,
+    /// The model macOS shows for the server (Samba's `fruit:model`).
+    #[serde(default = "default_apple_model")]
+    pub apple_model: String,
+    /// With `apple`: the share is a Time Machine destination (Samba's `fruit:time machine`).
+    #[serde(default)]
+    pub time_machine: bool,
+    /// With `time_machine`: the bytes its backups may take, counted in their sparse bundles'
+    /// bands and reported as the volume's size (Samba's `fruit:time machine max size`); 0 for
+    /// the file system's size. An integer or a string with a K, M, G or T suffix.
+    #[serde(default, deserialize_with = "byte_size")]
+    pub time_machine_max_size: u64,
     /// Only in `[share.homes]`: a user's home directory that does not exist is made on their
     /// first connect, owned by them, with `create_home_mode` (as pam_mkhomedir does).
     #[serde(default)]
@@ -640,6 +655,10 @@ impl ShareConfig {
             posix_locking: true,
             kernel_oplocks: false,
             continuous_availability: false,
+            apple: false,
+            apple_model: default_apple_model(),
+            time_machine: false,
+            time_machine_max_size: 0,
             create_home: false,
             create_home_mode: DEFAULT_HOME_MODE,
             testing_fault_injection: Vec::new(),
@@ -682,6 +701,41 @@ pub const DEFAULT_RECYCLE_DIRECTORY_MODE: u32 = 0o700;
 
 fn default_recycle_directory_mode() -> u32 {
     DEFAULT_RECYCLE_DIRECTORY_MODE
+}
+
+/// Samba's default `fruit:model`.
+fn default_apple_model() -> String {
+    "MacSamba".to_owned()
+}
+
+/// A byte count: an integer, or a string of digits with an optional K, M, G or T suffix (powers
+/// of 1024, as Samba reads sizes).
+fn byte_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Number(u64),
+        Text(String),
+    }
+    match Written::deserialize(d)? {
+        Written::Number(n) => Ok(n),
+        Written::Text(text) => parse_byte_size(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("not a size: {text:?}"))),
+    }
+}
+
+/// `text` as a byte count ([`byte_size`]); `None` for anything else or an overflow.
+pub fn parse_byte_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, shift) = match text.char_indices().last()? {
+        (i, 'k' | 'K') => (&text[..i], 10),
+        (i, 'm' | 'M') => (&text[..i], 20),
+        (i, 'g' | 'G') => (&text[..i], 30),
+        (i, 't' | 'T') => (&text[..i], 40),
+        _ => (text, 0),
+    };
+    let n: u64 = digits.trim().parse().ok()?;
+    n.checked_mul(1u64 << shift)
 }
 
 /// The share options that hold a file mode.
@@ -1612,6 +1666,35 @@ access_based_share_enum = true
         assert!(c.share("s").unwrap().continuous_availability);
         let e = parse("[server]\nstate_dir = \"st\"\n").unwrap_err();
         assert!(e.message.contains("state_dir"), "{e}");
+    }
+
+    #[test]
+    fn apple_options_and_time_machine_sizes() {
+        let c = parse("[share.s]\npath = \"/s\"\n").unwrap();
+        let s = c.share("s").unwrap();
+        assert!(!s.apple && !s.time_machine);
+        assert_eq!(
+            (s.apple_model.as_str(), s.time_machine_max_size),
+            ("MacSamba", 0)
+        );
+        let c = parse(
+            "[share.tm]\npath = \"/tm\"\napple = true\ntime_machine = true\ntime_machine_max_size = \"32K\"\napple_model = \"Xserve\"\n[share.n]\npath = \"/n\"\ntime_machine_max_size = 4096\n",
+        )
+        .unwrap();
+        let tm = c.share("tm").unwrap();
+        assert!(tm.apple && tm.time_machine);
+        assert_eq!(
+            (tm.apple_model.as_str(), tm.time_machine_max_size),
+            ("Xserve", 32 * 1024)
+        );
+        assert_eq!(c.share("n").unwrap().time_machine_max_size, 4096);
+        assert_eq!(parse_byte_size("2 T"), Some(2 << 40));
+        assert_eq!(parse_byte_size("1g"), Some(1 << 30));
+        for bad in ["", "K", "-1K", "1.5G", "16777216T", "12X"] {
+            assert_eq!(parse_byte_size(bad), None, "{bad:?}");
+        }
+        let e = parse("[share.s]\npath = \"/s\"\ntime_machine_max_size = \"lots\"\n").unwrap_err();
+        assert!(e.message.contains("not a size"), "{e}");
     }
 
     #[test]

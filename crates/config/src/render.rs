@@ -229,6 +229,18 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "continuous_availability = {}",
         share.continuous_availability
     );
+    if share.apple {
+        let _ = writeln!(out, "apple = true");
+        let _ = writeln!(out, "apple_model = {}", toml_string(&share.apple_model));
+    }
+    if share.time_machine {
+        let _ = writeln!(out, "time_machine = true");
+        let _ = writeln!(
+            out,
+            "time_machine_max_size = {}",
+            share.time_machine_max_size
+        );
+    }
     if share.create_home {
         let _ = writeln!(out, "create_home = true");
         let _ = writeln!(out, "create_home_mode = {:#o}", share.create_home_mode);

@@ -41,6 +41,8 @@ pub struct ServiceInfo {
     pub model: Option<String>,
     /// The addresses `<host>.local` resolves to.
     pub addresses: Vec<IpAddr>,
+    /// The shares that are Time Machine destinations, advertised as `_adisk._tcp` disks.
+    pub time_machine: Vec<String>,
 }
 
 /// Where a datagram goes.
@@ -145,6 +147,27 @@ impl Responder {
         local(&[&self.info.instance, "_device-info", "_tcp"])
     }
 
+    fn adisk_instance(&self) -> Name {
+        local(&[&self.info.instance, "_adisk", "_tcp"])
+    }
+
+    /// The `_adisk._tcp` TXT strings macOS looks for to offer a share for Time Machine: one
+    /// `dkN` disk entry per share (adVF 0x82: a backup destination reached over SMB), then the
+    /// system entry (waMa, the Wi-Fi MAC address, unknown: 0; adVF 0x100: SMB). A share whose
+    /// entry would not fit one TXT string (255 bytes) is left out.
+    fn adisk_txt(&self) -> Vec<Vec<u8>> {
+        let mut strings: Vec<Vec<u8>> = self
+            .info
+            .time_machine
+            .iter()
+            .enumerate()
+            .map(|(i, share)| format!("dk{i}=adVN={share},adVF=0x82").into_bytes())
+            .filter(|entry| entry.len() <= 255)
+            .collect();
+        strings.push(b"sys=waMa=0,adVF=0x100".to_vec());
+        strings
+    }
+
     /// Every record, unique ones with the cache-flush bit.
     fn records(&self, ttl_scale: Option<u32>) -> Vec<Record> {
         let ttl = |t: u32| ttl_scale.map_or(t, |cap| t.min(cap));
@@ -213,6 +236,31 @@ impl Responder {
                 },
             ));
         }
+        if !self.info.time_machine.is_empty() {
+            records.push(shared(local(&["_adisk", "_tcp"]), self.adisk_instance()));
+            records.push(shared(
+                local(&["_services", "_dns-sd", "_udp"]),
+                local(&["_adisk", "_tcp"]),
+            ));
+            records.push(unique(
+                self.adisk_instance(),
+                TYPE_TXT,
+                OTHER_TTL,
+                RData::Txt(self.adisk_txt()),
+            ));
+            // Port 0 as for `_device-info`: the disks are reached through `_smb._tcp`.
+            records.push(unique(
+                self.adisk_instance(),
+                TYPE_SRV,
+                HOST_TTL,
+                RData::Srv {
+                    priority: 0,
+                    weight: 0,
+                    port: 0,
+                    target: self.host_name(),
+                },
+            ));
+        }
         for ip in &self.info.addresses {
             let (rtype, data) = match ip {
                 IpAddr::V4(v4) => (TYPE_A, RData::A(*v4)),
@@ -227,6 +275,9 @@ impl Responder {
         let mut names = vec![self.host_name(), self.smb_instance()];
         if self.info.model.is_some() {
             names.push(self.device_instance());
+        }
+        if !self.info.time_machine.is_empty() {
+            names.push(self.adisk_instance());
         }
         names
     }

@@ -130,12 +130,14 @@ pub struct Advertiser {
 }
 
 impl Advertiser {
-    /// Advertises `server_name` (the SMB service on the first port of `listen`) and, with a
-    /// model, `_device-info._tcp`, on every interface that [`interfaces`] picks.
+    /// Advertises `server_name` (the SMB service on the first port of `listen`), with a
+    /// model `_device-info._tcp`, and with Time Machine shares `_adisk._tcp`, on every
+    /// interface that [`interfaces`] picks.
     pub fn start(
         server_name: &str,
         model: Option<&str>,
         listen: &[SocketAddr],
+        time_machine: &[String],
     ) -> io::Result<Self> {
         let interfaces = interfaces()?;
         let info = ServiceInfo {
@@ -144,6 +146,7 @@ impl Advertiser {
             port: listen.first().map_or(445, SocketAddr::port),
             model: model.map(str::to_owned),
             addresses: published_addresses(listen, &interfaces),
+            time_machine: time_machine.to_vec(),
         };
         Self::start_with(info, interfaces)
     }

@@ -61,7 +61,7 @@ fn inner() {
         .unwrap();
     runtime.block_on(async {
         let listen: [SocketAddr; 1] = ["0.0.0.0:4445".parse().unwrap()];
-        let advertiser = Advertiser::start("NETNSTEST", Some("Xserve"), &listen).unwrap();
+        let advertiser = Advertiser::start("NETNSTEST", Some("Xserve"), &listen, &[]).unwrap();
         // Probing and the first announcement take about a second.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let answer = tokio::task::spawn_blocking(query_srv).await.unwrap();

@@ -173,7 +173,7 @@ fn advertise() {
         .unwrap();
     runtime.block_on(async {
         let listen: [SocketAddr; 1] = ["0.0.0.0:4445".parse().unwrap()];
-        let advertiser = Advertiser::start("OFFLINK", None, &listen).unwrap();
+        let advertiser = Advertiser::start("OFFLINK", None, &listen, &[]).unwrap();
         tokio::time::sleep(Duration::from_secs(30)).await;
         advertiser.stop().await.unwrap();
     });

@@ -16,3 +16,8 @@ pub fn persistent_record(body: &[u8]) {
         );
     }
 }
+
+/// The band size a Time Machine `Info.plist` names, as a share's free space counts it.
+pub fn time_machine_band_size(plist: &str) -> Option<u64> {
+    crate::fs::time_machine::band_size_in(plist)
+}

@@ -44,6 +44,7 @@
     )
 )]
 
+pub mod aapl;
 pub mod cancel;
 pub mod change_notify;
 pub mod close;

@@ -150,6 +150,29 @@ struct ShareParams {
     hosts_allow: Option<Vec<HostPattern>>,
     hosts_deny: Option<Vec<HostPattern>>,
     recycle: RecycleParams,
+    fruit: FruitParams,
+}
+
+/// vfs_fruit's `fruit:*` parameters that smb3d maps, and whether `vfs objects` names it.
+#[derive(Clone, Default)]
+struct FruitParams {
+    on: Option<bool>,
+    model: Option<String>,
+    time_machine: Option<bool>,
+    time_machine_max_size: Option<u64>,
+}
+
+/// The Apple options of an imported share, with vfs_fruit's defaults where unset.
+fn apply_fruit(share: &mut ShareConfig, fruit: FruitParams) {
+    share.apple = fruit.on.unwrap_or(false);
+    if !share.apple {
+        return;
+    }
+    if let Some(model) = fruit.model {
+        share.apple_model = model;
+    }
+    share.time_machine = fruit.time_machine.unwrap_or(false);
+    share.time_machine_max_size = fruit.time_machine_max_size.unwrap_or(0);
 }
 
 /// vfs_recycle's `recycle:*` parameters and whether `vfs objects` names it.
@@ -701,6 +724,7 @@ impl Converter {
             },
             "vfsobjects" | "vfsobject" => {
                 out.recycle.on = Some(split_list(&p.value).iter().any(|m| m == "recycle"));
+                out.fruit.on = Some(split_list(&p.value).iter().any(|m| m == "fruit"));
                 out.acl_xattr = Some(split_list(&p.value).iter().any(|m| m == "acl_xattr"));
                 out.streams = Some(self.vfs_objects(section, p));
             }
@@ -768,7 +792,31 @@ impl Converter {
             "kerneloplocks" => {
                 out.kernel_oplocks = self.bool_param(section, p).or(out.kernel_oplocks)
             }
+            _ if p.key.starts_with("fruit:") => {
+                return self.fruit_param(section, p, &mut out.fruit);
+            }
             _ => return self.recycle_param(section, p, &mut out.recycle),
+        }
+        true
+    }
+
+    /// Applies a `fruit:*` parameter (vfs_fruit's); false when it is not one smb3d maps.
+    /// vfs_fruit's storage options (`fruit:metadata`, `fruit:resource`) are not: smb3d reads
+    /// and writes its defaults' formats.
+    fn fruit_param(&mut self, section: &Section, p: &Param, out: &mut FruitParams) -> bool {
+        match p.key.as_str() {
+            "fruit:model" => match crate::model::check_mdns_model(&p.value) {
+                Ok(()) => out.model = Some(p.value.clone()),
+                Err(_) => self.warn_value(section, p, "not a model name"),
+            },
+            "fruit:timemachine" => {
+                out.time_machine = self.bool_param(section, p).or(out.time_machine);
+            }
+            "fruit:timemachinemaxsize" => match crate::model::parse_byte_size(&p.value) {
+                Some(size) => out.time_machine_max_size = Some(size),
+                None => self.warn_value(section, p, "not a size"),
+            },
+            _ => return false,
         }
         true
     }
@@ -931,7 +979,10 @@ impl Converter {
     fn vfs_objects(&mut self, section: &Section, p: &Param) -> bool {
         let modules = split_list(&p.value);
         for module in &modules {
-            if !matches!(module.as_str(), "acl_xattr" | "streams_xattr" | "recycle") {
+            if !matches!(
+                module.as_str(),
+                "acl_xattr" | "streams_xattr" | "recycle" | "fruit"
+            ) {
                 self.warn(
                     section,
                     Some(p),
@@ -1069,6 +1120,7 @@ impl Converter {
         share.posix_locking = params.posix_locking.unwrap_or(true);
         share.kernel_oplocks = params.kernel_oplocks.unwrap_or(false);
         apply_recycle(&mut share, params.recycle);
+        apply_fruit(&mut share, params.fruit);
         if !streams {
             self.warn(
                 section,
@@ -1355,6 +1407,51 @@ mod tests {
     }
 
     #[test]
+    fn fruit_is_imported_as_apple_with_its_time_machine_options() {
+        let i = convert_text(
+            "[global]\nfruit:model = Xserve\n\
+             [mac]\npath = /srv/mac\nvfs objects = catia fruit streams_xattr\nfruit:metadata = netatalk\n\
+             [tm]\npath = /srv/tm\nvfs objects = fruit streams_xattr\nfruit:time machine = yes\n\
+             fruit:time machine max size = 2 T\n\
+             [bad]\npath = /srv/bad\nvfs objects = fruit streams_xattr\nfruit:time machine max size = lots\n\
+             [plain]\npath = /srv/plain\nvfs objects = streams_xattr\nfruit:time machine = yes\n",
+        );
+        let c = &i.config;
+        let mac = c.share("mac").unwrap();
+        assert!(mac.apple && !mac.time_machine);
+        assert_eq!(mac.apple_model, "Xserve");
+        let tm = c.share("tm").unwrap();
+        assert!(tm.apple && tm.time_machine);
+        assert_eq!(tm.time_machine_max_size, 2 << 40);
+        assert_eq!(c.share("bad").unwrap().time_machine_max_size, 0);
+        // Without the module, its options do nothing, as in Samba.
+        let plain = c.share("plain").unwrap();
+        assert!(!plain.apple && !plain.time_machine);
+        let warnings = messages(&i);
+        assert!(
+            warnings.iter().any(|w| w.contains("module catia")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains("fruit:metadata")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("[bad]") && w.contains("not a size")),
+            "{warnings:?}"
+        );
+        let back = crate::Config::parse(Path::new("i.toml"), &c.to_toml()).unwrap();
+        let tm = back.share("tm").unwrap();
+        assert!(tm.apple && tm.time_machine);
+        assert_eq!(
+            (tm.apple_model.as_str(), tm.time_machine_max_size),
+            ("Xserve", 2 << 40)
+        );
+    }
+
+    #[test]
     fn posix_locking_is_imported_with_samba_default() {
         let i = convert_text(
             "[global]\nposix locking = no\n[nfs]\npath = /srv/nfs\n\
@@ -1464,12 +1561,8 @@ mod tests {
         let ro = c.share("ro").unwrap();
         assert!(ro.read_only && !ro.guest_ok && ro.browseable);
         assert!(!c.share("rw").unwrap().read_only);
-        assert_eq!(
-            messages(&i),
-            [
-                "/etc/samba/smb.conf:11: [data]: vfs objects: module fruit has no smb3d equivalent; not mapped",
-            ]
-        );
+        assert!(data.apple && !data.time_machine);
+        assert!(messages(&i).is_empty(), "{:?}", messages(&i));
         let untouched = convert_text("[s]\npath = /s\n");
         let s = untouched.config.share("s").unwrap();
         assert!(s.read_only);

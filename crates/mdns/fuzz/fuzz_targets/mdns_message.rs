@@ -21,6 +21,7 @@ fuzz_target!(|data: &[u8]| {
         port: 445,
         model: Some("Xserve".into()),
         addresses: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
+        time_machine: vec!["Backups".into()],
     };
     let mut responder = Responder::new(info, start, 1);
     let from = SocketAddr::from((Ipv4Addr::LOCALHOST, 5353));

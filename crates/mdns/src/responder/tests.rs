@@ -13,6 +13,7 @@ fn info() -> ServiceInfo {
             IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)),
             IpAddr::V6(Ipv6Addr::LOCALHOST),
         ],
+        time_machine: Vec::new(),
     }
 }
 
@@ -143,6 +144,61 @@ fn answers_ptr_queries_with_srv_txt_and_addresses_after_a_delay() {
     assert!(
         matches!(&srv.data, RData::Srv { port: 445, target, .. } if *target == name("nas.local"))
     );
+}
+
+/// Time Machine shares are advertised as `_adisk._tcp` disks, one `dkN` entry each and the
+/// system entry, as macOS browses for backup destinations; a server without them has none.
+#[test]
+fn time_machine_shares_are_adisk_disks() {
+    let start = Instant::now();
+    let tm = ServiceInfo {
+        time_machine: vec!["Backups".into(), "Laptop TM".into(), "x".repeat(250)],
+        ..info()
+    };
+    let mut r = Responder::new(tm, start, 7);
+    let sent = establish(&mut r, start);
+    let probed: Vec<String> = sent[0]
+        .1
+        .questions
+        .iter()
+        .map(|q| q.name.to_string())
+        .collect();
+    assert!(
+        probed.contains(&"FILES._adisk._tcp.local.".to_string()),
+        "{probed:?}"
+    );
+    let now = start + Duration::from_secs(5);
+    let q = query(&[("_adisk._tcp.local", TYPE_PTR)], true);
+    r.handle(&q.encode(), PEER.parse().unwrap(), now);
+    let m = Message::decode(&drain(&mut r, now)[0].payload).unwrap();
+    assert_eq!(
+        m.answers[0].data,
+        RData::Ptr(name("FILES._adisk._tcp.local"))
+    );
+    let txt = m.additionals.iter().find(|a| a.rtype == TYPE_TXT).unwrap();
+    assert_eq!(txt.name, name("FILES._adisk._tcp.local"));
+    assert_eq!(
+        txt.data,
+        RData::Txt(vec![
+            b"dk0=adVN=Backups,adVF=0x82".to_vec(),
+            b"dk1=adVN=Laptop TM,adVF=0x82".to_vec(),
+            b"sys=waMa=0,adVF=0x100".to_vec(),
+        ])
+    );
+    let q = query(&[("_services._dns-sd._udp.local", TYPE_PTR)], true);
+    r.handle(&q.encode(), PEER.parse().unwrap(), now);
+    let m = Message::decode(&drain(&mut r, now)[0].payload).unwrap();
+    assert!(
+        m.answers
+            .iter()
+            .any(|a| a.data == RData::Ptr(name("_adisk._tcp.local")))
+    );
+
+    let mut plain = Responder::new(info(), start, 7);
+    establish(&mut plain, start);
+    let q = query(&[("_adisk._tcp.local", TYPE_PTR)], true);
+    plain.handle(&q.encode(), PEER.parse().unwrap(), now);
+    assert!(drain(&mut plain, now).is_empty());
 }
 
 #[test]

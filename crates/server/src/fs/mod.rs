@@ -1,8 +1,8 @@
 //! What Windows keeps for each file, kept on a POSIX file system through the VFS as Samba keeps
 //! it: DOS attributes, times, sizes and reparse tags (`fileinfo`), named streams, extended
-//! attributes, LastWriteTime while a file is open, quotas, 8.3 names, and client names checked before
-//! any file system sees them, with the statuses of paths the VFS cannot take. Knows no session
-//! or open: it sits on `security` (the xattrs that hold descriptors) and under `state`.
+//! attributes, LastWriteTime while a file is open, quotas, 8.3 names, the space of Time Machine
+//! backups, and client names checked before any file system sees them, with the statuses of
+//! paths the VFS cannot take. Knows no session or open: it sits on `security` (the xattrs that hold descriptors) and under `state`.
 
 pub(crate) mod eas;
 pub(crate) mod fileinfo;
@@ -12,4 +12,5 @@ pub(crate) mod quota;
 pub mod recycle;
 pub(crate) mod shortname;
 pub(crate) mod streams;
+pub(crate) mod time_machine;
 pub(crate) mod write_time;

@@ -25,6 +25,7 @@ use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::quota;
 use crate::fs::streams;
+use crate::fs::time_machine;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
@@ -370,7 +371,14 @@ fn fs_info(
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let size = class.query_size().ok_or(NtStatus::INVALID_INFO_CLASS)?;
-    let fs = open.vfs.fs_stat().status()?;
+    let fs = match open.share.apple.as_deref() {
+        // Samba's vfs_fruit reports a Time Machine share's maximum as its size.
+        Some(apple) if apple.time_machine && apple.time_machine_max_size > 0 => {
+            time_machine::limited(open.vfs.as_ref(), apple.time_machine_max_size)
+        }
+        _ => open.vfs.fs_stat(),
+    }
+    .status()?;
     let start = w.offset();
     let unit = fs.fragment_size.max(u64::from(BYTES_PER_SECTOR));
     let sectors_per_unit = u32::try_from(unit / u64::from(BYTES_PER_SECTOR)).unwrap_or(1);

@@ -112,6 +112,20 @@ pub struct Share {
     /// Client addresses that may connect to the share, the server's lists included where the
     /// share sets none ([`HostRules::within`]).
     pub hosts: HostRules,
+    /// What Mac clients get (`apple = true`, Samba's vfs_fruit); `None` on other shares.
+    pub apple: Option<Arc<Apple>>,
+}
+
+/// A share's offer to Mac clients: what it answers their AAPL server query with, and whether
+/// it is a Time Machine destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Apple {
+    /// The model string macOS shows for the server.
+    pub model: String,
+    /// Backups may go here: the volume says F_FULLFSYNC works.
+    pub time_machine: bool,
+    /// With `time_machine`, the bytes backups may take (0: the file system's size).
+    pub time_machine_max_size: u64,
 }
 
 /// How deep [`Share::remove_vetoed`] goes into a vetoed directory: a deeper tree stays, with
@@ -205,6 +219,7 @@ impl Share {
             invalid_users: Vec::new(),
             admin_users: Vec::new(),
             hosts: HostRules::default(),
+            apple: None,
         }
     }
 
@@ -249,6 +264,7 @@ impl Share {
             invalid_users: Vec::new(),
             admin_users: Vec::new(),
             hosts: HostRules::default(),
+            apple: None,
         }
     }
 

@@ -533,7 +533,7 @@ impl<'a> CreateContext<'a> {
 }
 
 /// A response create context (MS-SMB2 2.2.14.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResponseContext<'a> {
     /// DHnQ: the open is durable.
     DurableHandle,
@@ -545,6 +545,8 @@ pub enum ResponseContext<'a> {
     Lease(Lease),
     /// DH2Q.
     DurableHandleV2(DurableHandleResponseV2),
+    /// AAPL: the answer to a Mac client's server query ([`crate::aapl`]).
+    Aapl(crate::aapl::ServerQueryResponse),
     /// Anything else, kept raw.
     Other(RawCreateContext<'a>),
 }
@@ -580,6 +582,9 @@ impl<'a> ResponseContext<'a> {
                     flags: DurableHandleFlags(r.u32("Flags")?),
                 })
             }
+            n if n == crate::aapl::NAME => {
+                Self::Aapl(crate::aapl::ServerQueryResponse::decode(data)?)
+            }
             _ => Self::Other(raw),
         })
     }
@@ -592,6 +597,7 @@ impl<'a> ResponseContext<'a> {
             Self::QueryOnDiskId(_) => names::QUERY_ON_DISK_ID,
             Self::Lease(_) => names::REQUEST_LEASE,
             Self::DurableHandleV2(_) => names::DURABLE_HANDLE_REQUEST_V2,
+            Self::Aapl(_) => crate::aapl::NAME,
             Self::Other(raw) => raw.name,
         }
     }
@@ -612,6 +618,7 @@ impl<'a> ResponseContext<'a> {
             Self::DurableHandleV2(d) => {
                 w.u32(d.timeout).u32(d.flags.0);
             }
+            Self::Aapl(answer) => answer.encode(w),
             Self::Other(raw) => {
                 w.bytes(raw.data);
             }

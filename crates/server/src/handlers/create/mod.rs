@@ -6,6 +6,7 @@
 //! recorded ([`Built`]) → the response with its contexts (`contexts`, `durable`).
 
 mod access;
+mod apple;
 mod contexts;
 mod durable;
 mod oplock;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityDescriptor};
 use smb3d_fscc::{FileAttributes, NotifyAction};
+use smb3d_smb2::aapl::ServerQueryResponse;
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
     CreateResponseFlags, LeaseKey, OplockLevel, ResponseContext,
@@ -82,6 +84,7 @@ pub(crate) async fn handle(
     }
     // What is checked before any file-system call: the request, the open limits, the name.
     request::check(&req)?;
+    let aapl = apple::answer(&req, &tree.share)?;
     admit_open(cx.conn, &session)?;
     let vfs = disk(&tree)?;
     let counted = admit_open_file(cx.conn)?;
@@ -111,7 +114,7 @@ pub(crate) async fn handle(
     let outcome = resolved.outcome;
     let prepared = creation.prepare(&registered, resolved)?;
     let built = creation.build(cx, registered, outcome, prepared)?;
-    respond(cx, reply, &req, durable_ask, outcome, built)
+    respond(cx, reply, &req, durable_ask, outcome, built, aapl)
 }
 
 /// A durable reconnect (MS-SMB2 3.3.5.9.7): the name is only checked against the open it
@@ -763,6 +766,7 @@ fn respond(
     durable_ask: durable::Ask,
     outcome: Outcome,
     built: Built,
+    aapl: Option<ServerQueryResponse>,
 ) -> Result<NtStatus, NtStatus> {
     let Built {
         open,
@@ -770,6 +774,11 @@ fn respond(
         caching,
     } = built;
     let mut contexts = contexts::responses(req, outcome.maximal, &meta);
+    if let Some(answer) = aapl {
+        // The first answer settles what the connection gets, as on a Mac server.
+        let _ = cx.conn.apple.set(answer.server_caps);
+        contexts.push(ResponseContext::Aapl(answer));
+    }
     contexts.extend(durable::grant(
         cx,
         durable_ask,

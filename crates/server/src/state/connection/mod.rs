@@ -158,6 +158,9 @@ pub struct Connection {
     pub(crate) watchdog: Arc<Watchdog>,
     /// Fires when a frame settles (see [`Connection::wait_for_earlier`]).
     settled: Notify,
+    /// The AAPL ServerCaps the first answer to a Mac client's server query granted: what
+    /// the connection's later requests on `apple` shares get (listings with ReadDirAttr).
+    pub(crate) apple: OnceLock<u64>,
 }
 
 /// A session id and the ciphers that encrypt for it.
@@ -209,6 +212,7 @@ impl Connection {
                 server.settings.clock.clone(),
             )),
             settled: Notify::new(),
+            apple: OnceLock::new(),
         });
         server.connections.lock().insert(id, Arc::downgrade(&conn));
         conn

@@ -1,0 +1,51 @@
+//! The AAPL create context of Mac clients ([`smb3d_smb2::aapl`]), answered on `apple` shares
+//! as Samba's vfs_fruit answers it (MS-SMB2 does not define it; 3.3.5.9 leaves unknown
+//! contexts to the server). Elsewhere it is an unknown context and ignored.
+
+use smb3d_dtyp::NtStatus;
+use smb3d_smb2::aapl::{AaplRequest, ServerQueryResponse, bitmap, server_caps, volume_caps};
+use smb3d_smb2::create::{CreateContext, CreateRequest};
+
+use crate::state::share::Share;
+
+/// The ServerCaps this server has: Unix underneath. A client's ClientCaps cannot add to them.
+const SERVER_CAPS: u64 = server_caps::UNIX_BASED;
+
+/// The answer to the request's AAPL server query on `share`, worked out before anything is
+/// opened: a malformed query or another command fails the CREATE with
+/// STATUS_INVALID_PARAMETER, as Samba fails it.
+pub(super) fn answer(
+    req: &CreateRequest<'_>,
+    share: &Share,
+) -> Result<Option<ServerQueryResponse>, NtStatus> {
+    let Some(apple) = &share.apple else {
+        return Ok(None);
+    };
+    let Some(data) = req.contexts.iter().flatten().find_map(|c| match c {
+        CreateContext::Other(raw) if raw.name == smb3d_smb2::aapl::NAME => Some(raw.data),
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    let AaplRequest::ServerQuery(query) =
+        AaplRequest::decode(data).map_err(|_| NtStatus::INVALID_PARAMETER)?
+    else {
+        return Err(NtStatus::INVALID_PARAMETER);
+    };
+    // Names are matched ignoring case on every share, so the volume is never case-sensitive.
+    let volume = if apple.time_machine {
+        volume_caps::FULL_SYNC
+    } else {
+        0
+    };
+    Ok(Some(ServerQueryResponse {
+        reply_bitmap: query.request_bitmap,
+        server_caps: SERVER_CAPS & (query.client_caps | server_caps::UNIX_BASED),
+        volume_caps: volume,
+        model: if query.request_bitmap & bitmap::MODEL_INFO != 0 {
+            apple.model.clone()
+        } else {
+            String::new()
+        },
+    }))
+}
