@@ -2,7 +2,8 @@
 //! it: DOS attributes, times, sizes and reparse tags (`fileinfo`), named streams, extended
 //! attributes, LastWriteTime while a file is open, quotas, 8.3 names, the space of Time Machine
 //! backups, and client names checked before any file system sees them, with the statuses of
-//! paths the VFS cannot take. Knows no session or open: it sits on `security` (the xattrs that hold descriptors) and under `state`.
+//! paths the VFS cannot take. Knows no session or open: it sits on `security` (the xattrs that
+//! hold descriptors) and under `state`.
 
 pub(crate) mod eas;
 pub(crate) mod fileinfo;
