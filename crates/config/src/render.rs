@@ -226,6 +226,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "continuous_availability = {}",
         share.continuous_availability
     );
+    if let Some(source) = share.snapshots {
+        let _ = writeln!(out, "snapshots = \"{}\"", source.as_str());
+    }
     if share.create_home {
         let _ = writeln!(out, "create_home = true");
         let _ = writeln!(out, "create_home_mode = {:#o}", share.create_home_mode);

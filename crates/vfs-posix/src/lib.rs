@@ -39,6 +39,7 @@ mod stat;
 pub mod sys;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -645,6 +646,21 @@ impl Vfs for PosixVfs {
 
     fn can_clone(&self) -> bool {
         self.can_clone
+    }
+
+    fn subtree(&self, dir: &VfsPath) -> VfsResult<Arc<dyn Vfs>> {
+        settled(|creds| {
+            // Resolved like any path of the share: a directory that is a symlink out of it is
+            // not found.
+            let fd = self
+                .root
+                .open(creds, dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+                .map_err(|errno| self.classify(creds, dir, errno))?;
+            let mut subtree = Self::opened(creds, fd, self.root.resolver());
+            subtree.names.case = self.names.case;
+            subtree.switch_credentials = self.switch_credentials;
+            Ok(Arc::new(subtree) as Arc<dyn Vfs>)
+        })
     }
 
     fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {

@@ -10,5 +10,6 @@ pub mod names;
 pub(crate) mod path_status;
 pub mod recycle;
 pub(crate) mod shortname;
+pub(crate) mod snapshots;
 pub(crate) mod streams;
 pub(crate) mod write_time;
