@@ -33,7 +33,7 @@ impl GmtToken {
             return None;
         }
         let separators = [(9, b'.'), (12, b'.'), (15, b'-'), (18, b'.'), (21, b'.')];
-        if separators.iter().any(|&(at, c)| b[at] != c) {
+        if separators.iter().any(|&(at, c)| b.get(at) != Some(&c)) {
             return None;
         }
         let number = |from: usize, len: usize| -> Option<i64> {
@@ -213,16 +213,18 @@ impl SnapshotArray {
         for entry in array.chunks(GmtToken::WIRE_LEN).take(returned as usize) {
             let units: Vec<u16> = entry
                 .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .map(|c| match c {
+                    &[lo, hi] => u16::from_le_bytes([lo, hi]),
+                    _ => 0,
+                })
                 .collect();
-            let (text, terminator) = units.split_at(GmtToken::LEN);
-            if terminator != [0] {
+            let Some((&0, text)) = units.split_last() else {
                 return Err(bad("SnapShots"));
-            }
+            };
             let text = String::from_utf16(text).map_err(|_| bad("SnapShots"))?;
             tokens.push(GmtToken::parse(&text).ok_or_else(|| bad("SnapShots"))?);
         }
-        if array.get(array.len() - 2..) != Some(&[0, 0][..]) {
+        if !array.ends_with(&[0, 0]) {
             return Err(bad("SnapShots"));
         }
         Ok(Self {

@@ -18,8 +18,8 @@ pub const SNAPSHOT_DIR: &str = ".snapshots";
 /// The share's snapshots, newest first: the directories in [`SNAPSHOT_DIR`] whose names are
 /// @GMT tokens (anything else there is not a snapshot). None when the directory is missing.
 pub(crate) fn list(vfs: &dyn Vfs) -> Result<Vec<GmtToken>, NtStatus> {
-    let dir = VfsPath::from_components([SNAPSHOT_DIR].into_iter())
-        .map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    let dir =
+        VfsPath::from_components([SNAPSHOT_DIR]).map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)?;
     let request = OpenRequest {
         access: Access::Read,
         disposition: Disposition::Open,
@@ -46,7 +46,7 @@ pub(crate) fn list(vfs: &dyn Vfs) -> Result<Vec<GmtToken>, NtStatus> {
 /// STATUS_OBJECT_NAME_NOT_FOUND (MS-SMB2 3.3.5.9.8).
 pub(crate) fn open(vfs: &dyn Vfs, token: GmtToken) -> Result<Arc<dyn Vfs>, NtStatus> {
     let name = token.to_string();
-    let dir = VfsPath::from_components([SNAPSHOT_DIR, name.as_str()].into_iter())
+    let dir = VfsPath::from_components([SNAPSHOT_DIR, name.as_str()])
         .map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)?;
     vfs.subtree(&dir)
         .map_err(|_| NtStatus::OBJECT_NAME_NOT_FOUND)
