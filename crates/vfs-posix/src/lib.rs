@@ -656,10 +656,18 @@ impl Vfs for PosixVfs {
                 .root
                 .open(creds, dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
                 .map_err(|errno| self.classify(creds, dir, errno))?;
-            let mut subtree = Self::opened(creds, fd, self.root.resolver());
-            subtree.names.case = self.names.case;
-            subtree.switch_credentials = self.switch_credentials;
-            Ok(Arc::new(subtree) as Arc<dyn Vfs>)
+            // Not probed for cloning as a share is: the probe makes a file there, and a
+            // snapshot is read-only.
+            let records_owners = records_owners(&fd);
+            let mut names = default_name_rules();
+            names.case = self.names.case;
+            Ok(Arc::new(Self {
+                root: Root::new(fd, self.root.resolver()),
+                names,
+                switch_credentials: self.switch_credentials,
+                can_clone: self.can_clone,
+                records_owners,
+            }) as Arc<dyn Vfs>)
         })
     }
 
