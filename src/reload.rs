@@ -127,12 +127,13 @@ pub fn build_share(
         strict_allocate: share.strict_allocate,
         sync_metadata: share.sync_metadata,
         continuous_availability: share.continuous_availability,
+        snapshots: share.snapshots.is_some(),
         presentation: Presentation::new(
             share.hide_dot_files,
             &share.hide_files,
             share.allocation_roundup_size,
         )
-        .with_veto(&share.veto_files),
+        .with_veto(&vetoed_names(share)),
         invalid_users: share.invalid_users.clone(),
         admin_users: share.admin_users.clone(),
         hosts: host_rules(&share.hosts_allow, &share.hosts_deny)
@@ -150,6 +151,16 @@ pub fn build_share(
         .check_forced_accounts()
         .map_err(|e| format!("share {name}: {e}"))?;
     Ok(built)
+}
+
+/// The share's `veto_files`, and on a share with snapshots their directory: clients reach
+/// snapshots only read-only, through @GMT tokens and TWrp contexts.
+fn vetoed_names(share: &ShareConfig) -> Vec<String> {
+    let mut names = share.veto_files.clone();
+    if share.snapshots.is_some() {
+        names.push(smb3d_server::SNAPSHOT_DIR.to_owned());
+    }
+    names
 }
 
 /// The fault-injecting layer's rule for a configured `testing_fault_injection` rule.

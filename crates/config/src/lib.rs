@@ -37,5 +37,5 @@ pub use model::{
     DEFAULT_DIRECTORY_MASK, DEFAULT_MDNS_MODEL, DEFAULT_METRICS_PORT, DEFAULT_PORT,
     DEFAULT_STATE_DIR, Dialect, EncryptPolicy, InheritOwner, LogFormat, MAX_ALLOCATION_ROUNDUP,
     MAX_IO_SIZE, MAX_SOCKET_PATH, MIN_IO_SIZE, MapToGuest, ServerConfig, ShareConfig,
-    SigningPolicy, admin_socket_in, parse_listen_address,
+    SigningPolicy, SnapshotSource, admin_socket_in, parse_listen_address,
 };

@@ -601,6 +601,31 @@ pub struct ShareConfig {
     /// cope with a failing, full or stalled disk. Serve and `config check` warn of it.
     #[serde(default)]
     pub testing_fault_injection: Vec<FaultRuleConfig>,
+    /// Where Windows "Previous Versions" of the share come from: `directory` or `btrfs`,
+    /// snapshots of the share in `.snapshots/@GMT-YYYY.MM.DD-hh.mm.ss` under its root (copies,
+    /// bind mounts or btrfs subvolume snapshots), served read-only; none when absent.
+    #[serde(default)]
+    pub snapshots: Option<SnapshotSource>,
+}
+
+/// How a share's snapshots are made (`snapshots`); both are read from the same layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotSource {
+    /// Directories (copies or mounts of the share) made by any tool.
+    Directory,
+    /// btrfs subvolume snapshots (`btrfs subvolume snapshot -r`).
+    Btrfs,
+}
+
+impl SnapshotSource {
+    /// The configuration name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Directory => "directory",
+            Self::Btrfs => "btrfs",
+        }
+    }
 }
 
 impl ShareConfig {
@@ -662,6 +687,7 @@ impl ShareConfig {
             create_home: false,
             create_home_mode: DEFAULT_HOME_MODE,
             testing_fault_injection: Vec::new(),
+            snapshots: None,
         }
     }
 }

@@ -241,6 +241,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
             share.time_machine_max_size
         );
     }
+    if let Some(source) = share.snapshots {
+        let _ = writeln!(out, "snapshots = \"{}\"", source.as_str());
+    }
     if share.create_home {
         let _ = writeln!(out, "create_home = true");
         let _ = writeln!(out, "create_home_mode = {:#o}", share.create_home_mode);

@@ -42,6 +42,7 @@ mod tasks;
 mod throttle;
 
 pub use clock::{Clock, SystemClock};
+pub use fs::snapshots::SNAPSHOT_DIR;
 pub use fs::{names, recycle};
 pub use limits::{ClientKey, Limit, Limits};
 pub use pipeline::piped_write;

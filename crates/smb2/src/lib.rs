@@ -69,6 +69,7 @@ pub mod read;
 pub mod session_setup;
 pub mod set_info;
 pub mod smb1;
+pub mod snapshot;
 pub mod transform;
 pub mod tree_connect;
 pub mod tree_disconnect;

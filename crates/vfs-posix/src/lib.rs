@@ -41,6 +41,7 @@ mod stat;
 pub mod sys;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -647,6 +648,29 @@ impl Vfs for PosixVfs {
 
     fn can_clone(&self) -> bool {
         self.can_clone
+    }
+
+    fn subtree(&self, dir: &VfsPath) -> VfsResult<Arc<dyn Vfs>> {
+        settled(|creds| {
+            // Resolved like any path of the share: a directory that is a symlink out of it is
+            // not found.
+            let fd = self
+                .root
+                .open(creds, dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+                .map_err(|errno| self.classify(creds, dir, errno))?;
+            // Not probed for cloning as a share is: the probe makes a file there, and a
+            // snapshot is read-only.
+            let records_owners = records_owners(&fd);
+            let mut names = default_name_rules();
+            names.case = self.names.case;
+            Ok(Arc::new(Self {
+                root: Root::new(fd, self.root.resolver()),
+                names,
+                switch_credentials: self.switch_credentials,
+                can_clone: self.can_clone,
+                records_owners,
+            }) as Arc<dyn Vfs>)
+        })
     }
 
     fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {

@@ -467,3 +467,30 @@ fn race(case: CaseSensitivity, cache: Option<ListingCacheLimits>, spell: fn(&str
         assert_eq!(layout.outside_state(), before, "{resolver:?}");
     }
 }
+
+/// A subtree (a snapshot of the share) is a share of its own: its symlinks reach neither the
+/// rest of the share nor beyond it, and a subtree that is a symlink out of the share is refused.
+#[test]
+fn subtrees_are_confined() {
+    for (resolver, case) in SETUPS {
+        let layout = Layout::new();
+        let share = layout.share();
+        fs::write(share.join("live"), b"live").unwrap();
+        fs::create_dir_all(share.join("snaps/one")).unwrap();
+        fs::write(share.join("snaps/one/old"), b"old").unwrap();
+        symlink("../../live", share.join("snaps/one/to-share")).unwrap();
+        symlink(layout.outside(), share.join("snaps/out")).unwrap();
+        let vfs = layout.vfs(resolver, case);
+        let one = vfs.subtree(&path("snaps/one")).unwrap();
+        let read = request(Access::Read, Disposition::Open, Kind::File);
+        let opened = one.open(&path("old"), &read).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(opened.file.read_at(&mut buf, 0).unwrap(), 3);
+        assert!(one.open(&path("to-share"), &read).is_err(), "{resolver:?}");
+        assert!(one.stat(&path("to-share")).is_err(), "{resolver:?}");
+        assert!(vfs.subtree(&path("snaps/out")).is_err(), "{resolver:?}");
+        assert!(vfs.subtree(&path("snaps/missing")).is_err(), "{resolver:?}");
+        assert!(vfs.subtree(&path("live")).is_err(), "{resolver:?}");
+        assert_eq!(fs::read(layout.outside().join("canary")).unwrap(), CANARY);
+    }
+}

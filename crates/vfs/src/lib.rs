@@ -186,6 +186,14 @@ pub trait Vfs: Send + Sync {
         drop(sink);
         None
     }
+
+    /// The directory `dir` of this share as a share of its own, with the same name rules:
+    /// paths opened in it stay inside it (a snapshot of the share, MS-SMB2 3.3.5.9.8). A back
+    /// end without snapshots answers `NotSupported` (the default).
+    fn subtree(&self, dir: &VfsPath) -> VfsResult<std::sync::Arc<dyn Vfs>> {
+        let _ = dir;
+        Err(VfsError::Unsupported)
+    }
 }
 
 /// An open file or directory.

@@ -14,7 +14,7 @@ use crate::model::{check_recycle_repository, check_server_name, check_share_name
 use crate::{
     Config, ConfigError, DEFAULT_CREATE_MASK, DEFAULT_DIRECTORY_MASK, DEFAULT_PORT, Dialect,
     EncryptPolicy, HostPattern, InheritOwner, MAX_ALLOCATION_ROUNDUP, MAX_IO_SIZE, MIN_IO_SIZE,
-    MapToGuest, ServerConfig, ShareConfig, SigningPolicy,
+    MapToGuest, ServerConfig, ShareConfig, SigningPolicy, SnapshotSource,
 };
 
 /// The result of a conversion.
@@ -151,6 +151,7 @@ struct ShareParams {
     hosts_deny: Option<Vec<HostPattern>>,
     recycle: RecycleParams,
     fruit: FruitParams,
+    shadow: ShadowParams,
 }
 
 /// vfs_fruit's `fruit:*` parameters that smb3d maps, and whether `vfs objects` names it.
@@ -173,6 +174,15 @@ fn apply_fruit(share: &mut ShareConfig, fruit: FruitParams) {
     }
     share.time_machine = fruit.time_machine.unwrap_or(false);
     share.time_machine_max_size = fruit.time_machine_max_size.unwrap_or(0);
+}
+
+/// Whether `vfs objects` names vfs_shadow_copy2, and whether its `shadow:*` parameters describe
+/// a layout other than the one smb3d reads (`.snapshots/@GMT-%Y.%m.%d-%H.%M.%S` in UTC under
+/// the share).
+#[derive(Clone, Default)]
+struct ShadowParams {
+    on: Option<bool>,
+    other_layout: bool,
 }
 
 /// vfs_recycle's `recycle:*` parameters and whether `vfs objects` names it.
@@ -726,6 +736,7 @@ impl Converter {
                 out.recycle.on = Some(split_list(&p.value).iter().any(|m| m == "recycle"));
                 out.fruit.on = Some(split_list(&p.value).iter().any(|m| m == "fruit"));
                 out.acl_xattr = Some(split_list(&p.value).iter().any(|m| m == "acl_xattr"));
+                out.shadow.on = Some(split_list(&p.value).iter().any(|m| m == "shadow_copy2"));
                 out.streams = Some(self.vfs_objects(section, p));
             }
             "createmask" | "createmode" => {
@@ -795,6 +806,9 @@ impl Converter {
             _ if p.key.starts_with("fruit:") => {
                 return self.fruit_param(section, p, &mut out.fruit);
             }
+            key if key.starts_with("shadow:") => {
+                return self.shadow_param(section, p, &mut out.shadow);
+            }
             _ => return self.recycle_param(section, p, &mut out.recycle),
         }
         true
@@ -817,6 +831,51 @@ impl Converter {
                 None => self.warn_value(section, p, "not a size"),
             },
             _ => return false,
+        }
+        true
+    }
+
+    /// Applies a `shadow:*` parameter (vfs_shadow_copy2's). smb3d reads one layout: a
+    /// parameter that names another turns the share's snapshots off, with a warning; false for
+    /// parameters not mapped at all.
+    fn shadow_param(&mut self, section: &Section, p: &Param, out: &mut ShadowParams) -> bool {
+        let value = p.value.trim();
+        let fits = match p.key.as_str() {
+            "shadow:snapdir" => matches!(value, ".snapshots" | "./.snapshots"),
+            "shadow:format" => value == "@GMT-%Y.%m.%d-%H.%M.%S",
+            "shadow:localtime" => self.bool_param(section, p) != Some(true),
+            // Samba looks for a relative snapdir at the file system's mount point; smb3d at
+            // the share's path, where Samba's selftest points it.
+            "shadow:mountpoint" | "shadow:basedir" => {
+                self.warn(
+                    section,
+                    Some(p),
+                    format!(
+                        "{} = {}: smb3d reads .snapshots under the share's path; check the snapshots are there",
+                        p.name, p.value
+                    ),
+                );
+                true
+            }
+            // smb3d lists newest first (Samba's default) and keeps snapshot files apart from
+            // the share's in its own tables, which is what fixinodes is for.
+            "shadow:sort" | "shadow:fixinodes" => true,
+            "shadow:snapdirseverywhere" | "shadow:crossmountpoints" => {
+                self.bool_param(section, p) != Some(true)
+            }
+            "shadow:snapsharepath" | "shadow:snapprefix" | "shadow:delimiter" => false,
+            _ => return false,
+        };
+        if !fits {
+            out.other_layout = true;
+            self.warn(
+                section,
+                Some(p),
+                format!(
+                    "{} = {}: smb3d reads snapshots only as .snapshots/@GMT-YYYY.MM.DD-hh.mm.ss in UTC under the share; snapshots not served",
+                    p.name, p.value
+                ),
+            );
         }
         true
     }
@@ -981,7 +1040,7 @@ impl Converter {
         for module in &modules {
             if !matches!(
                 module.as_str(),
-                "acl_xattr" | "streams_xattr" | "recycle" | "fruit"
+                "acl_xattr" | "streams_xattr" | "recycle" | "fruit" | "shadow_copy2"
             ) {
                 self.warn(
                     section,
@@ -1121,6 +1180,8 @@ impl Converter {
         share.kernel_oplocks = params.kernel_oplocks.unwrap_or(false);
         apply_recycle(&mut share, params.recycle);
         apply_fruit(&mut share, params.fruit);
+        share.snapshots = (params.shadow.on == Some(true) && !params.shadow.other_layout)
+            .then_some(SnapshotSource::Directory);
         if !streams {
             self.warn(
                 section,
@@ -1300,6 +1361,38 @@ mod tests {
         assert!(
             warnings[0].contains("Temp%m") && warnings[1].contains("lots"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn shadow_copy2_maps_to_snapshots() {
+        let i = convert_text(
+            "[selftest]\npath = /srv/a\nvfs objects = shadow_copy2 acl_xattr\n\
+             shadow:snapdir = .snapshots\nshadow:format = @GMT-%Y.%m.%d-%H.%M.%S\n\
+             shadow:sort = desc\nshadow:localtime = no\n\
+             [defaults]\npath = /srv/b\nvfs objects = shadow_copy2\n\
+             [local]\npath = /srv/c\nvfs objects = shadow_copy2\nshadow:localtime = yes\n\
+             [snapper]\npath = /srv/d\nvfs objects = shadow_copy2\nshadow:snapdir = .zfs/snapshot\n\
+             [none]\npath = /srv/e\nshadow:snapdir = .snapshots\n",
+        );
+        let snapshots = |name| i.config.share(name).unwrap().snapshots;
+        assert_eq!(snapshots("selftest"), Some(SnapshotSource::Directory));
+        assert_eq!(snapshots("defaults"), Some(SnapshotSource::Directory));
+        assert_eq!(snapshots("local"), None);
+        assert_eq!(snapshots("snapper"), None);
+        assert_eq!(snapshots("none"), None);
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("localtime") && warnings[1].contains(".zfs/snapshot"),
+            "{warnings:?}"
+        );
+        let rendered = i.config.to_toml();
+        assert!(rendered.contains("snapshots = \"directory\""), "{rendered}");
+        let again = Config::parse(std::path::Path::new("r.toml"), &rendered).unwrap();
+        assert_eq!(
+            again.share("selftest").unwrap().snapshots,
+            Some(SnapshotSource::Directory)
         );
     }
 

@@ -12,6 +12,7 @@ pub(crate) mod path_status;
 pub(crate) mod quota;
 pub mod recycle;
 pub(crate) mod shortname;
+pub(crate) mod snapshots;
 pub(crate) mod streams;
 pub(crate) mod time_machine;
 pub(crate) mod write_time;

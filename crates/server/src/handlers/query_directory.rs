@@ -183,6 +183,7 @@ fn fill(
                     if files.is_delete_pending(FileKey {
                         dev: meta.stat.dev,
                         ino: meta.stat.ino,
+                        snapshot: open.shared.key.snapshot,
                     }) || visible.is_some_and(|v| !v(entry, &meta)) =>
                 {
                     cursor.next += 1;

@@ -55,6 +55,7 @@ pub(crate) async fn handle(
     if cx.tree.as_ref().is_some_and(|t| t.read_only) {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    open.changeable()?;
     let before = open.path();
     if req.info_type == InfoType::FILE
         && matches!(
@@ -393,6 +394,7 @@ fn rename(
             FileKey {
                 dev: dir.dev,
                 ino: dir.ino,
+                snapshot: open.shared.key.snapshot,
             },
             AccessMask::FILE_WRITE_DATA,
             ShareAccess::READ | ShareAccess::WRITE,
@@ -411,6 +413,7 @@ fn rename(
             .get(FileKey {
                 dev: target.dev,
                 ino: target.ino,
+                snapshot: open.shared.key.snapshot,
             })
             .is_some_and(|f| f.key != open.shared.key)
     {
@@ -484,6 +487,7 @@ fn link(
             .get(FileKey {
                 dev: existing.dev,
                 ino: existing.ino,
+                snapshot: open.shared.key.snapshot,
             })
             .is_some();
         if existing.file_type == FileType::Directory || in_use {

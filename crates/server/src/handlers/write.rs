@@ -50,6 +50,7 @@ pub(crate) async fn handle(
     if !open.may(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA) {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    open.changeable()?;
     open.check_locks(req.offset, u64::from(len), true)?;
     crate::state::caching::before_write(&cx.conn.server, &open);
     let written = if len == 0 {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::create::ShareAccess;
+use smb3d_smb2::snapshot::GmtToken;
 use smb3d_vfs::{VfsFile, VfsPath};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
@@ -27,6 +28,9 @@ use crate::state::locks::LockTable;
 pub(crate) struct FileKey {
     pub dev: u64,
     pub ino: u64,
+    /// The snapshot the file was opened in: a snapshot's file is another file than the
+    /// share's, even where it is the same inode (a hard link, a bind mount).
+    pub snapshot: Option<GmtToken>,
 }
 
 /// One open of a file, as far as other opens care.
@@ -651,7 +655,11 @@ mod tests {
         })
     }
 
-    const KEY: FileKey = FileKey { dev: 1, ino: 2 };
+    const KEY: FileKey = FileKey {
+        dev: 1,
+        ino: 2,
+        snapshot: None,
+    };
     const RW: AccessMask = AccessMask(AccessMask::FILE_READ_DATA.0 | AccessMask::FILE_WRITE_DATA.0);
 
     #[test]

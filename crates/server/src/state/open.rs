@@ -102,6 +102,16 @@ impl Open {
         self.granted.intersects(access)
     }
 
+    /// Refuses a change through an open in a snapshot (MS-SMB2 3.3.5.9.8), which is
+    /// read-only whatever access it was granted: STATUS_MEDIA_WRITE_PROTECTED, the status of
+    /// a write on a read-only volume (MS-FSA 2.1.5.3), as Windows and Samba answer.
+    pub fn changeable(&self) -> Result<(), NtStatus> {
+        match self.shared.key.snapshot {
+            Some(_) => Err(NtStatus::MEDIA_WRITE_PROTECTED),
+            None => Ok(()),
+        }
+    }
+
     /// Runs metadata work on this open as the user who opened it: inline, unless the share
     /// syncs metadata to disk.
     pub fn io<T>(&self, work: impl FnOnce() -> Result<T, NtStatus>) -> Result<T, NtStatus> {

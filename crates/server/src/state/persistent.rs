@@ -278,6 +278,7 @@ impl Record {
         let file = FileKey {
             dev: r.u64("Dev")?,
             ino: r.u64("Ino")?,
+            snapshot: None,
         };
         let granted = AccessMask(r.u32("Granted")?);
         let share_access = ShareAccess(r.u32("ShareAccess")?);
@@ -701,6 +702,7 @@ fn reopen(
     let key = FileKey {
         dev: stat.dev,
         ino: stat.ino,
+        snapshot: None,
     };
     Ok((opened.file, key))
 }
@@ -837,7 +839,11 @@ mod tests {
                 gid: 100,
                 groups: vec![27, 44],
             },
-            file: FileKey { dev: 64, ino: 99 },
+            file: FileKey {
+                dev: 64,
+                ino: 99,
+                snapshot: None,
+            },
             granted: AccessMask::FILE_READ_DATA | AccessMask::FILE_WRITE_DATA,
             share_access: ShareAccess::READ | ShareAccess::WRITE,
             mode: 0x20,

@@ -102,6 +102,9 @@ pub struct Share {
     /// Share.IsCA (MS-SMB2 3.3.1.6): tree connects say SMB2_SHARE_CAP_CONTINUOUS_AVAILABILITY
     /// and opens may be persistent.
     pub continuous_availability: bool,
+    /// Previous versions are served from `.snapshots/@GMT-...` under the root
+    /// ([`crate::fs::snapshots`]).
+    pub snapshots: bool,
     /// How files look to clients beyond what is stored.
     pub presentation: Presentation,
     /// Users refused whatever `valid_users` says (Samba's `invalid users`).
@@ -215,6 +218,7 @@ impl Share {
             strict_allocate: true,
             sync_metadata: false,
             continuous_availability: false,
+            snapshots: false,
             presentation: Presentation::default(),
             invalid_users: Vec::new(),
             admin_users: Vec::new(),
@@ -260,6 +264,7 @@ impl Share {
             strict_allocate: false,
             sync_metadata: false,
             continuous_availability: false,
+            snapshots: false,
             presentation: Presentation::default(),
             invalid_users: Vec::new(),
             admin_users: Vec::new(),

@@ -25,6 +25,7 @@ use smb3d_smb2::create::{
     CreateResponseFlags, LeaseKey, OplockLevel, ResponseContext,
 };
 use smb3d_smb2::file_id::FileId;
+use smb3d_smb2::snapshot::GmtToken;
 use smb3d_vfs::{Disposition, Kind, OpenRequest, Vfs, VfsFile, VfsPath};
 use smb3d_wire::FileTime;
 
@@ -34,6 +35,7 @@ use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::fs::names::{SmbPath, parse_path};
 use crate::fs::path_status;
 use crate::fs::quota;
+use crate::fs::snapshots;
 use crate::fs::streams::{self, Stream, StreamFile};
 use crate::identity::Identity;
 use crate::request::ctx::Ctx;
@@ -53,7 +55,7 @@ use crate::state::notify::ShareKey;
 use crate::state::open::{DirCursor, Open, close_open, open_widest};
 use crate::state::server::Server;
 use crate::state::session::{Session, Tree};
-use crate::state::share::ShareKind;
+use crate::state::share::{Share, ShareKind};
 use crate::status_map::VfsResultExt;
 
 use access::{AccessCheck, check_existing, security_context};
@@ -89,11 +91,17 @@ pub(crate) async fn handle(
     let vfs = disk(&tree)?;
     let counted = admit_open_file(cx.conn)?;
     let target = Target::parse(cx, &req, &tree, vfs.as_ref())?;
+    // An open in a snapshot (MS-SMB2 3.3.5.9.8) works in the snapshot's tree, read-only and
+    // never durable: a reconnect would look for it in the share.
+    let (vfs, durable_ask) = match target.snapshot {
+        Some(token) => (snapshots::open(vfs.as_ref(), token)?, durable::Ask::None),
+        None => (vfs, durable_ask),
+    };
     if let Some(answer) = durable::replay(cx, reply, &req, durable_ask, &target.vfs_path) {
         return answer;
     }
     let _under_way = durable::reserve(cx, durable_ask)?;
-    let plan = Plan::of(cx, &req, &tree, &target.path)?;
+    let plan = Plan::of(cx, &req, &tree, &target)?;
     oplock::check_lease_key(cx, &req, &target.vfs_path, target.path.stream.as_deref())?;
     let creation = Creation {
         req: &req,
@@ -164,10 +172,12 @@ fn disk(tree: &Tree) -> Result<Arc<dyn Vfs>, NtStatus> {
     }
 }
 
-/// The name a CREATE opens: as the client wrote it (with its stream) and as the VFS takes it.
+/// The name a CREATE opens: as the client wrote it (with its stream) and as the VFS takes it,
+/// and the snapshot it is opened in.
 struct Target {
     path: SmbPath,
     vfs_path: VfsPath,
+    snapshot: Option<GmtToken>,
 }
 
 impl Target {
@@ -183,7 +193,7 @@ impl Target {
             .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
         // The quota index names the volume: on a share with quotas it opens the share's root,
         // and the quota requests on that open answer for the file system.
-        let path = if quota::is_quota_file(&name) && quota::enabled(vfs) {
+        let mut path = if quota::is_quota_file(&name) && quota::enabled(vfs) {
             parse_path("")?
         } else {
             parse_path(&name)?
@@ -192,8 +202,13 @@ impl Target {
         if let Some(status) = tree.share.presentation.vetoed_path(components) {
             return Err(status);
         }
+        let snapshot = snapshot_of(req, &tree.share, &mut path.components)?;
         match VfsPath::from_components(path.components.iter()) {
-            Ok(vfs_path) => Ok(Self { path, vfs_path }),
+            Ok(vfs_path) => Ok(Self {
+                path,
+                vfs_path,
+                snapshot,
+            }),
             Err(_) => {
                 let identity = cx.identity()?;
                 Err(as_user(vfs, &identity, tree.share.metadata_wait(), || {
@@ -207,6 +222,33 @@ impl Target {
     fn leaf(&self) -> &str {
         self.vfs_path.name().unwrap_or("")
     }
+}
+
+/// The snapshot a CREATE opens in (MS-SMB2 3.3.5.9.8): its TWrp context's, else on a share
+/// with snapshots the first @GMT token among the path's components (taken out of them). A
+/// TWrp context on a share without snapshots, or with a time no token can name, names none
+/// that exists.
+fn snapshot_of(
+    req: &CreateRequest<'_>,
+    share: &Share,
+    components: &mut Vec<String>,
+) -> Result<Option<GmtToken>, NtStatus> {
+    let timewarp = req.contexts.iter().flatten().find_map(|c| match c {
+        CreateContext::TimewarpToken(time) => Some(time),
+        _ => None,
+    });
+    if let Some(time) = timewarp {
+        if !share.snapshots {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        return GmtToken::from_filetime(time)
+            .map(Some)
+            .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    Ok(share
+        .snapshots
+        .then(|| snapshots::take_token(components))
+        .flatten())
 }
 
 /// What the open asks for: its intent, the open the back end is asked for, and the create
@@ -231,9 +273,13 @@ impl<'r> Plan<'r> {
         cx: &Ctx<'_>,
         req: &CreateRequest<'r>,
         tree: &Tree,
-        path: &SmbPath,
+        target: &Target,
     ) -> Result<Self, NtStatus> {
+        let path = &target.path;
         let mut intent = request::intent(req, tree)?;
+        if target.snapshot.is_some() {
+            request::in_snapshot(&mut intent)?;
+        }
         let ea_buffer = req.contexts.iter().flatten().find_map(|c| match c {
             CreateContext::EaBuffer(data) => Some(data),
             _ => None,
@@ -501,6 +547,7 @@ impl Creation<'_> {
         let key = FileKey {
             dev: meta.stat.dev,
             ino: meta.stat.ino,
+            snapshot: self.target.snapshot,
         };
         let entry = OpenEntry {
             id: file_id.volatile,

@@ -118,3 +118,24 @@ pub(super) fn intent(req: &CreateRequest<'_>, tree: &Tree) -> Result<Intent, NtS
         delete_on_close,
     })
 }
+
+/// An open in a snapshot (MS-SMB2 3.3.5.9.8) may ask for any access, as Windows and Samba
+/// grant it, but the file is opened read-only: nothing is created, overwritten or deleted
+/// there (STATUS_MEDIA_WRITE_PROTECTED, MS-FSA's answer for a read-only volume), and writes
+/// through the open are refused later with the same status.
+pub(super) fn in_snapshot(intent: &mut Intent) -> Result<(), NtStatus> {
+    intent.disposition = match intent.disposition {
+        CreateDisposition::OPEN | CreateDisposition::OPEN_IF => CreateDisposition::OPEN,
+        _ => return Err(NtStatus::MEDIA_WRITE_PROTECTED),
+    };
+    if intent.delete_on_close {
+        return Err(NtStatus::MEDIA_WRITE_PROTECTED);
+    }
+    intent.truncates = false;
+    intent.writes_data = false;
+    intent.vfs_access = match intent.vfs_access {
+        Access::ReadWrite | Access::Read => Access::Read,
+        Access::Write | Access::MetadataOnly => Access::MetadataOnly,
+    };
+    Ok(())
+}

@@ -81,6 +81,9 @@ fn on_file(
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let open = lookup_open(cx, req.file_id)?;
+    if changes_file(req.ctl_code) {
+        open.changeable()?;
+    }
     match req.ctl_code {
         CtlCode::FSCTL_SRV_REQUEST_RESUME_KEY => copy::resume_key(cx, &open, req, w),
         CtlCode::FSCTL_SRV_COPYCHUNK | CtlCode::FSCTL_SRV_COPYCHUNK_WRITE => {
@@ -98,6 +101,28 @@ fn on_file(
         CtlCode::FSCTL_LMR_REQUEST_RESILIENCY => resiliency::request(cx, &open, req, w),
         _ => volume::handle(cx, &open, req, w),
     }
+}
+
+/// Whether the control changes the file it is sent on (refused in a snapshot).
+fn changes_file(code: CtlCode) -> bool {
+    matches!(
+        code,
+        CtlCode::FSCTL_SRV_COPYCHUNK
+            | CtlCode::FSCTL_SRV_COPYCHUNK_WRITE
+            | CtlCode::FSCTL_DUPLICATE_EXTENTS_TO_FILE
+            | CtlCode::FSCTL_DUPLICATE_EXTENTS_TO_FILE_EX
+            | CtlCode::FSCTL_SET_SPARSE
+            | CtlCode::FSCTL_SET_ZERO_DATA
+            | CtlCode::FSCTL_SET_REPARSE_POINT
+            | CtlCode::FSCTL_DELETE_REPARSE_POINT
+            | CtlCode::FSCTL_SET_COMPRESSION
+            | CtlCode::FSCTL_SET_OBJECT_ID
+            | CtlCode::FSCTL_SET_OBJECT_ID_EXTENDED
+            | CtlCode::FSCTL_DELETE_OBJECT_ID
+            | CtlCode::FSCTL_FILE_LEVEL_TRIM
+            | CtlCode::FSCTL_SET_INTEGRITY_INFORMATION
+            | CtlCode::FSCTL_SET_INTEGRITY_INFORMATION_EX
+    )
 }
 
 /// The file-system attributes the controls here make true (MS-FSCC 2.5.1): sparse files,

@@ -8,12 +8,15 @@ use std::sync::Arc;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_fscc::{FileLevelTrim, FileObjectIdBuffer, decode_compression_state};
 use smb3d_smb2::ioctl::{CtlCode, IoctlRequest};
+use smb3d_smb2::snapshot::SnapshotArray;
 use smb3d_wire::{Guid, Writer};
 
 use super::respond;
+use crate::fs::snapshots;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::state::open::Open;
+use crate::state::share::ShareKind;
 use crate::status_map::VfsResultExt;
 
 /// COMPRESSION_FORMAT_NONE (MS-FSCC 2.3.12).
@@ -65,14 +68,40 @@ pub(super) fn handle(
         }
         CtlCode::FSCTL_FILE_LEVEL_TRIM => trim(open, req, w),
         // BranchCache hashes are not kept (MS-SMB2 3.3.5.15.7: a server without them MUST
-        // answer so); previous versions are not served (Samba's answer without a snapshot
-        // module, which clients show as "no previous versions").
-        CtlCode::FSCTL_SRV_READ_HASH | CtlCode::FSCTL_SRV_ENUMERATE_SNAPSHOTS => {
-            Err(NtStatus::NOT_SUPPORTED)
-        }
+        // answer so).
+        CtlCode::FSCTL_SRV_READ_HASH => Err(NtStatus::NOT_SUPPORTED),
+        CtlCode::FSCTL_SRV_ENUMERATE_SNAPSHOTS => enumerate_snapshots(open, req, w),
         // Integrity streams are ReFS's; NTFS answers these so (MS-FSA 2.1.5.10.21, .38).
         _ => Err(NtStatus::INVALID_DEVICE_REQUEST),
     }
+}
+
+/// FSCTL_SRV_ENUMERATE_SNAPSHOTS (MS-SMB2 3.3.5.15.1): the share's snapshots, newest first,
+/// or only how many there are when the client's buffer cannot hold them all. A share without
+/// snapshots answers as Samba without a snapshot module does, and clients show "no previous
+/// versions".
+fn enumerate_snapshots(
+    open: &Arc<Open>,
+    req: &IoctlRequest<'_>,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    if !open.share.snapshots {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    let max_output = req.max_output_response as usize;
+    if max_output < SnapshotArray::MIN_OUTPUT {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    // Listed in the share, also when asked on an open in a snapshot.
+    let share = match &open.share.kind {
+        ShareKind::Disk(vfs) => vfs.clone(),
+        ShareKind::Ipc => return Err(NtStatus::INVALID_DEVICE_REQUEST),
+    };
+    let tokens = open.io_long(|| snapshots::list(share.as_ref()))?;
+    respond(w, req, open.file_id, |w| {
+        SnapshotArray::encode_for(&tokens, max_output, w);
+    });
+    Ok(NtStatus::SUCCESS)
 }
 
 /// FILE_OBJECTID_BUFFER (MS-FSA 2.1.5.10.16, .6): the object id is the file's identity on the
