@@ -316,3 +316,103 @@ fn wall_clock_steps_neither_hasten_nor_hold_the_logon_timeout() {
         "held"
     );
 }
+
+/// The LastWriteTime clients see through `file_id` (FileBasicInformation, MS-FSCC 2.4.7).
+fn last_write_time(client: &mut Client<'_>, file_id: FileId) -> u64 {
+    const FILE_BASIC_INFORMATION: u8 = 4;
+    let request = smb3d_testkit::seeds::query_info_body(
+        smb3d_smb2::query_info::InfoType::FILE,
+        FILE_BASIC_INFORMATION,
+        40,
+    );
+    let reply = client.call(Command::QUERY_INFO, &request, Some(file_id));
+    let answer = reply.responses.last().unwrap();
+    assert_eq!(answer.status(), NtStatus::SUCCESS);
+    let output = smb3d_smb2::query_info::QueryInfoResponse::decode(&answer.pdu)
+        .unwrap()
+        .output;
+    u64::from_le_bytes(output[16..24].try_into().unwrap())
+}
+
+fn write_one_byte(client: &mut Client<'_>, file_id: FileId) {
+    let request = smb3d_testkit::seeds::write_body(0, b"x");
+    let status = client
+        .call(Command::WRITE, &request, Some(file_id))
+        .status();
+    assert_eq!(status, Some(NtStatus::SUCCESS));
+}
+
+fn close(client: &mut Client<'_>, file_id: FileId) {
+    let request = smb3d_testkit::seeds::close_body();
+    let status = client
+        .call(Command::CLOSE, &request, Some(file_id))
+        .status();
+    assert_eq!(status, Some(NtStatus::SUCCESS));
+}
+
+const FILETIME_SECOND: u64 = 10_000_000;
+
+/// Issue 22 item 5: a write's last-write time update shows two seconds later (MS-FSA
+/// 2.1.5.3's timing as Windows keeps it), two seconds of the monotonic clock: a wall step back
+/// of hours right after the write does not hold it.
+#[test]
+fn a_wall_step_back_does_not_hold_a_write_s_time_update() {
+    let (clock, server) = server_on_manual_clock();
+    let mut client = client(&server);
+    let file = client
+        .create(
+            "dir\\written.txt",
+            smb3d_smb2::create::CreateDisposition::OVERWRITE_IF,
+        )
+        .unwrap();
+    let before = last_write_time(&mut client, file);
+    clock.advance(Duration::from_secs(10));
+    write_one_byte(&mut client, file);
+    assert_eq!(last_write_time(&mut client, file), before, "shown at once");
+    clock.step_wall_back(THREE_HOURS);
+    clock.advance(Duration::from_secs(3));
+    let after = last_write_time(&mut client, file);
+    assert!(
+        after > before,
+        "the update was held: {after} after {before}"
+    );
+    close(&mut client, file);
+}
+
+/// Issue 22 item 5: the times smb3d keeps for an open file come from its clock, and a wall step
+/// back of hours does not make a close store a time hours before the one clients were shown.
+#[test]
+fn a_wall_step_back_does_not_store_a_time_before_the_one_shown() {
+    let (clock, server) = server_on_manual_clock();
+    let mut client = client(&server);
+    let file = client
+        .create(
+            "dir\\written.txt",
+            smb3d_smb2::create::CreateDisposition::OVERWRITE_IF,
+        )
+        .unwrap();
+    clock.step_wall_forward(THREE_HOURS);
+    write_one_byte(&mut client, file);
+    clock.advance(Duration::from_secs(3));
+    let shown = last_write_time(&mut client, file);
+    // The clock's wall time at the write, plus the two seconds' delay: not the system's.
+    assert_eq!(shown, clock.filetime().0 - FILETIME_SECOND);
+    // A second write after the update showed: the close updates the time again.
+    write_one_byte(&mut client, file);
+    clock.step_wall_back(2 * THREE_HOURS);
+    clock.advance(Duration::from_secs(1));
+    close(&mut client, file);
+    let file = client
+        .create(
+            "dir\\written.txt",
+            smb3d_smb2::create::CreateDisposition::OPEN,
+        )
+        .unwrap();
+    let stored = last_write_time(&mut client, file);
+    assert!(
+        stored >= shown,
+        "stored {} s before the time shown",
+        (shown - stored) / FILETIME_SECOND
+    );
+    close(&mut client, file);
+}
