@@ -6,12 +6,15 @@ error_inject and delay_inject modules); a full disk is a real one, a small tmpfs
 Clients are Python smbprotocol and smbclient; the descriptor case uses the raw client, as no
 third-party client here sends a CREATE with a security descriptor."""
 
+import errno
 import os
 import subprocess
 import threading
 import time
+import uuid
 
 import pytest
+from smbprotocol.create_contexts import DurableHandleFlags
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.file_info import FileBasicInformation, FileFullEaInformation, FileRenameInformation
 from smbprotocol.open import CreateDisposition, CreateOptions, FileAttributes, Open, ShareAccess
@@ -21,6 +24,7 @@ from smbprotocol.tree import TreeConnect
 import secdesc
 import smb2raw
 import smbprotocol_client as spc
+import test_persistent as persistent
 from conftest import start_smb3d, stop
 
 UNEXPECTED_IO_ERROR = 0xC00000E9
@@ -232,6 +236,58 @@ def test_a_full_disk_answers_disk_full_and_recovers_without_restart(tmp_path, sm
                     CreateDisposition.FILE_OPEN, CreateOptions.FILE_DELETE_ON_CLOSE)
         gone.close()
         assert spc.write_then_read(tree, "after.bin", chunk * 8) == chunk * 8
+    finally:
+        conn.disconnect()
+        stop(server)
+
+
+def fill(directory):
+    """Fills the file system of `directory` with a file, which it returns, until ENOSPC."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\xa5" * 65536)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_persistent_open_whose_record_cannot_be_stored_answers_disk_full(tmp_path, small_disk):
+    """Item 1: a durable v2 persistent open on a continuous-availability share whose state_dir
+    is on a full tmpfs answers STATUS_DISK_FULL, for a new file and an existing one, and leaves
+    no open, no new file and no record, whole or half; once space is freed, the same
+    connection gets its persistent handle and the record is written."""
+    state = small_disk / "state"
+    state.mkdir()
+    server = start_smb3d(tmp_path, extra_config='state_dir = "%s"' % state,
+                         shares={"share": {"path": str(tmp_path / "share"), "continuous_availability": True}})
+    conn, tree = persistent.connect(server, uuid.uuid4())
+    try:
+        existing, _ = persistent.create(tree, disposition=CreateDisposition.FILE_CREATE, name="existing.bin")
+        existing.close()
+        filler = fill(small_disk)
+        for name, disposition in (("new.bin", CreateDisposition.FILE_CREATE),
+                                  ("existing.bin", CreateDisposition.FILE_OPEN)):
+            request, _ = persistent.persistent_request()
+            status = status_of(lambda: persistent.create(tree, [request], disposition, name=name))
+            assert status == DISK_FULL, (name, hex(status))
+            assert sorted(p.name for p in state.iterdir()) == [], "a record was left"
+        assert not (server.share_dir / "new.bin").exists(), "the new file was left"
+        # No open is left behind on the existing file: an open that shares nothing succeeds.
+        alone, _ = persistent.create(tree, disposition=CreateDisposition.FILE_OPEN, name="existing.bin",
+                                     share=0)
+        alone.close()
+        filler.unlink()
+        request, _ = persistent.persistent_request()
+        kept, response = persistent.create(tree, [request], CreateDisposition.FILE_CREATE, name="new.bin")
+        flags = persistent.durable_v2_flags(response)
+        assert flags is not None and flags & DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT, flags
+        assert [p.suffix for p in state.iterdir()] == [".open"]
+        kept.close()
+        assert list(state.iterdir()) == []
     finally:
         conn.disconnect()
         stop(server)

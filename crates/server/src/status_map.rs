@@ -27,6 +27,19 @@ pub fn vfs_status(e: &VfsError) -> NtStatus {
     }
 }
 
+/// Maps an error of the server's own files (the state store's records) as [`vfs_status`]
+/// maps the same condition on a share.
+pub fn io_status(e: &std::io::Error) -> NtStatus {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge => {
+            NtStatus::DISK_FULL
+        }
+        ErrorKind::ReadOnlyFilesystem => NtStatus::MEDIA_WRITE_PROTECTED,
+        _ => NtStatus::UNEXPECTED_IO_ERROR,
+    }
+}
+
 /// `?`-friendly conversion of VFS results.
 pub(crate) trait VfsResultExt<T> {
     fn status(self) -> Result<T, NtStatus>;

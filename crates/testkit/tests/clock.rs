@@ -18,7 +18,7 @@ use smb3d_smb2::session_setup::SessionSetupResponse;
 use smb3d_testkit::client::{Client, TEST_USER};
 use smb3d_testkit::clock::ManualClock;
 use smb3d_testkit::harness::{self, SHARE_UNC, TestServer};
-use smb3d_testkit::packet::body;
+use smb3d_testkit::packet::{Response, body};
 use smb3d_testkit::seeds::tree_connect_body;
 
 /// How long a durable v1 open waits for its client (MS-SMB2 3.3.5.9.6 leaves it to the
@@ -314,5 +314,293 @@ fn wall_clock_steps_neither_hasten_nor_hold_the_logon_timeout() {
     assert!(
         client.conn.check_timers(Duration::ZERO).disconnected,
         "held"
+    );
+}
+
+/// The LastWriteTime clients see through `file_id` (FileBasicInformation, MS-FSCC 2.4.7).
+fn last_write_time(client: &mut Client<'_>, file_id: FileId) -> u64 {
+    const FILE_BASIC_INFORMATION: u8 = 4;
+    let request = smb3d_testkit::seeds::query_info_body(
+        smb3d_smb2::query_info::InfoType::FILE,
+        FILE_BASIC_INFORMATION,
+        40,
+    );
+    let reply = client.call(Command::QUERY_INFO, &request, Some(file_id));
+    let answer = reply.responses.last().unwrap();
+    assert_eq!(answer.status(), NtStatus::SUCCESS);
+    let output = smb3d_smb2::query_info::QueryInfoResponse::decode(&answer.pdu)
+        .unwrap()
+        .output;
+    u64::from_le_bytes(output[16..24].try_into().unwrap())
+}
+
+fn write_one_byte(client: &mut Client<'_>, file_id: FileId) {
+    let request = smb3d_testkit::seeds::write_body(0, b"x");
+    let status = client
+        .call(Command::WRITE, &request, Some(file_id))
+        .status();
+    assert_eq!(status, Some(NtStatus::SUCCESS));
+}
+
+fn close(client: &mut Client<'_>, file_id: FileId) {
+    let request = smb3d_testkit::seeds::close_body();
+    let status = client
+        .call(Command::CLOSE, &request, Some(file_id))
+        .status();
+    assert_eq!(status, Some(NtStatus::SUCCESS));
+}
+
+const FILETIME_SECOND: u64 = 10_000_000;
+
+/// Issue 22 item 5: a write's last-write time update shows two seconds later (MS-FSA
+/// 2.1.5.3's timing as Windows keeps it), two seconds of the monotonic clock: a wall step back
+/// of hours right after the write does not hold it.
+#[test]
+fn a_wall_step_back_does_not_hold_a_write_s_time_update() {
+    let (clock, server) = server_on_manual_clock();
+    let mut client = client(&server);
+    let file = client
+        .create(
+            "dir\\written.txt",
+            smb3d_smb2::create::CreateDisposition::OVERWRITE_IF,
+        )
+        .unwrap();
+    let before = last_write_time(&mut client, file);
+    clock.advance(Duration::from_secs(10));
+    write_one_byte(&mut client, file);
+    assert_eq!(last_write_time(&mut client, file), before, "shown at once");
+    clock.step_wall_back(THREE_HOURS);
+    clock.advance(Duration::from_secs(3));
+    let after = last_write_time(&mut client, file);
+    assert!(
+        after > before,
+        "the update was held: {after} after {before}"
+    );
+    close(&mut client, file);
+}
+
+/// Issue 22 item 5: the times smb3d keeps for an open file come from its clock, and a wall step
+/// back of hours does not make a close store a time hours before the one clients were shown.
+#[test]
+fn a_wall_step_back_does_not_store_a_time_before_the_one_shown() {
+    let (clock, server) = server_on_manual_clock();
+    let mut client = client(&server);
+    let file = client
+        .create(
+            "dir\\written.txt",
+            smb3d_smb2::create::CreateDisposition::OVERWRITE_IF,
+        )
+        .unwrap();
+    clock.step_wall_forward(THREE_HOURS);
+    write_one_byte(&mut client, file);
+    clock.advance(Duration::from_secs(3));
+    let shown = last_write_time(&mut client, file);
+    // The clock's wall time at the write, plus the two seconds' delay: not the system's.
+    assert_eq!(shown, clock.filetime().0 - FILETIME_SECOND);
+    // A second write after the update showed: the close updates the time again.
+    write_one_byte(&mut client, file);
+    clock.step_wall_back(2 * THREE_HOURS);
+    clock.advance(Duration::from_secs(1));
+    close(&mut client, file);
+    let file = client
+        .create(
+            "dir\\written.txt",
+            smb3d_smb2::create::CreateDisposition::OPEN,
+        )
+        .unwrap();
+    let stored = last_write_time(&mut client, file);
+    assert!(
+        stored >= shown,
+        "stored {} s before the time shown",
+        (shown - stored) / FILETIME_SECOND
+    );
+    close(&mut client, file);
+}
+
+/// The final answers (not interim STATUS_PENDING ones) of `command` `client` got within a
+/// moment of real time, for the server's tasks to run after a move of the clock.
+fn answers(client: &mut Client<'_>, command: Command) -> Vec<NtStatus> {
+    client
+        .wait(Duration::from_millis(20))
+        .responses
+        .iter()
+        .filter(|r| r.header.command == command && r.status() != NtStatus::PENDING)
+        .map(Response::status)
+        .collect()
+}
+
+/// `dir\file.txt` opened by `client` for reading and writing, shared with all, asking for a
+/// version 1 lease of `state` (or none); returns the CREATE's final answers.
+fn open_shared(
+    client: &mut Client<'_>,
+    lease: Option<smb3d_smb2::create::LeaseState>,
+) -> Vec<Response> {
+    let mut chain = Vec::new();
+    let contexts: Vec<CreateContext<'_>> = lease
+        .map(|state| {
+            CreateContext::RequestLease(smb3d_smb2::create::Lease {
+                lease_key: smb3d_smb2::create::LeaseKey([0x1e; 16]),
+                lease_state: state,
+                lease_flags: smb3d_smb2::create::LeaseFlags::empty(),
+                lease_duration: 0,
+                v2: None,
+            })
+        })
+        .into_iter()
+        .collect();
+    CreateContext::encode_chain(&contexts, &mut smb3d_wire::Writer::new(&mut chain));
+    let name: Vec<u8> = "dir\\file.txt"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    let request = body(|w| {
+        CreateRequest {
+            security_flags: 0,
+            requested_oplock_level: if lease.is_some() {
+                OplockLevel::LEASE
+            } else {
+                OplockLevel::NONE
+            },
+            impersonation_level: ImpersonationLevel::IMPERSONATION,
+            smb_create_flags: 0,
+            desired_access: AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_WRITE,
+            file_attributes: 0x80,
+            share_access: ShareAccess::READ | ShareAccess::WRITE | ShareAccess::DELETE,
+            create_disposition: CreateDisposition::OPEN,
+            create_options: CreateOptions::NON_DIRECTORY_FILE,
+            name: &name,
+            contexts: CreateContexts::parse(&chain).unwrap(),
+        }
+        .encode(w)
+    });
+    client
+        .call(Command::CREATE, &request, None)
+        .responses
+        .into_iter()
+        .filter(|r| r.status() != NtStatus::PENDING)
+        .collect()
+}
+
+fn statuses(responses: &[Response]) -> Vec<NtStatus> {
+    responses.iter().map(Response::status).collect()
+}
+
+/// Issue 22 item 5: a lease break whose holder never acknowledges it times out once, when the
+/// monotonic time passes the break timeout, whatever the wall clock does meanwhile (stepped 3 h
+/// forward, 6 h back, 3 h forward): the open waiting on it is answered then, not before, and
+/// once.
+#[test]
+fn a_lease_break_times_out_once_at_its_monotonic_time_whatever_the_wall_clock_does() {
+    let (clock, server) = server_on_manual_clock();
+    let timeout = smb3d_server::Settings::default().oplock_break_timeout;
+    let rwh = smb3d_smb2::create::LeaseState(0x7);
+    let mut holder = client(&server);
+    assert_eq!(
+        statuses(&open_shared(&mut holder, Some(rwh))),
+        [NtStatus::SUCCESS]
+    );
+    let mut waiter = client(&server);
+    // The second client's open breaks the holder's write caching and waits for its
+    // acknowledgment, which never comes.
+    assert!(open_shared(&mut waiter, None).is_empty());
+    let breaks = holder.wait(Duration::from_millis(20)).responses;
+    assert_eq!(breaks.len(), 1, "one break");
+    assert_eq!(breaks[0].header.command, Command::OPLOCK_BREAK);
+
+    clock.step_wall_forward(THREE_HOURS);
+    assert_eq!(
+        answers(&mut waiter, Command::CREATE),
+        [],
+        "a step forward timed it out"
+    );
+    clock.advance(timeout / 2);
+    clock.step_wall_back(2 * THREE_HOURS);
+    assert_eq!(
+        answers(&mut waiter, Command::CREATE),
+        [],
+        "a step back timed it out"
+    );
+    clock.advance(timeout / 2 - Duration::from_secs(1));
+    assert_eq!(answers(&mut waiter, Command::CREATE), [], "timed out early");
+    clock.step_wall_forward(THREE_HOURS);
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(
+        answers(&mut waiter, Command::CREATE),
+        [NtStatus::SUCCESS],
+        "the timeout never fired"
+    );
+    // Nothing fires again.
+    clock.step_wall_back(THREE_HOURS);
+    clock.advance(2 * timeout);
+    assert_eq!(answers(&mut waiter, Command::CREATE), []);
+    assert!(holder.wait(Duration::from_millis(20)).responses.is_empty());
+}
+
+/// `client`'s LOCK of bytes 0 to 9 of `file_id`, exclusive: `Some(wait)` waits for a
+/// conflicting lock to go if `wait`, `None` unlocks; returns the final answers.
+fn lock(client: &mut Client<'_>, file_id: FileId, wait: Option<bool>) -> Vec<NtStatus> {
+    use smb3d_smb2::lock::{LockElement, LockElements, LockFlags, LockRequest};
+    let flags = match wait {
+        Some(true) => LockFlags::EXCLUSIVE_LOCK,
+        Some(false) => LockFlags(LockFlags::EXCLUSIVE_LOCK.0 | LockFlags::FAIL_IMMEDIATELY.0),
+        None => LockFlags::UNLOCK,
+    };
+    let mut element = Vec::new();
+    LockElement {
+        offset: 0,
+        length: 10,
+        flags,
+    }
+    .write(&mut smb3d_wire::Writer::new(&mut element));
+    let request = body(|w| {
+        LockRequest {
+            lock_sequence: 0,
+            file_id,
+            locks: LockElements::new(&element).unwrap(),
+        }
+        .encode(w)
+    });
+    statuses(
+        &client
+            .call(Command::LOCK, &request, Some(file_id))
+            .responses
+            .into_iter()
+            .filter(|r| r.status() != NtStatus::PENDING)
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn opened(responses: &[Response]) -> FileId {
+    assert_eq!(statuses(responses), [NtStatus::SUCCESS]);
+    CreateResponse::decode(&responses[0].pdu).unwrap().file_id
+}
+
+/// Issue 22 item 5: a blocking LOCK waiting for another client's lock has no timer: wall steps
+/// of hours and an hour of monotonic time neither grant nor fail it; the unlock grants it.
+#[test]
+fn wall_clock_steps_neither_grant_nor_fail_a_waiting_lock() {
+    let (clock, server) = server_on_manual_clock();
+    let mut holder = client(&server);
+    let mut waiter = client(&server);
+    let held = opened(&open_shared(&mut holder, None));
+    let waiting = opened(&open_shared(&mut waiter, None));
+    assert_eq!(lock(&mut holder, held, Some(false)), [NtStatus::SUCCESS]);
+    assert_eq!(lock(&mut waiter, waiting, Some(true)), []);
+
+    clock.step_wall_forward(THREE_HOURS);
+    assert_eq!(
+        answers(&mut waiter, Command::LOCK),
+        [],
+        "after a step forward"
+    );
+    clock.step_wall_back(2 * THREE_HOURS);
+    assert_eq!(answers(&mut waiter, Command::LOCK), [], "after a step back");
+    clock.advance(Duration::from_secs(3600));
+    assert_eq!(answers(&mut waiter, Command::LOCK), [], "after an hour");
+    assert_eq!(lock(&mut holder, held, None), [NtStatus::SUCCESS]);
+    assert_eq!(
+        answers(&mut waiter, Command::LOCK),
+        [NtStatus::SUCCESS],
+        "not granted at the unlock"
     );
 }

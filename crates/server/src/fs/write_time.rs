@@ -11,13 +11,52 @@
 //!
 //! The kernel moves mtime at every write, so while a file is open the time clients see is kept
 //! here, and written to the file system when a handle that changed it closes.
+//!
+//! The times come from the server's clock ([`Now`]); the delay is measured on its monotonic
+//! time, so a wall clock stepped back does not hold an update, and an update never shows a time
+//! before one this file's updates showed already (MS-FSA takes "the current system time" and
+//! does not ask for more; a step back of hours would otherwise move the file's time back
+//! hours at its close).
 
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
 
 use smb3d_wire::FileTime;
+use tokio::time::Instant;
 
-/// How long a write's update stays hidden (FileTime ticks).
-const DELAY: u64 = 2 * 10_000_000;
+use crate::clock::Clock;
+
+/// How long a write's update stays hidden.
+const DELAY: Duration = Duration::from_secs(2);
+/// [`DELAY`] in FileTime ticks.
+const DELAY_TICKS: u64 = 2 * 10_000_000;
+
+/// One reading of the server's clock.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Now {
+    /// Wall time: what the times are.
+    pub wall: FileTime,
+    /// Monotonic time: when a pending update shows.
+    pub at: Instant,
+}
+
+impl Now {
+    pub(crate) fn of(clock: &dyn Clock) -> Self {
+        Self {
+            wall: clock.filetime(),
+            at: clock.now(),
+        }
+    }
+}
+
+/// A write's update, hidden until `at`.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// On the monotonic clock.
+    at: Instant,
+    /// The time it shows as: the write's wall time and the delay.
+    shows: FileTime,
+}
 
 /// What one open has written, for [`WriteTime`].
 #[derive(Default)]
@@ -54,27 +93,37 @@ impl OpenWrites {
 pub(crate) struct WriteTime {
     /// What clients see instead of the file system's mtime.
     shown: Option<FileTime>,
-    /// When a pending update shows (it shows as this time).
-    due: Option<FileTime>,
+    /// A write's update not shown yet.
+    due: Option<Pending>,
     /// Set by a client: writes do not change it.
     sticky: bool,
+    /// The latest time an update (not a client) showed: later updates show no earlier one.
+    latest: Option<FileTime>,
 }
 
 impl WriteTime {
     /// The time clients see now, given the file system's.
-    pub(crate) fn current(&mut self, disk: FileTime, now: FileTime) -> FileTime {
+    pub(crate) fn current(&mut self, disk: FileTime, now: Now) -> FileTime {
         self.settle(now);
         self.shown.unwrap_or(disk)
     }
 
     /// Shows an update whose time has come.
-    fn settle(&mut self, now: FileTime) {
+    fn settle(&mut self, now: Now) {
         if let Some(due) = self.due
-            && now >= due
+            && now.at >= due.at
         {
-            self.shown = Some(due);
-            self.due = None;
+            self.update(due.shows);
         }
+    }
+
+    /// Shows an update made at `wall`, or at the latest update's time if the wall clock has
+    /// gone back since.
+    fn update(&mut self, wall: FileTime) {
+        let time = self.latest.map_or(wall, |latest| latest.max(wall));
+        self.latest = Some(time);
+        self.shown = Some(time);
+        self.due = None;
     }
 
     /// Before `open` writes: `disk` gives the file system's mtime, asked for only when the time
@@ -82,7 +131,7 @@ impl WriteTime {
     pub(crate) fn writing(
         &mut self,
         open: &OpenWrites,
-        now: FileTime,
+        now: Now,
         disk: impl FnOnce() -> Option<FileTime>,
     ) {
         if self.sticky {
@@ -94,7 +143,10 @@ impl WriteTime {
             NOTHING => {
                 self.pin(now, disk);
                 if !pending {
-                    self.due = Some(FileTime(now.0.saturating_add(DELAY)));
+                    self.due = Some(Pending {
+                        at: now.at + DELAY,
+                        shows: FileTime(now.wall.0.saturating_add(DELAY_TICKS)),
+                    });
                 }
                 open.set(WROTE);
             }
@@ -107,7 +159,7 @@ impl WriteTime {
     }
 
     /// Keeps the time clients see from following the kernel's.
-    fn pin(&mut self, now: FileTime, disk: impl FnOnce() -> Option<FileTime>) {
+    fn pin(&mut self, now: Now, disk: impl FnOnce() -> Option<FileTime>) {
         self.settle(now);
         if self.shown.is_none() {
             self.shown = disk();
@@ -115,23 +167,22 @@ impl WriteTime {
     }
 
     /// Shows a pending update now (FLUSH, SET_INFO of basic information).
-    pub(crate) fn flush(&mut self, now: FileTime) {
-        if self.due.take().is_some() {
-            self.shown = Some(now);
+    pub(crate) fn flush(&mut self, now: Now) {
+        if self.due.is_some() {
+            self.update(now.wall);
         }
     }
 
     /// The end of file changed: the time is now, unless a client set it.
-    pub(crate) fn touch(&mut self, now: FileTime) {
+    pub(crate) fn touch(&mut self, now: Now) {
         if !self.sticky {
-            self.shown = Some(now);
-            self.due = None;
+            self.update(now.wall);
         }
     }
 
     /// A client set the time (SET_INFO basic), or suspended its updates (`None`: it stays what
     /// clients see now).
-    pub(crate) fn set(&mut self, time: Option<FileTime>, disk: FileTime, now: FileTime) {
+    pub(crate) fn set(&mut self, time: Option<FileTime>, disk: FileTime, now: Now) {
         let current = self.current(disk, now);
         self.shown = Some(time.unwrap_or(current));
         self.due = None;
@@ -148,14 +199,15 @@ impl WriteTime {
         &mut self,
         open: &OpenWrites,
         disk: FileTime,
-        now: FileTime,
+        now: Now,
     ) -> Option<FileTime> {
         if !open.wrote() {
             return None;
         }
-        if !self.sticky && (open.get() == WROTE_AGAIN || self.due.is_some_and(|due| now < due)) {
-            self.shown = Some(now);
-            self.due = None;
+        if !self.sticky
+            && (open.get() == WROTE_AGAIN || self.due.is_some_and(|due| now.at < due.at))
+        {
+            self.update(now.wall);
         }
         Some(self.current(disk, now))
     }
@@ -168,56 +220,81 @@ mod tests {
     const S: u64 = 10_000_000;
 
     fn t(secs: u64) -> FileTime {
-        FileTime(1_000 * S + secs * S)
+        FileTime(100_000 * S + secs * S)
+    }
+
+    /// The clock `secs` seconds in, its wall time [`t`]`(secs)`.
+    fn n(secs: u64) -> Now {
+        static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+        Now {
+            wall: t(secs),
+            at: *START + Duration::from_secs(secs),
+        }
     }
 
     #[test]
     fn first_write_shows_two_seconds_later_and_later_writes_at_close() {
         let mut wt = WriteTime::default();
         let open = OpenWrites::default();
-        wt.writing(&open, t(1), || Some(t(0)));
+        wt.writing(&open, n(1), || Some(t(0)));
         // The kernel moved mtime to the write; clients still see the old time.
-        assert_eq!(wt.current(t(1), t(2)), t(0));
-        assert_eq!(wt.current(t(1), t(4)), t(3));
+        assert_eq!(wt.current(t(1), n(2)), t(0));
+        assert_eq!(wt.current(t(1), n(4)), t(3));
         // A second write after the update changes nothing until close.
-        wt.writing(&open, t(5), || panic!("already pinned"));
-        assert_eq!(wt.current(t(5), t(8)), t(3));
-        assert_eq!(wt.closing(&open, t(5), t(10)), Some(t(10)));
+        wt.writing(&open, n(5), || panic!("already pinned"));
+        assert_eq!(wt.current(t(5), n(8)), t(3));
+        assert_eq!(wt.closing(&open, t(5), n(10)), Some(t(10)));
     }
 
     #[test]
     fn one_write_keeps_its_update_at_close() {
         let mut wt = WriteTime::default();
         let open = OpenWrites::default();
-        wt.writing(&open, t(1), || Some(t(0)));
-        assert_eq!(wt.current(t(1), t(4)), t(3));
-        assert_eq!(wt.closing(&open, t(1), t(5)), Some(t(3)));
+        wt.writing(&open, n(1), || Some(t(0)));
+        assert_eq!(wt.current(t(1), n(4)), t(3));
+        assert_eq!(wt.closing(&open, t(1), n(5)), Some(t(3)));
     }
 
     #[test]
     fn flush_and_end_of_file_show_the_update_at_once() {
         let mut wt = WriteTime::default();
         let open = OpenWrites::default();
-        wt.writing(&open, t(1), || Some(t(0)));
-        wt.flush(t(1));
-        assert_eq!(wt.current(t(1), t(1)), t(1));
-        assert_eq!(wt.closing(&open, t(1), t(2)), Some(t(1)));
+        wt.writing(&open, n(1), || Some(t(0)));
+        wt.flush(n(1));
+        assert_eq!(wt.current(t(1), n(1)), t(1));
+        assert_eq!(wt.closing(&open, t(1), n(2)), Some(t(1)));
         let mut wt = WriteTime::default();
-        wt.touch(t(7));
-        assert_eq!(wt.current(t(0), t(7)), t(7));
+        wt.touch(n(7));
+        assert_eq!(wt.current(t(0), n(7)), t(7));
     }
 
     #[test]
     fn a_set_time_sticks() {
         let mut wt = WriteTime::default();
         let writer = OpenWrites::default();
-        wt.writing(&writer, t(1), || Some(t(0)));
-        wt.set(Some(t(100)), t(1), t(2));
-        wt.writing(&writer, t(3), || Some(t(3)));
-        wt.touch(t(4));
-        assert_eq!(wt.current(t(4), t(9)), t(100));
-        assert_eq!(wt.closing(&writer, t(4), t(9)), Some(t(100)));
+        wt.writing(&writer, n(1), || Some(t(0)));
+        wt.set(Some(t(100)), t(1), n(2));
+        wt.writing(&writer, n(3), || Some(t(3)));
+        wt.touch(n(4));
+        assert_eq!(wt.current(t(4), n(9)), t(100));
+        assert_eq!(wt.closing(&writer, t(4), n(9)), Some(t(100)));
         // An open that never wrote stores nothing.
-        assert_eq!(wt.closing(&OpenWrites::default(), t(4), t(9)), None);
+        assert_eq!(wt.closing(&OpenWrites::default(), t(4), n(9)), None);
+    }
+
+    #[test]
+    fn the_delay_runs_on_the_monotonic_clock_and_updates_never_go_back() {
+        let mut wt = WriteTime::default();
+        let open = OpenWrites::default();
+        wt.writing(&open, n(1), || Some(t(0)));
+        // Two monotonic seconds later, the wall clock an hour behind: the update shows.
+        let behind = |secs| Now {
+            wall: FileTime(t(secs).0 - 3_600 * S),
+            ..n(secs)
+        };
+        assert_eq!(wt.current(t(1), behind(3)), t(3));
+        wt.writing(&open, behind(4), || panic!("already pinned"));
+        // The close's update would be an hour before the one shown: it keeps that one.
+        assert_eq!(wt.closing(&open, t(4), behind(5)), Some(t(3)));
     }
 }

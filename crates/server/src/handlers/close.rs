@@ -22,9 +22,10 @@ pub(crate) async fn handle(
     // With POSTQUERY_ATTRIB the attributes are taken before a delete-on-close removes the
     // file; what is returned describes the file as it was closed.
     let mut response = CloseResponse { attributes: None };
-    let wrote = open.finish_writes();
+    let clock = &*cx.conn.server.settings.clock;
+    let wrote = open.finish_writes(clock);
     if req.flags.contains(CloseFlags::POSTQUERY_ATTRIB)
-        && let Ok(meta) = open.io(|| open.meta())
+        && let Ok(meta) = open.io(|| open.meta(clock))
     {
         response.attributes = Some(CloseAttributes {
             times: meta.times(),

@@ -5,6 +5,7 @@ use smb3d_smb2::flush::{FlushRequest, FlushResponse};
 use smb3d_wire::Writer;
 
 use crate::blocking::blocking;
+use crate::fs::write_time::Now;
 use crate::handlers::lookup_open;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
@@ -21,7 +22,7 @@ pub(crate) async fn handle(
     }
     blocking(|| open.shared.sync(&*open.file))?;
     open.shared
-        .with_write_time(|wt| wt.flush(smb3d_wire::FileTime::now()));
+        .with_write_time(|wt| wt.flush(Now::of(&*cx.conn.server.settings.clock)));
     FlushResponse.encode(w);
     Ok(NtStatus::SUCCESS)
 }

@@ -21,6 +21,7 @@ use smb3d_smb2::query_info::{InfoType, QueryInfoRequest, QueryInfoResponse};
 use smb3d_vfs::{FileStat, FileType, FsStat};
 use smb3d_wire::{FileTime, Guid, Writer};
 
+use crate::clock::Clock;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::quota;
@@ -63,6 +64,7 @@ pub(crate) async fn handle(
                 FileInformationClass(req.file_info_class),
                 limit,
                 dialect,
+                &*cx.conn.server.settings.clock,
                 w,
             )
         })?,
@@ -182,6 +184,7 @@ fn file_info(
     class: FileInformationClass,
     limit: u32,
     dialect: u16,
+    clock: &dyn Clock,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let size = class.query_size().ok_or(NtStatus::INVALID_INFO_CLASS)?;
@@ -190,7 +193,7 @@ fn file_info(
     }
     let path = open.path();
     let name = path.name().unwrap_or("");
-    let meta = open.meta()?;
+    let meta = open.meta(clock)?;
     let stat = &meta.stat;
     let start = w.offset();
     match class {

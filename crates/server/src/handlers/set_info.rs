@@ -16,11 +16,13 @@ use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
 use smb3d_vfs::{Access, Disposition, FileType, Kind, OpenRequest, Timespec, VfsError, VfsPath};
 use smb3d_wire::{DecodeError, DecodeErrorKind, FileTime};
 
+use crate::clock::Clock;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, SETTABLE_ATTRIBUTES};
 use crate::fs::names::parse_path;
 use crate::fs::path_status;
 use crate::fs::streams;
+use crate::fs::write_time::Now;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
@@ -84,6 +86,7 @@ pub(crate) async fn handle(
                 FileInformationClass(req.file_info_class),
                 req.buffer,
                 limits.max_ea_size,
+                &*cx.conn.server.settings.clock,
             )
         })?,
         // Changing volume information needs privileges no SMB user has here.
@@ -171,13 +174,14 @@ fn set_file_info(
     class: FileInformationClass,
     buf: &[u8],
     max_ea_size: usize,
+    clock: &dyn Clock,
 ) -> Result<(), NtStatus> {
     let files = &server.files;
     match class {
         FileInformationClass::FILE_BASIC_INFORMATION => {
             let info = FileBasicInformation::decode(buf).map_err(buffer_error)?;
             require(open, AccessMask::FILE_WRITE_ATTRIBUTES)?;
-            set_basic(open, &info)
+            set_basic(open, &info, clock)
         }
         FileInformationClass::FILE_END_OF_FILE_INFORMATION => {
             let info = FileEndOfFileInformation::decode(buf).map_err(buffer_error)?;
@@ -187,7 +191,7 @@ fn set_file_info(
                 return Err(NtStatus::INVALID_PARAMETER);
             }
             allocation::set_end_of_file(open, len).status()?;
-            open.shared.with_write_time(|wt| wt.touch(FileTime::now()));
+            open.shared.with_write_time(|wt| wt.touch(Now::of(clock)));
             Ok(())
         }
         FileInformationClass::FILE_ALLOCATION_INFORMATION => {
@@ -270,7 +274,7 @@ fn set_file_info(
 /// the change time cannot be set on Linux and follows the write time. Any call shows a pending
 /// write-time update. Attributes: 0 leaves them alone; DIRECTORY must match the object and a
 /// directory cannot be TEMPORARY.
-fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
+fn set_basic(open: &Open, info: &FileBasicInformation, clock: &dyn Clock) -> Result<(), NtStatus> {
     let settable = |t: FileTime| -> Option<FileTime> {
         (t != FileTime::UNCHANGED
             && t != FileTime::SUSPEND_UPDATES
@@ -308,7 +312,7 @@ fn set_basic(open: &Open, info: &FileBasicInformation) -> Result<(), NtStatus> {
     if atime.is_some() || mtime.is_some() {
         open.file.set_times(atime, mtime).status()?;
     }
-    let now = FileTime::now();
+    let now = Now::of(clock);
     let disk = fileinfo::filetime(open.file.stat().status()?.mtime);
     open.shared.with_write_time(|wt| {
         wt.flush(now);

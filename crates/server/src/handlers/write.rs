@@ -56,7 +56,7 @@ pub(crate) async fn handle(
     let written = if len == 0 {
         0
     } else {
-        open.writing();
+        open.writing(&*cx.conn.server.settings.clock);
         let wait = Wait::transfer(data_len);
         let _turn = match wait {
             Wait::Long => Some(open.shared.data_writes.lock().await),

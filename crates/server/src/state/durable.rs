@@ -308,15 +308,6 @@ impl DurableTable {
             .is_some_and(|e| e.durability.persistent)
     }
 
-    /// The open `volatile` is persistent no more (its record could not be written): it
-    /// stays durable only if `durable`.
-    pub fn demote(&self, volatile: u64, durable: bool) {
-        if let Some(entry) = self.inner.lock().by_volatile_mut(volatile) {
-            entry.durability.persistent = false;
-            entry.durability.durable = durable;
-        }
-    }
-
     /// Adds a persistent open restored after a restart, disconnected: its client has
     /// `durability.timeout` from now to reclaim it.
     pub fn restore(&self, server: &Arc<Server>, open: Arc<Open>, durability: Durability) {

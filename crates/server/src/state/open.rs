@@ -8,17 +8,17 @@ use smb3d_smb2::create::FileId;
 use std::sync::Arc;
 
 use smb3d_vfs::{Access, DirEntry, OpenRequest, Opened, Timespec, Vfs, VfsError, VfsFile, VfsPath};
-use smb3d_wire::FileTime;
 
 use smb3d_dtyp::{AccessMask, NtStatus};
 
 use crate::blocking::{Wait, as_user};
+use crate::clock::Clock;
 use crate::escape::escape;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::path_status;
 use crate::fs::quota::QuotaScan;
 use crate::fs::streams::{self, Stream};
-use crate::fs::write_time::OpenWrites;
+use crate::fs::write_time::{Now, OpenWrites};
 use crate::identity::Identity;
 use crate::state::audit;
 use crate::state::cluster_opens;
@@ -174,19 +174,19 @@ impl Open {
 
     /// The file's metadata as clients see it through this open: the last-write time is the one
     /// kept while the file is open.
-    pub fn meta(&self) -> Result<Meta, NtStatus> {
+    pub fn meta(&self, clock: &dyn Clock) -> Result<Meta, NtStatus> {
         let meta = self.stored_meta()?;
         let disk = fileinfo::filetime(meta.stat.mtime);
         let shown = self
             .shared
-            .with_write_time(|wt| wt.current(disk, FileTime::now()));
+            .with_write_time(|wt| wt.current(disk, Now::of(clock)));
         Ok(meta.with_write_time(shown))
     }
 
     /// Before a write through this open (see
     /// [`WriteTime::writing`](crate::fs::write_time::WriteTime::writing)).
-    pub fn writing(&self) {
-        let now = FileTime::now();
+    pub fn writing(&self, clock: &dyn Clock) {
+        let now = Now::of(clock);
         self.shared.with_write_time(|wt| {
             wt.writing(&self.writes, now, || {
                 self.file.stat().ok().map(|s| fileinfo::filetime(s.mtime))
@@ -196,7 +196,7 @@ impl Open {
 
     /// Stores the last-write time this open leaves behind, if it changed it; done once, before
     /// the close's answer and any delete. Returns whether the open had written.
-    pub fn finish_writes(&self) -> bool {
+    pub fn finish_writes(&self, clock: &dyn Clock) -> bool {
         if !self.writes.wrote() {
             return false;
         }
@@ -206,7 +206,7 @@ impl Open {
         let disk = fileinfo::filetime(stat.mtime);
         let store = self
             .shared
-            .with_write_time(|wt| wt.closing(&self.writes, disk, FileTime::now()));
+            .with_write_time(|wt| wt.closing(&self.writes, disk, Now::of(clock)));
         self.writes.clear();
         if let Some(time) = store.filter(|t| *t != disk) {
             let (sec, nsec) = time.to_unix();
@@ -273,7 +273,7 @@ pub(crate) fn close_open(server: &Server, open: &Arc<Open>) {
 /// written. The close of a file that was written changes it in its directory's listing, which
 /// breaks the directory's leases (smbtorture smb2.lease.v2_request), as does its deletion.
 pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
-    let wrote = open.finish_writes() || wrote;
+    let wrote = open.finish_writes(&*server.settings.clock) || wrote;
     if open.share.kernel_oplocks {
         server.kernel_leases.forget(open.file_id.volatile);
     }

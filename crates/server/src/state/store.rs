@@ -57,9 +57,15 @@ impl DiskStore {
             .truncate(true)
             .mode(0o600)
             .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, self.record_path(held, RECORD_SUFFIX))?;
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| fs::rename(&temp, self.record_path(held, RECORD_SUFFIX)));
+        if let Err(e) = written {
+            // A full disk must not keep half a record until the next start cleans it up.
+            let _ = fs::remove_file(&temp);
+            return Err(e);
+        }
         self.sync_dir()
     }
 

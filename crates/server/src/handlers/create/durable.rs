@@ -26,7 +26,7 @@ use crate::state::durable::{
 };
 use crate::state::open::{Open, close_open};
 use crate::state::persistent;
-use crate::status_map::VfsResultExt;
+use crate::status_map::{VfsResultExt, io_status};
 
 /// How long a reconnect waits for the open it names to lose its old connection.
 pub(super) const RECONNECT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -270,27 +270,31 @@ fn v2_response(timeout: Duration, persistent: bool) -> ResponseContext<'static> 
 /// MS-SMB2 3.3.5.9.10: a DH2Q with SMB2_DHANDLE_FLAG_PERSISTENT on a continuous-availability
 /// share, over a connection that was offered SMB2_GLOBAL_CAP_PERSISTENT_HANDLES, makes the
 /// open persistent, whatever its caching (smbtorture smb2.durable-v2-open.persistent-open-*),
-/// once its record is written ([`persistent::save`]); if that fails it is answered as a
-/// plain durable v2 request.
+/// once its record is written ([`persistent::save`]); if that fails, the CREATE fails with
+/// the store's error (STATUS_DISK_FULL for a full state_dir): the client asked for a handle
+/// that outlives a restart, and one that would not is not what it asked for. The caller
+/// withdraws the open.
 pub(super) fn grant(
     cx: &Ctx<'_>,
     ask: Ask,
     open: &Open,
     granted: &Granted,
     action: CreateAction,
-) -> Option<ResponseContext<'static>> {
+) -> Result<Option<ResponseContext<'static>>, NtStatus> {
     let timeout = match ask {
         Ask::V1 => V1_TIMEOUT,
         Ask::V2(v2) if v2.timeout == 0 => DEFAULT_V2_TIMEOUT,
         Ask::V2(v2) => MAX_V2_TIMEOUT.min(Duration::from_millis(v2.timeout.into())),
-        Ask::None | Ask::Reconnect(_) => return None,
+        Ask::None | Ask::Reconnect(_) => return Ok(None),
     };
     let handle_caching = granted.oplock_level == OplockLevel::BATCH
         || granted
             .lease
             .as_ref()
             .is_some_and(|l| l.lease_state.0 & H != 0);
-    let tree = cx.tree.as_ref()?;
+    let Some(tree) = cx.tree.as_ref() else {
+        return Ok(None);
+    };
     let server = &cx.conn.server;
     let file = !open.is_directory && open.stream.is_none();
     let persistent = file
@@ -304,12 +308,16 @@ pub(super) fn grant(
         _ => None,
     };
     if !durable && create_guid.is_none() {
-        return None;
+        return Ok(None);
     }
     // The opener is the session's own user, not a user the share forces on everyone.
-    let session = cx.session.as_ref()?;
-    let opener = session.user()?;
-    let owner = session.identity()?.token.user;
+    let Some((opener, owner)) = cx
+        .session
+        .as_ref()
+        .and_then(|s| Some((s.user()?, s.identity()?.token.user)))
+    else {
+        return Ok(None);
+    };
     let recorded = server.durable.add(
         open,
         Durability {
@@ -327,31 +335,25 @@ pub(super) fn grant(
         },
     );
     if !recorded {
-        return None;
+        return Ok(None);
     }
-    let mut durable = durable;
-    let mut persistent = persistent;
     if persistent {
-        match persistent::save(server, open) {
-            Ok(()) => persistent::mark(open),
-            Err(e) => {
-                tracing::error!(
-                    path = &*escape(open.path().as_str()),
-                    "persistent handle not granted: its record could not be written: {e}"
-                );
-                persistent = false;
-                durable = handle_caching;
-                server.durable.demote(open.file_id.volatile, durable);
-            }
+        if let Err(e) = persistent::save(server, open) {
+            tracing::error!(
+                path = &*escape(open.path().as_str()),
+                "persistent handle refused: its record could not be written: {e}"
+            );
+            return Err(io_status(&e));
         }
+        persistent::mark(open);
     }
     if !durable {
-        return None;
+        return Ok(None);
     }
-    Some(match ask {
+    Ok(Some(match ask {
         Ask::V2(_) => v2_response(timeout, persistent),
         _ => ResponseContext::DurableHandle,
-    })
+    }))
 }
 
 /// MS-SMB2 3.3.5.9.7 and 3.3.5.9.12: reconnects a disconnected durable open to this session

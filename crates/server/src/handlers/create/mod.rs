@@ -826,13 +826,13 @@ fn respond(
         let _ = cx.conn.apple.set(answer.server_caps);
         contexts.push(ResponseContext::Aapl(answer));
     }
-    contexts.extend(durable::grant(
-        cx,
-        durable_ask,
-        &open,
-        &caching,
-        outcome.action,
-    ));
+    match durable::grant(cx, durable_ask, &open, &caching, outcome.action) {
+        Ok(durability) => contexts.extend(durability),
+        Err(status) => {
+            withdraw(cx, &open, outcome.action);
+            return Err(status);
+        }
+    }
     if let Some(lease) = caching.lease {
         contexts.push(ResponseContext::Lease(lease));
     }
@@ -845,6 +845,23 @@ fn respond(
         contexts,
     );
     Ok(NtStatus::SUCCESS)
+}
+
+/// Undoes an open built for a CREATE that then failed: it leaves its session and closes,
+/// deleting the file if the CREATE made it (MS-FSA 2.1.5.4's delete-pending close).
+fn withdraw(cx: &Ctx<'_>, open: &Arc<Open>, action: CreateAction) {
+    let server = &cx.conn.server;
+    if let Some(session) = &cx.session {
+        session.state.lock().opens.remove(&open.file_id.volatile);
+    }
+    if action == CreateAction::CREATED {
+        server.files.set_delete_pending(
+            &open.shared,
+            open.stream_key().as_ref(),
+            Some(open.deleter()),
+        );
+    }
+    close_open(server, open);
 }
 
 /// Writes the CREATE response (MS-SMB2 2.2.14) for an open of the file `meta` describes.

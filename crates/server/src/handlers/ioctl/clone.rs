@@ -52,7 +52,7 @@ pub(super) fn duplicate_extents(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if len > 0 {
-        target.writing();
+        target.writing(&*cx.conn.server.settings.clock);
         target.io_long(|| clone(&source, target, source_offset, offset, len))?;
     }
     respond(w, req, target.file_id, |_| {});

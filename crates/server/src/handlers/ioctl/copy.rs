@@ -120,7 +120,7 @@ pub(super) fn copy_chunks(
         chunk_bytes_written: 0,
         total_bytes_written: 0,
     };
-    target.writing();
+    target.writing(&*cx.conn.server.settings.clock);
     let status = target.io_long(|| {
         for chunk in &chunks {
             if let Err(status) = copy_one(&source, target, chunk) {

@@ -10,6 +10,7 @@ use smb3d_smb2::ioctl::IoctlRequest;
 use smb3d_wire::Writer;
 
 use super::respond;
+use crate::clock::Clock;
 use crate::fs::fileinfo;
 use crate::request::malformed;
 use crate::state::open::Open;
@@ -52,6 +53,7 @@ pub(super) fn set_sparse(
 /// size never changes. Needs FILE_WRITE_DATA and no conflicting byte-range lock.
 pub(super) fn zero_data(
     open: &Arc<Open>,
+    clock: &dyn Clock,
     req: &IoctlRequest<'_>,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
@@ -74,7 +76,7 @@ pub(super) fn zero_data(
     let len = end - offset;
     if len > 0 {
         open.check_locks(offset, len, true)?;
-        open.writing();
+        open.writing(clock);
         open.io_long(|| open.file.punch_hole(offset, len).status())?;
     }
     respond(w, req, open.file_id, |_| {});

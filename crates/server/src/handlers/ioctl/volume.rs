@@ -12,6 +12,7 @@ use smb3d_smb2::snapshot::SnapshotArray;
 use smb3d_wire::{Guid, Writer};
 
 use super::respond;
+use crate::clock::Clock;
 use crate::fs::snapshots;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
@@ -66,7 +67,7 @@ pub(super) fn handle(
             respond(w, req, open.file_id, |_| {});
             Ok(NtStatus::SUCCESS)
         }
-        CtlCode::FSCTL_FILE_LEVEL_TRIM => trim(open, req, w),
+        CtlCode::FSCTL_FILE_LEVEL_TRIM => trim(open, &*cx.conn.server.settings.clock, req, w),
         // BranchCache hashes are not kept (MS-SMB2 3.3.5.15.7: a server without them MUST
         // answer so).
         CtlCode::FSCTL_SRV_READ_HASH => Err(NtStatus::NOT_SUPPORTED),
@@ -140,6 +141,7 @@ fn object_id(
 /// storage is freed (they read as zeros afterwards); ranges past the end are ignored.
 fn trim(
     open: &Arc<Open>,
+    clock: &dyn Clock,
     req: &IoctlRequest<'_>,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
@@ -150,7 +152,7 @@ fn trim(
     if open.is_directory {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    open.writing();
+    open.writing(clock);
     open.io(|| {
         for (offset, length) in trim.ranges() {
             open.file.punch_hole(offset, length).status()?;
