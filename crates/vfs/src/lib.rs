@@ -47,8 +47,7 @@ pub use path::{MAX_NAME_LEN, MAX_PATH_LEN, VfsPath, validate_name};
 pub use piped::PipedData;
 pub use types::{
     Access, CaseSensitivity, DirEntry, Disposition, FileStat, FileType, FsStat, HostLock,
-    KernelLease, Kind, OpenRequest, Quota, QuotaKind, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
-    Timespec,
+    KernelLease, Kind, OpenRequest, Quota, QuotaKind, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, Timespec,
 };
 
 /// A Unix identity for [`Vfs::run_as`].
