@@ -6,6 +6,7 @@ use smb3d_dtyp::NtStatus;
 use smb3d_smb2::aapl::{AaplRequest, ServerQueryResponse, bitmap, server_caps, volume_caps};
 use smb3d_smb2::create::{CreateContext, CreateRequest};
 
+use crate::request::malformed;
 use crate::state::share::Share;
 
 /// The ServerCaps this server has: Unix underneath. A client's ClientCaps cannot add to them.
@@ -27,9 +28,7 @@ pub(super) fn answer(
     }) else {
         return Ok(None);
     };
-    let AaplRequest::ServerQuery(query) =
-        AaplRequest::decode(data).map_err(|_| NtStatus::INVALID_PARAMETER)?
-    else {
+    let AaplRequest::ServerQuery(query) = AaplRequest::decode(data).map_err(malformed)? else {
         return Err(NtStatus::INVALID_PARAMETER);
     };
     // Names are matched ignoring case on every share, so the volume is never case-sensitive.
