@@ -24,7 +24,7 @@ use parking_lot::{Condvar, Mutex};
 
 mod opens;
 
-pub use opens::{ClusterOpens, OpenError, OpenRecord, Refusal};
+pub use opens::{ClusterOpens, OpenError, OpenRecord, Refusal, Sharing};
 
 /// The largest record a store takes or gives back (a persistent open holding a million
 /// byte-range locks fits).

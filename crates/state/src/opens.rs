@@ -66,10 +66,6 @@ impl fmt::Display for OpenError {
     }
 }
 
-fn shares_data(access: u32) -> bool {
-    access & (READ_RIGHTS | WRITE_RIGHTS | DELETE) != 0
-}
-
 /// MS-FSA 2.1.5.1.2.1: whether an open with `access` conflicts with `allowed` sharing.
 fn excluded(access: u32, allowed: u32) -> bool {
     (access & READ_RIGHTS != 0 && allowed & SHARE_READ == 0)
@@ -77,25 +73,65 @@ fn excluded(access: u32, allowed: u32) -> bool {
         || (access & DELETE != 0 && allowed & SHARE_DELETE == 0)
 }
 
+/// What an open holds (MS-DTYP ACCESS_MASK) and lets later opens hold (MS-SMB2 2.2.13
+/// ShareAccess): the two halves of the share-access check, which the server's own table and
+/// every cluster back end decide with these methods alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sharing {
+    pub access: u32,
+    pub share: u32,
+}
+
+impl Sharing {
+    /// Whether it takes part in sharing at all: opens for attributes or the security
+    /// descriptor only never conflict.
+    pub fn shares_data(self) -> bool {
+        self.access & (READ_RIGHTS | WRITE_RIGHTS | DELETE) != 0
+    }
+
+    /// Whether this new open and `first`, an open of the same stream made before it, exclude
+    /// each other (MS-FSA 2.1.5.1.2.1, both ways).
+    pub fn excludes(self, first: Self) -> bool {
+        first.shares_data()
+            && (excluded(first.access, self.share) || excluded(self.access, first.share))
+    }
+
+    /// Whether this new open conflicts with `first`, an open of the same file made before it:
+    /// of the same stream (`same_stream`), share access both ways; of another stream, only a
+    /// new open of the file itself (`new_on_file`) for DELETE needs `first` to share delete
+    /// (the file goes with its streams), while the file's opens do not restrict its streams.
+    pub fn conflicts_with(self, first: Self, same_stream: bool, new_on_file: bool) -> bool {
+        if !self.shares_data() {
+            return false;
+        }
+        if same_stream {
+            self.excludes(first)
+        } else {
+            new_on_file && self.access & DELETE != 0 && first.share & SHARE_DELETE == 0
+        }
+    }
+}
+
 impl OpenRecord {
+    fn sharing(&self) -> Sharing {
+        Sharing {
+            access: self.access,
+            share: self.share,
+        }
+    }
+
     /// Whether this new open may coexist with `other`, an open that was there first: a
-    /// delete-pending file (or the same delete-pending stream) takes no new open; share access
-    /// is checked against opens of the same stream; deleting the file needs every open stream
-    /// to share delete, while the file's opens do not restrict its streams. Opens for
-    /// attributes or the security descriptor only never conflict.
+    /// delete-pending file (or the same delete-pending stream) takes no new open, and share
+    /// access is [`Sharing::conflicts_with`]'s rule.
     pub fn admitted_beside(&self, other: &Self) -> Result<(), Refusal> {
         if other.delete_pending && (other.stream.is_none() || other.stream == self.stream) {
             return Err(Refusal::DeletePending);
         }
-        if !shares_data(self.access) {
-            return Ok(());
-        }
-        let conflict = if other.stream == self.stream {
-            shares_data(other.access)
-                && (excluded(other.access, self.share) || excluded(self.access, other.share))
-        } else {
-            self.stream.is_none() && self.access & DELETE != 0 && other.share & SHARE_DELETE == 0
-        };
+        let conflict = self.sharing().conflicts_with(
+            other.sharing(),
+            other.stream == self.stream,
+            self.stream.is_none(),
+        );
         if conflict {
             Err(Refusal::SharingViolation)
         } else {

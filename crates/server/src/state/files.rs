@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::create::ShareAccess;
 use smb3d_smb2::snapshot::GmtToken;
+use smb3d_state::Sharing;
 use smb3d_vfs::{VfsFile, VfsPath};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
@@ -219,26 +220,13 @@ impl SharedFile {
     }
 }
 
-/// Rights that take part in share-access checks (MS-FSA 2.1.5.1.2.1).
-const READ_RIGHTS: AccessMask =
-    AccessMask(AccessMask::FILE_READ_DATA.0 | AccessMask::FILE_EXECUTE.0);
-const WRITE_RIGHTS: AccessMask =
-    AccessMask(AccessMask::FILE_WRITE_DATA.0 | AccessMask::FILE_APPEND_DATA.0);
-
-/// MS-FSA 2.1.5.1.2.1: whether a new open with `access` and `share` may coexist with `existing`.
-fn compatible(existing: &OpenEntry, access: AccessMask, share: ShareAccess) -> bool {
-    let conflicts = |held: AccessMask, allowed: ShareAccess| {
-        (held.intersects(READ_RIGHTS) && !allowed.contains(ShareAccess::READ))
-            || (held.intersects(WRITE_RIGHTS) && !allowed.contains(ShareAccess::WRITE))
-            || (held.contains(AccessMask::DELETE) && !allowed.contains(ShareAccess::DELETE))
-    };
-    !conflicts(existing.access, share) && !conflicts(access, existing.share)
-}
-
-/// Whether an open takes part in sharing at all: opens for attributes or the security
-/// descriptor only never conflict.
-fn shares_data(access: AccessMask) -> bool {
-    access.intersects(READ_RIGHTS | WRITE_RIGHTS | AccessMask::DELETE)
+/// What `entry` holds and shares, for the share-access rule both this table and a cluster
+/// back end apply ([`Sharing`]).
+fn sharing(entry: &OpenEntry) -> Sharing {
+    Sharing {
+        access: entry.access.0,
+        share: entry.share.0,
+    }
 }
 
 /// Whether `entry` may join `state`'s opens: share access is checked against opens of the
@@ -253,18 +241,11 @@ fn admissible(state: &FileState, entry: &OpenEntry) -> Result<(), NtStatus> {
     {
         return Err(NtStatus::DELETE_PENDING);
     }
-    if !shares_data(entry.access) {
-        return Ok(());
-    }
-    let conflict = state.opens.iter().any(|e| {
-        if e.stream == entry.stream {
-            shares_data(e.access) && !compatible(e, entry.access, entry.share)
-        } else {
-            entry.stream.is_none()
-                && entry.access.contains(AccessMask::DELETE)
-                && !e.share.contains(ShareAccess::DELETE)
-        }
-    });
+    let new = sharing(entry);
+    let conflict = state
+        .opens
+        .iter()
+        .any(|e| new.conflicts_with(sharing(e), e.stream == entry.stream, entry.stream.is_none()));
     if conflict {
         Err(NtStatus::SHARING_VIOLATION)
     } else {
@@ -488,12 +469,16 @@ impl FileTable {
         let Some(file) = self.get(key) else {
             return true;
         };
+        let new = Sharing {
+            access: access.0,
+            share: share.0,
+        };
         let state = file.state.lock();
         state
             .opens
             .iter()
-            .filter(|e| e.stream.is_none() && shares_data(e.access))
-            .all(|e| compatible(e, access, share))
+            .filter(|e| e.stream.is_none())
+            .all(|e| !new.excludes(sharing(e)))
     }
 
     /// Whether any open of `file` is on one of its named streams.
