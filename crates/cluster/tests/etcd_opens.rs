@@ -55,6 +55,10 @@ fn refusal(result: Result<(), OpenError>) -> Option<Refusal> {
     }
 }
 
+/// How long after its deadline a test waits for something etcd does on a timer (a lease's
+/// expiry) before it calls it never done: CI's loaded cores delay it.
+const LATE: Duration = Duration::from_secs(20);
+
 #[test]
 fn share_modes_hold_across_nodes_until_the_first_closes() {
     let etcd = EtcdCluster::start(1);
@@ -147,7 +151,7 @@ fn a_dead_node_s_lease_releases_its_opens() {
             Some(why) => assert_eq!(why, Refusal::SharingViolation),
         }
         assert!(
-            dead_at.elapsed() < ttl + Duration::from_secs(3),
+            dead_at.elapsed() < ttl + LATE,
             "the dead node's open outlived its lease"
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -182,6 +186,6 @@ fn a_node_cut_off_from_etcd_grants_no_open() {
         Err(OpenError::Unavailable(_)) => {}
         other => panic!("an open without etcd: {other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(started.elapsed() < LATE);
     drop(a.membership);
 }

@@ -73,6 +73,10 @@ fn eventually(what: &str, check: impl Fn() -> bool) {
     }
 }
 
+/// How long after its deadline a test waits for something etcd does on a timer (a lease's
+/// expiry, a keepalive's answer) before it calls it never done: CI's loaded cores delay both.
+const LATE: Duration = Duration::from_secs(20);
+
 #[test]
 fn a_node_whose_knowledge_is_stale_cannot_take_a_record() {
     let etcd = EtcdCluster::start(1);
@@ -205,7 +209,9 @@ fn a_node_cut_off_from_etcd_knows_it_within_its_ttl() {
     let member = Membership::join(connect(&etcd, "/cut/"), &node("n"), ttl).unwrap();
     etcd.kill_member(0);
     let cut = Instant::now();
-    let deadline = cut + ttl + Duration::from_secs(2);
+    // The bound only ends a test whose node never learns: how late after the TTL a loaded
+    // machine's timers and etcd answer has no bound worth asserting.
+    let deadline = cut + ttl + LATE;
     while member.healthy() {
         assert!(
             Instant::now() < deadline,
@@ -235,9 +241,7 @@ fn a_node_learns_that_its_lease_was_revoked() {
         .enable_time()
         .build()
         .unwrap();
-    let learnt = runtime.block_on(async {
-        tokio::time::timeout(ttl + Duration::from_secs(2), member.lost()).await
-    });
+    let learnt = runtime.block_on(async { tokio::time::timeout(ttl + LATE, member.lost()).await });
     assert!(
         learnt.is_ok(),
         "the node never learnt its lease was revoked"
