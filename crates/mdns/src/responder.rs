@@ -179,6 +179,22 @@ impl Responder {
             ttl: ttl(t),
             data,
         };
+        // Port 0 where the instance is not a service to connect to (`_device-info`, whose SRV
+        // resolvers such as python-zeroconf want although Apple publishes only the TXT, as
+        // avahi and so Samba do; `_adisk`, whose disks are reached through `_smb._tcp`).
+        let srv = |instance: Name, port: u16| {
+            unique(
+                instance,
+                TYPE_SRV,
+                HOST_TTL,
+                RData::Srv {
+                    priority: 0,
+                    weight: 0,
+                    port,
+                    target: self.host_name(),
+                },
+            )
+        };
         let shared = |name: Name, target: Name| Record {
             name,
             rtype: TYPE_PTR,
@@ -193,17 +209,7 @@ impl Responder {
                 local(&["_services", "_dns-sd", "_udp"]),
                 local(&["_smb", "_tcp"]),
             ),
-            unique(
-                self.smb_instance(),
-                TYPE_SRV,
-                HOST_TTL,
-                RData::Srv {
-                    priority: 0,
-                    weight: 0,
-                    port: self.info.port,
-                    target: self.host_name(),
-                },
-            ),
+            srv(self.smb_instance(), self.info.port),
             unique(
                 self.smb_instance(),
                 TYPE_TXT,
@@ -222,19 +228,7 @@ impl Responder {
                 OTHER_TTL,
                 RData::Txt(vec![format!("model={model}").into_bytes()]),
             ));
-            // Port 0: not a service to connect to. Apple publishes only the TXT record, but
-            // resolvers such as python-zeroconf want an SRV, and avahi (so Samba) adds this one.
-            records.push(unique(
-                self.device_instance(),
-                TYPE_SRV,
-                HOST_TTL,
-                RData::Srv {
-                    priority: 0,
-                    weight: 0,
-                    port: 0,
-                    target: self.host_name(),
-                },
-            ));
+            records.push(srv(self.device_instance(), 0));
         }
         if !self.info.time_machine.is_empty() {
             records.push(shared(local(&["_adisk", "_tcp"]), self.adisk_instance()));
@@ -248,18 +242,7 @@ impl Responder {
                 OTHER_TTL,
                 RData::Txt(self.adisk_txt()),
             ));
-            // Port 0 as for `_device-info`: the disks are reached through `_smb._tcp`.
-            records.push(unique(
-                self.adisk_instance(),
-                TYPE_SRV,
-                HOST_TTL,
-                RData::Srv {
-                    priority: 0,
-                    weight: 0,
-                    port: 0,
-                    target: self.host_name(),
-                },
-            ));
+            records.push(srv(self.adisk_instance(), 0));
         }
         for ip in &self.info.addresses {
             let (rtype, data) = match ip {
