@@ -526,9 +526,8 @@ pub(crate) fn breaks_for_open(
 /// MS-SMB2 3.3.5.9 and MS-FSA 2.1.5.18: the caching a new open gets, given the opens it joins
 /// (as Windows grants it: write caching only for the only open, no handle caching for a lease
 /// next to an oplock, no oplock next to handle caching, no read or handle caching on a file
-/// with byte-range locks). A lease the client already holds on the file is upgraded when the
-/// request is a strict superset the others allow. Records the lease; the caller records the
-/// open with the returned caching.
+/// with byte-range locks). Records the lease ([`record_lease`]); the caller records the open
+/// with the returned caching.
 pub(crate) fn grant(
     state: &mut FileState,
     new: &OpenEntry,
@@ -604,7 +603,24 @@ pub(crate) fn grant(
         granted &= !H;
     }
     let (granted, kernel) = hold(granted);
-    let response = match state.leases.iter_mut().find(|l| l.id == request.id) {
+    let response = record_lease(&mut state.leases, new, &request, granted);
+    Granted {
+        caching: Caching::Lease(request.id),
+        oplock_level: OplockLevel::LEASE,
+        lease: Some(response),
+        kernel,
+    }
+}
+
+/// Records `new`'s lease of `request` with the caching `granted`: a lease the client already
+/// holds on the file is upgraded when the request is a strict superset the others allow.
+fn record_lease(
+    leases: &mut Vec<LeaseRecord>,
+    new: &OpenEntry,
+    request: &LeaseRequest,
+    granted: u32,
+) -> Lease {
+    match leases.iter_mut().find(|l| l.id == request.id) {
         Some(existing) => {
             let upgrade = existing.state & request.state == existing.state
                 && granted != existing.state
@@ -640,15 +656,9 @@ pub(crate) fn grant(
                 opens: 1,
             };
             let response = record.response();
-            state.leases.push(record);
+            leases.push(record);
             response
         }
-    };
-    Granted {
-        caching: Caching::Lease(request.id),
-        oplock_level: OplockLevel::LEASE,
-        lease: Some(response),
-        kernel,
     }
 }
 
