@@ -120,10 +120,16 @@ pub enum ClusterAction {
         #[arg(long)]
         json: bool,
     },
+    /// Start a cluster on this machine to try it: etcd on 127.0.0.20 and N nodes on
+    /// 127.0.0.21, 127.0.0.22, ... sharing one directory as "demo", until Ctrl-C.
+    Demo(crate::cluster_demo::DemoArgs),
 }
 
 pub fn run(action: ClusterAction, config_path: &std::path::Path) -> Result<(), AnyError> {
-    let ClusterAction::Status { json } = action;
+    let json = match action {
+        ClusterAction::Status { json } => json,
+        ClusterAction::Demo(args) => return crate::cluster_demo::run(args),
+    };
     let config = crate::config_cmd::load(config_path)?;
     let cluster = config
         .cluster

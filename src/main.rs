@@ -4,6 +4,8 @@ mod admin_socket;
 mod allocator;
 #[cfg(feature = "cluster")]
 mod cluster;
+#[cfg(feature = "cluster")]
+mod cluster_demo;
 mod config_cmd;
 mod credentials;
 mod ctl;
@@ -124,7 +126,8 @@ enum Command {
         #[command(flatten)]
         target: ctl::Target,
     },
-    /// Show the cluster this node's configuration names (docs/cluster.md).
+    /// Show the cluster this node's configuration names, or start a demo cluster
+    /// (docs/cluster.md).
     #[cfg(feature = "cluster")]
     Cluster {
         #[command(subcommand)]

@@ -30,8 +30,8 @@ use smb3d_auth::KerberosService;
 use smb3d_auth::krb5::Keytab;
 
 /// Port of the demo server unless `--port` says otherwise.
-const DEMO_PORT: u16 = 4445;
-const DEMO_USER: &str = "demo";
+pub(crate) const DEMO_PORT: u16 = 4445;
+pub(crate) const DEMO_USER: &str = "demo";
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -469,23 +469,8 @@ fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, String), AnyE
             std::env::temp_dir().display()
         )
     })?;
-    let share_dir = match dir {
-        // The administrator's choice, used as it is.
-        Some(dir) => {
-            std::fs::create_dir_all(&dir)?;
-            dir.canonicalize()?
-        }
-        None => {
-            let dir = state.join("share");
-            std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-            dir
-        }
-    };
-    let password = random_password();
-    let db_path = state.join("users");
-    let mut db = UserDb::new(&db_path);
-    db.add_or_update(DEMO_USER, &password, Some(current_uid()))?;
-    db.save()?;
+    let share_dir = demo_share_dir(dir, &state)?;
+    let (db_path, password) = demo_user_db(&state)?;
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
     let text = format!(
         "[server]\nlisten = [\"{listen}\"]\nserver_name = \"SMB3D\"\nuser_db = {db:?}\nadmin_socket = {admin:?}\n\n[share.demo]\npath = {share:?}\n",
@@ -503,11 +488,37 @@ fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, String), AnyE
     Ok((config, banner))
 }
 
+/// The demo's share: the administrator's directory, used as it is, or a new one in `state`.
+pub(crate) fn demo_share_dir(dir: Option<PathBuf>, state: &Path) -> io::Result<PathBuf> {
+    match dir {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir)?;
+            dir.canonicalize()
+        }
+        None => {
+            let dir = state.join("share");
+            std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+            Ok(dir)
+        }
+    }
+}
+
+/// A user database in `state` holding the demo user with a fresh random password, mapped to
+/// the uid running the demo; returns its path and the password.
+pub(crate) fn demo_user_db(state: &Path) -> Result<(PathBuf, String), AnyError> {
+    let password = random_password();
+    let db_path = state.join("users");
+    let mut db = UserDb::new(&db_path);
+    db.add_or_update(DEMO_USER, &password, Some(current_uid()))?;
+    db.save()?;
+    Ok((db_path, password))
+}
+
 /// A new directory in `parent`, made as mkdtemp(3) makes one: a random name, mode 0700, and
 /// nothing that is already there (a directory, a symlink) taken instead. The demo keeps its
 /// user database, share and admin socket in it; at a name known in advance, another local user
 /// could have made it first and held all three.
-fn private_state_dir(parent: &Path) -> io::Result<PathBuf> {
+pub(crate) fn private_state_dir(parent: &Path) -> io::Result<PathBuf> {
     // Whoever may rename entries in `parent` could swap the new directory for one of theirs:
     // its owner, and others who may write to it unless it is sticky (as /tmp is).
     let meta = std::fs::metadata(parent)?;
