@@ -57,6 +57,11 @@ pub fn run(args: DemoArgs) -> Result<(), AnyError> {
         etcd: None,
         nodes: Vec::new(),
     };
+    let removed = if args.dir.is_some() {
+        ""
+    } else {
+        " (a new directory, removed when the demo stops)"
+    };
     let share = demo_share_dir(args.dir, &demo.state)?;
     let (user_db, password) = demo_user_db(&demo.state)?;
     let endpoint = demo.start_etcd(&etcd_binary)?;
@@ -74,7 +79,7 @@ pub fn run(args: DemoArgs) -> Result<(), AnyError> {
         demo.nodes.push((name, child));
     }
     println!(
-        "sharing {} as \"demo\"; etcd at {endpoint}; logs in {}; Ctrl-C stops the demo",
+        "sharing {} as \"demo\"{removed}; etcd at {endpoint}; logs in {}; Ctrl-C stops the demo",
         share.display(),
         demo.state.display()
     );
