@@ -2,7 +2,8 @@
 127.0.0.1 serve one directory as one share, with one etcd; a Python smbprotocol client on each.
 A lock taken through one node refuses a conflicting lock through the other
 (STATUS_LOCK_NOT_GRANTED) while shared locks coexist; a blocking lock through one node waits
-(STATUS_PENDING) and completes when the other node's client unlocks; a WRITE through one node
+(STATUS_PENDING) and completes when the other node's client unlocks or its node is killed; a
+WRITE through one node
 under the other node's exclusive lock is refused with STATUS_FILE_LOCK_CONFLICT.
 
 The share has `posix_locking = false`: on one host's directory the kernel's fcntl locks would
@@ -84,9 +85,11 @@ def two_handles(two_nodes):
         h2 = open_file(tree2, "locked.bin", READ_WRITE, SHARE_ALL)
         yield h1, h2
     finally:
-        conn1.disconnect()
-        conn2.disconnect()
-    assert n1.alive() and n2.alive()
+        for conn in (conn1, conn2):
+            try:
+                conn.disconnect()
+            except Exception:  # a killed node's connection
+                pass
 
 
 def test_a_lock_through_one_node_refuses_a_conflicting_lock_through_the_other(two_handles):
@@ -153,3 +156,23 @@ def test_a_write_under_the_other_node_s_exclusive_lock_is_refused(two_handles):
     while write_status(h2, b"x", 5) != 0:
         assert time.monotonic() < deadline, "node 2 still refuses WRITE after node 1's unlock"
         time.sleep(0.05)
+
+
+def test_a_blocking_lock_completes_when_the_holder_s_node_is_killed(two_nodes, two_handles):
+    n1, _ = two_nodes
+    h1, h2 = two_handles
+    assert lock_status(h1, 0, 10, EXCLUSIVE | NOW) == 0
+    outcome = {}
+
+    def wait_for_lock():
+        outcome["status"] = lock_status(h2, 0, 10, EXCLUSIVE)
+
+    waiter = threading.Thread(target=wait_for_lock, daemon=True)
+    waiter.start()
+    waiter.join(1)
+    assert waiter.is_alive(), "the blocking lock was answered while node 1 holds the range: %r" % outcome
+    n1.proc.kill()
+    n1.proc.wait(10)
+    waiter.join(NODE_TTL + 20)
+    assert not waiter.is_alive(), "the blocking lock outlived the killed node's lease"
+    assert outcome["status"] == 0
