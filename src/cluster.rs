@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use smb3d_cluster::{DEFAULT_PREFIX, Etcd, EtcdOpens, EtcdStore, Membership, NodeInfo};
+use smb3d_cluster::{DEFAULT_PREFIX, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo};
 use smb3d_config::{ClusterConfig, Config};
 
 use crate::AnyError;
@@ -35,11 +35,14 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
         cluster.node_ttl
     );
     let opens = EtcdOpens::new(etcd.clone(), &info.name, &membership);
+    let locks = EtcdLocks::new(etcd.clone(), &info.name, &membership)
+        .map_err(|e| format!("cluster: etcd byte-range locks: {e}"))?;
     let _ = MEMBERSHIP.set(membership);
     let store = EtcdStore::new(etcd).map_err(|e| format!("cluster: etcd state records: {e}"))?;
     Ok(Some(NodeState {
         store: Arc::new(store),
         cluster_opens: Some(Arc::new(opens)),
+        cluster_locks: Some(Arc::new(locks)),
     }))
 }
 

@@ -16,7 +16,9 @@ use smb3d_config::{
 };
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
-use smb3d_server::{ClusterOpens, DiskStore, Limits, Server, Settings, StateStore, SystemClock};
+use smb3d_server::{
+    ClusterLocks, ClusterOpens, DiskStore, Limits, Server, Settings, StateStore, SystemClock,
+};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
@@ -365,6 +367,7 @@ pub fn build_server(
     let NodeState {
         store,
         cluster_opens,
+        cluster_locks,
     } = state_store(config)?;
     let settings = Settings {
         encryption: encryption_policy(s.encrypt),
@@ -387,6 +390,7 @@ pub fn build_server(
         oplock_break_timeout: Settings::default().oplock_break_timeout,
         state_store: Some(store),
         cluster_opens,
+        cluster_locks,
         clock: Arc::new(SystemClock),
         hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
         map_to_guest: s.map_to_guest == MapToGuest::BadUser,
@@ -430,10 +434,12 @@ pub fn kerberos_service(config: &Config) -> Result<Option<KerberosService>, Stri
     Ok(Some(KerberosService::new(auth.realm.clone(), keytab)))
 }
 
-/// Where a node keeps persistent handles, and a cluster node's view of every node's opens.
+/// Where a node keeps persistent handles, and a cluster node's view of every node's opens
+/// and byte-range locks.
 pub struct NodeState {
     pub store: Arc<dyn StateStore>,
     pub cluster_opens: Option<Arc<dyn ClusterOpens>>,
+    pub cluster_locks: Option<Arc<dyn ClusterLocks>>,
 }
 
 /// Persistent handles in etcd for a cluster node, else in `state_dir`.
@@ -451,6 +457,7 @@ fn state_store(config: &Config) -> Result<NodeState, AnyError> {
     Ok(NodeState {
         store: Arc::new(DiskStore::new(config.server.state_dir.clone())),
         cluster_opens: None,
+        cluster_locks: None,
     })
 }
 

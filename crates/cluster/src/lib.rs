@@ -16,6 +16,7 @@
     )
 )]
 
+mod locks;
 mod membership;
 mod opens;
 mod store;
@@ -25,6 +26,7 @@ use std::io;
 use std::time::Duration;
 
 pub use etcd_client::Client;
+pub use locks::EtcdLocks;
 pub use membership::{Membership, NodeInfo, members};
 pub use opens::EtcdOpens;
 pub use store::{ETCD_MAX_RECORD, EtcdStore};

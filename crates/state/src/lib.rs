@@ -22,8 +22,10 @@ use std::io;
 
 use parking_lot::{Condvar, Mutex};
 
+mod locks;
 mod opens;
 
+pub use locks::{ByteRange, ClusterLocks, LockError, Released, overlap};
 pub use opens::{ClusterOpens, OpenError, OpenRecord, Refusal, Sharing};
 
 /// The largest record a store takes or gives back (a persistent open holding a million

@@ -13,6 +13,7 @@ use crate::limits::Limit;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::request::reply::{Reply, go_async};
+use crate::state::cluster_locks;
 use crate::state::locks::{RangeLock, check_range};
 use crate::state::open::Open;
 use crate::state::persistent;
@@ -51,12 +52,7 @@ pub(crate) async fn handle(
             if element.flags != LockFlags::UNLOCK {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            open.shared.locks.unlock(
-                open.file_id.volatile,
-                element.offset,
-                element.length,
-                open.host_locks(),
-            )?;
+            release(cx, &open, element)?;
         }
     } else {
         // An expired session may only unlock (3.3.5.2.9; Windows and Samba refuse a new lock,
@@ -74,12 +70,7 @@ pub(crate) async fn handle(
         let mut granted: Vec<LockElement> = Vec::new();
         let result = elements.try_for_each(|element| {
             let lock = requested_lock(&element, open.file_id.volatile, several)?;
-            let max_locks = cx.conn.server.limits().max_locks_per_file;
-            match open
-                .shared
-                .locks
-                .try_lock(lock, max_locks, open.host_locks())
-            {
+            match take(cx, &open, lock) {
                 Ok(()) => {
                     granted.push(element);
                     Ok(())
@@ -99,12 +90,7 @@ pub(crate) async fn handle(
             Err((status, _)) => {
                 // MS-SMB2 3.3.5.14: a failed element undoes the locks the request took before.
                 for element in granted {
-                    let _ = open.shared.locks.unlock(
-                        open.file_id.volatile,
-                        element.offset,
-                        element.length,
-                        open.host_locks(),
-                    );
+                    let _ = release(cx, &open, element);
                 }
                 return Err(status);
             }
@@ -120,12 +106,7 @@ pub(crate) async fn handle(
         );
         if !first.flags.contains(LockFlags::UNLOCK) {
             for element in req.locks.iter() {
-                let _ = open.shared.locks.unlock(
-                    open.file_id.volatile,
-                    element.offset,
-                    element.length,
-                    open.host_locks(),
-                );
+                let _ = release(cx, &open, element);
             }
             return Err(NtStatus::INSUFFICIENT_RESOURCES);
         }
@@ -135,6 +116,40 @@ pub(crate) async fn handle(
     }
     LockResponse.encode(&mut reply.writer());
     Ok(NtStatus::SUCCESS)
+}
+
+/// Takes `lock` in the file's table and, on a cluster node, records it with the cluster, whose
+/// refusal (another node's lock conflicts) takes it out of the table again.
+fn take(cx: &Ctx<'_>, open: &Open, lock: RangeLock) -> Result<(), NtStatus> {
+    let server = &cx.conn.server;
+    let max_locks = server.limits().max_locks_per_file;
+    open.shared
+        .locks
+        .try_lock(lock, max_locks, open.host_locks())?;
+    cluster_locks::lock(server, open, lock).inspect_err(|_| {
+        let _ = open
+            .shared
+            .locks
+            .unlock(lock.owner, lock.offset, lock.length, open.host_locks());
+    })
+}
+
+/// MS-FSA 2.1.5.8: removes one lock of `element`'s exact range from the file's table and, on
+/// a cluster node, its record with the cluster.
+fn release(cx: &Ctx<'_>, open: &Open, element: LockElement) -> Result<(), NtStatus> {
+    let owner = open.file_id.volatile;
+    let exclusive =
+        open.shared
+            .locks
+            .unlock(owner, element.offset, element.length, open.host_locks())?;
+    let lock = RangeLock {
+        owner,
+        offset: element.offset,
+        length: element.length,
+        exclusive,
+    };
+    cluster_locks::unlock(&cx.conn.server, open, lock);
+    Ok(())
 }
 
 /// An open, and a file with all its opens, may hold a bounded number of locks (security.md
@@ -195,8 +210,9 @@ fn requested_lock(
 const HOST_RETRY_FIRST: Duration = Duration::from_millis(20);
 const HOST_RETRY_MOST: Duration = Duration::from_secs(1);
 
-/// A blocking lock: goes async and retries whenever a lock of the file goes away (and, with
-/// `posix_locking`, now and then for other programs' locks), until it is granted, cancelled,
+/// A blocking lock: goes async and retries whenever a lock of the file goes away (on a
+/// cluster node, another node's too, as its etcd watch tells; with `posix_locking`, now and
+/// then for other programs' locks), until it is granted, cancelled,
 /// or its open closes (STATUS_RANGE_NOT_LOCKED, as Windows answers).
 async fn wait_for_lock(
     cx: &mut Ctx<'_>,
@@ -212,6 +228,8 @@ async fn wait_for_lock(
         let changed = locks.changed();
         tokio::pin!(changed);
         changed.as_mut().enable();
+        // Made before the try, as `changed` is, so that no release elsewhere is missed.
+        let released_elsewhere = cluster_locks::released(&cx.conn.server, open);
         let still_open = session
             .state
             .lock()
@@ -221,8 +239,7 @@ async fn wait_for_lock(
         if !still_open {
             return Err(NtStatus::RANGE_NOT_LOCKED);
         }
-        let max_locks = cx.conn.server.limits().max_locks_per_file;
-        match locks.try_lock(lock, max_locks, open.host_locks()) {
+        match take(cx, open, lock) {
             Ok(()) => return Ok(()),
             Err(NtStatus::LOCK_NOT_GRANTED) => {}
             Err(status) => return Err(status),
@@ -234,8 +251,15 @@ async fn wait_for_lock(
                 None => std::future::pending().await,
             }
         };
+        let elsewhere = async {
+            match released_elsewhere {
+                Some(released) => released.await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = &mut changed => {}
+            () = elsewhere => {}
             () = host_wait => host_retry = (host_retry * 2).min(HOST_RETRY_MOST),
             status = pending.cancelled() => return Err(status),
         }

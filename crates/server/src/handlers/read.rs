@@ -41,7 +41,7 @@ pub(crate) async fn handle(
     if !open.may(AccessMask::FILE_READ_DATA | AccessMask::FILE_EXECUTE) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    open.check_locks(req.offset, u64::from(req.length), false)?;
+    open.check_locks(&cx.conn.server, req.offset, u64::from(req.length), false)?;
     let len = req.length as usize;
     let from_file = len >= SEND_FROM_FILE_MIN
         && cx.last_in_chain

@@ -51,7 +51,7 @@ pub(crate) async fn handle(
         return Err(NtStatus::ACCESS_DENIED);
     }
     open.changeable()?;
-    open.check_locks(req.offset, u64::from(len), true)?;
+    open.check_locks(&cx.conn.server, req.offset, u64::from(len), true)?;
     crate::state::caching::before_write(&cx.conn.server, &open);
     let written = if len == 0 {
         0

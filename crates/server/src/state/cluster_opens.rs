@@ -43,7 +43,7 @@ fn record(entry: &OpenEntry, delete_pending: bool) -> OpenRecord {
 /// the cause (docs/cluster.md failure table).
 static LAST_COMPLAINT: AtomicU64 = AtomicU64::new(0);
 
-fn unavailable(what: &str, e: &dyn std::fmt::Display) -> NtStatus {
+pub(crate) fn unavailable(what: &str, e: &dyn std::fmt::Display) -> NtStatus {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use smb3d_dtyp::NtStatus;
+use smb3d_state::ByteRange;
 use smb3d_vfs::{HostLock, VfsFile, VfsResult};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
@@ -56,23 +57,14 @@ pub(crate) fn check_range(offset: u64, length: u64) -> Result<(), NtStatus> {
     Ok(())
 }
 
-/// Whether two ranges overlap. A zero-length range is a point that overlaps a non-empty range
-/// only when the range starts strictly before it and covers it (Windows' answer, tested by
-/// smbtorture smb2.lock.zerobytelength); two points never overlap.
-fn overlap(a_offset: u64, a_length: u64, b_offset: u64, b_length: u64) -> bool {
-    // Ranges passed `check_range`, so `offset + length - 1` does not overflow.
-    let last = |offset: u64, length: u64| offset.saturating_add(length - 1);
-    match (a_length, b_length) {
-        (0, 0) => false,
-        (0, _) => b_offset < a_offset && a_offset <= last(b_offset, b_length),
-        (_, 0) => a_offset < b_offset && b_offset <= last(a_offset, a_length),
-        _ => a_offset <= last(b_offset, b_length) && b_offset <= last(a_offset, a_length),
-    }
-}
-
 impl RangeLock {
-    fn overlaps(&self, offset: u64, length: u64) -> bool {
-        overlap(self.offset, self.length, offset, length)
+    /// The range and its kind, as the cluster's rules (shared with every node) take it.
+    pub fn range(&self) -> ByteRange {
+        ByteRange {
+            offset: self.offset,
+            length: self.length,
+            exclusive: self.exclusive,
+        }
     }
 
     /// The last byte of a non-empty lock (`check_range` keeps it from overflowing).
@@ -80,11 +72,10 @@ impl RangeLock {
         self.offset.saturating_add(self.length.saturating_sub(1))
     }
 
-    /// MS-FSA 2.1.5.7: an exclusive request conflicts with every overlapping lock, its own
-    /// included; a shared one only with other opens' exclusive locks.
+    /// MS-FSA 2.1.5.7, [`ByteRange::blocks`].
     fn blocks(&self, request: &RangeLock) -> bool {
-        self.overlaps(request.offset, request.length)
-            && (request.exclusive || (self.exclusive && self.owner != request.owner))
+        self.range()
+            .blocks(&request.range(), self.owner == request.owner)
     }
 }
 
@@ -136,14 +127,14 @@ impl LockTable {
     /// before shared ones when it stacked several (as Windows does, smbtorture
     /// smb2.lock.unlock); STATUS_RANGE_NOT_LOCKED if there is none.
     /// With `host`, the open's host lock on the range falls to what its other locks there
-    /// hold.
+    /// hold. Says whether the lock removed was exclusive.
     pub fn unlock(
         &self,
         owner: u64,
         offset: u64,
         length: u64,
         host: Option<&dyn HostLocks>,
-    ) -> Result<(), NtStatus> {
+    ) -> Result<bool, NtStatus> {
         let mut locks = self.locks.lock();
         let same = |l: &RangeLock| l.owner == owner && l.offset == offset && l.length == length;
         let index = locks
@@ -151,14 +142,14 @@ impl LockTable {
             .position(|l| same(l) && l.exclusive)
             .or_else(|| locks.iter().position(same))
             .ok_or(NtStatus::RANGE_NOT_LOCKED)?;
-        locks.remove(index);
+        let removed = locks.remove(index);
         if let Some(host) = host {
             project(&locks, owner, offset, length, host);
         }
         self.count.store(locks.len(), Ordering::Relaxed);
         drop(locks);
         self.changed.notify_waiters();
-        Ok(())
+        Ok(removed.exclusive)
     }
 
     /// The number of locks held, all owners together.
@@ -214,9 +205,9 @@ impl LockTable {
         let length = length.min(u64::MAX - offset);
         if self.count.load(Ordering::Relaxed) != 0 {
             let locks = self.locks.lock();
-            let conflict = locks.iter().any(|l| {
-                l.overlaps(offset, length) && if l.exclusive { l.owner != owner } else { write }
-            });
+            let conflict = locks
+                .iter()
+                .any(|l| l.range().stops_io(offset, length, write, l.owner == owner));
             if conflict {
                 return Err(NtStatus::FILE_LOCK_CONFLICT);
             }
@@ -318,6 +309,8 @@ fn project(
 
 #[cfg(test)]
 mod tests {
+    use smb3d_state::overlap;
+
     use super::*;
 
     fn lock(owner: u64, offset: u64, length: u64, exclusive: bool) -> RangeLock {
@@ -403,7 +396,7 @@ mod tests {
             Err(NtStatus::RANGE_NOT_LOCKED)
         );
         assert_eq!(table.unlock(1, 0, 9, None), Err(NtStatus::RANGE_NOT_LOCKED));
-        assert_eq!(table.unlock(1, 0, 10, None), Ok(()));
+        assert_eq!(table.unlock(1, 0, 10, None), Ok(true));
         assert_eq!(
             table.unlock(1, 0, 10, None),
             Err(NtStatus::RANGE_NOT_LOCKED)

@@ -21,6 +21,7 @@ use crate::fs::streams::{self, Stream};
 use crate::fs::write_time::{Now, OpenWrites};
 use crate::identity::Identity;
 use crate::state::audit;
+use crate::state::cluster_locks;
 use crate::state::cluster_opens;
 use crate::state::connection::limits::OpenFileSlot;
 use crate::state::dir_leases;
@@ -137,15 +138,23 @@ impl Open {
     }
 
     /// MS-FSA 2.1.4.10: whether this open may read (`write` false) or write the range, as the
-    /// file's byte-range locks and, with `posix_locking`, other programs' locks say.
-    pub fn check_locks(&self, offset: u64, length: u64, write: bool) -> Result<(), NtStatus> {
+    /// file's byte-range locks, with `posix_locking` other programs' locks, and on a cluster
+    /// node other nodes' locks say.
+    pub fn check_locks(
+        &self,
+        server: &Server,
+        offset: u64,
+        length: u64,
+        write: bool,
+    ) -> Result<(), NtStatus> {
         self.shared.locks.check_io(
             self.file_id.volatile,
             offset,
             length,
             write,
             self.host_locks(),
-        )
+        )?;
+        cluster_locks::check_io(server, self, offset, length, write)
     }
 
     /// The file's current path in the share.
@@ -284,6 +293,7 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
     open.shared
         .locks
         .release_owner(open.file_id.volatile, open.host_locks());
+    cluster_locks::closed(server, open);
     if let Some(share) = server.notify.closed(open.file_id.volatile) {
         server.host_changes.release(share);
     }

@@ -84,6 +84,9 @@ pub struct Settings {
     /// The cluster-wide view of opens of a cluster node (share modes and delete-pending
     /// across nodes, docs/cluster.md); `None`, a single server, costs nothing.
     pub cluster_opens: Option<Arc<dyn smb3d_state::ClusterOpens>>,
+    /// The cluster-wide table of byte-range locks of a cluster node (docs/cluster.md); `None`,
+    /// a single server, costs one test of it per LOCK, READ and WRITE.
+    pub cluster_locks: Option<Arc<dyn smb3d_state::ClusterLocks>>,
     /// The clock timers and protocol times read ([`SystemClock`](crate::SystemClock)).
     pub clock: Arc<dyn Clock>,
     /// Client addresses that may connect at all (`hosts_allow`, `hosts_deny`).
@@ -118,6 +121,7 @@ impl Default for Settings {
             oplock_break_timeout: std::time::Duration::from_secs(35),
             state_store: None,
             cluster_opens: None,
+            cluster_locks: None,
             clock: Arc::new(SystemClock),
             hosts: HostRules::default(),
             map_to_guest: false,

@@ -18,6 +18,7 @@ use crate::handlers::MAX_OFFSET;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::state::open::Open;
+use crate::state::server::Server;
 use crate::status_map::VfsResultExt;
 
 /// ServerSideCopyMaxNumberofChunks, ServerSideCopyMaxChunkSize and ServerSideCopyMaxDataSize
@@ -123,7 +124,7 @@ pub(super) fn copy_chunks(
     target.writing(&*cx.conn.server.settings.clock);
     let status = target.io_long(|| {
         for chunk in &chunks {
-            if let Err(status) = copy_one(&source, target, chunk) {
+            if let Err(status) = copy_one(&cx.conn.server, &source, target, chunk) {
                 return Ok(status);
             }
             done.chunks_written += 1;
@@ -157,10 +158,15 @@ fn within_limits(copy: &CopyChunkCopy<'_>) -> Option<Vec<CopyChunk>> {
 }
 
 /// Copies one chunk whole, or fails without copying.
-fn copy_one(source: &Open, target: &Open, chunk: &CopyChunk) -> Result<(), NtStatus> {
+fn copy_one(
+    server: &Server,
+    source: &Open,
+    target: &Open,
+    chunk: &CopyChunk,
+) -> Result<(), NtStatus> {
     let len = u64::from(chunk.length);
-    source.check_locks(chunk.source_offset, len, false)?;
-    target.check_locks(chunk.target_offset, len, true)?;
+    source.check_locks(server, chunk.source_offset, len, false)?;
+    target.check_locks(server, chunk.target_offset, len, true)?;
     let size = source.file.stat().status()?.size;
     if chunk.source_offset.saturating_add(len) > size {
         return Err(NtStatus::INVALID_VIEW_SIZE);

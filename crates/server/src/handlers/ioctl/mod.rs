@@ -93,9 +93,7 @@ fn on_file(
             clone::duplicate_extents(cx, &open, req, w)
         }
         CtlCode::FSCTL_SET_SPARSE => sparse::set_sparse(&open, req, w),
-        CtlCode::FSCTL_SET_ZERO_DATA => {
-            sparse::zero_data(&open, &*cx.conn.server.settings.clock, req, w)
-        }
+        CtlCode::FSCTL_SET_ZERO_DATA => sparse::zero_data(&open, &cx.conn.server, req, w),
         CtlCode::FSCTL_QUERY_ALLOCATED_RANGES => sparse::allocated_ranges(&open, req, w),
         CtlCode::FSCTL_GET_REPARSE_POINT => reparse::get(&open, req, w),
         CtlCode::FSCTL_SET_REPARSE_POINT => reparse::set(&open, req, w),

@@ -10,10 +10,10 @@ use smb3d_smb2::ioctl::IoctlRequest;
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::clock::Clock;
 use crate::fs::fileinfo;
 use crate::request::malformed;
 use crate::state::open::Open;
+use crate::state::server::Server;
 use crate::status_map::VfsResultExt;
 
 /// FSCTL_SET_SPARSE: any data or attribute write right will do (Windows; smbtorture
@@ -53,7 +53,7 @@ pub(super) fn set_sparse(
 /// size never changes. Needs FILE_WRITE_DATA and no conflicting byte-range lock.
 pub(super) fn zero_data(
     open: &Arc<Open>,
-    clock: &dyn Clock,
+    server: &Server,
     req: &IoctlRequest<'_>,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
@@ -75,8 +75,8 @@ pub(super) fn zero_data(
     }
     let len = end - offset;
     if len > 0 {
-        open.check_locks(offset, len, true)?;
-        open.writing(clock);
+        open.check_locks(server, offset, len, true)?;
+        open.writing(&*server.settings.clock);
         open.io_long(|| open.file.punch_hole(offset, len).status())?;
     }
     respond(w, req, open.file_id, |_| {});
