@@ -25,6 +25,7 @@ use crate::clock::Clock;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::quota;
+use crate::fs::shortname;
 use crate::fs::streams;
 use crate::fs::time_machine;
 use crate::handlers::{check_credit_charge, lookup_open};
@@ -223,7 +224,9 @@ fn file_info(
         FileInformationClass::FILE_NETWORK_OPEN_INFORMATION => meta.network_open().encode(w),
         FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => FileAttributeTagInformation {
             file_attributes: meta.attributes(),
-            reparse_tag: if meta.attributes().contains(FileAttributes::REPARSE_POINT) {
+            reparse_tag: if stat.file_type == smb3d_vfs::FileType::Symlink {
+                smb3d_fscc::ReparseTag::SYMLINK.0
+            } else if meta.attributes().contains(FileAttributes::REPARSE_POINT) {
                 fileinfo::stored_tag(open.file.as_ref())
             } else {
                 0
@@ -241,7 +244,7 @@ fn file_info(
         FileInformationClass::FILE_ID_INFORMATION => id_information(stat).encode(w),
         FileInformationClass::FILE_STREAM_INFORMATION => stream_info(open, stat, w)?,
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
-            file_name: crate::fs::shortname::short_name(name),
+            file_name: alternate_name(open, name)?,
         }
         .encode(w),
         FileInformationClass::FILE_NORMALIZED_NAME_INFORMATION => {
@@ -257,6 +260,21 @@ fn file_info(
         _ => return Err(NtStatus::INVALID_INFO_CLASS),
     }
     fit(size, start, limit, w)
+}
+
+/// FileAlternateNameInformation (MS-FSCC 2.4.5): an 8.3 name is its own; a share with short
+/// names gives any other its mangled one, and without them it has none
+/// (STATUS_OBJECT_NAME_NOT_FOUND, as Windows answers on a volume without 8.3 names).
+fn alternate_name(open: &Open, name: &str) -> Result<String, NtStatus> {
+    // The share's root has no name to shorten.
+    if name.is_empty() {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    match shortname::short_name(name) {
+        None => Ok(name.to_owned()),
+        Some(short) if open.share.short_names => Ok(short.as_str().to_owned()),
+        Some(_) => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+    }
 }
 
 /// The access the open must have been granted to query a class.
