@@ -53,7 +53,8 @@ pub(crate) struct ShortName {
 impl ShortName {
     pub(crate) fn as_str(&self) -> &str {
         // Only ASCII is ever pushed.
-        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+        let bytes = self.bytes.get(..usize::from(self.len)).unwrap_or_default();
+        std::str::from_utf8(bytes).unwrap_or("")
     }
 
     fn push(&mut self, c: u8) {
@@ -121,7 +122,7 @@ fn mangle(name: &str) -> ShortName {
 /// by its short name: only then is a directory searched for it.
 pub(crate) fn looks_mangled(name: &str) -> bool {
     let base = name.split_once('.').map_or(name, |(base, _)| base);
-    is_8dot3(name) && base.len() == BASE_LEN + 2 && base.as_bytes()[BASE_LEN] == b'~'
+    is_8dot3(name) && base.len() == BASE_LEN + 2 && base.as_bytes().get(BASE_LEN) == Some(&b'~')
 }
 
 /// Whether `long`, an entry's name, has the short name `short` (compared without case, as
@@ -154,10 +155,13 @@ pub(crate) fn resolve(vfs: &dyn Vfs, components: &mut [String]) {
         return;
     };
     for i in 0..=last_mangled {
-        if !looks_mangled(&components[i]) {
+        let Some((before, [name, ..])) = components.split_at_mut_checked(i) else {
+            return;
+        };
+        if !looks_mangled(name) {
             continue;
         }
-        let Ok(parent) = VfsPath::from_components(&components[..i]) else {
+        let Ok(parent) = VfsPath::from_components(before.iter()) else {
             return;
         };
         let listing = OpenRequest {
@@ -169,13 +173,13 @@ pub(crate) fn resolve(vfs: &dyn Vfs, components: &mut [String]) {
         let Ok(dir) = vfs.open(&parent, &listing) else {
             return;
         };
-        match dir.file.lookup_child(&components[i]) {
+        match dir.file.lookup_child(name) {
             Ok(Some(_)) => continue,
             Ok(None) => {}
             Err(_) => return,
         }
-        match find_child(dir.file.as_ref(), &components[i]) {
-            Ok(Some(entry)) => components[i] = entry.name,
+        match find_child(dir.file.as_ref(), name) {
+            Ok(Some(entry)) => *name = entry.name,
             _ => return,
         }
     }
