@@ -43,14 +43,13 @@ def test_session_suites_with_signing_required(tmp_path, suite):
 
 @pytest.mark.parametrize("suite", ["smb2.getinfo", "smb2.dir"])
 def test_suites_on_a_share_with_short_names(tmp_path, suite):
-    """The suites that query short names against a share with `short_names`: FileAlternateNameInformation
-    answers a long name's mangled name there, so getinfo_access passes."""
+    """The suites that query short names against a share with `short_names`, where listings
+    carry them too."""
     share = str(tmp_path / "share")
     server = start_smb3d(tmp_path, shares={"share": {"path": share, "short_names": True}})
     try:
         results, output = run_suite(server, suite)
-        expected = [line for line in KNOWNFAIL if line != "smb2.getinfo.getinfo_access"]
-        problems = judge(results, expected)
+        problems = judge(results, KNOWNFAIL)
         assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + \
             "\n--- smbtorture ---\n" + output[-6000:] + "\n--- server log ---\n" + server.log_tail()
     finally:

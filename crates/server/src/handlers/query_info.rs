@@ -244,7 +244,7 @@ fn file_info(
         FileInformationClass::FILE_ID_INFORMATION => id_information(stat).encode(w),
         FileInformationClass::FILE_STREAM_INFORMATION => stream_info(open, stat, w)?,
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
-            file_name: alternate_name(open, name)?,
+            file_name: alternate_name(name)?,
         }
         .encode(w),
         FileInformationClass::FILE_NORMALIZED_NAME_INFORMATION => {
@@ -262,19 +262,16 @@ fn file_info(
     fit(size, start, limit, w)
 }
 
-/// FileAlternateNameInformation (MS-FSCC 2.4.5): an 8.3 name is its own; a share with short
-/// names gives any other its mangled one, and without them it has none
-/// (STATUS_OBJECT_NAME_NOT_FOUND, as Windows answers on a volume without 8.3 names).
-fn alternate_name(open: &Open, name: &str) -> Result<String, NtStatus> {
-    // The share's root has no name to shorten.
+/// FileAlternateNameInformation (MS-FSCC 2.4.5): an 8.3 name is its own, any other answers
+/// its mangled name, also on a share without short names. MS-FSA 2.1.5.11.4 has a link
+/// without a short name answer STATUS_OBJECT_NAME_NOT_FOUND, but smbclient's `allinfo` then
+/// shows nothing at all and smbtorture's smb2.getinfo expects success; Samba answers the
+/// mangled name whatever its `mangled names`, and so does smb3d. The share's root has no name.
+fn alternate_name(name: &str) -> Result<String, NtStatus> {
     if name.is_empty() {
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
-    match shortname::short_name(name) {
-        None => Ok(name.to_owned()),
-        Some(short) if open.share.short_names => Ok(short.as_str().to_owned()),
-        Some(_) => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
-    }
+    Ok(shortname::short_name(name).map_or_else(|| name.to_owned(), |s| s.as_str().to_owned()))
 }
 
 /// The access the open must have been granted to query a class.
