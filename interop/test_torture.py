@@ -41,6 +41,21 @@ def test_session_suites_with_signing_required(tmp_path, suite):
         stop(server)
 
 
+@pytest.mark.parametrize("suite", ["smb2.getinfo", "smb2.dir"])
+def test_suites_on_a_share_with_short_names(tmp_path, suite):
+    """The suites that query short names against a share with `short_names`, where listings
+    carry them too."""
+    share = str(tmp_path / "share")
+    server = start_smb3d(tmp_path, shares={"share": {"path": share, "short_names": True}})
+    try:
+        results, output = run_suite(server, suite)
+        problems = judge(results, KNOWNFAIL)
+        assert not problems, "\n".join(problems) + "\n" + sections_of(output, problems) + \
+            "\n--- smbtorture ---\n" + output[-6000:] + "\n--- server log ---\n" + server.log_tail()
+    finally:
+        stop(server)
+
+
 def test_local_posix_locks(shared_smb3d):
     """smb2.samba3misc.localposixlock1: a local process's fcntl lock on the shared file refuses
     an SMB lock at once, and a blocking one waits until the process lets go (`posix_locking`,

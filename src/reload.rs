@@ -128,6 +128,7 @@ pub fn build_share(
         sync_metadata: share.sync_metadata,
         continuous_availability: share.continuous_availability,
         snapshots: share.snapshots.is_some(),
+        short_names: share.short_names,
         presentation: Presentation::new(
             share.hide_dot_files,
             &share.hide_files,

@@ -606,6 +606,12 @@ pub struct ShareConfig {
     /// bind mounts or btrfs subvolume snapshots), served read-only; none when absent.
     #[serde(default)]
     pub snapshots: Option<SnapshotSource>,
+    /// Every long name that is not a valid 8.3 name gets a short one (MS-FSCC 2.1.5.2.1),
+    /// derived from the long name alone, shown in listings and FileAlternateNameInformation
+    /// and accepted in paths (Samba's `mangled names = yes`). Off, as on Windows volumes
+    /// made today, files have no short names.
+    #[serde(default)]
+    pub short_names: bool,
 }
 
 /// How a share's snapshots are made (`snapshots`); both are read from the same layout.
@@ -688,6 +694,7 @@ impl ShareConfig {
             create_home_mode: DEFAULT_HOME_MODE,
             testing_fault_injection: Vec::new(),
             snapshots: None,
+            short_names: false,
         }
     }
 }

@@ -170,6 +170,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     if share.inherit_acls {
         let _ = writeln!(out, "inherit_acls = true");
     }
+    if share.short_names {
+        let _ = writeln!(out, "short_names = true");
+    }
     if share.inherit_owner != InheritOwner::No {
         let _ = writeln!(out, "inherit_owner = \"{}\"", share.inherit_owner.as_str());
     }

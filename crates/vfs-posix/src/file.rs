@@ -167,6 +167,8 @@ mod xattrat {
 
     /// The system call's number, the same on every architecture.
     const SYS_GETXATTRAT: libc::c_long = 464;
+    /// listxattrat(2), from the same kernel release.
+    const SYS_LISTXATTRAT: libc::c_long = 465;
 
     /// Whether the kernel lacked the call when first asked (a fact of the running kernel).
     static MISSING: AtomicBool = AtomicBool::new(false);
@@ -204,6 +206,55 @@ mod xattrat {
             return None;
         }
         Some(result)
+    }
+
+    /// The names of the xattrs of the entry `name` of `dir`, not following a symlink, as the
+    /// kernel lists them (NUL-separated); `None` when the kernel has no listxattrat (added
+    /// with getxattrat), for the caller's fallback.
+    pub(super) fn list(
+        creds: Creds<'_>,
+        dir: BorrowedFd<'_>,
+        name: &str,
+    ) -> Option<io::Result<Vec<u8>>> {
+        if MISSING.load(Ordering::Relaxed) {
+            return None;
+        }
+        let result = name.into_with_c_str(|name| {
+            super::read_sized(
+                || call_list(creds, dir, name, &mut []),
+                |buf| call_list(creds, dir, name, buf),
+            )
+        });
+        if result == Err(Errno::NOSYS) {
+            MISSING.store(true, Ordering::Relaxed);
+            return None;
+        }
+        Some(result)
+    }
+
+    #[allow(unsafe_code)]
+    fn call_list(
+        _: Creds<'_>,
+        dir: BorrowedFd<'_>,
+        name: &CStr,
+        buf: &mut [u8],
+    ) -> io::Result<usize> {
+        // SAFETY: the name is NUL-terminated and lives for the call; the kernel writes at most
+        // `buf.len()` bytes at `buf` and keeps no pointer after returning.
+        let result = unsafe {
+            libc::syscall(
+                SYS_LISTXATTRAT,
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        if result < 0 {
+            return Err(Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO));
+        }
+        usize::try_from(result).map_err(|_| Errno::IO)
     }
 
     #[allow(unsafe_code)]
@@ -659,6 +710,23 @@ impl VfsFile for PosixFile {
         }
     }
 
+    fn list_child_xattr(&self, name: &str) -> VfsResult<Vec<String>> {
+        validate_name(name)?;
+        self.check_directory()?;
+        let names = settled(|creds| match xattrat::list(creds, self.fd.as_fd(), name) {
+            Some(names) => names,
+            None => {
+                let path = format!("{}/{name}", self.proc_path());
+                read_sized(
+                    || sys::llistxattr_query(creds, &path),
+                    |buf| sys::llistxattr(creds, &path, buf),
+                )
+            }
+        })
+        .map_err(map_errno)?;
+        Ok(split_xattr_names(&names))
+    }
+
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
         validate_name_of_xattr(name)?;
         validate_xattr_value(value)?;
@@ -763,13 +831,18 @@ impl VfsFile for PosixFile {
 
     fn list_xattr(&self) -> VfsResult<Vec<String>> {
         let names = settled(|creds| self.xattr_names(creds)).map_err(map_errno)?;
-        Ok(names
-            .split(|&byte| byte == 0)
-            .filter(|name| !name.is_empty())
-            .filter_map(|name| std::str::from_utf8(name).ok())
-            .map(str::to_owned)
-            .collect())
+        Ok(split_xattr_names(&names))
     }
+}
+
+/// The names of a list from the kernel (NUL-separated); names that are not UTF-8 are skipped.
+fn split_xattr_names(names: &[u8]) -> Vec<String> {
+    names
+        .split(|&byte| byte == 0)
+        .filter(|name| !name.is_empty())
+        .filter_map(|name| std::str::from_utf8(name).ok())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Xattr names this back end handles: those every back end stores, and the POSIX ACLs, which

@@ -570,6 +570,39 @@ impl Vfs for PosixVfs {
         })
     }
 
+    fn open_link(&self, path: &VfsPath) -> VfsResult<Option<Opened>> {
+        settled(|creds| {
+            retry_caseless(
+                self.names.case,
+                path,
+                &mut (),
+                |(), path| {
+                    let fd = self
+                        .root
+                        .open(creds, path, OFlags::PATH | OFlags::NOFOLLOW, Mode::empty())
+                        .map_err(|errno| self.classify(creds, path, errno))?;
+                    let stat = statx_fd(&fd).map_err(map_errno)?;
+                    if stat.file_type != FileType::Symlink {
+                        return Ok(None);
+                    }
+                    let file = PosixFile::new(
+                        fd,
+                        Access::MetadataOnly,
+                        FileType::Symlink,
+                        true,
+                        self.names.clone(),
+                    );
+                    Ok(Some(Opened {
+                        file: Box::new(file),
+                        created: false,
+                        stat: Some(stat),
+                    }))
+                },
+                |(), path| self.real_path(creds, path),
+            )
+        })
+    }
+
     fn unlink(&self, path: &VfsPath) -> VfsResult<()> {
         settled(|creds| {
             retry_caseless(

@@ -145,6 +145,8 @@ impl Root {
         mode: Mode,
     ) -> io::Result<OwnedFd> {
         let exclusive_create = flags.contains(OFlags::CREATE | OFlags::EXCL);
+        // The caller's O_NOFOLLOW keeps a symlink in the last component from being followed.
+        let follow_last = !flags.contains(OFlags::NOFOLLOW) && !exclusive_create;
         let mut chain: Vec<OwnedFd> = Vec::new();
         if pending.is_empty() {
             pending.push(Cow::Borrowed(b"."));
@@ -185,12 +187,12 @@ impl Root {
                 continue;
             }
             match sys::openat(creds, dir, name, flags | OFlags::NOFOLLOW, mode) {
-                Ok(fd) if flags.contains(OFlags::PATH) && is_symlink(&fd)? => {
+                Ok(fd) if follow_last && flags.contains(OFlags::PATH) && is_symlink(&fd)? => {
                     let target = sys::readlinkat(creds, &fd, "", Vec::new())?.into_bytes();
                     splice(&mut pending, target, &mut links)?;
                 }
                 Ok(fd) => return Ok(fd),
-                Err(error @ (Errno::NOTDIR | Errno::LOOP)) if !exclusive_create => {
+                Err(error @ (Errno::NOTDIR | Errno::LOOP)) if follow_last => {
                     let target = read_link(creds, dir, name, error)?;
                     splice(&mut pending, target, &mut links)?;
                 }

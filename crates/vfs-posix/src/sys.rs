@@ -235,6 +235,16 @@ pub fn listxattr(_: Creds<'_>, path: impl Arg, list: &mut [u8]) -> io::Result<us
     rustix::fs::listxattr(path, list)
 }
 
+/// `llistxattr`: the list of a symlink itself, not of what it points to.
+pub fn llistxattr(_: Creds<'_>, path: impl Arg, list: &mut [u8]) -> io::Result<usize> {
+    rustix::fs::llistxattr(path, list)
+}
+
+/// `llistxattr` of a null buffer: the list's size.
+pub fn llistxattr_query(_: Creds<'_>, path: impl Arg) -> io::Result<usize> {
+    rustix::fs::llistxattr_query(path)
+}
+
 /// `listxattr` of a null buffer: the list's size.
 pub fn listxattr_query(_: Creds<'_>, path: impl Arg) -> io::Result<usize> {
     rustix::fs::listxattr_query(path)

@@ -53,7 +53,7 @@ macro_rules! conformance_tests {
             symlinks_inside_the_share, symlinks_leaving_the_share, dangling_symlinks,
             symlink_targets_resolve_through_what_exists, create_modes, modes_and_ownership, fs_stat, removed_directory_handles, copy_range,
             copy_range_within_one_file, clone_range, punch_hole_and_allocated_ranges,
-            read_link,
+            read_link, links_open_as_themselves,
         );
     };
     (@each $make:expr; $($test:ident),* $(,)?) => {
@@ -748,6 +748,12 @@ pub fn xattrs(vfs: &dyn Vfs) {
         error(file.get_child_xattr("f", "user.DOSATTRIB")),
         VfsError::NotADirectory
     );
+    assert_eq!(
+        user(root.list_child_xattr("f").unwrap()),
+        ["user.DOSATTRIB", "user.big", "user.empty"]
+    );
+    assert_eq!(error(root.list_child_xattr("absent")), VfsError::NotFound);
+    assert_eq!(error(file.list_child_xattr("f")), VfsError::NotADirectory);
     let other = open_file(vfs, "f", Access::ReadWrite);
     assert_eq!(other.get_xattr("user.DOSATTRIB").unwrap().unwrap(), b"new");
     other.remove_xattr("user.empty").unwrap();
@@ -1277,6 +1283,42 @@ pub fn symlinks_leaving_the_share(vfs: &dyn Vfs) {
 }
 
 /// Dangling symlinks: missing when followed, taken when creating, never created through.
+/// `open_link` opens a symlink itself wherever it points (inside, outside, nowhere), never
+/// what it points to, and only symlinks; the link can then be unlinked without its target.
+pub fn links_open_as_themselves(vfs: &dyn Vfs) {
+    mkdir(vfs, "d");
+    write_file(vfs, "d/file", b"keep");
+    vfs.symlink("file", &path("d/inside")).unwrap();
+    vfs.symlink("../../outside", &path("d/out")).unwrap();
+    vfs.symlink("/etc/passwd", &path("absolute")).unwrap();
+    vfs.symlink("missing", &path("dangling")).unwrap();
+    vfs.symlink("../outside", &path("escape")).unwrap();
+    for link in ["d/inside", "d/out", "absolute", "dangling"] {
+        let opened = vfs.open_link(&path(link)).unwrap().expect(link);
+        let stat = opened.file.stat().unwrap();
+        assert_eq!(stat.file_type, FileType::Symlink, "{link}");
+        assert!(opened.file.read_at(&mut [0; 4], 0).is_err(), "{link}");
+        assert!(opened.file.write_at(b"gone", 0).is_err(), "{link}");
+        assert!(opened.file.set_len(0).is_err(), "{link}");
+        drop(opened);
+        vfs.unlink(&path(link)).unwrap();
+        assert_eq!(
+            vfs.read_link(&path(link)).map(|_| ()).err(),
+            Some(VfsError::NotFound),
+            "{link}"
+        );
+    }
+    assert_eq!(read_file(vfs, "d/file"), b"keep");
+    assert!(vfs.open_link(&path("d/file")).unwrap().is_none());
+    assert!(vfs.open_link(&path("d")).unwrap().is_none());
+    assert_eq!(error(vfs.open_link(&path("nothing"))), VfsError::NotFound);
+    // The directories before the last component are followed only within the share.
+    assert_eq!(
+        error(vfs.open_link(&path("escape/x"))),
+        VfsError::OutsideShare
+    );
+}
+
 pub fn dangling_symlinks(vfs: &dyn Vfs) {
     vfs.symlink("missing", &path("dangling")).unwrap();
     vfs.symlink("nodir/missing", &path("deep-dangling"))

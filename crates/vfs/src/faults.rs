@@ -283,6 +283,18 @@ impl Vfs for FaultVfs {
         })
     }
 
+    fn open_link(&self, path: &VfsPath) -> VfsResult<Option<Opened>> {
+        self.plan.check(FaultOp::Open, &[path.as_str()], None)?;
+        Ok(self.inner.open_link(path)?.map(|opened| Opened {
+            file: Box::new(FaultFile {
+                inner: opened.file,
+                path: path.as_str().to_owned(),
+                plan: self.plan.clone(),
+            }),
+            ..opened
+        }))
+    }
+
     fn stat(&self, path: &VfsPath) -> VfsResult<FileStat> {
         self.plan.check(FaultOp::Stat, &[path.as_str()], None)?;
         self.inner.stat(path)
@@ -495,6 +507,12 @@ impl VfsFile for FaultFile {
         self.plan
             .check(FaultOp::GetXattr, &[&self.child(name)], Some(xattr))?;
         self.inner.get_child_xattr(name, xattr)
+    }
+
+    fn list_child_xattr(&self, name: &str) -> VfsResult<Vec<String>> {
+        self.plan
+            .check(FaultOp::GetXattr, &[&self.child(name)], None)?;
+        self.inner.list_child_xattr(name)
     }
 
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {

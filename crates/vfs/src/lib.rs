@@ -113,6 +113,13 @@ pub trait Vfs: Send + Sync {
     /// Metadata of the object at `path`, following symlinks (within the share only).
     fn stat(&self, path: &VfsPath) -> VfsResult<FileStat>;
 
+    /// Opens the symlink `path` itself, for metadata only, without following it: the reparse
+    /// point an open with FILE_OPEN_REPARSE_POINT names (MS-FSA 2.1.5.1). The directories
+    /// leading to it resolve as in any path; only the last component is not followed, so a
+    /// link that dangles or leads out of the share opens too, and nothing it points to is
+    /// reached through the handle. `None` when `path` is no symlink.
+    fn open_link(&self, path: &VfsPath) -> VfsResult<Option<Opened>>;
+
     /// Removes a file, symlink or empty directory; never follows the last component. The root
     /// is `Busy`.
     fn unlink(&self, path: &VfsPath) -> VfsResult<()>;
@@ -303,6 +310,10 @@ pub trait VfsFile: Send + Sync {
     /// An xattr of the entry `name` of this directory, not following a symlink: directory
     /// listings read per-file metadata this way without opening each file.
     fn get_child_xattr(&self, name: &str, xattr: &str) -> VfsResult<Option<Vec<u8>>>;
+
+    /// The names of the xattrs of the entry `name` of this directory, not following a
+    /// symlink: listings learn from one call which per-file metadata there is to read.
+    fn list_child_xattr(&self, name: &str) -> VfsResult<Vec<String>>;
 
     /// Sets an extended attribute, creating or replacing it.
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()>;

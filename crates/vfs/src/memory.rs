@@ -234,6 +234,31 @@ impl Vfs for MemoryVfs {
         })
     }
 
+    fn open_link(&self, path: &VfsPath) -> VfsResult<Option<Opened>> {
+        let mut state = self.lock();
+        let ino = retry_caseless(
+            self.case,
+            path,
+            &mut *state,
+            |state, path| {
+                let (parent, name) = path.parent_and_name().ok_or(VfsError::Busy)?;
+                let dir = state.parent_directory(&parent)?;
+                let child = *state.entries(dir)?.get(name).ok_or(VfsError::NotFound)?;
+                Ok(matches!(state.node(child)?.body, Body::Symlink(_)).then_some(child))
+            },
+            |state, path| state.real_path(path),
+        )?;
+        let Some(ino) = ino else {
+            return Ok(None);
+        };
+        state.nodes.get_mut(&ino).ok_or(INCONSISTENT)?.opens += 1;
+        Ok(Some(Opened {
+            file: Box::new(self.handle(ino, Access::MetadataOnly, false)),
+            created: false,
+            stat: None,
+        }))
+    }
+
     fn stat(&self, path: &VfsPath) -> VfsResult<FileStat> {
         let mut state = self.lock();
         retry_caseless(
@@ -1131,6 +1156,14 @@ impl VfsFile for MemoryFile {
         self.directory(|state, entries| {
             let ino = *entries.get(name).ok_or(VfsError::NotFound)?;
             Ok(state.node(ino)?.xattrs.get(xattr).cloned())
+        })
+    }
+
+    fn list_child_xattr(&self, name: &str) -> VfsResult<Vec<String>> {
+        validate_name(name)?;
+        self.directory(|state, entries| {
+            let ino = *entries.get(name).ok_or(VfsError::NotFound)?;
+            Ok(state.node(ino)?.xattrs.keys().cloned().collect())
         })
     }
 

@@ -140,6 +140,8 @@ struct ShareParams {
     veto_oplock_files: Option<Vec<String>>,
     posix_locking: Option<bool>,
     kernel_oplocks: Option<bool>,
+    /// `mangled names = yes`: 8.3 names for every long name.
+    short_names: Option<bool>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
     /// `vfs objects` names acl_xattr: new files inherit the ACL synthesized for a parent
@@ -786,6 +788,17 @@ impl Converter {
                 out.delete_veto_files = self.bool_param(section, p).or(out.delete_veto_files);
             }
             "oplocks" => out.oplocks = self.bool_param(section, p).or(out.oplocks),
+            "manglednames" => match p.value.trim().to_ascii_lowercase().as_str() {
+                "illegal" => {
+                    out.short_names = Some(false);
+                    self.warn_value(
+                        section,
+                        p,
+                        "smb3d has no short names for just the names with characters Windows                          cannot use; short_names stays off (true gives every long name one)",
+                    );
+                }
+                _ => out.short_names = self.bool_param(section, p).or(out.short_names),
+            },
             "vetooplockfiles" => out.veto_oplock_files = Some(self.hide_files(section, p)),
             "posixlocking" => out.posix_locking = self.bool_param(section, p).or(out.posix_locking),
             "kernelsharemodes" => {
@@ -1178,6 +1191,7 @@ impl Converter {
         share.veto_oplock_files = params.veto_oplock_files.unwrap_or_default();
         share.posix_locking = params.posix_locking.unwrap_or(true);
         share.kernel_oplocks = params.kernel_oplocks.unwrap_or(false);
+        share.short_names = params.short_names.unwrap_or(false);
         apply_recycle(&mut share, params.recycle);
         apply_fruit(&mut share, params.fruit);
         share.snapshots = (params.shadow.on == Some(true) && !params.shadow.other_layout)
@@ -1559,6 +1573,29 @@ mod tests {
         assert!(back.share("db").unwrap().posix_locking);
         let plain = convert_text("[s]\npath = /srv/s\n");
         assert!(plain.config.share("s").unwrap().posix_locking);
+    }
+
+    #[test]
+    fn mangled_names_map_to_short_names() {
+        let i = convert_text(
+            "[global]\nmangled names = yes\n\
+             [a]\npath = /srv/a\n\
+             [b]\npath = /srv/b\nmangled names = no\n\
+             [c]\npath = /srv/c\nmangled names = illegal\n",
+        );
+        let warnings = messages(&i);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("mangled names = illegal"),
+            "{warnings:?}"
+        );
+        let back = crate::Config::parse(Path::new("i.toml"), &i.config.to_toml()).unwrap();
+        assert!(back.share("a").unwrap().short_names);
+        assert!(!back.share("b").unwrap().short_names);
+        assert!(!back.share("c").unwrap().short_names);
+        let plain = convert_text("[s]\npath = /srv/s\n");
+        assert!(messages(&plain).is_empty());
+        assert!(!plain.config.share("s").unwrap().short_names);
     }
 
     #[test]

@@ -106,6 +106,21 @@ pub(crate) fn size(eas: &[(String, Vec<u8>)]) -> u32 {
     u32::try_from(total).unwrap_or(u32::MAX)
 }
 
+/// EaSize of the entry `name` of the directory `dir`, whose xattrs a listing has just listed
+/// as `xattrs`: only the EAs among them are read. A file without EAs costs nothing more.
+pub(crate) fn child_size(dir: &dyn VfsFile, name: &str, xattrs: &[String]) -> u32 {
+    let eas: Vec<(String, Vec<u8>)> = xattrs
+        .iter()
+        .filter(|xattr| !is_private(xattr))
+        .filter_map(|xattr| {
+            let ea = xattr.strip_prefix(XATTR_PREFIX)?;
+            let value = dir.get_child_xattr(name, xattr).ok()??;
+            Some((ea.to_owned(), value))
+        })
+        .collect();
+    size(&eas)
+}
+
 /// The xattr holding EA `name` (valid names are ASCII, so this is lossless).
 fn xattr_name(name: &[u8]) -> String {
     format!("{XATTR_PREFIX}{}", String::from_utf8_lossy(name))

@@ -96,6 +96,10 @@ impl Meta {
         if self.is_directory() {
             attrs |= FileAttributes::DIRECTORY;
         }
+        // Only an open of the link itself (FILE_OPEN_REPARSE_POINT) sees the symlink.
+        if self.stat.file_type == FileType::Symlink {
+            attrs |= FileAttributes::REPARSE_POINT;
+        }
         if attrs.is_empty() {
             FileAttributes::NORMAL
         } else {

@@ -275,6 +275,10 @@ impl VfsFile for StreamFile {
         Err(VfsError::NotADirectory)
     }
 
+    fn list_child_xattr(&self, _name: &str) -> VfsResult<Vec<String>> {
+        Err(VfsError::NotADirectory)
+    }
+
     fn set_xattr(&self, name: &str, value: &[u8]) -> VfsResult<()> {
         self.0.base.set_xattr(name, value)
     }

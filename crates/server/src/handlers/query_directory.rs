@@ -2,6 +2,7 @@
 //! enumeration (one getdents pass), names are matched before anything is stat'ed, and only
 //! matching entries cost a statx.
 
+use smb3d_dtyp::samba::XATTR_DOSATTRIB_NAME;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_fscc::{
     DirEntry, DirListEncoder, Expression, FileAttributes, FileInformationClass,
@@ -13,7 +14,9 @@ use smb3d_smb2::query_directory::{
 use smb3d_vfs::{self as vfs, FileType, VfsError};
 use smb3d_wire::Writer;
 
+use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
+use crate::fs::shortname;
 use crate::handlers::{check_credit_charge, lookup_open};
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
@@ -122,13 +125,21 @@ fn start_enumeration(open: &Open, cursor: &mut DirCursor, pattern: String) -> Re
     } else if pattern == "." || pattern == ".." {
         vec![dot_entry(&pattern)]
     } else {
-        // One name: found case-insensitively and listed with its real spelling.
-        match open.file.lookup_child(&pattern) {
-            Ok(Some((name, stat))) => vec![vfs::DirEntry {
+        // One name: found case-insensitively and listed with its real spelling, or by the
+        // short name of an entry (MS-FSA 2.1.5.6.3).
+        let found = match open.file.lookup_child(&pattern) {
+            Ok(Some((name, stat))) => Ok(Some(vfs::DirEntry {
                 name,
                 ino: stat.ino,
                 file_type: stat.file_type,
-            }],
+            })),
+            Ok(None) if open.share.short_names => {
+                shortname::find_child(open.file.as_ref(), &pattern)
+            }
+            other => other.map(|_| None),
+        };
+        match found {
+            Ok(Some(entry)) => vec![entry],
             Ok(None) | Err(VfsError::NotFound | VfsError::InvalidName | VfsError::NameTooLong) => {
                 Vec::new()
             }
@@ -170,16 +181,26 @@ fn fill(
 ) -> Result<NtStatus, NtStatus> {
     let mut encoder = DirListEncoder::new(class, w, limit).map_err(|e| e.status())?;
     let expression = Expression::new(cursor.pattern.as_deref().unwrap_or("*"), true);
+    let short_names = open.share.short_names;
     let needs_stat = class != FileInformationClass::FILE_NAMES_INFORMATION;
+    let with_ea_size = needs_stat && class != FileInformationClass::FILE_DIRECTORY_INFORMATION;
     while let Some(entry) = cursor.entries.get(cursor.next) {
-        if !expression.matches(&entry.name) {
+        let short = if short_names {
+            shortname::short_name(&entry.name)
+        } else {
+            None
+        };
+        // A pattern matches the long name or the short one (MS-FSA 2.1.5.6.3).
+        if !expression.matches(&entry.name)
+            && !short.is_some_and(|s| expression.matches(s.as_str()))
+        {
             cursor.next += 1;
             continue;
         }
         let listed = if needs_stat {
-            match entry_meta(open, entry) {
+            match entry_meta(open, entry, with_ea_size) {
                 // Files with delete pending are gone as far as listings go.
-                Some(meta)
+                Some((meta, _))
                     if files.is_delete_pending(FileKey {
                         dev: meta.stat.dev,
                         ino: meta.stat.ino,
@@ -189,8 +210,10 @@ fn fill(
                     cursor.next += 1;
                     continue;
                 }
-                Some(meta) => {
+                Some((meta, ea_size)) => {
                     let mut listed = listing(&meta, &entry.name);
+                    listed.ea_size = ea_size;
+                    listed.short_name = short.as_ref().map_or("", |s| s.as_str());
                     if listed
                         .file_attributes
                         .contains(FileAttributes::REPARSE_POINT)
@@ -209,7 +232,7 @@ fn fill(
             }
         } else {
             if let Some(visible) = visible
-                && !entry_meta(open, entry).is_some_and(|meta| visible(entry, &meta))
+                && !entry_meta(open, entry, false).is_some_and(|(meta, _)| visible(entry, &meta))
             {
                 cursor.next += 1;
                 continue;
@@ -261,25 +284,52 @@ fn listing<'a>(meta: &Meta, name: &'a str) -> DirEntry<'a> {
 
 /// A listed entry as clients see it: "." is the directory itself, ".." its parent (the share
 /// root is its own parent), symlinks are followed within the share. A regular entry costs a
-/// statx and a getxattr, never an open.
-fn entry_meta(open: &Open, entry: &vfs::DirEntry) -> Option<Meta> {
+/// statx and a getxattr, never an open. With `with_ea_size` it comes with the entry's EaSize
+/// (MS-FSCC 2.4.12, as FileEaInformation reports it; 0 for a symlink's target and for ".."):
+/// its xattrs are listed instead of the DOS attributes being asked for, which that list says
+/// whether to read, so a file without EAs still costs a statx and two xattr calls at most.
+fn entry_meta(open: &Open, entry: &vfs::DirEntry, with_ea_size: bool) -> Option<(Meta, u32)> {
     let shown = &open.share.presentation;
+    let dir = open.file.as_ref();
     match entry.name.as_str() {
-        "." => fileinfo::load(open.file.as_ref(), ".", shown).ok(),
+        "." => {
+            let meta = fileinfo::load(dir, ".", shown).ok()?;
+            let ea_size = if with_ea_size {
+                eas::read(dir).map_or(0, |eas| eas::size(&eas))
+            } else {
+                0
+            };
+            Some((meta, ea_size))
+        }
         ".." => {
             let path = open.path();
             let parent = path.parent_and_name().map(|(p, _)| p).unwrap_or(path);
-            Some(Meta::new(open.vfs.stat(&parent).ok()?, None, "..", shown))
+            Some((
+                Meta::new(open.vfs.stat(&parent).ok()?, None, "..", shown),
+                0,
+            ))
         }
         name => {
             let stat = open.file.stat_child(name).ok()?;
             if stat.file_type == FileType::Symlink {
                 let target = open.vfs.stat(&open.path().join(name).ok()?).ok()?;
-                Some(Meta::new(target, None, name, shown))
-            } else {
-                let dos = fileinfo::load_child_dos(open.file.as_ref(), name);
-                Some(Meta::new(stat, dos, name, shown))
+                return Some((Meta::new(target, None, name, shown), 0));
             }
+            let xattrs = with_ea_size
+                .then(|| dir.list_child_xattr(name).ok())
+                .flatten();
+            let (dos, ea_size) = match xattrs {
+                Some(xattrs) => (
+                    xattrs
+                        .iter()
+                        .any(|xattr| xattr == XATTR_DOSATTRIB_NAME)
+                        .then(|| fileinfo::load_child_dos(dir, name))
+                        .flatten(),
+                    eas::child_size(dir, name, &xattrs),
+                ),
+                None => (fileinfo::load_child_dos(dir, name), 0),
+            };
+            Some((Meta::new(stat, dos, name, shown), ea_size))
         }
     }
 }

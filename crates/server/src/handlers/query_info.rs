@@ -25,6 +25,7 @@ use crate::clock::Clock;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::quota;
+use crate::fs::shortname;
 use crate::fs::streams;
 use crate::fs::time_machine;
 use crate::handlers::{check_credit_charge, lookup_open};
@@ -223,7 +224,9 @@ fn file_info(
         FileInformationClass::FILE_NETWORK_OPEN_INFORMATION => meta.network_open().encode(w),
         FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => FileAttributeTagInformation {
             file_attributes: meta.attributes(),
-            reparse_tag: if meta.attributes().contains(FileAttributes::REPARSE_POINT) {
+            reparse_tag: if stat.file_type == smb3d_vfs::FileType::Symlink {
+                smb3d_fscc::ReparseTag::SYMLINK.0
+            } else if meta.attributes().contains(FileAttributes::REPARSE_POINT) {
                 fileinfo::stored_tag(open.file.as_ref())
             } else {
                 0
@@ -241,7 +244,7 @@ fn file_info(
         FileInformationClass::FILE_ID_INFORMATION => id_information(stat).encode(w),
         FileInformationClass::FILE_STREAM_INFORMATION => stream_info(open, stat, w)?,
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
-            file_name: crate::fs::shortname::short_name(name),
+            file_name: alternate_name(name)?,
         }
         .encode(w),
         FileInformationClass::FILE_NORMALIZED_NAME_INFORMATION => {
@@ -257,6 +260,18 @@ fn file_info(
         _ => return Err(NtStatus::INVALID_INFO_CLASS),
     }
     fit(size, start, limit, w)
+}
+
+/// FileAlternateNameInformation (MS-FSCC 2.4.5): an 8.3 name is its own, any other answers
+/// its mangled name, also on a share without short names. MS-FSA 2.1.5.11.4 has a link
+/// without a short name answer STATUS_OBJECT_NAME_NOT_FOUND, but smbclient's `allinfo` then
+/// shows nothing at all and smbtorture's smb2.getinfo expects success; Samba answers the
+/// mangled name whatever its `mangled names`, and so does smb3d. The share's root has no name.
+fn alternate_name(name: &str) -> Result<String, NtStatus> {
+    if name.is_empty() {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    Ok(shortname::short_name(name).map_or_else(|| name.to_owned(), |s| s.as_str().to_owned()))
 }
 
 /// The access the open must have been granted to query a class.

@@ -94,6 +94,8 @@ pub struct Share {
     pub access_based_share_enum: bool,
     /// Log opens, renames and deletes at the `audit` target.
     pub audit: bool,
+    /// Long names that are not 8.3 names have a short one ([`crate::fs::shortname`]).
+    pub short_names: bool,
     /// Writes and end-of-file changes allocate the space they add (see [`crate::state::allocation`]).
     pub strict_allocate: bool,
     /// Creates, renames and deletes are durable before the reply (the parent directory is
@@ -219,6 +221,7 @@ impl Share {
             sync_metadata: false,
             continuous_availability: false,
             snapshots: false,
+            short_names: false,
             presentation: Presentation::default(),
             invalid_users: Vec::new(),
             admin_users: Vec::new(),
@@ -265,6 +268,7 @@ impl Share {
             sync_metadata: false,
             continuous_availability: false,
             snapshots: false,
+            short_names: false,
             presentation: Presentation::default(),
             invalid_users: Vec::new(),
             admin_users: Vec::new(),

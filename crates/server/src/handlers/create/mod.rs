@@ -26,7 +26,7 @@ use smb3d_smb2::create::{
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::snapshot::GmtToken;
-use smb3d_vfs::{Disposition, Kind, OpenRequest, Vfs, VfsFile, VfsPath};
+use smb3d_vfs::{Disposition, Kind, OpenRequest, Opened, Vfs, VfsFile, VfsPath};
 use smb3d_wire::FileTime;
 
 use crate::blocking::as_user;
@@ -35,6 +35,7 @@ use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::fs::names::{SmbPath, parse_path};
 use crate::fs::path_status;
 use crate::fs::quota;
+use crate::fs::shortname;
 use crate::fs::snapshots;
 use crate::fs::streams::{self, Stream, StreamFile};
 use crate::identity::Identity;
@@ -203,6 +204,18 @@ impl Target {
             return Err(status);
         }
         let snapshot = snapshot_of(req, &tree.share, &mut path.components)?;
+        // Components that are short names (of the share's tree, not of a snapshot's) become
+        // the names they stand for.
+        if tree.share.short_names
+            && snapshot.is_none()
+            && path.components.iter().any(|c| shortname::looks_mangled(c))
+        {
+            let identity = cx.identity()?;
+            as_user(vfs, &identity, tree.share.metadata_wait(), || {
+                shortname::resolve(vfs, &mut path.components);
+                Ok(())
+            })?;
+        }
         match VfsPath::from_components(path.components.iter()) {
             Ok(vfs_path) => Ok(Self {
                 path,
@@ -460,7 +473,10 @@ impl Creation<'_> {
         let vfs = self.vfs.as_ref();
         let path = &self.target.vfs_path;
         let intent = &self.plan.intent;
-        let opened = open_widest(vfs, path, self.open_request(), intent.desired)?;
+        let opened = match self.link_itself()? {
+            Some(opened) => opened,
+            None => open_widest(vfs, path, self.open_request(), intent.desired)?,
+        };
         let meta = fileinfo::load_with(
             opened.file.as_ref(),
             opened.stat,
@@ -531,6 +547,36 @@ impl Creation<'_> {
                 maximal: maximal.map(|m| m & self.tree.maximal_access),
             },
         })
+    }
+
+    /// With FILE_OPEN_REPARSE_POINT a symlink opens as the reparse point it stands for
+    /// (MS-SMB2 3.3.5.9, MS-FSA 2.1.5.1), never followed: one that dangles or leads out of
+    /// the share opens too, for its metadata, its reparse data and its deletion, and nothing
+    /// it points to is read, written or truncated through the open (the handle has no data).
+    /// A link cannot be overwritten in place, so those dispositions are refused. Anything
+    /// else, or a name that does not resolve, is opened as usual.
+    fn link_itself(&self) -> Result<Option<Opened>, NtStatus> {
+        if !self
+            .req
+            .create_options
+            .contains(CreateOptions::OPEN_REPARSE_POINT)
+            || self.target.path.stream.is_some()
+        {
+            return Ok(None);
+        }
+        let Ok(Some(opened)) = self.vfs.open_link(&self.target.vfs_path) else {
+            return Ok(None);
+        };
+        let intent = &self.plan.intent;
+        match intent.disposition {
+            CreateDisposition::OPEN | CreateDisposition::OPEN_IF => {}
+            CreateDisposition::CREATE => return Err(NtStatus::OBJECT_NAME_COLLISION),
+            _ => return Err(NtStatus::ACCESS_DENIED),
+        }
+        if intent.kind == Kind::Directory {
+            return Err(NtStatus::NOT_A_DIRECTORY);
+        }
+        Ok(Some(opened))
     }
 
     /// Registers the open with the file's other opens: share access, and the oplock or lease
