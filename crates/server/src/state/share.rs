@@ -117,6 +117,9 @@ pub struct Share {
     pub hosts: HostRules,
     /// What Mac clients get (`apple = true`, Samba's vfs_fruit); `None` on other shares.
     pub apple: Option<Arc<Apple>>,
+    /// Clients that negotiated the SMB3 POSIX extensions may open with POSIX semantics
+    /// (`posix = true`, Samba's `smb3 unix extensions`).
+    pub posix: bool,
 }
 
 /// A share's offer to Mac clients: what it answers their AAPL server query with, and whether
@@ -224,6 +227,7 @@ impl Share {
             admin_users: Vec::new(),
             hosts: HostRules::default(),
             apple: None,
+            posix: false,
         }
     }
 
@@ -270,6 +274,7 @@ impl Share {
             admin_users: Vec::new(),
             hosts: HostRules::default(),
             apple: None,
+            posix: false,
         }
     }
 
