@@ -10,8 +10,11 @@ use std::sync::Arc;
 use smb3d_client::ntlm::Logon;
 use smb3d_client::{ClientConfig, Connection, Error, OpenSpec, Tree};
 use smb3d_dtyp::NtStatus;
-use smb3d_fscc::posix::{FilePosixInformation, PosixCcInfo, PosixFileType, PosixMode};
+use smb3d_fscc::posix::{
+    FilePosixInformation, PosixCcInfo, PosixFileType, PosixMode, posix_dir_list,
+};
 use smb3d_server::share::Share;
+use smb3d_smb2::query_directory::QueryDirectoryFlags;
 use smb3d_smb2::query_info::InfoType;
 use smb3d_testkit::harness::{self, PASSWORD, SHARE, TestServer, USER};
 use smb3d_transport::TransportConfig;
@@ -166,6 +169,37 @@ fn a_posix_create_gets_its_mode_and_the_answer_describes_the_file() {
         assert_eq!(cc.mode.file_type, PosixFileType::Directory);
         assert_eq!(served.mode_of("d750"), Some(0o750));
         tree.close(dir.file_id).await.unwrap();
+
+        // The share root listed with SMB2_FIND_POSIX_INFORMATION.
+        let root = tree.create("", &OpenSpec::read()).await.unwrap();
+        let listing = tree
+            .query_directory(
+                root.file_id,
+                POSIX_CLASS,
+                QueryDirectoryFlags::RESTART_SCANS,
+                "*",
+                65536,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        let entries: Vec<_> = posix_dir_list(&listing).collect::<Result<_, _>>().unwrap();
+        let mode_listed = |name: &str| {
+            entries
+                .iter()
+                .find(|(_, n)| n == name)
+                .map(|(info, _)| info.cc.mode)
+        };
+        assert_eq!(
+            mode_listed("m640.txt").map(|m| (m.permissions, m.file_type)),
+            Some((0o640, PosixFileType::File))
+        );
+        assert_eq!(
+            mode_listed("d750").map(|m| (m.permissions, m.file_type)),
+            Some((0o750, PosixFileType::Directory))
+        );
+        assert!(mode_listed(".").is_some() && mode_listed("..").is_some());
+        tree.close(root.file_id).await.unwrap();
     });
 }
 
@@ -209,6 +243,18 @@ fn clients_and_shares_without_the_extensions_behave_as_before() {
             .await;
         assert_eq!(status(class_100), NtStatus::INVALID_INFO_CLASS);
         plain_client.close(open.file_id).await.unwrap();
+        let root = plain_client.create("", &OpenSpec::read()).await.unwrap();
+        let listing = plain_client
+            .query_directory(
+                root.file_id,
+                POSIX_CLASS,
+                QueryDirectoryFlags::RESTART_SCANS,
+                "*",
+                65536,
+            )
+            .await;
+        assert_eq!(status(listing), NtStatus::INVALID_INFO_CLASS);
+        plain_client.close(root.file_id).await.unwrap();
         // A POSIX client on a share without them.
         let other_share = tree(served.addr, true, "plain").await;
         let (open, answer) = other_share

@@ -13,6 +13,9 @@
 use smb3d_dtyp::Sid;
 use smb3d_wire::{DecodeError, FileTimes, Reader, Result, Writer};
 
+use crate::list::{ChainWriter, EntryIter};
+use crate::name::{read_utf16, utf16_len_u32};
+
 /// The information class of FILE_POSIX_INFORMATION (QUERY_INFO) and of
 /// SMB2_FIND_POSIX_INFORMATION (QUERY_DIRECTORY).
 pub const POSIX_INFORMATION_CLASS: u8 = 100;
@@ -191,6 +194,70 @@ impl FilePosixInformation {
 }
 whole_struct_codec!(FilePosixInformation);
 
+/// Bytes of an SMB2_FIND_POSIX_INFORMATION entry besides FILE_POSIX_INFORMATION and the name:
+/// NextEntryOffset, FileIndex (reserved) and FileNameLength.
+const DIR_ENTRY_OVERHEAD: usize = 12;
+const DIR_ALIGN: usize = 8;
+
+/// The least OutputBufferLength a POSIX listing needs: an entry with SIDs of no
+/// sub-authorities and an empty name.
+pub const DIR_ENTRY_MIN: usize = DIR_ENTRY_OVERHEAD + FilePosixInformation::FIXED_SIZE + 16;
+
+/// Appends SMB2_FIND_POSIX_INFORMATION entries (NextEntryOffset, FileIndex, the file's
+/// FILE_POSIX_INFORMATION, FileNameLength, FileName) while they fit, 8-byte aligned like every
+/// directory class.
+#[derive(Debug)]
+pub struct PosixDirListEncoder {
+    chain: ChainWriter,
+}
+
+impl PosixDirListEncoder {
+    /// Starts a listing at the writer's current position, holding at most `limit` bytes.
+    pub fn new(w: &Writer<'_>, limit: usize) -> Self {
+        Self {
+            chain: ChainWriter::new(w, limit, DIR_ALIGN),
+        }
+    }
+
+    /// Appends the entry of `name`; false, writing nothing, if it does not fit.
+    pub fn push(&mut self, w: &mut Writer<'_>, info: &FilePosixInformation, name: &str) -> bool {
+        let name_len = utf16_len_u32(name);
+        let len = (DIR_ENTRY_OVERHEAD + info.encoded_len())
+            .saturating_add(usize::try_from(name_len).unwrap_or(usize::MAX));
+        self.chain.push(w, len, |w| {
+            w.u32(0);
+            info.write(w);
+            w.u32(name_len);
+            w.utf16(name);
+        })
+    }
+
+    /// Whether no entry has been written.
+    pub fn is_empty(&self) -> bool {
+        self.chain.count() == 0
+    }
+}
+
+/// Walks a POSIX listing, checking every offset and length; yields each entry's information
+/// and name.
+pub fn posix_dir_list(buf: &[u8]) -> EntryIter<'_, (FilePosixInformation, String)> {
+    EntryIter::new(
+        buf,
+        DIR_ALIGN,
+        DIR_ENTRY_MIN,
+        "PosixDirEntry",
+        parse_dir_entry,
+    )
+}
+
+fn parse_dir_entry(entry: &[u8]) -> Result<(FilePosixInformation, String)> {
+    let mut r = Reader::new(entry);
+    r.skip(8, "NextEntryOffset, FileIndex")?;
+    let info = FilePosixInformation::read(&mut r)?;
+    let name_len = r.u32("FileNameLength")?;
+    Ok((info, read_utf16(&mut r, name_len, "FileName")?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +349,50 @@ mod tests {
         assert_eq!(bytes, expected);
         assert_eq!(info.encoded_len(), expected.len());
         assert_eq!(FilePosixInformation::decode(&bytes).unwrap(), info);
+    }
+
+    /// Two SMB2_FIND_POSIX_INFORMATION entries: the first padded to 8 bytes with its
+    /// NextEntryOffset pointing past the padding, the last with 0.
+    #[test]
+    fn directory_entries_golden() {
+        let info = FilePosixInformation {
+            times: FileTimes::default(),
+            end_of_file: 0,
+            allocation_size: 0,
+            file_attributes: 0x10,
+            inode: 7,
+            device: 1,
+            cc: PosixCcInfo {
+                mode: PosixMode::of_unix(0o040_750),
+                ..cc()
+            },
+        };
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf);
+        let mut list = PosixDirListEncoder::new(&w, 4096);
+        assert!(list.is_empty());
+        assert!(list.push(&mut w, &info, "d"));
+        assert!(list.push(&mut w, &info, "ab"));
+        // 12 + 80 + 32 + 2 = 126, padded to 128.
+        let first = 12 + 80 + 32 + 2;
+        assert_eq!(&buf[..4], &128u32.to_le_bytes());
+        assert_eq!(&buf[4..8], &[0, 0, 0, 0]);
+        assert_eq!(
+            &buf[8 + 80 - 12 + 8..8 + 80 - 12 + 12],
+            &(0x1000u32 | 0o750).to_le_bytes()
+        );
+        assert_eq!(&buf[first - 6..first], &[2, 0, 0, 0, b'd', 0]);
+        assert_eq!(&buf[first..128], &[0, 0]);
+        assert_eq!(buf.len(), 128 + 12 + 80 + 32 + 4);
+        assert_eq!(&buf[128..132], &[0, 0, 0, 0]);
+        let entries: Vec<_> = posix_dir_list(&buf).collect::<Result<_>>().unwrap();
+        assert_eq!(entries, [(info, "d".to_owned()), (info, "ab".to_owned())]);
+        // An entry that does not fit is not written.
+        let mut small = Vec::new();
+        let mut w = Writer::new(&mut small);
+        let mut list = PosixDirListEncoder::new(&w, first - 1);
+        assert!(!list.push(&mut w, &info, "d"));
+        assert!(small.is_empty());
     }
 
     #[test]
