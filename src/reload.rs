@@ -146,6 +146,7 @@ pub fn build_share(
                 time_machine_max_size: share.time_machine_max_size,
             })
         }),
+        posix: share.posix,
         ..Share::disk(name.to_owned(), vfs)
     };
     built

@@ -89,6 +89,8 @@ pub struct Negotiated {
     pub signing: smb3d_crypto::SigningAlgorithm,
     /// The cipher, if the dialect and the server offer encryption.
     pub cipher: Option<Cipher>,
+    /// The server answered SMB3_POSIX_EXTENSIONS_AVAILABLE.
+    pub posix: bool,
 }
 
 /// The keys of one session, from the client's side.

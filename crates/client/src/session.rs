@@ -54,6 +54,9 @@ pub struct ClientConfig {
     /// Wrap NTLM in SPNEGO, as Windows and smbclient do.
     pub spnego: bool,
     pub crypto: Arc<dyn CryptoProvider>,
+    /// Offer the SMB3 POSIX extensions (SMB3_POSIX_EXTENSIONS_AVAILABLE) in a 3.1.1
+    /// NEGOTIATE, as Linux's cifs.ko does when mounted with `posix`.
+    pub posix: bool,
 }
 
 impl Default for ClientConfig {
@@ -78,6 +81,7 @@ impl Default for ClientConfig {
             request_timeout: Duration::from_secs(60),
             spnego: true,
             crypto: smb3d_crypto::default_provider(),
+            posix: false,
         }
     }
 }
@@ -107,7 +111,7 @@ impl Connection {
             .and_then(|()| getrandom::fill(&mut guid))
             .map_err(|e| Error::Unsupported(format!("no randomness: {e}")))?;
         let offers_311 = config.dialects.contains(&Dialect::SMB3_1_1);
-        let contexts = if offers_311 {
+        let mut contexts = if offers_311 {
             vec![
                 NegotiateContext::PreauthIntegrity {
                     hash_algorithms: vec![HashAlgorithm::SHA512],
@@ -131,6 +135,12 @@ impl Connection {
         } else {
             Vec::new()
         };
+        if offers_311 && config.posix {
+            contexts.push(NegotiateContext::Unknown {
+                context_type: smb3d_smb2::posix::NEGOTIATE_CONTEXT_TYPE,
+                data: &smb3d_smb2::posix::TAG,
+            });
+        }
         let mut capabilities = Capabilities::LARGE_MTU;
         if !config.ciphers.is_empty() {
             capabilities.insert(Capabilities::ENCRYPTION);
@@ -290,6 +300,7 @@ fn settle(body: &NegotiateResponse<'_>, config: &ClientConfig) -> Result<Negotia
             "the server chose dialect {dialect:?}, which was not offered"
         )));
     }
+    let mut posix = false;
     let (signing, cipher) = if dialect == Dialect::SMB3_1_1 {
         let mut preauth_ok = false;
         let mut signing = SigningAlgorithm::AesCmac;
@@ -324,6 +335,14 @@ fn settle(body: &NegotiateResponse<'_>, config: &ClientConfig) -> Result<Negotia
                         }
                     }
                 }
+                NegotiateContext::Unknown { context_type, data }
+                    if *context_type == smb3d_smb2::posix::NEGOTIATE_CONTEXT_TYPE =>
+                {
+                    if !config.posix || *data != smb3d_smb2::posix::TAG {
+                        return Err(Error::protocol("POSIX extensions answered, not offered"));
+                    }
+                    posix = true;
+                }
                 _ => {}
             }
         }
@@ -351,6 +370,7 @@ fn settle(body: &NegotiateResponse<'_>, config: &ClientConfig) -> Result<Negotia
         signing_required: body.security_mode.contains(SecurityMode::SIGNING_REQUIRED),
         signing,
         cipher,
+        posix,
     })
 }
 

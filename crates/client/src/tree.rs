@@ -5,8 +5,9 @@ use std::ops::Range;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::close::{CloseFlags, CloseRequest, CloseResponse};
 use smb3d_smb2::create::{
-    CreateAction, CreateContexts, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
-    ImpersonationLevel, OplockLevel, ShareAccess,
+    CreateAction, CreateContext, CreateContexts, CreateDisposition, CreateOptions, CreateRequest,
+    CreateResponse, ImpersonationLevel, OplockLevel, RawCreateContext, ResponseContext,
+    ShareAccess,
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::flush::FlushRequest;
@@ -226,6 +227,32 @@ impl Tree {
         Open::from_response(&response)
     }
 
+    /// CREATE `name` with the SMB3 POSIX extensions' context asking for `mode` (a connection
+    /// that negotiated them, with [`crate::ClientConfig::posix`]); returns the open and the data
+    /// of the POSIX context in the response, if the server answered one.
+    pub async fn create_posix(
+        &self,
+        name: &str,
+        spec: &OpenSpec,
+        mode: u32,
+    ) -> Result<(Open, Option<Vec<u8>>)> {
+        let response = self
+            .one(|c| {
+                c.create_with_posix(name, spec, Some(mode));
+            })
+            .await?
+            .ok()?;
+        let open = Open::from_response(&response)?;
+        let body = CreateResponse::decode(response.pdu()).map_err(malformed(Command::CREATE))?;
+        let posix = body.contexts.iter().find_map(|c| match c {
+            ResponseContext::Other(raw) if raw.name == smb3d_smb2::posix::TAG => {
+                Some(raw.data.to_vec())
+            }
+            _ => None,
+        });
+        Ok((open, posix))
+    }
+
     /// CLOSE.
     pub async fn close(&self, file_id: FileId) -> Result<()> {
         let response = self
@@ -421,6 +448,28 @@ impl Compound<'_> {
 
     /// Adds a CREATE.
     pub fn create(&mut self, name: &str, spec: &OpenSpec) -> &mut Self {
+        self.create_with_posix(name, spec, None)
+    }
+
+    /// Adds a CREATE, with the SMB3 POSIX extensions' context asking for `posix_mode` if given.
+    pub fn create_with_posix(
+        &mut self,
+        name: &str,
+        spec: &OpenSpec,
+        posix_mode: Option<u32>,
+    ) -> &mut Self {
+        let mut chain = Vec::new();
+        if let Some(mode) = posix_mode {
+            let data = mode.to_le_bytes();
+            CreateContext::encode_chain(
+                &[CreateContext::Other(RawCreateContext {
+                    name: &smb3d_smb2::posix::TAG,
+                    data: &data,
+                })],
+                &mut Writer::new(&mut chain),
+            );
+        }
+        let contexts = CreateContexts::parse(&chain).unwrap_or_default();
         let mut utf16 = Vec::with_capacity(name.len() * 2);
         smb3d_wire::encode_utf16le(name, &mut utf16);
         let request = CreateRequest {
@@ -434,7 +483,7 @@ impl Compound<'_> {
             create_disposition: spec.disposition,
             create_options: spec.options,
             name: &utf16,
-            contexts: CreateContexts::default(),
+            contexts,
         };
         self.push(Command::CREATE, 1, |w| request.encode(w));
         self

@@ -584,6 +584,11 @@ pub struct ShareConfig {
     /// With `apple`: the share is a Time Machine destination (Samba's `fruit:time machine`).
     #[serde(default)]
     pub time_machine: bool,
+    /// Clients that negotiate the SMB3 POSIX extensions (Linux's cifs.ko with `posix`) may
+    /// open with POSIX semantics: modes, Unix owners, case-sensitive names, symlinks as
+    /// reparse points (Samba's `smb3 unix extensions`, off by default as there).
+    #[serde(default)]
+    pub posix: bool,
     /// With `time_machine`: the bytes its backups may take, counted in their sparse bundles'
     /// bands and reported as the volume's size (Samba's `fruit:time machine max size`); 0 for
     /// the file system's size. An integer or a string with a K, M, G or T suffix.
@@ -690,6 +695,7 @@ impl ShareConfig {
             apple_model: default_apple_model(),
             time_machine: false,
             time_machine_max_size: 0,
+            posix: false,
             create_home: false,
             create_home_mode: DEFAULT_HOME_MODE,
             testing_fault_injection: Vec::new(),
@@ -1699,6 +1705,15 @@ access_based_share_enum = true
         assert!(c.share("s").unwrap().continuous_availability);
         let e = parse("[server]\nstate_dir = \"st\"\n").unwrap_err();
         assert!(e.message.contains("state_dir"), "{e}");
+    }
+
+    /// `posix` is off unless a share turns it on, as Samba's `smb3 unix extensions`.
+    #[test]
+    fn posix_is_per_share_and_off_by_default() {
+        let c =
+            parse("[share.s]\npath = \"/s\"\n[share.p]\npath = \"/p\"\nposix = true\n").unwrap();
+        assert!(!c.share("s").unwrap().posix);
+        assert!(c.share("p").unwrap().posix);
     }
 
     #[test]

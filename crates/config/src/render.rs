@@ -232,6 +232,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "continuous_availability = {}",
         share.continuous_availability
     );
+    if share.posix {
+        let _ = writeln!(out, "posix = true");
+    }
     if share.apple {
         let _ = writeln!(out, "apple = true");
         let _ = writeln!(out, "apple_model = {}", toml_string(&share.apple_model));
@@ -397,6 +400,7 @@ sync_metadata = true
 hide_dot_files = false
 hide_files = ["*.tmp", "Thumbs.db"]
 continuous_availability = true
+posix = true
 
 [share.plain]
 path = "/srv/p"
@@ -407,6 +411,7 @@ path = "/srv/p"
         assert_eq!(again.to_toml(), rendered);
         assert!(rendered.contains("[share.\"print$\"]\n"), "{rendered}");
         assert!(rendered.contains("create_mask = 0o640\n"), "{rendered}");
+        assert!(rendered.contains("posix = true\n"), "{rendered}");
         assert!(rendered.contains("directory_mask = 0o2750\n"), "{rendered}");
         assert!(rendered.contains("create_mask = 0o744\n"), "{rendered}");
         assert!(

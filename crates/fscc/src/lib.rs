@@ -44,6 +44,7 @@ mod fsctl;
 mod list;
 mod name;
 mod notify;
+pub mod posix;
 mod quota;
 mod stream;
 mod wildcard;

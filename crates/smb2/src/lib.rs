@@ -63,6 +63,7 @@ pub mod logoff;
 pub mod negotiate;
 pub mod oplock_break;
 pub mod output;
+pub mod posix;
 pub mod query_directory;
 pub mod query_info;
 pub mod read;

@@ -142,6 +142,8 @@ struct ShareParams {
     kernel_oplocks: Option<bool>,
     /// `mangled names = yes`: 8.3 names for every long name.
     short_names: Option<bool>,
+    /// `smb3 unix extensions`: the SMB3 POSIX extensions.
+    smb3_unix_extensions: Option<bool>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
     /// `vfs objects` names acl_xattr: new files inherit the ACL synthesized for a parent
@@ -816,6 +818,9 @@ impl Converter {
             "kerneloplocks" => {
                 out.kernel_oplocks = self.bool_param(section, p).or(out.kernel_oplocks)
             }
+            "smb3unixextensions" => {
+                out.smb3_unix_extensions = self.bool_param(section, p).or(out.smb3_unix_extensions);
+            }
             _ if p.key.starts_with("fruit:") => {
                 return self.fruit_param(section, p, &mut out.fruit);
             }
@@ -1192,6 +1197,7 @@ impl Converter {
         share.posix_locking = params.posix_locking.unwrap_or(true);
         share.kernel_oplocks = params.kernel_oplocks.unwrap_or(false);
         share.short_names = params.short_names.unwrap_or(false);
+        share.posix = params.smb3_unix_extensions.unwrap_or(false);
         apply_recycle(&mut share, params.recycle);
         apply_fruit(&mut share, params.fruit);
         share.snapshots = (params.shadow.on == Some(true) && !params.shadow.other_layout)
@@ -1573,6 +1579,20 @@ mod tests {
         assert!(back.share("db").unwrap().posix_locking);
         let plain = convert_text("[s]\npath = /srv/s\n");
         assert!(plain.config.share("s").unwrap().posix_locking);
+    }
+
+    /// Samba's `smb3 unix extensions` (global in 4.17, per share later) becomes `posix`.
+    #[test]
+    fn smb3_unix_extensions_become_posix() {
+        let i = convert_text(
+            "[global]\nsmb3 unix extensions = yes\n[src]\npath = /srv/src\n\
+             [win]\npath = /srv/win\nsmb3 unix extensions = no\n",
+        );
+        assert!(i.config.share("src").unwrap().posix);
+        assert!(!i.config.share("win").unwrap().posix);
+        assert_eq!(messages(&i), Vec::<String>::new());
+        let plain = convert_text("[s]\npath = /srv/s\n");
+        assert!(!plain.config.share("s").unwrap().posix);
     }
 
     #[test]

@@ -62,6 +62,7 @@ pub(crate) fn smb1_upgrade(
             signing_algorithm: SigningAlgorithm::HmacSha256,
             cipher: None,
             preauth: None,
+            posix: false,
         });
     }
     Ok(upgraded)
@@ -118,6 +119,7 @@ fn negotiate(
     } else {
         None
     };
+    let posix = smb311.as_ref().is_some_and(|agreed| agreed.posix);
     let (cipher, signing, preauth, response_contexts) = match smb311 {
         Some(agreed) => (
             agreed.cipher,
@@ -156,6 +158,7 @@ fn negotiate(
         signing_algorithm: signing,
         cipher,
         preauth,
+        posix,
     })
 }
 
@@ -199,6 +202,8 @@ struct Agreed311<'s> {
     signing: SigningAlgorithm,
     /// Connection.PreauthIntegrityHashValue, with the request.
     preauth: PreauthHash,
+    /// The SMB3 POSIX extensions were offered and are answered.
+    posix: bool,
 }
 
 /// The 3.1.1 contexts (MS-SMB2 3.3.5.4): a new salt, the cipher and the signing algorithm.
@@ -237,6 +242,13 @@ fn negotiate_311<'s>(
         });
         signing = algorithm.1;
     }
+    let posix = choice.posix && conn.server.shares().iter().any(|share| share.posix);
+    if posix {
+        contexts.push(NegotiateContext::Unknown {
+            context_type: smb3d_smb2::posix::NEGOTIATE_CONTEXT_TYPE,
+            data: &smb3d_smb2::posix::TAG,
+        });
+    }
     let mut preauth = PreauthHash::new();
     preauth.update(pdu);
     Ok(Agreed311 {
@@ -244,6 +256,7 @@ fn negotiate_311<'s>(
         cipher,
         signing,
         preauth,
+        posix,
     })
 }
 
@@ -269,6 +282,8 @@ struct ContextChoice {
     /// The ciphers of the client's encryption context, if it sent one.
     client_ciphers: Option<Vec<Cipher>>,
     signing: Option<(WireSigning, SigningAlgorithm)>,
+    /// SMB3_POSIX_EXTENSIONS_AVAILABLE with the version this server knows.
+    posix: bool,
 }
 
 /// The 3.1.1 negotiate-context rules of MS-SMB2 3.3.5.4.
@@ -289,6 +304,7 @@ fn negotiate_contexts(contexts: &[NegotiateContext<'_>]) -> Result<ContextChoice
     let mut choice = ContextChoice {
         client_ciphers: None,
         signing: None,
+        posix: false,
     };
     let mut preauth_seen = false;
     for context in contexts {
@@ -332,6 +348,11 @@ fn negotiate_contexts(contexts: &[NegotiateContext<'_>]) -> Result<ContextChoice
                 ]
                 .into_iter()
                 .find(|(wire, _)| algorithms.contains(wire));
+            }
+            NegotiateContext::Unknown { context_type, data }
+                if *context_type == smb3d_smb2::posix::NEGOTIATE_CONTEXT_TYPE =>
+            {
+                choice.posix |= *data == smb3d_smb2::posix::TAG;
             }
             NegotiateContext::NetName(_)
             | NegotiateContext::TransportCapabilities { .. }

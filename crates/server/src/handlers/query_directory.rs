@@ -4,6 +4,7 @@
 
 use smb3d_dtyp::samba::XATTR_DOSATTRIB_NAME;
 use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_fscc::posix::{self, POSIX_INFORMATION_CLASS, PosixDirListEncoder};
 use smb3d_fscc::{
     DirEntry, DirListEncoder, Expression, FileAttributes, FileInformationClass,
     dir_entry_fixed_size, has_wildcards,
@@ -17,7 +18,9 @@ use smb3d_wire::Writer;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::shortname;
+use crate::fs::posix_info;
 use crate::handlers::{check_credit_charge, lookup_open};
+use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::security;
@@ -42,7 +45,16 @@ pub(crate) async fn handle(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let class = FileInformationClass(req.file_information_class);
-    let fixed = dir_entry_fixed_size(class).map_err(|e| e.status())?;
+    // SMB2_FIND_POSIX_INFORMATION, to a client that negotiated the SMB3 POSIX extensions on a
+    // `posix` share; to others class 100 stays unknown.
+    let posix = req.file_information_class == POSIX_INFORMATION_CLASS
+        && open.share.posix
+        && cx.conn.negotiated.get().is_some_and(|n| n.posix);
+    let fixed = if posix {
+        posix::DIR_ENTRY_MIN
+    } else {
+        dir_entry_fixed_size(class).map_err(|e| e.status())?
+    };
     if req.output_buffer_length > cx.conn.server.settings.max_io_size {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -107,6 +119,7 @@ pub(crate) async fn handle(
             (req.output_buffer_length as usize).min(max_buffer),
             single,
             (hide_unreadable || veto.is_some()).then_some(&visible as &Visible<'_>),
+            posix.then_some(ids),
             w,
         )
     })?;
@@ -177,13 +190,20 @@ fn fill(
     limit: usize,
     single: bool,
     visible: Option<&Visible<'_>>,
+    posix: Option<&IdMap>,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
-    let mut encoder = DirListEncoder::new(class, w, limit).map_err(|e| e.status())?;
+    let mut encoder = match posix {
+        Some(_) => Encoder::Posix(PosixDirListEncoder::new(w, limit)),
+        None => Encoder::Classic(DirListEncoder::new(class, w, limit).map_err(|e| e.status())?),
+    };
     let expression = Expression::new(cursor.pattern.as_deref().unwrap_or("*"), true);
     let short_names = open.share.short_names;
-    let needs_stat = class != FileInformationClass::FILE_NAMES_INFORMATION;
-    let with_ea_size = needs_stat && class != FileInformationClass::FILE_DIRECTORY_INFORMATION;
+    let needs_stat = posix.is_some() || class != FileInformationClass::FILE_NAMES_INFORMATION;
+    let with_ea_size = posix.is_none()
+        && needs_stat
+        && class != FileInformationClass::FILE_DIRECTORY_INFORMATION;
+    let mut posix_info = None;
     while let Some(entry) = cursor.entries.get(cursor.next) {
         let short = if short_names {
             shortname::short_name(&entry.name)
@@ -211,6 +231,9 @@ fn fill(
                     continue;
                 }
                 Some((meta, ea_size)) => {
+                    if let Some(ids) = posix {
+                        posix_info = Some(posix_info::file_info(&meta, ids));
+                    }
                     let mut listed = listing(&meta, &entry.name);
                     listed.ea_size = ea_size;
                     listed.short_name = short.as_ref().map_or("", |s| s.as_str());
@@ -242,7 +265,12 @@ fn fill(
                 ..DirEntry::default()
             }
         };
-        if !encoder.push(w, &listed) {
+        let pushed = match (&mut encoder, &posix_info) {
+            (Encoder::Posix(list), Some(info)) => list.push(w, info, &entry.name),
+            (Encoder::Classic(list), _) => list.push(w, &listed),
+            (Encoder::Posix(..), None) => false,
+        };
+        if !pushed {
             break;
         }
         cursor.next += 1;
@@ -263,6 +291,21 @@ fn fill(
     } else {
         NtStatus::NO_SUCH_FILE
     })
+}
+
+/// The listing being written: one of the MS-FSCC classes, or the POSIX extensions' entries.
+enum Encoder {
+    Classic(DirListEncoder),
+    Posix(PosixDirListEncoder),
+}
+
+impl Encoder {
+    fn is_empty(&self) -> bool {
+        match self {
+            Self::Classic(list) => list.is_empty(),
+            Self::Posix(list) => list.is_empty(),
+        }
+    }
 }
 
 /// What a listing shows of an entry.

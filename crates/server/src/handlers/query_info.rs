@@ -6,6 +6,7 @@
 use std::sync::atomic::Ordering;
 
 use smb3d_dtyp::{AccessMask, NtStatus, SecurityInformation};
+use smb3d_fscc::posix::POSIX_INFORMATION_CLASS;
 use smb3d_fscc::{
     CompressionFormat, DeviceCharacteristics, DeviceType, EaFlags, FileAccessInformation,
     FileAlignmentInformation, FileAllInformation, FileAttributeTagInformation, FileAttributes,
@@ -24,6 +25,7 @@ use smb3d_wire::{FileTime, Guid, Writer};
 use crate::clock::Clock;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
+use crate::fs::posix_info;
 use crate::fs::quota;
 use crate::fs::shortname;
 use crate::fs::streams;
@@ -59,6 +61,13 @@ pub(crate) async fn handle(
     let limit = req.output_buffer_length;
     let pending = QueryInfoResponse::begin(w);
     let status = match req.info_type {
+        InfoType::FILE
+            if req.file_info_class == POSIX_INFORMATION_CLASS && posix_open(cx, &open) =>
+        {
+            let ids = &cx.conn.server.ids;
+            let clock = &*cx.conn.server.settings.clock;
+            open.io(|| posix_info(&open, limit, clock, ids, w))?
+        }
         InfoType::FILE => open.io(|| {
             file_info(
                 &open,
@@ -272,6 +281,35 @@ fn alternate_name(name: &str) -> Result<String, NtStatus> {
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
     Ok(shortname::short_name(name).map_or_else(|| name.to_owned(), |s| s.as_str().to_owned()))
+}
+
+/// Whether FILE_POSIX_INFORMATION is answered on this open: to a client that negotiated the
+/// SMB3 POSIX extensions, on a `posix` share; to others class 100 stays an unknown class.
+fn posix_open(cx: &Ctx<'_>, open: &Open) -> bool {
+    open.share.posix && cx.conn.negotiated.get().is_some_and(|n| n.posix)
+}
+
+/// FILE_POSIX_INFORMATION (SMB3 POSIX extensions), with the read-attributes right the
+/// classes of times and attributes need; whole or not at all (INFO_LENGTH_MISMATCH), as a
+/// cut SID means nothing.
+fn posix_info(
+    open: &Open,
+    limit: u32,
+    clock: &dyn Clock,
+    ids: &IdMap,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    if !open.may(AccessMask::FILE_READ_ATTRIBUTES) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let info = posix_info::file_info(&open.meta(clock)?, ids);
+    let start = w.offset();
+    info.encode(w);
+    let size = OutputSize {
+        min: info.encoded_len(),
+        variable: false,
+    };
+    fit(size, start, limit, w)
 }
 
 /// The access the open must have been granted to query a class.

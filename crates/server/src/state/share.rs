@@ -119,6 +119,9 @@ pub struct Share {
     pub hosts: HostRules,
     /// What Mac clients get (`apple = true`, Samba's vfs_fruit); `None` on other shares.
     pub apple: Option<Arc<Apple>>,
+    /// Clients that negotiated the SMB3 POSIX extensions may open with POSIX semantics
+    /// (`posix = true`, Samba's `smb3 unix extensions`).
+    pub posix: bool,
 }
 
 /// A share's offer to Mac clients: what it answers their AAPL server query with, and whether
@@ -227,6 +230,7 @@ impl Share {
             admin_users: Vec::new(),
             hosts: HostRules::default(),
             apple: None,
+            posix: false,
         }
     }
 
@@ -274,6 +278,7 @@ impl Share {
             admin_users: Vec::new(),
             hosts: HostRules::default(),
             apple: None,
+            posix: false,
         }
     }
 

@@ -10,6 +10,7 @@ mod apple;
 mod contexts;
 mod durable;
 mod oplock;
+mod posix;
 mod request;
 mod stream;
 
@@ -22,7 +23,7 @@ use smb3d_fscc::{FileAttributes, NotifyAction};
 use smb3d_smb2::aapl::ServerQueryResponse;
 use smb3d_smb2::create::{
     CreateAction, CreateContext, CreateDisposition, CreateOptions, CreateRequest, CreateResponse,
-    CreateResponseFlags, LeaseKey, OplockLevel, ResponseContext,
+    CreateResponseFlags, LeaseKey, OplockLevel, RawCreateContext, ResponseContext,
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::snapshot::GmtToken;
@@ -34,6 +35,7 @@ use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::fs::names::{SmbPath, parse_path};
 use crate::fs::path_status;
+use crate::fs::posix_info;
 use crate::fs::quota;
 use crate::fs::shortname;
 use crate::fs::snapshots;
@@ -87,7 +89,10 @@ pub(crate) async fn handle(
     }
     // What is checked before any file-system call: the request, the open limits, the name.
     request::check(&req)?;
-    let aapl = apple::answer(&req, &tree.share)?;
+    let asked = Asked {
+        aapl: apple::answer(&req, &tree.share)?,
+        posix: posix::ask(cx.conn, &req, &tree.share)?,
+    };
     admit_open(cx.conn, &session)?;
     let vfs = disk(&tree)?;
     let counted = admit_open_file(cx.conn)?;
@@ -102,7 +107,8 @@ pub(crate) async fn handle(
         return answer;
     }
     let _under_way = durable::reserve(cx, durable_ask)?;
-    let plan = Plan::of(cx, &req, &tree, &target)?;
+    let mut plan = Plan::of(cx, &req, &tree, &target)?;
+    plan.posix = asked.posix;
     oplock::check_lease_key(cx, &req, &target.vfs_path, target.path.stream.as_deref())?;
     let creation = Creation {
         req: &req,
@@ -123,7 +129,15 @@ pub(crate) async fn handle(
     let outcome = resolved.outcome;
     let prepared = creation.prepare(&registered, resolved)?;
     let built = creation.build(cx, registered, outcome, prepared)?;
-    respond(cx, reply, &req, durable_ask, outcome, built, aapl)
+    respond(cx, reply, &req, durable_ask, outcome, built, asked)
+}
+
+/// What the request's extension contexts asked for, answered in the response.
+struct Asked {
+    /// Apple's AAPL server query, on `apple` shares.
+    aapl: Option<ServerQueryResponse>,
+    /// A POSIX open, on `posix` shares to clients that negotiated the extensions.
+    posix: Option<posix::PosixOpen>,
 }
 
 /// A durable reconnect (MS-SMB2 3.3.5.9.7): the name is only checked against the open it
@@ -278,6 +292,8 @@ struct Plan<'r> {
     /// SMB2_CREATE_ALLOCATION_SIZE (MS-SMB2 2.2.13.2.6): space for a new or overwritten file.
     allocation: Option<u64>,
     wants_maximal_access: bool,
+    /// SMB2_CREATE_POSIX: the mode a new file gets.
+    posix: Option<posix::PosixOpen>,
 }
 
 impl<'r> Plan<'r> {
@@ -330,6 +346,7 @@ impl<'r> Plan<'r> {
             sd_buffer,
             allocation,
             wants_maximal_access,
+            posix: None,
         })
     }
 }
@@ -454,7 +471,10 @@ impl Creation<'_> {
     fn open_request(&self) -> OpenRequest {
         let mut request = self.plan.open_request;
         let share = &self.tree.share;
-        if share.inherit_permissions && request.disposition != Disposition::Open {
+        if let Some(open) = self.plan.posix {
+            let directory = request.kind == Kind::Directory;
+            request.create_mode = posix::create_mode(share, self.vfs.as_ref(), directory, open);
+        } else if share.inherit_permissions && request.disposition != Disposition::Open {
             let parent = self
                 .target
                 .vfs_path
@@ -859,15 +879,24 @@ fn respond(
     durable_ask: durable::Ask,
     outcome: Outcome,
     built: Built,
-    aapl: Option<ServerQueryResponse>,
+    asked: Asked,
 ) -> Result<NtStatus, NtStatus> {
     let Built {
         open,
         meta,
         caching,
     } = built;
+    let posix_answer = asked
+        .posix
+        .map(|_| posix_info::cc_bytes(&meta.stat, &cx.conn.server.ids));
     let mut contexts = contexts::responses(req, outcome.maximal, &meta);
-    if let Some(answer) = aapl {
+    if let Some(data) = &posix_answer {
+        contexts.push(ResponseContext::Other(RawCreateContext {
+            name: &smb3d_smb2::posix::TAG,
+            data,
+        }));
+    }
+    if let Some(answer) = asked.aapl {
         // The first answer settles what the connection gets, as on a Mac server.
         let _ = cx.conn.apple.set(answer.server_caps);
         contexts.push(ResponseContext::Aapl(answer));

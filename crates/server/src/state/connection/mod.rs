@@ -108,6 +108,9 @@ pub(crate) struct Negotiated {
     pub cipher: Option<Cipher>,
     /// Connection.PreauthIntegrityHashValue after the NEGOTIATE exchange (3.1.1 only).
     pub preauth: Option<PreauthHash>,
+    /// The client asked for the SMB3 POSIX extensions and was answered: its CREATEs on
+    /// `posix` shares may carry the POSIX create context.
+    pub posix: bool,
 }
 
 impl Negotiated {
