@@ -17,6 +17,7 @@ use smb3d_fscc::{
     FsControlFlags, FsInformationClass, FullEa, FullEaListEncoder, OutputFit, OutputSize,
     SectorSizeFlags, StreamListEncoder,
 };
+use smb3d_smb2::aapl::server_caps;
 use smb3d_smb2::query_info::{InfoType, QueryInfoRequest, QueryInfoResponse};
 use smb3d_vfs::{FileStat, FileType, FsStat};
 use smb3d_wire::{FileTime, Guid, Writer};
@@ -27,7 +28,7 @@ use crate::fs::fileinfo::{self, Meta};
 use crate::fs::quota;
 use crate::fs::streams;
 use crate::fs::time_machine;
-use crate::handlers::{check_credit_charge, lookup_open};
+use crate::handlers::{check_credit_charge, lookup_open, mac_caps};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
@@ -79,11 +80,13 @@ pub(crate) async fn handle(
         })?,
         InfoType::SECURITY => {
             let ids = &cx.conn.server.ids;
+            let nfs_aces = mac_caps(cx) & server_caps::NFS_ACE != 0;
             let needed = open.io(|| {
                 security_info(
                     &open,
                     ids,
                     SecurityInformation(req.additional_information),
+                    nfs_aces,
                     limit,
                     w,
                 )
@@ -118,11 +121,13 @@ pub(crate) async fn handle(
 }
 
 /// MS-SMB2 3.3.5.20.3: the parts of the descriptor the client asked for, if it has the right
-/// to read them. `Some(size)` when the client's buffer is too small.
+/// to read them, with the NFS ACEs of a Mac client that negotiated them. `Some(size)` when
+/// the client's buffer is too small.
 fn security_info(
     open: &Open,
     ids: &IdMap,
     info: SecurityInformation,
+    nfs_aces: bool,
     limit: u32,
     w: &mut Writer<'_>,
 ) -> Result<Option<u32>, NtStatus> {
@@ -139,7 +144,11 @@ fn security_info(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let stat = open.file.stat().status()?;
-    let sd = security::descriptor(open.vfs.as_ref(), open.file.as_ref(), &stat, ids).filtered(info);
+    let mut sd =
+        security::descriptor(open.vfs.as_ref(), open.file.as_ref(), &stat, ids).filtered(info);
+    if nfs_aces {
+        sd = security::with_nfs_aces(sd, &stat);
+    }
     let len = sd.encoded_len();
     if len > limit as usize {
         return Ok(Some(u32::try_from(len).unwrap_or(u32::MAX)));
