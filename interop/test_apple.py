@@ -384,6 +384,54 @@ def test_copyfile_copies_the_whole_file_with_its_streams(server):
         plain.close()
 
 
+def test_an_empty_resource_fork_is_none(server):
+    """On an `apple` share a resource fork truncated to 0 bytes is not listed and opening it
+    without creating it finds nothing, as Mac clients and Samba's vfs_fruit expect (smbtorture's
+    test_rfork_truncate); opening it with FILE_OPEN_IF makes it again. Other empty streams stay."""
+    client = Client(server, "share")
+    try:
+        write_stream(client, "rf.txt", b"data")
+        write_stream(client, "rf.txt:AFP_Resource", b"")
+        write_stream(client, "rf.txt:other", b"")
+        with pytest.raises(SMBResponseException) as e:
+            handle = Open(client.tree, "rf.txt:AFP_Resource")
+            handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                          FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                          CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        assert e.value.status == 0xC0000034  # STATUS_OBJECT_NAME_NOT_FOUND
+        req = SMB2QueryInfoRequest()
+        handle = Open(client.tree, "rf.txt")
+        handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        req['info_type'] = InfoType.SMB2_0_INFO_FILE
+        req['file_info_class'] = 22  # FileStreamInformation
+        req['output_buffer_length'] = 4096
+        req['file_id'] = handle.file_id
+        request = client.conn.send(req, sid=client.session.session_id, tid=client.tree.tree_connect_id)
+        resp = SMB2QueryInfoResponse()
+        resp.unpack(client.conn.receive(request)['data'].get_value())
+        handle.close()
+        buf, names, at = resp['buffer'].get_value(), [], 0
+        while True:
+            nxt, name_len = struct.unpack_from("<II", buf, at)
+            names.append(buf[at + 24:at + 24 + name_len].decode("utf-16-le"))
+            if nxt == 0:
+                break
+            at += nxt
+        assert sorted(names) == ["::$DATA", ":other:$DATA"]
+        handle = Open(client.tree, "rf.txt:AFP_Resource")
+        handle.create(ImpersonationLevel.Impersonation,
+                      FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        handle.write(b"foo", 0)
+        assert handle.read(0, 3) == b"foo"
+        handle.close()
+    finally:
+        client.close()
+
+
 def sparse_bundle(root, name, band_size, bands, plist=None):
     bundle = root / name
     (bundle / "bands").mkdir(parents=True)

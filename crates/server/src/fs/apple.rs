@@ -2,7 +2,8 @@
 //! Finder info inside the AFP_AfpInfo stream and the length of the AFP_Resource stream (the
 //! resource fork), both named streams of the file.
 
-use smb3d_vfs::{FileStat, FileType, VfsFile};
+use smb3d_vfs::casefold::eq_ignore_case;
+use smb3d_vfs::{FileStat, FileType, VfsFile, VfsResult};
 
 use crate::fs::streams;
 
@@ -34,4 +35,16 @@ pub(crate) fn listed_extras(dir: &dyn VfsFile, name: &str, stat: &FileStat) -> (
         finder.copy_from_slice(bytes);
     }
     (fork_len, finder)
+}
+
+/// Whether the stored stream `stored` of `file` is an empty resource fork, which Mac clients
+/// (and Samba's vfs_fruit) take for none: it is not listed, and opening it without creating it
+/// finds nothing.
+pub(crate) fn is_empty_resource_fork(file: &dyn VfsFile, stored: &str) -> VfsResult<bool> {
+    if !eq_ignore_case(stored, RESOURCE_STREAM) {
+        return Ok(false);
+    }
+    Ok(file
+        .get_xattr(&streams::xattr_name(stored))?
+        .is_none_or(|v| streams::data_len(&v) == 0))
 }

@@ -26,8 +26,8 @@ use crate::clock::Clock;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::quota;
-use crate::fs::streams;
 use crate::fs::time_machine;
+use crate::fs::{apple, streams};
 use crate::handlers::{check_credit_charge, lookup_open, mac_caps};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
@@ -35,6 +35,7 @@ use crate::request::malformed;
 use crate::security;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
+use smb3d_vfs::casefold::eq_ignore_case;
 
 /// Sector size reported to clients; allocation units are the file system's block size.
 const BYTES_PER_SECTOR: u32 = 512;
@@ -365,6 +366,11 @@ fn stream_info(open: &Open, stat: &FileStat, w: &mut Writer<'_>) -> Result<(), N
         list.push(w, "::$DATA", default.size, default.allocated);
     }
     for (name, size) in named {
+        // An empty resource fork is none on `apple` shares (fs::apple).
+        if size == 0 && open.share.apple.is_some() && eq_ignore_case(&name, apple::RESOURCE_STREAM)
+        {
+            continue;
+        }
         list.push(
             w,
             &format!(":{name}:$DATA"),
