@@ -9,10 +9,10 @@ import pytest
 from smbprotocol.connection import Connection
 from smbprotocol.create_contexts import SMB2CreateContextRequest
 from smbprotocol.exceptions import SMBResponseException
-from smbprotocol.file_info import InfoType
+from smbprotocol.file_info import FileInformationClass, InfoType
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
                               ImpersonationLevel, Open, ShareAccess, SMB2QueryInfoRequest,
-                              SMB2QueryInfoResponse)
+                              SMB2QueryInfoResponse, SMB2SetInfoRequest)
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
@@ -89,6 +89,26 @@ class Client:
             return struct.unpack("<qqII", resp['buffer'].get_value())
         finally:
             root.close()
+
+    def query_security(self, handle, info):
+        req = SMB2QueryInfoRequest()
+        req['info_type'] = InfoType.SMB2_0_INFO_SECURITY
+        req['output_buffer_length'] = 65536
+        req['additional_information'] = info
+        req['file_id'] = handle.file_id
+        request = self.conn.send(req, sid=self.session.session_id, tid=self.tree.tree_connect_id)
+        resp = SMB2QueryInfoResponse()
+        resp.unpack(self.conn.receive(request)['data'].get_value())
+        return resp['buffer'].get_value()
+
+    def set_security(self, handle, sd, info):
+        req = SMB2SetInfoRequest()
+        req['info_type'] = InfoType.SMB2_0_INFO_SECURITY
+        req['additional_information'] = info
+        req['file_id'] = handle.file_id
+        req['buffer'] = sd
+        request = self.conn.send(req, sid=self.session.session_id, tid=self.tree.tree_connect_id)
+        self.conn.receive(request)
 
     def close(self):
         self.conn.disconnect()
@@ -170,6 +190,244 @@ def test_other_shares_ignore_aapl(server):
         handle, answer = client.create("bad.txt", b"junk")
         handle.close()
         assert answer is None
+    finally:
+        client.close()
+
+
+def afpinfo(finder_info):
+    """A 60-byte AfpInfo: signature, version, reserved, backup time, 32 bytes of Finder info,
+    ProDOS info and padding."""
+    return b"AFP\0" + struct.pack("<III", 0x100, 0, 0x80000000) + finder_info.ljust(32, b"\0") + bytes(12)
+
+
+def write_stream(client, name, data):
+    handle = Open(client.tree, name)
+    handle.create(ImpersonationLevel.Impersonation,
+                  FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
+                  FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                  CreateDisposition.FILE_OVERWRITE_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+    handle.write(data, 0)
+    handle.close()
+
+
+def list_id_both(client, pattern):
+    root = Open(client.tree, "")
+    root.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                FileAttributes.FILE_ATTRIBUTE_DIRECTORY, ShareAccess.FILE_SHARE_READ,
+                CreateDisposition.FILE_OPEN, CreateOptions.FILE_DIRECTORY_FILE)
+    try:
+        entries = root.query_directory(pattern, FileInformationClass.FILE_ID_BOTH_DIRECTORY_INFORMATION)
+        return {e['file_name'].get_value().decode("utf-16-le"): e for e in entries}
+    finally:
+        root.close()
+
+
+def test_read_dir_attr_listings_carry_fork_length_finder_info_access_and_mode(server):
+    """A connection that negotiated ReadDirAttr reads, in FileIdBothDirectoryInformation,
+    its maximal access in EaSize, the resource fork's length and the Finder info in ShortName,
+    the UNIX mode in Reserved2 (with NFS ACEs negotiated): smbtorture's test_aapl and Apple's
+    client read them there. A connection without AAPL sees plain entries."""
+    plain = Client(server, "share")
+    mac = Client(server, "share")
+    try:
+        handle, answer = mac.create("rda.txt", query())
+        handle.close()
+        assert parse(answer)["server_caps"] & READ_DIR_ATTR
+        write_stream(mac, "rda.txt:AFP_AfpInfo", afpinfo(b"SMB,OLE!\x01\x02\x03\x04\x05\x06\x07\x08"))
+        write_stream(mac, "rda.txt:AFP_Resource", b"foo")
+        (server.dirs["mac"] / "rda.txt").chmod(0o640)
+        entry = list_id_both(mac, "rda.txt")["rda.txt"]
+        assert entry['short_name_length'].get_value() == 24
+        short = entry['short_name'].get_value()
+        assert struct.unpack_from("<Q", short)[0] == 3
+        assert short[8:24] == b"SMB,OLE!\x01\x02\x03\x04\x05\x06\x07\x08"
+        assert entry['reserved2'].get_value() == 0o100640
+        # The owner (the test's user) may do everything to its file.
+        assert entry['ea_size'].get_value() & 0x1f01ff == 0x1f01ff
+        other = list_id_both(plain, "rda.txt")["rda.txt"]
+        assert other['ea_size'].get_value() == 0 and other['reserved2'].get_value() == 0
+        assert other['short_name_length'].get_value() == 0
+    finally:
+        mac.close()
+        plain.close()
+
+
+OWNER, GROUP, DACL = 1, 2, 4
+NFS_USERS, NFS_GROUPS, NFS_MODE = 1, 2, 3
+
+
+def sid_string(buf, at):
+    count = buf[at + 1]
+    authority = int.from_bytes(buf[at + 2:at + 8], "big")
+    subs = struct.unpack_from("<%dI" % count, buf, at + 8)
+    return (authority,) + subs
+
+
+def dacl_of(sd):
+    """The DACL of a self-relative descriptor as (type, mask, sid tuple) entries."""
+    dacl_at, = struct.unpack_from("<I", sd, 16)
+    _, _, _, count = struct.unpack_from("<BBHH", sd, dacl_at)
+    aces, at = [], dacl_at + 8
+    for _ in range(count):
+        ace_type, _, size, mask = struct.unpack_from("<BBHI", sd, at)
+        aces.append((ace_type, mask, sid_string(sd, at + 8)))
+        at += size
+    return aces
+
+
+def encode_sid(sid):
+    authority, *subs = sid
+    return struct.pack("<BB", 1, len(subs)) + authority.to_bytes(6, "big") + struct.pack("<%dI" % len(subs), *subs)
+
+
+def dacl_only(aces):
+    body = b""
+    for ace_type, mask, sid in aces:
+        s = encode_sid(sid)
+        body += struct.pack("<BBHI", ace_type, 0, 8 + len(s), mask) + s
+    acl = struct.pack("<BBHHH", 2, 0, 8 + len(body), len(aces), 0) + body
+    # SE_SELF_RELATIVE | SE_DACL_PRESENT
+    return struct.pack("<BBHIIII", 1, 0, 0x8004, 0, 0, 0, 20) + acl
+
+
+def nfs_entries(aces):
+    return [(sid[2], sid[3]) for _, _, sid in aces if sid[:2] == (5, 88)]
+
+
+def test_nfs_aces_show_and_set_the_unix_mode(server):
+    """With NFS ACEs negotiated, the DACL carries one S-1-5-88-3-mode, one S-1-5-88-1-uid and
+    one S-1-5-88-2-gid entry (denying nothing); a DACL set with another mode entry changes the
+    mode, and NFS entries the client adds are never stored (smbtorture's test_nfs_aces)."""
+    mac = Client(server, "share")
+    plain = Client(server, "share")
+    try:
+        handle, answer = mac.create("nfs.txt", query())
+        handle.close()
+        assert parse(answer)["server_caps"] & NFS_ACE
+        handle = Open(mac.tree, "nfs.txt")
+        handle.create(ImpersonationLevel.Impersonation,
+                      FilePipePrinterAccessMask.READ_CONTROL | FilePipePrinterAccessMask.WRITE_DAC,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        path = server.dirs["mac"] / "nfs.txt"
+        path.chmod(0o640)
+        st = path.stat()
+        aces = dacl_of(mac.query_security(handle, OWNER | GROUP | DACL))
+        assert sorted(nfs_entries(aces)) == sorted([(NFS_USERS, st.st_uid), (NFS_GROUPS, st.st_gid),
+                                                    (NFS_MODE, 0o640)])
+        assert all(mask == 0 and ace_type == 1 for ace_type, mask, sid in aces if sid[:2] == (5, 88))
+        others = [a for a in aces if a[2][:2] != (5, 88)]
+        wanted = others + [(1, 0, (5, 88, NFS_MODE, 0o600)), (1, 0, (5, 88, NFS_USERS, 27)),
+                           (1, 0, (5, 88, NFS_USERS, 27)), (1, 0, (5, 88, NFS_GROUPS, 300))]
+        mac.set_security(handle, dacl_only(wanted), DACL)
+        assert path.stat().st_mode & 0o7777 == 0o600
+        aces = dacl_of(mac.query_security(handle, OWNER | GROUP | DACL))
+        assert sorted(nfs_entries(aces)) == sorted([(NFS_USERS, st.st_uid), (NFS_GROUPS, st.st_gid),
+                                                    (NFS_MODE, 0o600)])
+        handle.close()
+        # A client that did not negotiate them sees none.
+        handle = Open(plain.tree, "nfs.txt")
+        handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.READ_CONTROL,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        aces = dacl_of(plain.query_security(handle, OWNER | GROUP | DACL))
+        handle.close()
+        assert nfs_entries(aces) == []
+    finally:
+        mac.close()
+        plain.close()
+
+
+def test_copyfile_copies_the_whole_file_with_its_streams(server):
+    """With copyfile (offered to every Mac client), FSCTL_SRV_COPYCHUNK without chunks copies
+    the whole source with its named streams and counts its bytes in TotalBytesWritten; without
+    AAPL the same request copies nothing (smbtorture's test_copyfile)."""
+    from server_copy import ioctl, open_file
+    from smbprotocol.ioctl import CtlCode, SMB2SrvCopyChunkCopy, SMB2SrvCopyChunkResponse, SMB2SrvRequestResumeKey
+
+    def copyfile(client, src, dst):
+        source, target = open_file(client.tree, src), open_file(client.tree, dst, write=True)
+        try:
+            key = SMB2SrvRequestResumeKey()
+            key.unpack(ioctl(source, CtlCode.FSCTL_SRV_REQUEST_RESUME_KEY, max_output=32))
+            copy = SMB2SrvCopyChunkCopy()
+            copy["source_key"] = key["resume_key"].get_value()
+            copy["chunks"] = []
+            done = SMB2SrvCopyChunkResponse()
+            done.unpack(ioctl(target, CtlCode.FSCTL_SRV_COPYCHUNK, copy, max_output=12))
+            return (done["chunks_written"].get_value(), done["chunk_bytes_written"].get_value(),
+                    done["total_bytes_written"].get_value())
+        finally:
+            source.close()
+            target.close()
+
+    plain = Client(server, "share")
+    mac = Client(server, "share")
+    try:
+        data = bytes(range(256)) * 16
+        write_stream(plain, "cf-src.txt", data)
+        write_stream(plain, "cf-src.txt:AFP_Resource", b"1234567890")
+        write_stream(plain, "cf-src.txt:foo\uf022bar", b"abcdefghij")
+        assert copyfile(plain, "cf-src.txt", "cf-plain.txt") == (0, 0, 0)
+        assert (server.dirs["mac"] / "cf-plain.txt").read_bytes() == b""
+        handle, answer = mac.create("cf-aapl.txt", query(client_caps=OSX_COPYFILE))
+        handle.close()
+        assert parse(answer)["server_caps"] & OSX_COPYFILE
+        assert copyfile(mac, "cf-src.txt", "cf-dst.txt") == (0, 0, 4096)
+        assert (server.dirs["mac"] / "cf-dst.txt").read_bytes() == data
+        for stream, want in ((":AFP_Resource", b"1234567890"), (":foo\uf022bar", b"abcdefghij")):
+            handle = open_file(mac.tree, "cf-dst.txt" + stream)
+            assert handle.read(0, 10) == want
+            handle.close()
+    finally:
+        mac.close()
+        plain.close()
+
+
+def test_an_empty_resource_fork_is_none(server):
+    """On an `apple` share a resource fork truncated to 0 bytes is not listed and opening it
+    without creating it finds nothing, as Mac clients and Samba's vfs_fruit expect (smbtorture's
+    test_rfork_truncate); opening it with FILE_OPEN_IF makes it again. Other empty streams stay."""
+    client = Client(server, "share")
+    try:
+        write_stream(client, "rf.txt", b"data")
+        write_stream(client, "rf.txt:AFP_Resource", b"")
+        write_stream(client, "rf.txt:other", b"")
+        with pytest.raises(SMBResponseException) as e:
+            handle = Open(client.tree, "rf.txt:AFP_Resource")
+            handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                          FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                          CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        assert e.value.status == 0xC0000034  # STATUS_OBJECT_NAME_NOT_FOUND
+        req = SMB2QueryInfoRequest()
+        handle = Open(client.tree, "rf.txt")
+        handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        req['info_type'] = InfoType.SMB2_0_INFO_FILE
+        req['file_info_class'] = 22  # FileStreamInformation
+        req['output_buffer_length'] = 4096
+        req['file_id'] = handle.file_id
+        request = client.conn.send(req, sid=client.session.session_id, tid=client.tree.tree_connect_id)
+        resp = SMB2QueryInfoResponse()
+        resp.unpack(client.conn.receive(request)['data'].get_value())
+        handle.close()
+        buf, names, at = resp['buffer'].get_value(), [], 0
+        while True:
+            nxt, name_len = struct.unpack_from("<II", buf, at)
+            names.append(buf[at + 24:at + 24 + name_len].decode("utf-16-le"))
+            if nxt == 0:
+                break
+            at += nxt
+        assert sorted(names) == ["::$DATA", ":other:$DATA"]
+        handle = Open(client.tree, "rf.txt:AFP_Resource")
+        handle.create(ImpersonationLevel.Impersonation,
+                      FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        handle.write(b"foo", 0)
+        assert handle.read(0, 3) == b"foo"
+        handle.close()
     finally:
         client.close()
 

@@ -35,6 +35,22 @@ pub struct DirEntry<'a> {
     /// The 8.3 name; empty if none. Written only if it fits ShortName's 24 bytes.
     pub short_name: &'a str,
     pub name: &'a str,
+    /// Apple's ReadDirAttr extras, written in place of EaSize, ShortName and Reserved.
+    pub mac: Option<MacDirAttr>,
+}
+
+/// What a Mac client that negotiated ReadDirAttr (AAPL create context) reads from an entry
+/// of a FileIdBothDirectoryInformation listing instead of the fields they stand in: EaSize
+/// holds `max_access`, ShortNameLength is 24 and ShortName holds the resource fork's length
+/// (8 bytes, little-endian) then the first 16 bytes of the Finder info, and the Reserved
+/// field after ShortName holds the low 16 bits of the UNIX mode. MS-FSCC does not define this;
+/// it is what Apple's client, Samba's vfs_fruit and smbtorture's vfs.fruit tests agree on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MacDirAttr {
+    pub max_access: u32,
+    pub resource_fork_len: u64,
+    pub finder_info: [u8; 16],
+    pub unix_mode: u16,
 }
 
 /// A decoded directory entry; fields the class does not carry are zero or empty.
@@ -68,6 +84,7 @@ impl DirEntryBuf {
             file_id_128: self.file_id_128,
             short_name: &self.short_name,
             name: &self.name,
+            mac: None,
         }
     }
 }
@@ -170,6 +187,11 @@ impl Layout {
             .u32(e.file_attributes.0)
             .u32(name_len);
         for field in tail {
+            if let Some(mac) = &e.mac
+                && write_mac(w, *field, mac)
+            {
+                continue;
+            }
             match field {
                 EaOrTag if e.file_attributes.contains(FileAttributes::REPARSE_POINT) => {
                     w.u32(e.reparse_tag);
@@ -239,6 +261,24 @@ impl Layout {
 fn read_name(r: &mut Reader<'_>) -> Result<String> {
     let len = r.u32("FileNameLength")?;
     read_utf16(r, len, "FileName")
+}
+
+/// Writes `field` as [`MacDirAttr`] fills it, if it is one of those it stands in for.
+fn write_mac(w: &mut Writer<'_>, field: Tail, mac: &MacDirAttr) -> bool {
+    match field {
+        EaOrTag | EaSize => {
+            w.u32(mac.max_access);
+        }
+        ShortName => {
+            w.u8(SHORT_NAME_BYTES as u8).u8(0);
+            w.u64(mac.resource_fork_len).bytes(&mac.finder_info);
+        }
+        Reserved16 => {
+            w.u16(mac.unix_mode);
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn write_short_name(w: &mut Writer<'_>, short_name: &str) {
@@ -397,6 +437,7 @@ mod tests {
             file_id_128: [7; 16],
             short_name: "LONGNA~1.TXT",
             name,
+            mac: None,
         }
     }
 
@@ -567,5 +608,34 @@ mod tests {
             .next()
             .unwrap();
         assert_eq!(e.unwrap_err().kind, DecodeErrorKind::Truncated);
+    }
+
+    /// Golden bytes of a ReadDirAttr entry (the layout smbtorture's vfs.fruit test_aapl reads:
+    /// max access at EaSize, 24 in ShortNameLength, the fork length then Finder info in
+    /// ShortName, the mode in Reserved).
+    #[test]
+    fn mac_extras_stand_in_for_ea_size_short_name_and_reserved() {
+        let mut e = sample("ab");
+        e.mac = Some(MacDirAttr {
+            max_access: 0x001f_01ff,
+            resource_fork_len: 3,
+            finder_info: *b"SMB,OLE!\x01\x02\x03\x04\x05\x06\x07\x08",
+            unix_mode: 0o100_644,
+        });
+        let (buf, n) = list(37, &[e], 4096);
+        assert_eq!(n, 1);
+        assert_eq!(&buf[64..68], &0x001f_01ffu32.to_le_bytes());
+        assert_eq!(&buf[68..70], &[24, 0]);
+        assert_eq!(&buf[70..78], &3u64.to_le_bytes());
+        assert_eq!(&buf[78..94], b"SMB,OLE!\x01\x02\x03\x04\x05\x06\x07\x08");
+        assert_eq!(&buf[94..96], &[0xa4, 0x81]);
+        assert_eq!(&buf[96..104], &0x1122_3344u64.to_le_bytes());
+        assert_eq!(&buf[104..108], &[b'a', 0, b'b', 0]);
+        // Without them the same entry carries its EaSize and short name.
+        let (plain, _) = list(37, &[sample("ab")], 4096);
+        assert_eq!(&plain[64..68], &42u32.to_le_bytes());
+        assert_eq!(plain[68], 24);
+        assert_eq!(&plain[70..72], &[b'L', 0]);
+        assert_eq!(&plain[94..96], &[0, 0]);
     }
 }

@@ -57,7 +57,7 @@ pub use attributes::{
 pub use class::{
     FileInformationClass, FsInformationClass, OutputFit, OutputSize, UnsupportedClass,
 };
-pub use dir::{DirEntry, DirEntryBuf, DirListEncoder, dir_entry_fixed_size, dir_list};
+pub use dir::{DirEntry, DirEntryBuf, DirListEncoder, MacDirAttr, dir_entry_fixed_size, dir_list};
 pub use ea::{FullEa, FullEaListEncoder, GetEa, encode_get_ea_list, full_ea_list, get_ea_list};
 pub use file_info::*;
 pub use fs_info::*;

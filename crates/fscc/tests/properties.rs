@@ -71,6 +71,7 @@ impl Owned {
             file_id_128: id128,
             short_name: &self.short,
             name: &self.name,
+            mac: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! paths the VFS cannot take. Knows no session or open: it sits on `security` (the xattrs that
 //! hold descriptors) and under `state`.
 
+pub(crate) mod apple;
 pub(crate) mod eas;
 pub(crate) mod fileinfo;
 pub mod names;

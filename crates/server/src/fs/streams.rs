@@ -74,6 +74,19 @@ pub(crate) fn remove_all(file: &dyn VfsFile) -> VfsResult<()> {
     Ok(())
 }
 
+/// Copies every named stream of `from` to `to`, replacing those of the same names (a Mac's
+/// server-side copy of a whole file takes its streams along).
+pub(crate) fn copy_all(from: &dyn VfsFile, to: &dyn VfsFile) -> VfsResult<()> {
+    for xattr in from.list_xattr()? {
+        if stream_of(&xattr).is_some()
+            && let Some(value) = from.get_xattr(&xattr)?
+        {
+            to.set_xattr(&xattr, &value)?;
+        }
+    }
+    Ok(())
+}
+
 /// Creates stream `name` empty, or empties it.
 pub(crate) fn truncate(file: &dyn VfsFile, name: &str) -> VfsResult<()> {
     file.set_xattr(&xattr_name(name), &[0])
@@ -84,7 +97,7 @@ pub(crate) fn allocation(size: u64) -> u64 {
     size.div_ceil(ALLOCATION_UNIT) * ALLOCATION_UNIT
 }
 
-fn data_len(value: &[u8]) -> u64 {
+pub(crate) fn data_len(value: &[u8]) -> u64 {
     value.len().saturating_sub(1) as u64
 }
 

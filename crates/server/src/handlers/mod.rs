@@ -88,3 +88,13 @@ pub(crate) fn check_credit_charge(cx: &Ctx<'_>, payload: u32) -> Result<(), NtSt
         Ok(())
     }
 }
+
+/// The AAPL ServerCaps the connection negotiated, in force on `apple` shares only (none
+/// elsewhere, and none before a Mac client's first server query).
+pub(crate) fn mac_caps(cx: &Ctx<'_>) -> u64 {
+    let apple_share = cx.tree.as_ref().is_some_and(|t| t.share.apple.is_some());
+    match cx.conn.apple.get() {
+        Some(caps) if apple_share => *caps,
+        _ => 0,
+    }
+}

@@ -6,20 +6,22 @@ use smb3d_dtyp::samba::XATTR_DOSATTRIB_NAME;
 use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_fscc::posix::{self, POSIX_INFORMATION_CLASS, PosixDirListEncoder};
 use smb3d_fscc::{
-    DirEntry, DirListEncoder, Expression, FileAttributes, FileInformationClass,
+    DirEntry, DirListEncoder, Expression, FileAttributes, FileInformationClass, MacDirAttr,
     dir_entry_fixed_size, has_wildcards,
 };
+use smb3d_smb2::aapl::server_caps;
 use smb3d_smb2::query_directory::{
     QueryDirectoryFlags, QueryDirectoryRequest, QueryDirectoryResponse,
 };
 use smb3d_vfs::{self as vfs, FileType, VfsError};
 use smb3d_wire::Writer;
 
+use crate::fs::apple;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
-use crate::fs::shortname;
 use crate::fs::posix_info;
-use crate::handlers::{check_credit_charge, lookup_open};
+use crate::fs::shortname;
+use crate::handlers::{check_credit_charge, lookup_open, mac_caps};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
@@ -101,6 +103,7 @@ pub(crate) async fn handle(
             || (!vetoed && (!hide_unreadable || readable(entry, meta)))
     };
     // Queries on one handle take turns over its cursor; one that waits holds no worker.
+    let mac = mac_listing(cx, class);
     let mut cursor = open.dir.lock().await;
     let status = open.io_long(|| {
         let restart = req
@@ -120,6 +123,7 @@ pub(crate) async fn handle(
             single,
             (hide_unreadable || veto.is_some()).then_some(&visible as &Visible<'_>),
             posix.then_some(ids),
+            mac,
             w,
         )
     })?;
@@ -176,6 +180,58 @@ fn dot_entry(name: &str) -> vfs::DirEntry {
     }
 }
 
+/// What Mac clients' listings carry: set when the connection negotiated ReadDirAttr in the
+/// AAPL create context on an `apple` share, for FileIdBothDirectoryInformation (where Apple's
+/// client reads the extras).
+#[derive(Clone, Copy)]
+struct MacListing<'a> {
+    ids: &'a IdMap,
+    /// The UNIX mode goes in too when the connection also negotiated NFS ACEs.
+    with_mode: bool,
+}
+
+fn mac_listing<'a>(cx: &Ctx<'a>, class: FileInformationClass) -> Option<MacListing<'a>> {
+    let caps = mac_caps(cx);
+    (class == FileInformationClass::FILE_ID_BOTH_DIRECTORY_INFORMATION
+        && caps & server_caps::READ_DIR_ATTR != 0)
+        .then_some(MacListing {
+            ids: &cx.conn.server.ids,
+            with_mode: caps & server_caps::NFS_ACE != 0,
+        })
+}
+
+/// The ReadDirAttr extras of an entry: the opener's maximal access, the resource fork's
+/// length, the Finder info and the mode.
+fn mac_extras(open: &Open, name: &str, meta: &Meta, mac: MacListing<'_>) -> MacDirAttr {
+    let max_access = match open.path().join(name) {
+        Ok(path) if name != "." && name != ".." => {
+            let sd = security::child_descriptor(
+                open.vfs.as_ref(),
+                open.file.as_ref(),
+                name,
+                &meta.stat,
+                mac.ids,
+            );
+            let parent = security::Parent::of(open.vfs.as_ref(), &path, mac.ids);
+            security::maximal(&sd, &open.identity, &parent).bits()
+        }
+        _ => 0,
+    };
+    let (resource_fork_len, finder_info) =
+        apple::listed_extras(open.file.as_ref(), name, &meta.stat);
+    MacDirAttr {
+        max_access,
+        resource_fork_len,
+        finder_info,
+        // The mode's type and permission bits fit the 16-bit field.
+        unix_mode: if mac.with_mode {
+            meta.stat.mode as u16
+        } else {
+            0
+        },
+    }
+}
+
 /// Decides whether a listing shows an entry.
 type Visible<'a> = dyn Fn(&vfs::DirEntry, &Meta) -> bool + 'a;
 
@@ -191,6 +247,7 @@ fn fill(
     single: bool,
     visible: Option<&Visible<'_>>,
     posix: Option<&IdMap>,
+    mac: Option<MacListing<'_>>,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let mut encoder = match posix {
@@ -244,6 +301,7 @@ fn fill(
                         listed.reparse_tag =
                             fileinfo::stored_child_tag(open.file.as_ref(), &entry.name);
                     }
+                    listed.mac = mac.map(|mac| mac_extras(open, &entry.name, &meta, mac));
                     listed
                 }
                 // Gone since the directory was read, or a symlink leading out of the share:
@@ -322,6 +380,7 @@ fn listing<'a>(meta: &Meta, name: &'a str) -> DirEntry<'a> {
         file_id_128: file_id_128(meta.stat.ino),
         short_name: "",
         name,
+        mac: None,
     }
 }
 

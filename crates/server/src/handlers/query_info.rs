@@ -18,6 +18,7 @@ use smb3d_fscc::{
     FsControlFlags, FsInformationClass, FullEa, FullEaListEncoder, OutputFit, OutputSize,
     SectorSizeFlags, StreamListEncoder,
 };
+use smb3d_smb2::aapl::server_caps;
 use smb3d_smb2::query_info::{InfoType, QueryInfoRequest, QueryInfoResponse};
 use smb3d_vfs::{FileStat, FileType, FsStat};
 use smb3d_wire::{FileTime, Guid, Writer};
@@ -28,15 +29,16 @@ use crate::fs::fileinfo::{self, Meta};
 use crate::fs::posix_info;
 use crate::fs::quota;
 use crate::fs::shortname;
-use crate::fs::streams;
 use crate::fs::time_machine;
-use crate::handlers::{check_credit_charge, lookup_open};
+use crate::fs::{apple, streams};
+use crate::handlers::{check_credit_charge, lookup_open, mac_caps};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::security;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
+use smb3d_vfs::casefold::eq_ignore_case;
 
 /// Sector size reported to clients; allocation units are the file system's block size.
 const BYTES_PER_SECTOR: u32 = 512;
@@ -89,11 +91,13 @@ pub(crate) async fn handle(
         })?,
         InfoType::SECURITY => {
             let ids = &cx.conn.server.ids;
+            let nfs_aces = mac_caps(cx) & server_caps::NFS_ACE != 0;
             let needed = open.io(|| {
                 security_info(
                     &open,
                     ids,
                     SecurityInformation(req.additional_information),
+                    nfs_aces,
                     limit,
                     w,
                 )
@@ -128,11 +132,13 @@ pub(crate) async fn handle(
 }
 
 /// MS-SMB2 3.3.5.20.3: the parts of the descriptor the client asked for, if it has the right
-/// to read them. `Some(size)` when the client's buffer is too small.
+/// to read them, with the NFS ACEs of a Mac client that negotiated them. `Some(size)` when
+/// the client's buffer is too small.
 fn security_info(
     open: &Open,
     ids: &IdMap,
     info: SecurityInformation,
+    nfs_aces: bool,
     limit: u32,
     w: &mut Writer<'_>,
 ) -> Result<Option<u32>, NtStatus> {
@@ -149,7 +155,11 @@ fn security_info(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let stat = open.file.stat().status()?;
-    let sd = security::descriptor(open.vfs.as_ref(), open.file.as_ref(), &stat, ids).filtered(info);
+    let mut sd =
+        security::descriptor(open.vfs.as_ref(), open.file.as_ref(), &stat, ids).filtered(info);
+    if nfs_aces {
+        sd = security::with_nfs_aces(sd, &stat);
+    }
     let len = sd.encoded_len();
     if len > limit as usize {
         return Ok(Some(u32::try_from(len).unwrap_or(u32::MAX)));
@@ -409,6 +419,11 @@ fn stream_info(open: &Open, stat: &FileStat, w: &mut Writer<'_>) -> Result<(), N
         list.push(w, "::$DATA", default.size, default.allocated);
     }
     for (name, size) in named {
+        // An empty resource fork is none on `apple` shares (fs::apple).
+        if size == 0 && open.share.apple.is_some() && eq_ignore_case(&name, apple::RESOURCE_STREAM)
+        {
+            continue;
+        }
         list.push(
             w,
             &format!(":{name}:$DATA"),

@@ -10,6 +10,7 @@ use smb3d_fscc::{
     FileInformationClass, FileLinkInformation, FileMode, FileModeInformation,
     FilePositionInformation, FileRenameInformation, FileRenameInformationEx, RenameFlags,
 };
+use smb3d_smb2::aapl::server_caps;
 use smb3d_smb2::create::ShareAccess;
 use smb3d_smb2::query_info::InfoType;
 use smb3d_smb2::set_info::{SetInfoRequest, SetInfoResponse};
@@ -23,7 +24,7 @@ use crate::fs::names::parse_path;
 use crate::fs::path_status;
 use crate::fs::streams;
 use crate::fs::write_time::Now;
-use crate::handlers::{check_credit_charge, lookup_open};
+use crate::handlers::{check_credit_charge, lookup_open, mac_caps};
 use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
@@ -95,7 +96,8 @@ pub(crate) async fn handle(
             let info = SecurityInformation(req.additional_information);
             let ids = &cx.conn.server.ids;
             let max = limits.max_security_descriptor_size;
-            open.io(|| set_security(&open, ids, info, req.buffer, max))?
+            let nfs_aces = mac_caps(cx) & server_caps::NFS_ACE != 0;
+            open.io(|| set_security(&open, ids, info, req.buffer, max, nfs_aces))?
         }
         InfoType::QUOTA => {
             let ids = &cx.conn.server.ids;
@@ -579,13 +581,15 @@ fn rename_stream(
 
 /// MS-SMB2 3.3.5.21.3 with MS-FSA 2.1.5.16: owner and group need WRITE_OWNER, the DACL
 /// WRITE_DAC, the SACL a privilege no SMB user holds here. The parts given replace those of the
-/// file's descriptor (`security::change`).
+/// file's descriptor (`security::change`). A Mac client that negotiated NFS ACEs changes the
+/// mode with the DACL's mode entry, applied after the DACL as Samba's vfs_fruit applies it.
 fn set_security(
     open: &Open,
     ids: &IdMap,
     info: SecurityInformation,
     buf: &[u8],
     max_size: usize,
+    nfs_aces: bool,
 ) -> Result<(), NtStatus> {
     if info.contains(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
@@ -599,10 +603,23 @@ fn set_security(
     if buf.len() > max_size.min(security::MAX_DESCRIPTOR_LEN) {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let update = SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+    let mut update =
+        SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+    let mode = if nfs_aces && info.contains(SecurityInformation::DACL) {
+        security::take_nfs_aces(&mut update)
+    } else {
+        None
+    };
     let vfs = open.vfs.as_ref();
     let file = open.file.as_ref();
     let stat = file.stat().status()?;
     let current = security::descriptor(vfs, file, &stat, ids);
-    security::change(vfs, file, &open.identity, ids, info, &update, &current)
+    security::change(vfs, file, &open.identity, ids, info, &update, &current)?;
+    if let Some(mode) = mode {
+        let now = file.stat().status()?.mode;
+        if now & 0o777 != mode {
+            file.set_mode((now & 0o7000) | mode).status()?;
+        }
+    }
+    Ok(())
 }

@@ -10,10 +10,12 @@
 
 mod access;
 mod change;
+mod nfs;
 mod posix;
 
 pub(crate) use access::{Parent, grant, maximal, may_place, readable};
 pub(crate) use change::{apply, change, give_to, own_inherited, parts_of};
+pub(crate) use nfs::{take_nfs_aces, with_nfs_aces};
 
 use smb3d_dtyp::samba::{NtAclXattr, PosixAcl, PosixAclState, XATTR_NTACL_NAME};
 use smb3d_dtyp::{

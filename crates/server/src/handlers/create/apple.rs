@@ -9,8 +9,13 @@ use smb3d_smb2::create::{CreateContext, CreateRequest};
 use crate::request::malformed;
 use crate::state::share::Share;
 
-/// The ServerCaps this server has: Unix underneath. A client's ClientCaps cannot add to them.
-const SERVER_CAPS: u64 = server_caps::UNIX_BASED;
+/// The ServerCaps offered to every Mac client: Unix underneath, and copyfile (a
+/// FSCTL_SRV_COPYCHUNK without chunks copies the whole file with its streams), which Samba
+/// offers whether asked or not and smbtorture expects so.
+const SERVER_CAPS: u64 = server_caps::UNIX_BASED | server_caps::OSX_COPYFILE;
+/// The ServerCaps granted only to a client whose ClientCaps ask for them, as Samba grants
+/// them: ReadDirAttr changes what its listings carry, NFS ACEs its security descriptors.
+const ASKED_CAPS: u64 = server_caps::READ_DIR_ATTR | server_caps::NFS_ACE;
 
 /// The answer to the request's AAPL server query on `share`, worked out before anything is
 /// opened: a malformed query or another command fails the CREATE with
@@ -39,7 +44,7 @@ pub(super) fn answer(
     };
     Ok(Some(ServerQueryResponse {
         reply_bitmap: query.request_bitmap,
-        server_caps: SERVER_CAPS & (query.client_caps | server_caps::UNIX_BASED),
+        server_caps: SERVER_CAPS | (ASKED_CAPS & query.client_caps),
         volume_caps: volume,
         model: if query.request_bitmap & bitmap::MODEL_INFO != 0 {
             apple.model.clone()

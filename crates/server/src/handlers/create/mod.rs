@@ -534,7 +534,12 @@ impl Creation<'_> {
             .then(|| security::maximal(&sd, &self.identity, &check.parent));
         let (stream, stream_created) = match &self.target.path.stream {
             None => (None, false),
-            Some(name) => match stream::resolve(opened.file.as_ref(), name, intent.disposition) {
+            Some(name) => match stream::resolve(
+                opened.file.as_ref(),
+                name,
+                intent.disposition,
+                self.tree.share.apple.is_some(),
+            ) {
                 Ok((stored, created)) => (Some(stored), created),
                 Err(status) => {
                     if opened.created {

@@ -7,7 +7,7 @@ use smb3d_smb2::create::CreateDisposition;
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsFile};
 
 use crate::fs::names::SmbPath;
-use crate::fs::streams;
+use crate::fs::{apple, streams};
 use crate::status_map::VfsResultExt;
 
 use super::request::Intent;
@@ -47,8 +47,15 @@ pub(super) fn resolve(
     base: &dyn VfsFile,
     name: &str,
     disposition: CreateDisposition,
+    apple: bool,
 ) -> Result<(String, bool), NtStatus> {
-    let existing = streams::find(base, name).status()?;
+    // On `apple` shares an empty resource fork is none; creating it reuses its spelling.
+    let (existing, name) = match streams::find(base, name).status()? {
+        Some(stored) if apple && apple::is_empty_resource_fork(base, &stored).status()? => {
+            (None, stored)
+        }
+        other => (other, name.to_owned()),
+    };
     match (existing, disposition) {
         (Some(_), CreateDisposition::CREATE) => Err(NtStatus::OBJECT_NAME_COLLISION),
         (None, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
@@ -60,8 +67,8 @@ pub(super) fn resolve(
             Ok((stored, false))
         }
         (None, _) => {
-            streams::truncate(base, name).status()?;
-            Ok((name.to_owned(), true))
+            streams::truncate(base, &name).status()?;
+            Ok((name, true))
         }
     }
 }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_smb2::aapl::server_caps;
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::fsctl::{
     CopyChunk, CopyChunkCopy, CopyChunkResponse, ResumeKey, ResumeKeyResponse,
@@ -14,7 +15,8 @@ use smb3d_smb2::ioctl::{CtlCode, IoctlRequest};
 use smb3d_wire::Writer;
 
 use super::respond;
-use crate::handlers::MAX_OFFSET;
+use crate::fs::streams;
+use crate::handlers::{MAX_OFFSET, mac_caps};
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::state::open::Open;
@@ -122,6 +124,10 @@ pub(super) fn copy_chunks(
         total_bytes_written: 0,
     };
     target.writing(&*cx.conn.server.settings.clock);
+    let whole_files = source.stream.is_none() && target.stream.is_none();
+    if chunks.is_empty() && whole_files && mac_caps(cx) & server_caps::OSX_COPYFILE != 0 {
+        return copy_file(&source, target, req, w);
+    }
     let status = target.io_long(|| {
         for chunk in &chunks {
             if let Err(status) = copy_one(&cx.conn.server, &source, target, chunk) {
@@ -132,6 +138,36 @@ pub(super) fn copy_chunks(
         }
         Ok(NtStatus::SUCCESS)
     })?;
+    respond(w, req, target.file_id, |w| done.encode(w));
+    Ok(status)
+}
+
+/// A Mac client's copyfile (AAPL OSX_COPYFILE negotiated, no chunks): the whole source with
+/// its named streams, as Samba's vfs_fruit copies it. Only TotalBytesWritten is counted.
+fn copy_file(
+    source: &Open,
+    target: &Arc<Open>,
+    req: &IoctlRequest<'_>,
+    w: &mut Writer<'_>,
+) -> Result<NtStatus, NtStatus> {
+    let mut done = CopyChunkResponse {
+        chunks_written: 0,
+        chunk_bytes_written: 0,
+        total_bytes_written: 0,
+    };
+    let status = target.io_long(|| {
+        let size = source.file.stat().status()?.size;
+        source.check_locks(0, size, false)?;
+        target.check_locks(0, size, true)?;
+        let copied = target
+            .file
+            .copy_range(source.file.as_ref(), 0, 0, size)
+            .status()?;
+        done.total_bytes_written = u32::try_from(copied).unwrap_or(u32::MAX);
+        streams::copy_all(source.file.as_ref(), target.file.as_ref()).status()?;
+        Ok(NtStatus::SUCCESS)
+    });
+    let status = status.unwrap_or_else(|status| status);
     respond(w, req, target.file_id, |w| done.encode(w));
     Ok(status)
 }
