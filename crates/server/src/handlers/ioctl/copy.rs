@@ -126,7 +126,7 @@ pub(super) fn copy_chunks(
     target.writing(&*cx.conn.server.settings.clock);
     let whole_files = source.stream.is_none() && target.stream.is_none();
     if chunks.is_empty() && whole_files && mac_caps(cx) & server_caps::OSX_COPYFILE != 0 {
-        return copy_file(&source, target, req, w);
+        return copy_file(&cx.conn.server, &source, target, req, w);
     }
     let status = target.io_long(|| {
         for chunk in &chunks {
@@ -145,6 +145,7 @@ pub(super) fn copy_chunks(
 /// A Mac client's copyfile (AAPL OSX_COPYFILE negotiated, no chunks): the whole source with
 /// its named streams, as Samba's vfs_fruit copies it. Only TotalBytesWritten is counted.
 fn copy_file(
+    server: &Server,
     source: &Open,
     target: &Arc<Open>,
     req: &IoctlRequest<'_>,
@@ -157,8 +158,8 @@ fn copy_file(
     };
     let status = target.io_long(|| {
         let size = source.file.stat().status()?.size;
-        source.check_locks(0, size, false)?;
-        target.check_locks(0, size, true)?;
+        source.check_locks(server, 0, size, false)?;
+        target.check_locks(server, 0, size, true)?;
         let copied = target
             .file
             .copy_range(source.file.as_ref(), 0, 0, size)
