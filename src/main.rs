@@ -11,6 +11,7 @@ mod credentials;
 mod ctl;
 mod descriptors;
 mod homes;
+mod idmap_cmd;
 mod kernel_leases;
 mod logging;
 mod manual;
@@ -61,6 +62,15 @@ enum Command {
         /// The user database itself, instead of the one the configuration names.
         #[arg(long, global = true)]
         db: Option<PathBuf>,
+    },
+    /// Map Active Directory SIDs to Unix ids and back with the configuration's `[idmap]`
+    /// ranges (the answer every server configured alike gives).
+    Idmap {
+        #[command(subcommand)]
+        action: idmap_cmd::IdmapAction,
+        /// Configuration file with the [idmap] section.
+        #[arg(long, short, global = true, default_value = DEFAULT_CONFIG_PATH)]
+        config: PathBuf,
     },
     /// Inspect shares.
     Share {
@@ -159,6 +169,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::User { action, config, db } => users::run(action, &config, db),
+        Command::Idmap { action, config } => idmap_cmd::run(action, &config),
         Command::Share {
             action: ShareAction::List,
             config,

@@ -41,6 +41,7 @@ fn effective(running: &Config, new: &Config) -> Config {
         shares: new.shares.clone(),
         cluster: running.cluster.clone(),
         auth: running.auth.clone(),
+        idmap: running.idmap.clone(),
     }
 }
 

@@ -396,6 +396,7 @@ pub fn build_server(
         map_to_guest: s.map_to_guest == MapToGuest::BadUser,
         guest_account: s.guest_account.clone(),
         kerberos: kerberos_service(config)?.map(Arc::new),
+        idmap: config.idmap.clone().unwrap_or_default(),
     };
     let host = hostname();
     let identity = ServerIdentity {

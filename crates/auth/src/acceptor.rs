@@ -8,7 +8,7 @@ use smb3d_wire::{FileTime, decode_utf16le};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
-use crate::krb5::KerberosService;
+use crate::krb5::{KerberosService, Pac};
 use crate::names;
 use crate::ntlm::messages::{AuthenticateMessage, NegotiateFlags, SIGNATURE};
 use crate::ntlm::{ChallengeState, Direction, NtlmOutcome};
@@ -222,6 +222,7 @@ pub struct Acceptor {
     unknown_users_are_guests: bool,
     kerberos: Option<Arc<KerberosService>>,
     ticket_end: Option<i64>,
+    pac: Option<Pac>,
 }
 
 impl Acceptor {
@@ -245,6 +246,7 @@ impl Acceptor {
             unknown_users_are_guests: false,
             kerberos: None,
             ticket_end: None,
+            pac: None,
         }
     }
 
@@ -271,6 +273,12 @@ impl Acceptor {
     /// When the Kerberos ticket of a finished logon ends (seconds since 1970); None for NTLM.
     pub fn ticket_end(&self) -> Option<i64> {
         self.ticket_end
+    }
+
+    /// The verified PAC of a finished Kerberos logon of a domain user who is not in the user
+    /// database: the SIDs the server maps to Unix ids (`[idmap]`). None otherwise.
+    pub fn pac(&self) -> Option<&Pac> {
+        self.pac.as_ref()
     }
 
     /// Verifies an AUTHENTICATE message, mapping an unknown user to a guest when asked.
@@ -405,7 +413,7 @@ impl Acceptor {
         ap_req: &[u8],
         now: FileTime,
     ) -> Result<Step, AuthError> {
-        let accepted = service.accept(ap_req, unix_seconds(now), &*self.random)?;
+        let mut accepted = service.accept(ap_req, unix_seconds(now), &*self.random)?;
         let user = match accepted.client.as_slice() {
             [user] => user.clone(),
             _ => accepted.client.join("/"),
@@ -416,13 +424,21 @@ impl Acceptor {
             workstation: String::new(),
             method: "Kerberos",
         });
-        if accepted.client.len() != 1
-            || accepted.client_realm != service.realm()
-            || self.store.uid(&user).is_none()
-        {
+        if accepted.client.len() != 1 || accepted.client_realm != service.realm() {
             return Err(AuthError::LogonFailure);
         }
-        if self.store.account(&user).is_some_and(|a| a.disabled) {
+        // A user of the database keeps its uid and SIDs; a domain user who is not one is
+        // known by its verified PAC alone, as DOMAIN\account.
+        let (name, claimed_domain, pac) = match (self.store.uid(&user), accepted.pac.take()) {
+            (Some(_), _) => (user, accepted.client_realm.clone(), None),
+            (None, Some(pac)) => (
+                format!("{}\\{}", pac.domain, pac.account),
+                pac.domain.clone(),
+                Some(pac),
+            ),
+            (None, None) => return Err(AuthError::LogonFailure),
+        };
+        if self.store.account(&name).is_some_and(|a| a.disabled) {
             return Err(AuthError::AccountDisabled);
         }
         // A client MIC is checked and answered; none is needed, Kerberos being its first
@@ -442,11 +458,12 @@ impl Acceptor {
         }
         .encode();
         self.ticket_end = Some(accepted.ticket_end);
+        self.pac = pac;
         Ok(Step::Done {
             token,
             principal: Principal::User {
-                name: user,
-                claimed_domain: accepted.client_realm,
+                name,
+                claimed_domain,
             },
             session_key: accepted.session_key,
         })

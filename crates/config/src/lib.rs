@@ -19,6 +19,7 @@ mod error;
 mod faults;
 mod homes;
 mod hosts;
+mod idmap;
 mod limits;
 mod model;
 mod render;
@@ -31,6 +32,7 @@ pub use error::ConfigError;
 pub use faults::{FaultErrno, FaultOpName, FaultRuleConfig, MAX_FAULT_DELAY_MS};
 pub use homes::{DEFAULT_HOME_MODE, HOMES, HomeOwner, home_path, is_homes};
 pub use hosts::HostPattern;
+pub use idmap::{IdmapConfig, IdmapDomain};
 pub use limits::{Bytes, Interval, LimitsConfig};
 pub use model::{
     CipherName, Config, DEFAULT_ADMIN_SOCKET, DEFAULT_CONFIG_PATH, DEFAULT_CREATE_MASK,

@@ -8,6 +8,7 @@ use toml::de::{DeValue, ValueDeserializer};
 use crate::auth::{AuthConfig, RawAuth, checked_auth};
 use crate::cluster::{ClusterConfig, RawCluster, checked_cluster};
 use crate::homes::{DEFAULT_HOME_MODE, check_home_template, is_homes};
+use crate::idmap::{IdmapConfig, RawDomain, checked_idmap};
 use crate::limits::{LimitsConfig, limits_problems};
 use crate::{ConfigError, FaultRuleConfig, HostPattern};
 
@@ -850,6 +851,8 @@ pub struct Config {
     pub cluster: Option<ClusterConfig>,
     /// `[auth]`: Kerberos logons (docs/auth.md); `None` takes NTLMv2 logons only.
     pub auth: Option<AuthConfig>,
+    /// `[idmap]`: the Unix ids of Active Directory domains' accounts (docs/auth.md).
+    pub idmap: Option<IdmapConfig>,
 }
 
 /// Valid range for `max_io_size`: at least SMB2's 64 KiB, at most 8 MiB (the largest that
@@ -918,6 +921,7 @@ impl Config {
         let mut limits = None;
         let mut cluster = None;
         let mut auth = None;
+        let mut idmap = None;
         let mut raw_shares = Vec::new();
         for (key, value) in root.into_inner() {
             match key.get_ref().as_ref() {
@@ -940,6 +944,7 @@ impl Config {
                     Ok(raw) => auth = Some(checked_auth(raw, &mut problems)),
                     Err(e) => problems.push(de_problem(&e)),
                 },
+                "idmap" => idmap = Some(idmap_section(value, &mut problems)),
                 "share" => {
                     let span = value.span();
                     match value.into_inner() {
@@ -963,7 +968,7 @@ impl Config {
                 }
                 other => problems.push(Problem::at(
                     key.span(),
-                    format!("unknown section `{other}`, expected `server`, `limits`, `share`, `cluster` or `auth`"),
+                    format!("unknown section `{other}`, expected `server`, `limits`, `share`, `cluster`, `auth` or `idmap`"),
                 )),
             }
         }
@@ -982,6 +987,7 @@ impl Config {
         );
         config.cluster = cluster;
         config.auth = auth;
+        config.idmap = idmap;
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -1025,6 +1031,7 @@ impl Config {
             shares,
             cluster: None,
             auth: None,
+            idmap: None,
         }
     }
 
@@ -1120,6 +1127,25 @@ fn value_spans(table: &Spanned<DeValue<'_>>) -> Vec<(String, std::ops::Range<usi
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// `[idmap]`: a table of domains, each checked (`idmap::checked_idmap`) in the file's order.
+fn idmap_section(value: Spanned<DeValue<'_>>, problems: &mut Vec<Problem>) -> IdmapConfig {
+    let span = value.span();
+    let DeValue::Table(table) = value.into_inner() else {
+        problems.push(Problem::at(span, "idmap must be a table of domains"));
+        return IdmapConfig::default();
+    };
+    let mut raw = Vec::new();
+    for (name, domain) in table {
+        let name = Spanned::new(name.span(), name.into_inner().into_owned());
+        match RawDomain::deserialize(ValueDeserializer::from(domain)) {
+            Ok(domain) => raw.push((name, domain)),
+            Err(e) => problems.push(de_problem(&e)),
+        }
+    }
+    raw.sort_by_key(|(name, _)| name.span().start);
+    checked_idmap(raw, problems)
 }
 
 fn de_problem(e: &toml::de::Error) -> Problem {

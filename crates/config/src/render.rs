@@ -91,6 +91,9 @@ impl Config {
         if let Some(auth) = &self.auth {
             crate::auth::render_auth(&mut out, auth);
         }
+        if let Some(idmap) = &self.idmap {
+            crate::idmap::render_idmap(&mut out, idmap);
+        }
         for (name, share) in &self.shares {
             out.push('\n');
             render_share(&mut out, name, share);

@@ -15,6 +15,7 @@
 mod access;
 mod access_check;
 mod acl;
+pub mod idmap;
 mod inherit;
 pub mod samba;
 mod security_descriptor;

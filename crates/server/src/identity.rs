@@ -4,7 +4,9 @@
 
 use std::fs;
 
+use smb3d_auth::krb5::Pac;
 use smb3d_auth::names;
+use smb3d_dtyp::idmap::DomainIdmap;
 use smb3d_dtyp::{Privileges, Sid, Token};
 use smb3d_vfs::Credentials;
 
@@ -12,9 +14,11 @@ use smb3d_vfs::Credentials;
 const USER_RID_BASE: u32 = 1000;
 const GROUP_RID_BASE: u32 = 1001;
 
-/// The machine domain and the mapping between Unix ids and SIDs.
+/// The machine domain and the mapping between Unix ids and SIDs; the ranges of Active
+/// Directory domains (`[idmap]`) come first.
 pub(crate) struct IdMap {
     domain: Sid,
+    domains: DomainIdmap,
 }
 
 /// A session's identity: the access token (MS-DTYP 2.5.2) and the Unix credentials file-system
@@ -49,10 +53,23 @@ impl IdMap {
                 })
         };
         let domain = Sid::new(5, &[21, hash(1), hash(2), hash(3)]).unwrap_or(Sid::NOBODY);
-        IdMap { domain }
+        IdMap {
+            domain,
+            domains: DomainIdmap::default(),
+        }
+    }
+
+    /// With the ranges of `domains`: their ids are their accounts' SIDs.
+    #[must_use]
+    pub fn with_domains(mut self, domains: DomainIdmap) -> IdMap {
+        self.domains = domains;
+        self
     }
 
     pub fn user_sid(&self, uid: u32) -> Sid {
+        if let Some(sid) = self.domains.sid_of(uid) {
+            return sid;
+        }
         uid.checked_mul(2)
             .and_then(|r| r.checked_add(USER_RID_BASE))
             .and_then(|rid| self.domain.with_rid(rid))
@@ -60,6 +77,9 @@ impl IdMap {
     }
 
     pub fn group_sid(&self, gid: u32) -> Sid {
+        if let Some(sid) = self.domains.sid_of(gid) {
+            return sid;
+        }
         gid.checked_mul(2)
             .and_then(|r| r.checked_add(GROUP_RID_BASE))
             .and_then(|rid| self.domain.with_rid(rid))
@@ -124,6 +144,39 @@ impl IdMap {
                 groups: supplementary,
             },
         }
+    }
+
+    /// The identity of a domain user known by its verified PAC: the PAC's user and group SIDs
+    /// (with Everyone, Authenticated Users and BUILTIN\\Users), acting as the uid its SID maps
+    /// to, the primary group's gid, and the gids of the other groups that map. None when the
+    /// user's SID is in no configured domain (the logon then fails).
+    pub fn domain_identity(&self, pac: &Pac) -> Option<Identity> {
+        let uid = self.domains.id_of(&pac.user_sid)?;
+        let gid = pac
+            .group_sids
+            .first()
+            .and_then(|sid| self.domains.id_of(sid))
+            .unwrap_or(uid);
+        let mut supplementary: Vec<u32> = Vec::new();
+        for id in pac.group_sids.iter().filter_map(|s| self.domains.id_of(s)) {
+            if id != gid && !supplementary.contains(&id) {
+                supplementary.push(id);
+            }
+        }
+        let mut groups = pac.group_sids.clone();
+        groups.extend([Sid::EVERYONE, Sid::AUTHENTICATED_USERS, Sid::BUILTIN_USERS]);
+        Some(Identity {
+            token: Token {
+                user: pac.user_sid,
+                groups,
+                privileges: Privileges::empty(),
+            },
+            unix: Credentials {
+                uid,
+                gid,
+                groups: supplementary,
+            },
+        })
     }
 
     /// The identity `session` has on a share that forces a user (its uid) and/or a group, as
@@ -390,5 +443,55 @@ mod tests {
         assert_eq!(map.unix_id(&IdMap::new("OTHER").user_sid(1)), None);
         assert_eq!(map.unix_id(&map.domain()), None);
         assert_eq!(map.unix_id(&Sid::EVERYONE), None);
+    }
+
+    fn domains() -> DomainIdmap {
+        DomainIdmap {
+            domains: vec![smb3d_dtyp::idmap::IdmapDomain {
+                name: "SMB3DAD".into(),
+                sid: "S-1-5-21-1-2-3".parse().unwrap(),
+                low: 100_000,
+                high: 199_999,
+            }],
+        }
+    }
+
+    /// A domain user of the PAC acts as the ids its SIDs map to: user, primary group, and
+    /// the groups in a range as supplementary groups; its token is the PAC's SIDs.
+    #[test]
+    fn a_domain_user_acts_as_its_mapped_ids() {
+        let map = IdMap::new("FILES").with_domains(domains());
+        let sid = |s: &str| s.parse::<Sid>().unwrap();
+        let pac = Pac {
+            account: "dora".into(),
+            domain: "SMB3DAD".into(),
+            user_sid: sid("S-1-5-21-1-2-3-1102"),
+            group_sids: vec![
+                sid("S-1-5-21-1-2-3-513"),
+                sid("S-1-5-21-1-2-3-1103"),
+                sid("S-1-18-1"),
+                sid("S-1-5-21-9-9-9-1200"),
+            ],
+            upn: None,
+        };
+        let dora = map.domain_identity(&pac).unwrap();
+        assert_eq!(
+            (dora.unix.uid, dora.unix.gid, dora.unix.groups.clone()),
+            (101_102, 100_513, vec![101_103])
+        );
+        assert_eq!(dora.token.user, pac.user_sid);
+        assert!(dora.token.groups.starts_with(&pac.group_sids));
+        assert!(dora.token.groups.contains(&Sid::AUTHENTICATED_USERS));
+        // Files the mapped ids own show the domain's SIDs; other ids keep the machine's.
+        assert_eq!(map.user_sid(101_102), pac.user_sid);
+        assert_eq!(map.group_sid(100_513), sid("S-1-5-21-1-2-3-513"));
+        assert_eq!(map.user_sid(1000), IdMap::new("FILES").user_sid(1000));
+        // A user of a domain without a range has no identity.
+        let stranger = Pac {
+            user_sid: sid("S-1-5-21-9-9-9-1102"),
+            ..pac
+        };
+        assert!(map.domain_identity(&stranger).is_none());
+        assert!(IdMap::new("FILES").domain_identity(&stranger).is_none());
     }
 }

@@ -8,6 +8,7 @@
 //! time within the clock skew of the server's injected clock, and a replay cache.
 
 pub mod keytab;
+pub mod pac;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -20,7 +21,8 @@ use picky_asn1::wrapper::{
 use picky_asn1_der::application_tag::ApplicationTag;
 use picky_krb::crypto::{ChecksumSuite, CipherSuite};
 use picky_krb::data_types::{
-    Authenticator, EncApRepPart, EncApRepPartInner, EncTicketPart, EncryptedData, PrincipalName,
+    Authenticator, AuthorizationData, EncApRepPart, EncApRepPartInner, EncTicketPart,
+    EncTicketPartInner, EncryptedData, PrincipalName,
 };
 use picky_krb::messages::{ApRep, ApRepInner, ApReq};
 use subtle::ConstantTimeEq;
@@ -30,6 +32,7 @@ use crate::der::{self, DerReader};
 use crate::spnego::{OID_KRB5, OID_MS_KRB5};
 use crate::{AuthError, RandomSource};
 pub use keytab::{Keytab, KeytabEntry, KeytabError};
+pub use pac::Pac;
 
 /// RFC 4120 1.7 / MS-KILE: the clock skew tolerated between client and server, in seconds.
 pub const MAX_SKEW_SECS: i64 = 300;
@@ -49,6 +52,9 @@ const AES128: i32 = 17;
 const AES256: i32 = 18;
 /// The GSS-API authenticator checksum type (RFC 4121 4.1.1).
 const GSS_CHECKSUM: u8 = 0x80;
+/// Authorization data types (RFC 4120 5.2.6, MS-PAC 2.3): AD-IF-RELEVANT, AD-WIN2K-PAC.
+const AD_IF_RELEVANT: u8 = 1;
+const AD_WIN2K_PAC: u8 = 128;
 /// TOK_ID of an AP-REQ and an AP-REP in their GSS-API framing (RFC 4121 4.1).
 const TOK_AP_REQ: [u8; 2] = [0x01, 0x00];
 const TOK_AP_REP: [u8; 2] = [0x02, 0x00];
@@ -72,6 +78,9 @@ pub struct Accepted {
     pub reply: Vec<u8>,
     /// When the ticket ends, in seconds since 1970: the session expires then.
     pub ticket_end: i64,
+    /// What the ticket's PAC says of the client, its server signature verified: present in
+    /// Active Directory tickets; MIT's KDC (1.20 on) signs a PAC without logon info.
+    pub pac: Option<Pac>,
     /// The SMB2 session key: the first 16 octets of the authenticator's subkey (MS-SMB2
     /// 3.3.5.5.3, the GSS context key of RFC 4121 2 with no acceptor subkey).
     pub session_key: [u8; 16],
@@ -216,6 +225,22 @@ impl KerberosService {
         let auth = auth.0;
         let client = names(&part.cname.0);
         let client_realm = part.crealm.0.to_string();
+        let pac = match find_pac(&part)? {
+            Some(bytes) => Some(
+                pac::verify(
+                    &bytes,
+                    &pac::TicketFacts {
+                        client: &client.join("/"),
+                        auth_time: unix_time(&part.auth_time.0).ok_or(AuthError::LogonFailure)?,
+                        key: &key.key,
+                        etype,
+                    },
+                )
+                .map_err(|_| AuthError::LogonFailure)?,
+            ),
+            None => None,
+        }
+        .flatten();
         if names(&auth.cname.0) != client || auth.crealm.0.to_string() != client_realm {
             return Err(AuthError::LogonFailure);
         }
@@ -262,6 +287,7 @@ impl KerberosService {
             client_realm,
             reply,
             ticket_end: unix_time(&part.endtime.0).ok_or(AuthError::LogonFailure)?,
+            pac,
             session_key: session,
             subkey,
             subkey_type: cipher_suite(subkey_type),
@@ -350,6 +376,31 @@ pub fn unwrap_gss(token: &[u8], tok_id: [u8; 2]) -> Result<(&[u8], &[u8]), AuthE
         Some((id, rest)) if id == tok_id => Ok((oid, rest)),
         _ => Err(AuthError::InvalidToken("TOK_ID")),
     }
+}
+
+/// The AD-WIN2K-PAC in the ticket's AD-IF-RELEVANT authorization data (MS-KILE 3.3.5.6.3,
+/// MS-PAC 2.3), if any. A ticket with two PACs is refused: which one would be believed?
+fn find_pac(part: &EncTicketPartInner) -> Result<Option<Vec<u8>>, AuthError> {
+    let Some(data) = part.authorization_data.0.as_ref() else {
+        return Ok(None);
+    };
+    let mut found = None;
+    for outer in &data.0.0 {
+        if outer.ad_type.0.as_unsigned_bytes_be() != [AD_IF_RELEVANT] {
+            continue;
+        }
+        let inner: AuthorizationData =
+            picky_asn1_der::from_bytes(&outer.ad_data.0.0).map_err(|_| AuthError::LogonFailure)?;
+        for element in inner.0 {
+            if element.ad_type.0.as_unsigned_bytes_be() == [AD_WIN2K_PAC] {
+                if found.is_some() {
+                    return Err(AuthError::LogonFailure);
+                }
+                found = Some(element.ad_data.0.0);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// RFC 4120 3.2.3: the ticket is valid now, within the skew, and not marked invalid.

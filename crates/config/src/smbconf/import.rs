@@ -84,6 +84,7 @@ pub(crate) fn convert_with_ctdb(
         shares,
         cluster: cx.cluster,
         auth: None,
+        idmap: None,
     };
     // The output must be what `smb3d config check` accepts; anything else is a bug here.
     let checked = Config::parse(path, &config.to_toml()).map_err(|e| ConfigError {

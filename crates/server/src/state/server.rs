@@ -98,6 +98,8 @@ pub struct Settings {
     pub guest_account: Option<String>,
     /// Kerberos logons (`[auth]`): the realm and the keytab's keys; None takes NTLM only.
     pub kerberos: Option<Arc<smb3d_auth::KerberosService>>,
+    /// The Unix ids of Active Directory domains' accounts (`[idmap]`).
+    pub idmap: smb3d_dtyp::idmap::DomainIdmap,
 }
 
 impl Default for Settings {
@@ -127,6 +129,7 @@ impl Default for Settings {
             map_to_guest: false,
             guest_account: None,
             kerberos: None,
+            idmap: smb3d_dtyp::idmap::DomainIdmap::default(),
         }
     }
 }
@@ -222,7 +225,7 @@ impl Server {
         // accepted by accident.
         let mut seed = [0u8; 4];
         crypto.fill_random(&mut seed);
-        let ids = IdMap::new(&identity.netbios_name);
+        let ids = IdMap::new(&identity.netbios_name).with_domains(settings.idmap.clone());
         let persistent = settings.state_store.clone();
         let address_slots = AddressSlots::new(settings.limits.max_connections_per_address);
         let open_files = OpenFiles::new(settings.limits.max_open_files);

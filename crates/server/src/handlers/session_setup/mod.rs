@@ -276,6 +276,7 @@ fn complete(
     let server = &cx.conn.server;
     let exchange = session.state.lock().exchange.take();
     let ticket_end = exchange.as_ref().and_then(|e| e.acceptor.ticket_end());
+    let pac = exchange.as_ref().and_then(|e| e.acceptor.pac().cloned());
     let preauth = exchange.and_then(|e| e.preauth);
     let guest = principal == Principal::Guest;
     let user = SessionUser::from(principal);
@@ -286,7 +287,7 @@ fn complete(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let anonymous = user == SessionUser::Anonymous;
-    let identity = identity_of(server, &user)?;
+    let identity = identity_of(server, &user, pac.as_ref())?;
     let protection = Protection::new(cx, req, anonymous, session_key, preauth.as_ref())?;
     end_previous_session(server, req, session, &user);
     // The session's tree connects, as the new identity may have them.
@@ -311,18 +312,25 @@ fn complete(
     })
 }
 
-/// Whose credentials the session's work runs with.
-fn identity_of(server: &Server, user: &SessionUser) -> Result<Arc<Identity>, NtStatus> {
+/// Whose credentials the session's work runs with: a database user's, or a domain user's
+/// from the verified PAC of its ticket (`pac`) and `[idmap]`.
+fn identity_of(
+    server: &Server,
+    user: &SessionUser,
+    pac: Option<&smb3d_auth::krb5::Pac>,
+) -> Result<Arc<Identity>, NtStatus> {
     Ok(Arc::new(match user {
         // A user with no uid has no account to act as (it went after its password was
-        // checked): the logon fails rather than run as the server's own account.
-        SessionUser::User { name, .. } => {
-            let uid = server
-                .credentials
-                .uid(name)
-                .ok_or(NtStatus::LOGON_FAILURE)?;
-            server.ids.identity(uid)
-        }
+        // checked, or its domain has no range): the logon fails rather than run as the
+        // server's own account.
+        SessionUser::User { name, .. } => match (server.credentials.uid(name), pac) {
+            (Some(uid), _) => server.ids.identity(uid),
+            (None, Some(pac)) => server
+                .ids
+                .domain_identity(pac)
+                .ok_or(NtStatus::LOGON_FAILURE)?,
+            (None, None) => return Err(NtStatus::LOGON_FAILURE),
+        },
         SessionUser::Anonymous => match &server.settings.guest_account {
             None => server.ids.anonymous(),
             Some(account) => {
