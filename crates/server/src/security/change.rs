@@ -8,7 +8,7 @@ use smb3d_dtyp::{NtStatus, SdControl, SecurityDescriptor, SecurityInformation};
 use smb3d_vfs::{FileStat, Vfs, VfsFile};
 
 use super::posix::PosixView;
-use super::store;
+use super::{POSIX_ACL_ACCESS, POSIX_ACL_DEFAULT, store};
 use crate::blocking::as_service;
 use crate::identity::{IdMap, Identity, UnixId};
 use crate::status_map::{VfsResultExt, vfs_status};
@@ -105,30 +105,95 @@ pub(crate) fn change(
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
     }
     let stat = file.stat().status()?;
-    let uid = match update
-        .owner
-        .filter(|_| info.contains(SecurityInformation::OWNER))
-    {
-        Some(sid) if current.owner == Some(sid) => None,
-        Some(sid) => new_owner(vfs, who, &stat, ids.unix_id(&sid))?,
-        None => None,
-    };
-    let gid = match update
-        .group
-        .filter(|_| info.contains(SecurityInformation::GROUP))
-    {
-        Some(sid) if current.group == Some(sid) => None,
-        Some(sid) => new_group(vfs, who, &stat, ids.unix_id(&sid))?,
-        None => None,
-    };
-    if uid.is_some() || gid.is_some() {
-        as_service(vfs, || file.set_owner(uid, gid).status())?;
+    let before = vfs
+        .runs_as_users()
+        .then(|| as_service(vfs, || Ok(PosixBefore::of(file, &stat))))
+        .transpose()?;
+    // The owner and group, then the DACL's mode and ACLs, then the stored descriptor, which
+    // may fail (a full disk) after the POSIX side changed.
+    let changed = (|| {
+        let uid = match update
+            .owner
+            .filter(|_| info.contains(SecurityInformation::OWNER))
+        {
+            Some(sid) if current.owner == Some(sid) => None,
+            Some(sid) => new_owner(vfs, who, &stat, ids.unix_id(&sid))?,
+            None => None,
+        };
+        let gid = match update
+            .group
+            .filter(|_| info.contains(SecurityInformation::GROUP))
+        {
+            Some(sid) if current.group == Some(sid) => None,
+            Some(sid) => new_group(vfs, who, &stat, ids.unix_id(&sid))?,
+            None => None,
+        };
+        if uid.is_some() || gid.is_some() {
+            as_service(vfs, || file.set_owner(uid, gid).status())?;
+        }
+        let merged = current.merged(update, info);
+        if info.contains(SecurityInformation::DACL) {
+            apply(vfs, file, ids, &merged)
+        } else {
+            store(vfs, file, &merged)
+        }
+    })();
+    if let (Err(status), Some(before)) = (changed, before) {
+        before.restore(vfs, file, status);
     }
-    let merged = current.merged(update, info);
-    if info.contains(SecurityInformation::DACL) {
-        apply(vfs, file, ids, &merged)
-    } else {
-        store(vfs, file, &merged)
+    changed
+}
+
+/// What a security change may alter on the POSIX side, read before it, so that a change whose
+/// descriptor cannot be stored (a full disk) is undone: a failed request changes nothing.
+struct PosixBefore {
+    uid: u32,
+    gid: u32,
+    mode: u32,
+    acls: [(&'static str, Option<Vec<u8>>); 2],
+}
+
+impl PosixBefore {
+    fn of(file: &dyn VfsFile, stat: &FileStat) -> Self {
+        let acl = |name| file.get_xattr(name).ok().flatten();
+        Self {
+            uid: stat.uid,
+            gid: stat.gid,
+            mode: stat.mode,
+            acls: [
+                (POSIX_ACL_ACCESS, acl(POSIX_ACL_ACCESS)),
+                (POSIX_ACL_DEFAULT, acl(POSIX_ACL_DEFAULT)),
+            ],
+        }
+    }
+
+    /// Puts back what differs: the ACLs first (the kernel derives the mode from the access
+    /// ACL), then the owner (chown clears set-id bits), then the mode.
+    fn restore(&self, vfs: &dyn Vfs, file: &dyn VfsFile, failure: NtStatus) {
+        let undone = as_service(vfs, || {
+            for (name, value) in &self.acls {
+                if file.get_xattr(name).ok().flatten() != *value {
+                    match value {
+                        Some(value) => file.set_xattr(name, value),
+                        None => file.remove_xattr(name),
+                    }
+                    .status()?;
+                }
+            }
+            let now = file.stat().status()?;
+            if (now.uid, now.gid) != (self.uid, self.gid) {
+                file.set_owner(Some(self.uid), Some(self.gid)).status()?;
+            }
+            if file.stat().status()?.mode != self.mode {
+                file.set_mode(self.mode).status()?;
+            }
+            Ok(())
+        });
+        if let Err(status) = undone {
+            tracing::warn!(
+                "a security change failed ({failure:?}) and its POSIX side could not be undone: {status:?}"
+            );
+        }
     }
 }
 
