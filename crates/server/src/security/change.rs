@@ -104,44 +104,54 @@ pub(crate) fn change(
     if info.contains(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
     }
-    let stat = file.stat().status()?;
     let before = vfs
         .runs_as_users()
-        .then(|| as_service(vfs, || Ok(PosixBefore::of(file, &stat))))
+        .then(|| as_service(vfs, || PosixBefore::of(file)))
         .transpose()?;
-    // The owner and group, then the DACL's mode and ACLs, then the stored descriptor, which
-    // may fail (a full disk) after the POSIX side changed.
-    let changed = (|| {
-        let uid = match update
-            .owner
-            .filter(|_| info.contains(SecurityInformation::OWNER))
-        {
-            Some(sid) if current.owner == Some(sid) => None,
-            Some(sid) => new_owner(vfs, who, &stat, ids.unix_id(&sid))?,
-            None => None,
-        };
-        let gid = match update
-            .group
-            .filter(|_| info.contains(SecurityInformation::GROUP))
-        {
-            Some(sid) if current.group == Some(sid) => None,
-            Some(sid) => new_group(vfs, who, &stat, ids.unix_id(&sid))?,
-            None => None,
-        };
-        if uid.is_some() || gid.is_some() {
-            as_service(vfs, || file.set_owner(uid, gid).status())?;
-        }
-        let merged = current.merged(update, info);
-        if info.contains(SecurityInformation::DACL) {
-            apply(vfs, file, ids, &merged)
-        } else {
-            store(vfs, file, &merged)
-        }
-    })();
+    let changed = change_posix_then_store(vfs, file, who, ids, info, update, current);
     if let (Err(status), Some(before)) = (changed, before) {
         before.restore(vfs, file, status);
     }
     changed
+}
+
+/// `change` after its first check: the owner and group, then the DACL's mode and ACLs, then
+/// the stored descriptor, which may fail (a full disk) after the POSIX side changed.
+fn change_posix_then_store(
+    vfs: &dyn Vfs,
+    file: &dyn VfsFile,
+    who: &Identity,
+    ids: &IdMap,
+    info: SecurityInformation,
+    update: &SecurityDescriptor,
+    current: &SecurityDescriptor,
+) -> Result<(), NtStatus> {
+    let stat = &file.stat().status()?;
+    let uid = match update
+        .owner
+        .filter(|_| info.contains(SecurityInformation::OWNER))
+    {
+        Some(sid) if current.owner == Some(sid) => None,
+        Some(sid) => new_owner(vfs, who, stat, ids.unix_id(&sid))?,
+        None => None,
+    };
+    let gid = match update
+        .group
+        .filter(|_| info.contains(SecurityInformation::GROUP))
+    {
+        Some(sid) if current.group == Some(sid) => None,
+        Some(sid) => new_group(vfs, who, stat, ids.unix_id(&sid))?,
+        None => None,
+    };
+    if uid.is_some() || gid.is_some() {
+        as_service(vfs, || file.set_owner(uid, gid).status())?;
+    }
+    let merged = current.merged(update, info);
+    if info.contains(SecurityInformation::DACL) {
+        apply(vfs, file, ids, &merged)
+    } else {
+        store(vfs, file, &merged)
+    }
 }
 
 /// What a security change may alter on the POSIX side, read before it, so that a change whose
@@ -154,9 +164,10 @@ struct PosixBefore {
 }
 
 impl PosixBefore {
-    fn of(file: &dyn VfsFile, stat: &FileStat) -> Self {
+    fn of(file: &dyn VfsFile) -> Result<Self, NtStatus> {
+        let stat = file.stat().status()?;
         let acl = |name| file.get_xattr(name).ok().flatten();
-        Self {
+        Ok(Self {
             uid: stat.uid,
             gid: stat.gid,
             mode: stat.mode,
@@ -164,7 +175,7 @@ impl PosixBefore {
                 (POSIX_ACL_ACCESS, acl(POSIX_ACL_ACCESS)),
                 (POSIX_ACL_DEFAULT, acl(POSIX_ACL_DEFAULT)),
             ],
-        }
+        })
     }
 
     /// Puts back what differs: the ACLs first (the kernel derives the mode from the access
