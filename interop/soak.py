@@ -41,6 +41,29 @@ def descriptors(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+ARENA_HEAP = 64 << 20
+
+
+def thread_arenas(pid):
+    """How many heaps glibc made for arenas besides the main one: anonymous mappings that
+    begin on a 64 MiB boundary and fill those 64 MiB (glibc's HEAP_MAX_SIZE on 64-bit)."""
+    anonymous = []
+    for line in Path("/proc/%d/maps" % pid).read_text().splitlines():
+        fields = line.split()
+        if len(fields) == 5:
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            anonymous.append((start, end))
+    ends = dict(anonymous)
+    heaps = 0
+    for start, _ in anonymous:
+        if start % ARENA_HEAP == 0:
+            at = start
+            while at in ends and at < start + ARENA_HEAP:
+                at = ends[at]
+            heaps += at == start + ARENA_HEAP
+    return heaps
+
+
 def descriptor_targets(pid):
     targets = []
     for fd in os.listdir("/proc/%d/fd" % pid):

@@ -242,14 +242,17 @@ def test_a_full_disk_answers_disk_full_and_recovers_without_restart(tmp_path, sm
 
 
 def fill(directory):
-    """Fills the file system of `directory` with a file, which it returns, until ENOSPC."""
+    """Fills the file system of `directory` with a file, which it returns, until ENOSPC: in
+    64 KiB writes, then 1 KiB ones for the last blocks."""
     filler = directory / "filler"
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
-        while True:
-            os.write(fd, b"\xa5" * 65536)
-    except OSError as e:
-        assert e.errno == errno.ENOSPC, e
+        for chunk in (65536, 1024):
+            try:
+                while True:
+                    os.write(fd, b"\xa5" * chunk)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
     finally:
         os.close(fd)
     return filler
@@ -373,3 +376,110 @@ def test_metadata_that_cannot_be_stored_answers_disk_full_and_changes_nothing(fu
     assert path.exists() and not (full_metadata.share_dir / "moved.txt").exists()
     assert xattrs(path) == before, "a failed metadata write left a change behind"
     assert full_metadata.alive()
+
+
+@pytest.fixture
+def full_ext4(tmp_path):
+    """A 2 MiB ext4 image, loop-mounted, on which every xattr needs a block of its own: 128-byte
+    inodes leave no room for xattrs in the inode, and `nodelalloc` makes ENOSPC come at the
+    write rather than at write-back. Unmounted afterwards; skipped where loop mounts cannot be
+    made (not root, no loop device, no mkfs.ext4)."""
+    image, mount = tmp_path / "ext4.img", tmp_path / "ext4"
+    mount.mkdir()
+    with open(image, "wb") as f:
+        f.truncate(2 << 20)
+    made = subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "1024", "-I", "128", "-m", "0", "-N", "64",
+                           "-O", "^has_journal,^resize_inode", str(image)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip("cannot make an ext4 image here: " + made.stderr.strip())
+    r = subprocess.run(["mount", "-o", "loop,nodelalloc", str(image), str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot loop-mount an image here: " + r.stderr.strip())
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def sd_with_everyone(mask):
+    return secdesc.descriptor(dacl=[secdesc.ace(secdesc.EVERYONE, mask)])
+
+
+def test_xattr_writers_on_a_full_ext4_answer_disk_full_and_recover(tmp_path, full_ext4):
+    """Item 1 on a real full file system: a CREATE that stores DOS attributes or a security
+    descriptor, SET_INFO of DOS attributes, of a descriptor and of an EA, and a named stream's
+    creation and write each need a new xattr block, meet ENOSPC, answer STATUS_DISK_FULL and
+    leave nothing made or changed; once space is freed each works, without a restart."""
+    share = full_ext4 / "share"
+    share.mkdir()
+    names = ["basic.txt", "acl.txt", "ea.txt", "stream.txt", "twin.txt"]
+    for name in names:
+        (share / name).write_bytes(b"data")
+    # ext4 shares identical xattr blocks between files: the stream of stream.txt is in a block
+    # twin.txt uses too, so that writing it needs a copy of its own.
+    for name in ("stream.txt", "twin.txt"):
+        os.setxattr(share / name, "user.DosStream.meta:$DATA", b"old\0")
+    server = start_smb3d(tmp_path, shares={"share": {"path": str(share)}})
+    server.own(share, *(share / name for name in names))
+    before = {name: (xattrs(share / name), os.stat(share / name).st_mode) for name in names}
+    conn, session, tree = spc.connect(server)
+    raw = secdesc.Client(server.port, server.user, server.password)
+    handles = {}
+    try:
+        for name in names:
+            handles[name] = Open(tree, name)
+            handles[name].create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.MAXIMUM_ALLOWED,
+                                 FileAttributes.FILE_ATTRIBUTE_NORMAL,
+                                 ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                                 CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        r, acl_fid = raw.open("acl.txt", 0x00060000 | 0x00020000)
+        assert acl_fid is not None, r.name
+        stream = Open(tree, "stream.txt:meta")
+        stream.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_ALL,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                      CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        filler = fill(full_ext4)
+
+        def attempts():
+            """Each xattr writer once; their statuses by name."""
+            basic = FileBasicInformation()
+            basic["file_attributes"] = FileAttributes.FILE_ATTRIBUTE_HIDDEN
+            ea = FileFullEaInformation()
+            ea["ea_name"] = b"Author"
+            ea["ea_value"] = b"me"
+            new_stream = Open(tree, "basic.txt:new")
+            sd_r, sd_fid = raw.open("made-with-sd.txt", 0x001F01FF, smb2raw.FILE_CREATE,
+                                    contexts=smb2raw.create_context(b"SecD", sd_with_everyone(0x001F01FF)))
+            if sd_fid is not None:
+                raw.c.close_file(sd_fid)
+            return {
+                "create": status_of(lambda: spc.create(tree, "made.txt").close()),
+                "create with descriptor": sd_r.status,
+                "DOS attributes": set_info(tree, handles["basic.txt"], basic),
+                "descriptor": raw.c.request(smb2raw.SET_INFO, smb2raw.set_info_body(
+                    acl_fid, secdesc.SECURITY_INFO, 0, sd_with_everyone(0x001200A9), additional=secdesc.DACL)).status,
+                "EA": set_info(tree, handles["ea.txt"], ea),
+                "stream write": status_of(lambda: stream.write(b"new", 0)),
+                "stream create": status_of(lambda: new_stream.create(
+                    ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_ALL,
+                    FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                    CreateDisposition.FILE_CREATE, CreateOptions.FILE_NON_DIRECTORY_FILE)),
+            }
+
+        full = attempts()
+        assert full == {what: DISK_FULL for what in full}, full
+        assert sorted(p.name for p in share.iterdir()) == sorted(names), "a CREATE left a file"
+        after = {name: (xattrs(share / name), os.stat(share / name).st_mode) for name in names}
+        assert after == before, "a failed write changed a file"
+
+        filler.unlink()
+        freed = attempts()
+        assert freed == {what: 0 for what in freed}, freed
+        assert stream.read(0, 3) == b"new"
+        assert os.getxattr(share / "twin.txt", "user.DosStream.meta:$DATA") == b"old\0"
+        assert "user.Author" in xattrs(share / "ea.txt")
+        assert {"made.txt", "made-with-sd.txt"} <= {p.name for p in share.iterdir()}
+    finally:
+        raw.close()
+        conn.disconnect()
+        stop(server)

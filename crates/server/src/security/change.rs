@@ -8,7 +8,7 @@ use smb3d_dtyp::{NtStatus, SdControl, SecurityDescriptor, SecurityInformation};
 use smb3d_vfs::{FileStat, Vfs, VfsFile};
 
 use super::posix::PosixView;
-use super::store;
+use super::{POSIX_ACL_ACCESS, POSIX_ACL_DEFAULT, store};
 use crate::blocking::as_service;
 use crate::identity::{IdMap, Identity, UnixId};
 use crate::status_map::{VfsResultExt, vfs_status};
@@ -104,13 +104,35 @@ pub(crate) fn change(
     if info.contains(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
     }
-    let stat = file.stat().status()?;
+    let before = vfs
+        .runs_as_users()
+        .then(|| as_service(vfs, || PosixBefore::of(file)))
+        .transpose()?;
+    let changed = change_posix_then_store(vfs, file, who, ids, info, update, current);
+    if let (Err(status), Some(before)) = (changed, before) {
+        before.restore(vfs, file, status);
+    }
+    changed
+}
+
+/// `change` after its first check: the owner and group, then the DACL's mode and ACLs, then
+/// the stored descriptor, which may fail (a full disk) after the POSIX side changed.
+fn change_posix_then_store(
+    vfs: &dyn Vfs,
+    file: &dyn VfsFile,
+    who: &Identity,
+    ids: &IdMap,
+    info: SecurityInformation,
+    update: &SecurityDescriptor,
+    current: &SecurityDescriptor,
+) -> Result<(), NtStatus> {
+    let stat = &file.stat().status()?;
     let uid = match update
         .owner
         .filter(|_| info.contains(SecurityInformation::OWNER))
     {
         Some(sid) if current.owner == Some(sid) => None,
-        Some(sid) => new_owner(vfs, who, &stat, ids.unix_id(&sid))?,
+        Some(sid) => new_owner(vfs, who, stat, ids.unix_id(&sid))?,
         None => None,
     };
     let gid = match update
@@ -118,7 +140,7 @@ pub(crate) fn change(
         .filter(|_| info.contains(SecurityInformation::GROUP))
     {
         Some(sid) if current.group == Some(sid) => None,
-        Some(sid) => new_group(vfs, who, &stat, ids.unix_id(&sid))?,
+        Some(sid) => new_group(vfs, who, stat, ids.unix_id(&sid))?,
         None => None,
     };
     if uid.is_some() || gid.is_some() {
@@ -129,6 +151,60 @@ pub(crate) fn change(
         apply(vfs, file, ids, &merged)
     } else {
         store(vfs, file, &merged)
+    }
+}
+
+/// What a security change may alter on the POSIX side, read before it, so that a change whose
+/// descriptor cannot be stored (a full disk) is undone: a failed request changes nothing.
+struct PosixBefore {
+    uid: u32,
+    gid: u32,
+    mode: u32,
+    acls: [(&'static str, Option<Vec<u8>>); 2],
+}
+
+impl PosixBefore {
+    fn of(file: &dyn VfsFile) -> Result<Self, NtStatus> {
+        let stat = file.stat().status()?;
+        let acl = |name| file.get_xattr(name).ok().flatten();
+        Ok(Self {
+            uid: stat.uid,
+            gid: stat.gid,
+            mode: stat.mode,
+            acls: [
+                (POSIX_ACL_ACCESS, acl(POSIX_ACL_ACCESS)),
+                (POSIX_ACL_DEFAULT, acl(POSIX_ACL_DEFAULT)),
+            ],
+        })
+    }
+
+    /// Puts back what differs: the ACLs first (the kernel derives the mode from the access
+    /// ACL), then the owner (chown clears set-id bits), then the mode.
+    fn restore(&self, vfs: &dyn Vfs, file: &dyn VfsFile, failure: NtStatus) {
+        let undone = as_service(vfs, || {
+            for (name, value) in &self.acls {
+                if file.get_xattr(name).ok().flatten() != *value {
+                    match value {
+                        Some(value) => file.set_xattr(name, value),
+                        None => file.remove_xattr(name),
+                    }
+                    .status()?;
+                }
+            }
+            let now = file.stat().status()?;
+            if (now.uid, now.gid) != (self.uid, self.gid) {
+                file.set_owner(Some(self.uid), Some(self.gid)).status()?;
+            }
+            if file.stat().status()?.mode != self.mode {
+                file.set_mode(self.mode).status()?;
+            }
+            Ok(())
+        });
+        if let Err(status) = undone {
+            tracing::warn!(
+                "a security change failed ({failure:?}) and its POSIX side could not be undone: {status:?}"
+            );
+        }
     }
 }
 
