@@ -26,6 +26,7 @@ use std::io;
 use std::time::Duration;
 
 pub use etcd_client::Client;
+use etcd_client::{GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 pub use locks::EtcdLocks;
 pub use membership::{Membership, NodeInfo, members};
 pub use opens::EtcdOpens;
@@ -123,6 +124,42 @@ impl Etcd {
             )),
             Err(_) => Err(io::Error::other("the etcd runtime stopped")),
         }
+    }
+
+    /// One transaction that puts `key` under `lease` and reads every key under `prefix` at
+    /// the same revision (the new key among them): how an open or a lock is recorded and
+    /// judged against the records that were there before it, with no window between.
+    pub(crate) fn put_and_read(
+        &self,
+        key: String,
+        value: Vec<u8>,
+        lease: i64,
+        prefix: String,
+    ) -> io::Result<Vec<(String, Vec<u8>)>> {
+        let txn = Txn::new().and_then([
+            TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease))),
+            TxnOp::get(prefix, Some(GetOptions::new().with_prefix())),
+        ]);
+        let answer = self.run(move |mut client| async move { client.txn(txn).await })?;
+        Ok(answer
+            .op_responses()
+            .into_iter()
+            .filter_map(|r| match r {
+                TxnOpResponse::Get(get) => Some(get),
+                _ => None,
+            })
+            .flat_map(|get| {
+                get.kvs()
+                    .iter()
+                    .map(|kv| {
+                        (
+                            String::from_utf8_lossy(kv.key()).into_owned(),
+                            kv.value().to_vec(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect())
     }
 
     /// Starts `task` on the etcd runtime.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use etcd_client::{EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions};
+use etcd_client::{EventType, GetOptions, WatchOptions};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use smb3d_state::{ByteRange, ClusterLocks, LockError, Released};
@@ -216,37 +216,10 @@ impl ClusterLocks for EtcdLocks {
             exclusive: range.exclusive,
         };
         let value = serde_json::to_vec(&stored).map_err(|e| LockError::Unavailable(e.into()))?;
-        let txn = Txn::new().and_then([
-            TxnOp::put(
-                key.clone(),
-                value,
-                Some(PutOptions::new().with_lease(self.lease)),
-            ),
-            TxnOp::get(prefix, Some(GetOptions::new().with_prefix())),
-        ]);
-        let answer = self
+        let found = self
             .etcd
-            .run(move |mut client| async move { client.txn(txn).await })
+            .put_and_read(key.clone(), value, self.lease, prefix)
             .map_err(LockError::Unavailable)?;
-        let found: Vec<(String, Vec<u8>)> = answer
-            .op_responses()
-            .into_iter()
-            .filter_map(|r| match r {
-                TxnOpResponse::Get(get) => Some(get),
-                _ => None,
-            })
-            .flat_map(|get| {
-                get.kvs()
-                    .iter()
-                    .map(|kv| {
-                        (
-                            String::from_utf8_lossy(kv.key()).into_owned(),
-                            kv.value().to_vec(),
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect();
         if self.conflicts(&key, &range, &found) {
             // Until this delete, later locks see the withdrawn record and may be refused (or
             // wait) for it: a moment's false conflict, never a missed one.

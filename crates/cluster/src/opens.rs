@@ -9,7 +9,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use serde::{Deserialize, Serialize};
 use smb3d_state::{ClusterOpens, OpenError, OpenRecord, Refusal};
 
@@ -133,40 +133,10 @@ impl ClusterOpens for EtcdOpens {
         self.usable().map_err(OpenError::Unavailable)?;
         let key = self.key(file, id);
         let value = self.value(record).map_err(OpenError::Unavailable)?;
-        let txn = Txn::new().and_then([
-            TxnOp::put(
-                key.clone(),
-                value,
-                Some(PutOptions::new().with_lease(self.lease)),
-            ),
-            TxnOp::get(
-                self.file_prefix(file),
-                Some(GetOptions::new().with_prefix()),
-            ),
-        ]);
-        let answer = self
+        let found = self
             .etcd
-            .run(move |mut client| async move { client.txn(txn).await })
+            .put_and_read(key.clone(), value, self.lease, self.file_prefix(file))
             .map_err(OpenError::Unavailable)?;
-        let found: Vec<(String, Vec<u8>)> = answer
-            .op_responses()
-            .into_iter()
-            .filter_map(|r| match r {
-                TxnOpResponse::Get(get) => Some(get),
-                _ => None,
-            })
-            .flat_map(|get| {
-                get.kvs()
-                    .iter()
-                    .map(|kv| {
-                        (
-                            String::from_utf8_lossy(kv.key()).into_owned(),
-                            kv.value().to_vec(),
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect();
         if let Err(why) = self.judge(&key, record, &found) {
             // Until this delete, later opens see the withdrawn record and may be refused for
             // it: a moment's false conflict, never a missed one.
