@@ -257,8 +257,11 @@ fn fill(
     let expression = Expression::new(cursor.pattern.as_deref().unwrap_or("*"), true);
     let short_names = open.share.short_names;
     let needs_stat = posix.is_some() || class != FileInformationClass::FILE_NAMES_INFORMATION;
-    let with_ea_size =
-        posix.is_none() && needs_stat && class != FileInformationClass::FILE_DIRECTORY_INFORMATION;
+    // A Mac listing's EaSize field carries the maximal access instead (ReadDirAttr).
+    let with_ea_size = posix.is_none()
+        && mac.is_none()
+        && needs_stat
+        && class != FileInformationClass::FILE_DIRECTORY_INFORMATION;
     let mut posix_info = None;
     while let Some(entry) = cursor.entries.get(cursor.next) {
         let short = if short_names {
