@@ -15,11 +15,9 @@ import time
 
 import pytest
 from smbprotocol.exceptions import SMBResponseException
-from smbprotocol.open import FilePipePrinterAccessMask, LockFlags, SMB2LockElement
+from smbprotocol.open import LockFlags, SMB2LockElement
 
-from conftest import start_smb3d, stop
-from etcd import EtcdCluster
-from test_cluster_opens import NODE_TTL, READ_WRITE, SHARE_ALL, open_file, tree_of
+from test_cluster_opens import NODE_TTL, READ_WRITE, cluster_nodes, SHARE_ALL, open_file, tree_of
 
 STATUS_LOCK_NOT_GRANTED = 0xC0000055
 STATUS_FILE_LOCK_CONFLICT = 0xC0000054
@@ -57,22 +55,10 @@ def write_status(handle, data, offset):
 
 @pytest.fixture
 def two_nodes(tmp_path):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    with EtcdCluster(tmp_path / "etcd") as etcd:
-        nodes = []
-        try:
-            for name in ("n1", "n2"):
-                home = tmp_path / name
-                home.mkdir()
-                extra = 'state_dir = "%s"\n\n[cluster]\netcd = ["%s"]\nnode = "%s"\nnode_ttl = "%ds"\n' % (
-                    home / "state", etcd.endpoints[0], name, NODE_TTL)
-                share = {"path": str(shared), "posix_locking": False}
-                nodes.append(start_smb3d(home, extra_config=extra, shares={"share": share}))
-            yield nodes
-        finally:
-            for node in nodes:
-                stop(node)
+    # Without posix_locking: both nodes lock one local directory here, and the kernel's locks
+    # would connect them where a cluster file system need not.
+    with cluster_nodes(tmp_path, posix_locking=False) as nodes:
+        yield nodes
 
 
 @pytest.fixture

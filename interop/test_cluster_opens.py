@@ -5,6 +5,7 @@ other node's client out (STATUS_SHARING_VIOLATION) until it closes; a file made 
 through one node takes no new open through the other (STATUS_DELETE_PENDING); a node killed
 with SIGKILL takes its opens with it when its etcd lease runs out."""
 
+import contextlib
 import time
 import uuid
 
@@ -26,8 +27,9 @@ SHARE_ALL = ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAc
 NODE_TTL = 2
 
 
-@pytest.fixture
-def two_nodes(tmp_path):
+@contextlib.contextmanager
+def cluster_nodes(tmp_path, **share_options):
+    """Two smb3d nodes ("n1", "n2") of one etcd serving tmp_path/shared as "share"."""
     shared = tmp_path / "shared"
     shared.mkdir()
     with EtcdCluster(tmp_path / "etcd") as etcd:
@@ -38,13 +40,20 @@ def two_nodes(tmp_path):
                 home.mkdir()
                 extra = 'state_dir = "%s"\n\n[cluster]\netcd = ["%s"]\nnode = "%s"\nnode_ttl = "%ds"\n' % (
                     home / "state", etcd.endpoints[0], name, NODE_TTL)
-                node = start_smb3d(home, extra_config=extra, shares={"share": {"path": str(shared)}})
+                share = {"path": str(shared), **share_options}
+                node = start_smb3d(home, extra_config=extra, shares={"share": share})
                 node.shared = shared
                 nodes.append(node)
             yield nodes
         finally:
             for node in nodes:
                 stop(node)
+
+
+@pytest.fixture
+def two_nodes(tmp_path):
+    with cluster_nodes(tmp_path) as nodes:
+        yield nodes
 
 
 def tree_of(node):
