@@ -16,6 +16,7 @@
     )
 )]
 
+mod addresses;
 mod locks;
 mod membership;
 mod opens;
@@ -25,6 +26,7 @@ use std::future::Future;
 use std::io;
 use std::time::Duration;
 
+pub use addresses::{AddressHost, PublicAddresses, holders};
 pub use etcd_client::Client;
 use etcd_client::{GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 pub use locks::EtcdLocks;
