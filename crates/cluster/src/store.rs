@@ -3,6 +3,11 @@
 //! revision this node last saw of the record, so that two nodes can never both take one
 //! record: the second, whose knowledge is older than the first's write, is refused. What this
 //! node knows is a cache fed by its own writes and by a watch on the records' prefix.
+//!
+//! A store of a cluster node ([`EtcdStore::owned_by`]) marks each record with the node's name:
+//! it loads only its own records (a restarted node's) and those of nodes whose lease is gone,
+//! which it adopts (rewrites as its own, a compare-and-swap, so that one node alone adopts
+//! each); a live node's records are never loaded by another.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io;
@@ -21,6 +26,37 @@ use crate::Etcd;
 /// (`--max-request-bytes`), and a record travels in one.
 pub const ETCD_MAX_RECORD: usize = 1 << 20;
 
+/// The first bytes of a record value that names its node: then the name's length (one byte),
+/// the name, and the record.
+const OWNER_MAGIC: &[u8; 8] = b"smb3down";
+
+/// A record's owner and bytes, from its value in etcd; `None` owner: written without one.
+fn unwrap_owner(value: &[u8]) -> (Option<&str>, &[u8]) {
+    let owned = value.strip_prefix(OWNER_MAGIC).and_then(|rest| {
+        let (&len, rest) = rest.split_first()?;
+        let (name, bytes) = rest.split_at_checked(usize::from(len))?;
+        Some((std::str::from_utf8(name).ok()?, bytes))
+    });
+    match owned {
+        Some((name, bytes)) => (Some(name), bytes),
+        None => (None, value),
+    }
+}
+
+fn wrap_owner(owner: Option<&str>, bytes: &[u8]) -> Vec<u8> {
+    let Some(owner) = owner else {
+        return bytes.to_vec();
+    };
+    // Node names are at most 63 bytes (the configuration checks it).
+    let name = owner.as_bytes().get(..255).unwrap_or(owner.as_bytes());
+    let mut value = Vec::with_capacity(OWNER_MAGIC.len() + 1 + name.len() + bytes.len());
+    value.extend_from_slice(OWNER_MAGIC);
+    value.push(u8::try_from(name.len()).unwrap_or(u8::MAX));
+    value.extend_from_slice(name);
+    value.extend_from_slice(bytes);
+    value
+}
+
 /// How long a broken watch waits before it reads and watches again.
 const REWATCH_DELAY: Duration = Duration::from_secs(1);
 
@@ -37,7 +73,8 @@ fn table_named(name: &str) -> Option<Table> {
     }
 }
 
-/// What this node knows of one record: its bytes (`None`: deleted) at an etcd revision.
+/// What this node knows of one record: its value in etcd (`None`: deleted) at an etcd
+/// revision.
 #[derive(Debug, Clone)]
 struct Known {
     bytes: Option<Vec<u8>>,
@@ -109,6 +146,10 @@ pub struct EtcdStore {
     locks: RecordLocks,
     cache: Arc<Mutex<Cache>>,
     watch: Option<tokio::task::JoinHandle<()>>,
+    /// The node whose records these are; `None`: every record is this store's.
+    owner: Option<String>,
+    /// Records this process wrote or loaded: a later load does not hand them out again.
+    in_hand: Mutex<HashSet<(Table, u64)>>,
 }
 
 impl EtcdStore {
@@ -130,7 +171,17 @@ impl EtcdStore {
             locks: RecordLocks::default(),
             cache: Arc::new(Mutex::new(Cache::default())),
             watch: None,
+            owner: None,
+            in_hand: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// The store of cluster node `node`: its records carry its name, and it loads only its own
+    /// and those it adopts from nodes whose lease is gone.
+    #[must_use]
+    pub fn owned_by(mut self, node: &str) -> Self {
+        self.owner = Some(node.to_owned());
+        self
     }
 
     /// The record as this node knows it now, without asking etcd (a watched store is
@@ -140,7 +191,7 @@ impl EtcdStore {
             .lock()
             .records
             .get(&(table, id))
-            .and_then(|k| k.bytes.clone())
+            .and_then(|k| k.bytes.as_deref().map(|v| unwrap_owner(v).1.to_vec()))
     }
 
     fn key(&self, table: Table, id: u64) -> String {
@@ -157,8 +208,9 @@ impl EtcdStore {
         let record = (held.table(), held.id());
         let key = self.key(held.table(), held.id());
         let expected = self.cache.lock().revision(record);
-        let op = match bytes {
-            Some(bytes) => TxnOp::put(key.clone(), bytes.to_vec(), None),
+        let value = bytes.map(|b| wrap_owner(self.owner.as_deref(), b));
+        let op = match &value {
+            Some(value) => TxnOp::put(key.clone(), value.clone(), None),
             None => TxnOp::delete(key.clone(), None),
         };
         let txn = Txn::new()
@@ -175,7 +227,14 @@ impl EtcdStore {
         let revision = answer.header().map_or(0, |h| h.revision());
         let mut cache = self.cache.lock();
         if answer.succeeded() {
-            cache.learn(record, bytes.map(<[u8]>::to_vec), revision);
+            cache.learn(record, value, revision);
+            drop(cache);
+            let mut in_hand = self.in_hand.lock();
+            if bytes.is_some() {
+                in_hand.insert(record);
+            } else {
+                in_hand.remove(&record);
+            }
             return Ok(());
         }
         let now = answer.op_responses().into_iter().find_map(|r| match r {
@@ -331,19 +390,52 @@ impl StateStore for EtcdStore {
     }
 
     /// Reads etcd (not the cache): loading is what a node does when it starts or takes over,
-    /// and it must see every record.
+    /// and it must see every record. A node's store hands out its own records not in hand yet
+    /// and those it adopts from nodes that are gone.
     fn load(&self, table: Table) -> io::Result<Vec<(u64, Vec<u8>)>> {
         read_all(&self.etcd, &self.cache)?;
-        Ok(self
+        let live = match &self.owner {
+            Some(_) => crate::members(&self.etcd)?
+                .into_iter()
+                .map(|n| n.name)
+                .collect(),
+            None => HashSet::new(),
+        };
+        let found: Vec<(u64, Option<String>, Vec<u8>)> = self
             .cache
             .lock()
             .records
             .range((table, 0)..=(table, u64::MAX))
             .filter_map(|((_, id), known)| {
-                let bytes = known.bytes.as_ref()?;
-                (bytes.len() <= ETCD_MAX_RECORD).then(|| (*id, bytes.clone()))
+                let (owner, bytes) = unwrap_owner(known.bytes.as_ref()?);
+                (bytes.len() <= ETCD_MAX_RECORD)
+                    .then(|| (*id, owner.map(str::to_owned), bytes.to_vec()))
             })
-            .collect())
+            .collect();
+        let mut loaded = Vec::new();
+        for (id, owner, bytes) in found {
+            if self.owner.is_some() && self.in_hand.lock().contains(&(table, id)) {
+                continue;
+            }
+            match (&self.owner, owner) {
+                (None, _) => {}
+                (Some(me), Some(owner)) if *me == owner => {}
+                (Some(_), Some(owner)) if live.contains(&owner) => continue,
+                // A gone node's (or one written without an owner): adopt it, unless another
+                // node was first.
+                (Some(_), owner) => {
+                    let held = self.lock(table, id);
+                    if let Err(e) = self.swap(&held, Some(&bytes)) {
+                        tracing::info!("record {id:016x} of node {owner:?} not adopted: {e}");
+                        continue;
+                    }
+                    tracing::info!("record {id:016x} of node {owner:?} adopted");
+                }
+            }
+            self.in_hand.lock().insert((table, id));
+            loaded.push((id, bytes));
+        }
+        Ok(loaded)
     }
 
     fn max_record(&self) -> usize {

@@ -249,3 +249,53 @@ fn a_node_learns_that_its_lease_was_revoked() {
     assert!(!member.healthy());
     assert!(members(&cluster).unwrap().is_empty());
 }
+
+fn member(etcd: &Arc<Etcd>, name: &str) -> smb3d_cluster::Membership {
+    let info = smb3d_cluster::NodeInfo {
+        name: name.to_owned(),
+        addresses: Vec::new(),
+        max_dialect: "3.1.1".into(),
+        pid: std::process::id(),
+        started: 0,
+    };
+    smb3d_cluster::Membership::join(etcd.clone(), &info, Duration::from_secs(1)).unwrap()
+}
+
+#[test]
+fn a_live_node_s_records_are_its_own_and_a_dead_node_s_are_adopted_once() {
+    let etcd = EtcdCluster::start(1);
+    let (ea, eb) = (connect(&etcd, "/own/"), connect(&etcd, "/own/"));
+    let a_lease = member(&ea, "a");
+    let _b_lease = member(&eb, "b");
+    let a = EtcdStore::new(ea).unwrap().owned_by("a");
+    let b = EtcdStore::new(eb).unwrap().owned_by("b");
+    a.put(&a.lock(T, 1), b"a's").unwrap();
+    b.put(&b.lock(T, 2), b"b's").unwrap();
+    // b holds its own record already; a's is a live node's.
+    assert!(b.load(T).unwrap().is_empty());
+    // A restarted b (a new process under its name) finds its own record, not a's.
+    let b_again = EtcdStore::new(connect(&etcd, "/own/"))
+        .unwrap()
+        .owned_by("b");
+    assert_eq!(b_again.load(T).unwrap(), vec![(2, b"b's".to_vec())]);
+    drop(b_again);
+    drop(a_lease);
+    let dead_at = Instant::now();
+    loop {
+        let adopted = b.load(T).unwrap();
+        if !adopted.is_empty() {
+            assert_eq!(adopted, vec![(1, b"a's".to_vec())]);
+            break;
+        }
+        assert!(dead_at.elapsed() < LATE, "a's record was never adopted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(b.load(T).unwrap().is_empty(), "adopted once");
+    // The record is b's now: a coming back does not take it again.
+    let _a_lease = member(&connect(&etcd, "/own/"), "a");
+    let a = EtcdStore::new(connect(&etcd, "/own/"))
+        .unwrap()
+        .owned_by("a");
+    assert!(a.load(T).unwrap().is_empty());
+    b.put(&b.lock(T, 1), b"b's now").unwrap();
+}
