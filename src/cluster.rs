@@ -6,7 +6,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use smb3d_cluster::{DEFAULT_PREFIX, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo};
+use smb3d_cluster::{
+    DEFAULT_PREFIX, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo, PublicAddresses,
+};
 use smb3d_config::{ClusterConfig, Config};
 
 use crate::AnyError;
@@ -15,6 +17,10 @@ use crate::serve::NodeState;
 /// This process's membership: it lives as long as the process (a killed node's lease runs
 /// out by itself).
 static MEMBERSHIP: OnceLock<Membership> = OnceLock::new();
+/// What [`serve_public_addresses`] needs of the node that joined.
+static JOINED: OnceLock<(Arc<Etcd>, String, ClusterConfig)> = OnceLock::new();
+/// This node's share of the public addresses, held as long as the process.
+static PUBLIC: OnceLock<PublicAddresses> = OnceLock::new();
 
 /// The state store and the open table of a cluster node, once it has joined; `None`
 /// without `[cluster]`.
@@ -38,12 +44,45 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
     let locks = EtcdLocks::new(etcd.clone(), &info.name, &membership)
         .map_err(|e| format!("cluster: etcd byte-range locks: {e}"))?;
     let _ = MEMBERSHIP.set(membership);
-    let store = EtcdStore::new(etcd).map_err(|e| format!("cluster: etcd state records: {e}"))?;
+    let _ = JOINED.set((etcd.clone(), info.name.clone(), cluster.clone()));
+    let store = EtcdStore::new(etcd)
+        .map_err(|e| format!("cluster: etcd state records: {e}"))?
+        .owned_by(&info.name);
     Ok(Some(NodeState {
         store: Arc::new(store),
         cluster_opens: Some(Arc::new(opens)),
         cluster_locks: Some(Arc::new(locks)),
     }))
+}
+
+/// Starts taking this node's share of the public addresses, served at `port`: what comes up
+/// and goes down arrives on the returned channel. `None` without `[cluster]` or without public
+/// addresses.
+pub fn serve_public_addresses(
+    server: &Arc<smb3d_server::Server>,
+    port: u16,
+) -> Option<tokio::sync::mpsc::UnboundedReceiver<crate::public_addresses::Listen>> {
+    let (etcd, name, cluster) = JOINED.get()?;
+    let membership = MEMBERSHIP.get()?;
+    if cluster.public_addresses.is_empty() {
+        return None;
+    }
+    let (listen, requests) = tokio::sync::mpsc::unbounded_channel();
+    let host = crate::public_addresses::NodeAddresses {
+        interface: cluster.public_interface.clone(),
+        port,
+        server: server.clone(),
+        listen,
+    };
+    let public = PublicAddresses::start(
+        etcd.clone(),
+        name,
+        membership,
+        cluster.public_addresses.clone(),
+        Arc::new(host),
+    );
+    let _ = PUBLIC.set(public);
+    Some(requests)
 }
 
 /// Returns when this node's etcd lease is gone (never without `[cluster]`).
@@ -57,6 +96,9 @@ pub async fn lease_lost() {
 /// A node stopping leaves at once, so that its name and keys are free without waiting for
 /// its lease to run out.
 pub fn leave() {
+    if let Some(public) = PUBLIC.get() {
+        public.release();
+    }
     if let Some(membership) = MEMBERSHIP.get() {
         match membership.revoke() {
             Ok(()) => tracing::info!("cluster: left (etcd lease revoked)"),
@@ -66,13 +108,13 @@ pub fn leave() {
 }
 
 fn node_info(config: &Config, cluster: &ClusterConfig) -> NodeInfo {
-    let mut addresses: Vec<String> = config
+    // Public addresses move between nodes: `cluster status` shows their holders.
+    let addresses: Vec<String> = config
         .server
         .listen
         .iter()
         .map(ToString::to_string)
         .collect();
-    addresses.extend(cluster.public_addresses.iter().map(ToString::to_string));
     NodeInfo {
         name: cluster.node_name(),
         addresses,
@@ -141,6 +183,7 @@ pub fn run(action: ClusterAction, config_path: &std::path::Path) -> Result<(), A
     let etcd = Etcd::connect(&cluster.etcd, DEFAULT_PREFIX)
         .map_err(|e| format!("etcd at {}: {e}", cluster.etcd.join(", ")))?;
     let nodes = smb3d_cluster::members(&etcd)?;
+    let holders = smb3d_cluster::holders(&etcd)?;
     let dialect = nodes
         .iter()
         .filter_map(|n| smb3d_config::Dialect::parse(&n.max_dialect))
@@ -159,9 +202,14 @@ pub fn run(action: ClusterAction, config_path: &std::path::Path) -> Result<(), A
                 })
             })
             .collect();
+        let public: Vec<serde_json::Value> = cluster
+            .public_addresses
+            .iter()
+            .map(|ip| serde_json::json!({"address": ip.to_string(), "node": holders.get(ip)}))
+            .collect();
         let report = serde_json::json!({
             "etcd": cluster.etcd, "node_ttl_ms": cluster.node_ttl.as_millis() as u64,
-            "dialect": dialect, "nodes": nodes,
+            "dialect": dialect, "nodes": nodes, "public_addresses": public,
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -180,6 +228,14 @@ pub fn run(action: ClusterAction, config_path: &std::path::Path) -> Result<(), A
             n.pid,
             n.max_dialect,
             n.addresses.join(", ")
+        );
+    }
+    for ip in &cluster.public_addresses {
+        println!(
+            "public address {ip}  {}",
+            holders
+                .get(ip)
+                .map_or_else(|| "not served".to_owned(), |n| format!("node {n}"))
         );
     }
     Ok(())

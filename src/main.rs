@@ -16,6 +16,8 @@ mod kernel_leases;
 mod logging;
 mod manual;
 mod metrics_http;
+#[cfg(feature = "cluster")]
+mod public_addresses;
 mod reload;
 mod serve;
 mod status;

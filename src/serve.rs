@@ -186,6 +186,8 @@ async fn serve(
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut hangup = signal(SignalKind::hangup())?;
     let (stop, stopped) = oneshot::channel::<()>();
+    #[cfg(feature = "cluster")]
+    let public = public_addresses(&server, &s.listen);
     let mut serving = tokio::spawn(smb3d_transport::serve(
         listeners,
         server.clone(),
@@ -245,6 +247,11 @@ async fn serve(
         admin.stop();
     }
     let _ = stop.send(());
+    #[cfg(feature = "cluster")]
+    if let Some(public) = public {
+        // Its listeners' stop signals drop with it: their connections end.
+        public.abort();
+    }
     if failure.is_none() {
         match serving.await {
             Ok(Err(e)) => tracing::warn!("while stopping: {e}"),
@@ -264,6 +271,21 @@ async fn serve(
         }
         Some(why) => Err(format!("serving failed: {why}").into()),
     }
+}
+
+/// Serves the public addresses the cluster gives this node, at the port of the first listen
+/// address (445 without one).
+#[cfg(feature = "cluster")]
+fn public_addresses(
+    server: &Arc<Server>,
+    listen: &[SocketAddr],
+) -> Option<tokio::task::JoinHandle<()>> {
+    let port = listen.first().map_or(445, SocketAddr::port);
+    let requests = crate::cluster::serve_public_addresses(server, port)?;
+    Some(tokio::spawn(crate::public_addresses::serve(
+        server.clone(),
+        requests,
+    )))
 }
 
 /// Returns when etcd says this cluster node's lease is gone; never for a single server.

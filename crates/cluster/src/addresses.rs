@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use etcd_client::{
@@ -44,18 +43,23 @@ pub trait AddressHost: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct PublicAddresses {
     held: Arc<Mutex<BTreeSet<IpAddr>>>,
+    host: Arc<dyn AddressHost>,
     task: tokio::task::JoinHandle<()>,
 }
 
+impl std::fmt::Debug for dyn AddressHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AddressHost")
+    }
+}
+
 impl PublicAddresses {
-    /// Starts taking this node's share of `addresses` as `node`, under `membership`'s lease
-    /// (of `ttl`).
+    /// Starts taking this node's share of `addresses` as `node`, under `membership`'s lease.
     /// Every address is first taken down here: a node starting holds none.
     pub fn start(
         etcd: Arc<Etcd>,
         node: &str,
         membership: &Membership,
-        ttl: Duration,
         addresses: Vec<IpAddr>,
         host: Arc<dyn AddressHost>,
     ) -> Self {
@@ -64,14 +68,23 @@ impl PublicAddresses {
             etcd: etcd.clone(),
             node: node.to_owned(),
             lease: membership.lease(),
-            healthy: membership.health(),
-            tick: ttl / 3,
             addresses,
-            host,
+            host: host.clone(),
             held: held.clone(),
         };
         let task = etcd.spawn(balancer.run());
-        Self { held, task }
+        Self { held, host, task }
+    }
+
+    /// Stops taking addresses and takes down those held, from the calling thread (a node
+    /// stopping): an address added to an interface must not outlive the process that served
+    /// it. Their keys go with the node's lease.
+    pub fn release(&self) {
+        self.task.abort();
+        let held = std::mem::take(&mut *self.held.lock());
+        for ip in held {
+            self.host.take_down(ip);
+        }
     }
 
     /// The addresses this node serves now.
@@ -133,8 +146,6 @@ struct Balancer {
     etcd: Arc<Etcd>,
     node: String,
     lease: i64,
-    healthy: Arc<AtomicBool>,
-    tick: Duration,
     addresses: Vec<IpAddr>,
     host: Arc<dyn AddressHost>,
     /// What is up on this host now.
@@ -155,11 +166,6 @@ impl Balancer {
         }
         let mut live_before: Option<Vec<String>> = None;
         loop {
-            if !self.healthy.load(Ordering::Acquire) {
-                self.drop_all().await;
-                tokio::time::sleep(self.tick).await;
-                continue;
-            }
             let revision = match self.round(&mut live_before).await {
                 Ok(revision) => revision,
                 Err(e) => {
@@ -179,17 +185,6 @@ impl Balancer {
     async fn call(&self, call: impl FnOnce(&dyn AddressHost) + Send + 'static) {
         let host = self.host.clone();
         let _ = tokio::task::spawn_blocking(move || call(host.as_ref())).await;
-    }
-
-    /// A node that may have lost its lease serves no address: another may hold it already.
-    async fn drop_all(&self) {
-        let up: Vec<IpAddr> = std::mem::take(&mut *self.held.lock()).into_iter().collect();
-        for ip in up {
-            tracing::error!(
-                "cluster: public address {ip} taken down: this node's lease may be gone"
-            );
-            self.call(move |host| host.take_down(ip)).await;
-        }
     }
 
     async fn view(&self) -> Result<View, etcd_client::Error> {
@@ -351,8 +346,7 @@ impl Balancer {
         self.etcd.client().txn(txn).await.map(drop)
     }
 
-    /// Returns after the first change of `nodes/` or `addresses/` after `revision`, or when
-    /// the node's health falls (checked every third of `node_ttl`: a local flag, not etcd).
+    /// Returns after the first change of `nodes/` or `addresses/` after `revision`.
     async fn wait_for_change(&self, revision: i64) -> Result<(), etcd_client::Error> {
         let options = || {
             Some(
@@ -370,12 +364,6 @@ impl Balancer {
             let answer = tokio::select! {
                 answer = nodes.message() => answer?,
                 answer = addresses.message() => answer?,
-                () = tokio::time::sleep(self.tick) => {
-                    if self.healthy.load(Ordering::Acquire) {
-                        continue;
-                    }
-                    return Ok(());
-                }
             };
             match answer {
                 Some(answer) if answer.canceled() => return Ok(()),

@@ -90,7 +90,7 @@ fn node(etcd: &EtcdCluster, name: &str, hosts: &Arc<Hosts>) -> Node {
         hosts: hosts.clone(),
     });
     Node {
-        addresses: PublicAddresses::start(cluster, name, &membership, TTL, addresses(), host),
+        addresses: PublicAddresses::start(cluster, name, &membership, addresses(), host),
         _membership: membership,
     }
 }

@@ -36,6 +36,8 @@ pub(crate) struct RawCluster {
     max_dialect: Option<Dialect>,
     #[serde(default)]
     node_ttl: Option<Spanned<Interval>>,
+    #[serde(default)]
+    public_interface: Option<Spanned<String>>,
 }
 
 /// A checked `[cluster]` section.
@@ -51,6 +53,9 @@ pub struct ClusterConfig {
     pub max_dialect: Option<Dialect>,
     /// The life of a node's etcd lease.
     pub node_ttl: Duration,
+    /// The interface a node adds the public addresses it takes to (with a gratuitous ARP);
+    /// `None`: they are on the host already (tests) and only listened on.
+    pub public_interface: Option<String>,
 }
 
 impl ClusterConfig {
@@ -167,13 +172,36 @@ pub(crate) fn checked_cluster(raw: RawCluster, problems: &mut Vec<Problem>) -> C
         }
         ttl.get_ref().0
     });
+    if let Some(interface) = &raw.public_interface
+        && !valid_interface(interface.get_ref())
+    {
+        problems.push(Problem::at(
+            interface.span(),
+            format!(
+                "cluster.public_interface {:?} is not an interface name (1 to 15 letters, digits, `-`, `_`, `.` or `@`)",
+                interface.get_ref()
+            ),
+        ));
+    }
     ClusterConfig {
         etcd,
         node: raw.node.map(Spanned::into_inner),
         public_addresses,
         max_dialect: raw.max_dialect,
         node_ttl,
+        public_interface: raw.public_interface.map(Spanned::into_inner),
     }
+}
+
+/// A Linux interface name (IFNAMSIZ less its NUL), of the characters `ip` accepts without
+/// quoting; never `.` or `..`, which name directories under /sys/class/net.
+fn valid_interface(name: &str) -> bool {
+    (1..16).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
 }
 
 /// Where CTDB keeps its configuration.
@@ -230,6 +258,7 @@ pub(crate) fn from_ctdb(ctdb_dir: &std::path::Path) -> (ClusterConfig, Vec<Strin
         public_addresses,
         max_dialect: None,
         node_ttl: DEFAULT_NODE_TTL,
+        public_interface: None,
     };
     (cluster, notes)
 }
@@ -252,6 +281,9 @@ pub(crate) fn render_cluster(out: &mut String, cluster: &ClusterConfig) {
         let _ = writeln!(out, "max_dialect = \"{}\"", dialect.as_str());
     }
     let _ = writeln!(out, "node_ttl = \"{}\"", Interval(cluster.node_ttl));
+    if let Some(interface) = &cluster.public_interface {
+        let _ = writeln!(out, "public_interface = {}", toml_string(interface));
+    }
 }
 
 #[cfg(test)]
@@ -296,6 +328,33 @@ mod tests {
         assert_eq!(cluster.public_addresses.len(), 2);
         assert_eq!(cluster.max_dialect, Some(crate::Dialect::Smb302));
         assert_eq!(cluster.node_ttl, std::time::Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn the_public_interface_is_an_interface_name_and_renders_back() {
+        let config = Config::parse(
+            Path::new("c.toml"),
+            "[cluster]\netcd = [\"http://e1:2379\"]\npublic_interface = \"eth0.12\"\n",
+        )
+        .unwrap();
+        let cluster = config.cluster.clone().unwrap();
+        assert_eq!(cluster.public_interface.as_deref(), Some("eth0.12"));
+        let again = Config::parse(Path::new("c.toml"), &config.to_toml()).unwrap();
+        assert_eq!(again.cluster, config.cluster);
+        for bad in [
+            "",
+            "eth0/1",
+            "a b",
+            "sixteen-letters!",
+            "0123456789abcdef",
+            "..",
+        ] {
+            let text =
+                format!("[cluster]\netcd = [\"http://e1:2379\"]\npublic_interface = {bad:?}\n");
+            let found = errors(&text);
+            assert_eq!(found.len(), 1, "{bad:?}: {found:#?}");
+            assert!(found[0].message.contains("public_interface"), "{found:#?}");
+        }
     }
 
     #[test]
