@@ -442,3 +442,24 @@ impl StateStore for EtcdStore {
         ETCD_MAX_RECORD
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_round_trip_and_a_short_or_foreign_value_has_none() {
+        let value = wrap_owner(Some("n1"), b"record");
+        assert_eq!(unwrap_owner(&value), (Some("n1"), &b"record"[..]));
+        assert_eq!(wrap_owner(None, b"record"), b"record");
+        // A length past the end, or a name that is not UTF-8: the whole value is the record.
+        let mut cut = OWNER_MAGIC.to_vec();
+        cut.push(200);
+        cut.extend_from_slice(b"n1");
+        assert_eq!(unwrap_owner(&cut), (None, &cut[..]));
+        let mut bad = OWNER_MAGIC.to_vec();
+        bad.extend_from_slice(&[1, 0xff]);
+        assert_eq!(unwrap_owner(&bad), (None, &bad[..]));
+        assert_eq!(unwrap_owner(b""), (None, &b""[..]));
+    }
+}
