@@ -14,6 +14,7 @@ import pytest
 
 from conftest import BINARY, start_smb3d, stop
 from krb5 import HOST, REALM, Realm, available
+from torture import RESULT, judge, read_list, sections_of
 
 pytestmark = pytest.mark.skipif(not available(), reason="MIT krb5-kdc/krb5-user are not installed (scripts/test-all installs them)")
 
@@ -187,13 +188,46 @@ def test_smbtorture_session_expire(realm, kerberized, tmp_path, test):
     unlocks, and a re-authentication with a new ticket renews it. smbtorture takes no address
     beside the name, so it runs in a mount namespace of its own whose /etc/hosts (bound over
     the machine's, which stays unchanged) names the server at 127.0.0.1."""
+    server, _ = kerberized
+    r = kerberos_smbtorture(realm, server, tmp_path, "smb2.session." + test)
+    assert re.search(r"^success: %s$" % test, r.stdout, re.M), r.stdout[-3000:] + "\n--- server log ---\n" + server.log_tail()
+
+
+def kerberos_smbtorture(realm, server, tmp_path, suite, *extra, timeout=180):
+    """smbtorture with alice's Kerberos credentials against `server` reached as HOST."""
     if os.getuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare for a private /etc/hosts")
-    server, _ = kerberized
     hosts = tmp_path / "hosts"
     hosts.write_text(Path("/etc/hosts").read_text() + "\n127.0.0.1 %s\n" % HOST)
     cmd = ["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts),
            "smbtorture", "//%s/%s" % (HOST, server.share), "-p", str(server.port), "-U", "alice%" + PASSWORD,
-           "--realm=" + REALM, "--use-kerberos=required", "smb2.session." + test]
-    r = subprocess.run(cmd, env=realm.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
-    assert re.search(r"^success: %s$" % test, r.stdout, re.M), r.stdout[-3000:] + "\n--- server log ---\n" + server.log_tail()
+           "--realm=" + REALM, "--use-kerberos=required", *extra, suite]
+    return subprocess.run(cmd, env=realm.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+
+
+# Left out of the judgement for the race described above test_smbtorture_session_expire (they
+# fail on it every time on a loaded machine; Samba 4.17 passes them).
+RACY = ("smb2.session.expire2s", "smb2.session.expire2e")
+
+
+def test_smbtorture_session_suite_with_kerberos(realm, kerberized, tmp_path):
+    """The whole smb2.session suite with Kerberos logons (re-authentication with new tickets,
+    binding channels, expiry, AES-256 keys from the whole 32-byte subkey) against the
+    knownfail list of the NTLM runs: Samba 4.17 with Kerberos (its AD DC's file server, same
+    suite) fails reauth4, reauth5, bind_negative_smb3signCtoHd and HtoCd, and skips reauth6 and
+    bind_different_user; smb3d passes all but reauth5 (knownfail)."""
+    server, _ = kerberized
+    r = kerberos_smbtorture(realm, server, tmp_path, "smb2.session", "--fullname", "--target=samba3", timeout=900)
+    results = {}
+    for line in r.stdout.splitlines():
+        m = RESULT.match(line)
+        if m:
+            results[m.group(2)] = {"successful": "success", "fail": "failure"}.get(m.group(1), m.group(1))
+    passed = sum(1 for v in results.values() if v == "success")
+    print("smb2.session with Kerberos: %d passed of %d; %s" % (
+        passed, len(results), ", ".join("%s %s" % kv for kv in sorted(results.items()) if kv[1] != "success")))
+    assert len(results) > 40, r.stdout[-3000:]
+    problems = judge({k: v for k, v in results.items() if k not in RACY}, read_list("knownfail"))
+    assert not problems, "\n".join(problems) + "\n" + sections_of(r.stdout, problems) + \
+        "\n--- server log ---\n" + server.log_tail()

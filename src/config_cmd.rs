@@ -181,6 +181,11 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
                 if smb3d_config::is_homes(name) && (entry == "%S" || entry == "%U") {
                     continue;
                 }
+                // Domain accounts (DOMAIN\name) and SIDs are the DC's, not local ones.
+                let bare = entry.strip_prefix(['@', '+']).unwrap_or(entry);
+                if bare.contains('\\') || bare.starts_with("S-1-") {
+                    continue;
+                }
                 let problem = match entry.strip_prefix(['@', '+']) {
                     Some(group) if !group_exists(group) => {
                         format!("{group} is not a Unix group (/etc/group)")

@@ -223,6 +223,7 @@ pub struct Acceptor {
     kerberos: Option<Arc<KerberosService>>,
     ticket_end: Option<i64>,
     pac: Option<Pac>,
+    full_session_key: Option<Zeroizing<Vec<u8>>>,
 }
 
 impl Acceptor {
@@ -247,6 +248,7 @@ impl Acceptor {
             kerberos: None,
             ticket_end: None,
             pac: None,
+            full_session_key: None,
         }
     }
 
@@ -279,6 +281,13 @@ impl Acceptor {
     /// database: the SIDs the server maps to Unix ids (`[idmap]`). None otherwise.
     pub fn pac(&self) -> Option<&Pac> {
         self.pac.as_ref()
+    }
+
+    /// Session.FullSessionKey of a finished Kerberos logon (MS-SMB2 3.3.5.5.3): the whole
+    /// authenticator subkey, 32 bytes for AES-256, whose first 16 are the session key; None
+    /// for NTLM, whose key is those 16 bytes.
+    pub fn full_session_key(&self) -> Option<&[u8]> {
+        self.full_session_key.as_deref().map(Vec::as_slice)
     }
 
     /// Verifies an AUTHENTICATE message, mapping an unknown user to a guest when asked.
@@ -459,6 +468,7 @@ impl Acceptor {
         .encode();
         self.ticket_end = Some(accepted.ticket_end);
         self.pac = pac;
+        self.full_session_key = Some(Zeroizing::new(accepted.full_session_key().to_vec()));
         Ok(Step::Done {
             token,
             principal: Principal::User {

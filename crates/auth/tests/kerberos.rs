@@ -267,6 +267,7 @@ fn without_a_subkey_the_session_key_is_the_tickets() {
         .accept(&req.token(OID_MS_KRB5), NOW, &OsRandom)
         .unwrap();
     assert_eq!(accepted.session_key, SESSION_KEY[..16]);
+    assert_eq!(accepted.full_session_key(), SESSION_KEY);
 }
 
 #[test]
@@ -469,6 +470,8 @@ fn spnego_with_kerberos_first_completes_in_one_leg_as_the_realm_user() {
         .unwrap();
     let (token, session_key) = completed_as_alice(step);
     assert_eq!(session_key, SUBKEY[..16]);
+    // Session.FullSessionKey: all 32 octets of the AES-256 subkey (MS-SMB2 3.3.5.5.3).
+    assert_eq!(acc.full_session_key(), Some(&SUBKEY[..]));
     let resp = NegTokenResp::decode(&token).unwrap();
     assert_eq!(resp.supported_mech, Some(OID_MS_KRB5));
     assert!(unwrap_gss(resp.response_token.unwrap(), [0x02, 0x00]).is_ok());

@@ -34,6 +34,9 @@ pub(crate) struct Identity {
 pub(crate) enum UnixId {
     User(u32),
     Group(u32),
+    /// An account of an `[idmap]` domain: its RID gives one id that serves as its uid and as
+    /// its gid (idmap_rid), and only the DC knows whether it is a user or a group.
+    Account(u32),
 }
 
 /// The account anonymous sessions act as ("nobody").
@@ -92,8 +95,11 @@ impl IdMap {
     }
 
     /// The Unix user or group a SID of the machine domain (or Samba's S-1-22 Unix-id SIDs)
-    /// stands for.
+    /// stands for, or the id of an account of an `[idmap]` domain.
     pub fn unix_id(&self, sid: &Sid) -> Option<UnixId> {
+        if let Some(id) = self.domains.id_of(sid) {
+            return Some(UnixId::Account(id));
+        }
         if let Some(uid) = sid.as_unix_user() {
             return Some(UnixId::User(uid));
         }
@@ -493,5 +499,24 @@ mod tests {
         };
         assert!(map.domain_identity(&stranger).is_none());
         assert!(IdMap::new("FILES").domain_identity(&stranger).is_none());
+    }
+
+    /// A SID of a configured domain names the id its RID maps to (as owner, group or ACE); a
+    /// SID of another domain, or past the range, none.
+    #[test]
+    fn domain_sids_map_back_to_their_ids() {
+        let map = IdMap::new("FILES").with_domains(domains());
+        let sid = |s: &str| s.parse::<Sid>().unwrap();
+        assert_eq!(
+            map.unix_id(&sid("S-1-5-21-1-2-3-1102")),
+            Some(UnixId::Account(101_102))
+        );
+        assert_eq!(
+            map.unix_id(&sid("S-1-5-21-1-2-3-513")),
+            Some(UnixId::Account(100_513))
+        );
+        assert_eq!(map.unix_id(&sid("S-1-5-21-1-2-3-100000")), None);
+        assert_eq!(map.unix_id(&sid("S-1-5-21-9-9-9-1102")), None);
+        assert_eq!(map.unix_id(&map.user_sid(1000)), Some(UnixId::User(1000)));
     }
 }

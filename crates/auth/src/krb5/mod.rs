@@ -100,6 +100,12 @@ impl core::fmt::Debug for KerberosService {
 }
 
 impl Accepted {
+    /// The authenticator's whole subkey (the ticket's session key when it has none):
+    /// Session.FullSessionKey, of which `session_key` is the first 16 octets.
+    pub fn full_session_key(&self) -> &[u8] {
+        &self.subkey
+    }
+
     /// Checks the initiator's MIC token (RFC 4121 4.2.6.1) over `data` (the SPNEGO
     /// mechListMIC over the MechTypeList).
     pub fn verify_mic(&self, data: &[u8], token: &[u8]) -> Result<(), AuthError> {

@@ -128,7 +128,8 @@ fn sid_of(ids: &IdMap, kind: QuotaKind, id: u32) -> Sid {
 
 fn kind_of(ids: &IdMap, sid: &Sid) -> Option<(QuotaKind, u32)> {
     match ids.unix_id(sid)? {
-        UnixId::User(uid) => Some((QuotaKind::User, uid)),
+        // A domain account's quota is its uid's: quotas are set for users.
+        UnixId::User(uid) | UnixId::Account(uid) => Some((QuotaKind::User, uid)),
         UnixId::Group(gid) => Some((QuotaKind::Group, gid)),
     }
 }

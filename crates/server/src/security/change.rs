@@ -67,11 +67,11 @@ pub(crate) fn own_inherited(
     }
     let stat = file.stat().status()?;
     let uid = match sd.owner.and_then(|sid| ids.unix_id(&sid)) {
-        Some(UnixId::User(uid)) if uid != stat.uid => Some(uid),
+        Some(UnixId::User(uid) | UnixId::Account(uid)) if uid != stat.uid => Some(uid),
         _ => None,
     };
     let gid = match sd.group.and_then(|sid| ids.unix_id(&sid)) {
-        Some(UnixId::Group(gid)) if gid != stat.gid => Some(gid),
+        Some(UnixId::Group(gid) | UnixId::Account(gid)) if gid != stat.gid => Some(gid),
         _ => None,
     };
     if uid.is_none() && gid.is_none() {
@@ -220,7 +220,7 @@ fn new_owner(
     stat: &FileStat,
     id: Option<UnixId>,
 ) -> Result<Option<u32>, NtStatus> {
-    let Some(UnixId::User(uid)) = id else {
+    let Some(UnixId::User(uid) | UnixId::Account(uid)) = id else {
         return Ok(None);
     };
     if uid == stat.uid && vfs.runs_as_users() {
@@ -244,7 +244,7 @@ fn new_group(
     stat: &FileStat,
     id: Option<UnixId>,
 ) -> Result<Option<u32>, NtStatus> {
-    let Some(UnixId::Group(gid)) = id else {
+    let Some(UnixId::Group(gid) | UnixId::Account(gid)) = id else {
         return Ok(None);
     };
     if gid == stat.gid && vfs.runs_as_users() {
@@ -259,7 +259,7 @@ fn new_group(
 
 #[cfg(test)]
 mod tests {
-    use smb3d_dtyp::{Privileges, Token};
+    use smb3d_dtyp::{Privileges, Sid, Token};
     use smb3d_vfs::{Access, Credentials, Disposition, Kind, MemoryVfs, OpenRequest, VfsPath};
 
     use super::*;
@@ -325,5 +325,72 @@ mod tests {
         }
         assert_eq!(set_group(&who(0), 100), Ok(()));
         assert_eq!(group_now(), Some(ids.group_sid(100)));
+    }
+
+    /// The SIDs of an `[idmap]` domain name their ids as owner and group: a domain user may
+    /// make its file's group a domain group it is in, or itself the owner, but no other
+    /// domain account (STATUS_INVALID_OWNER, the descriptor unchanged); a SID of a domain
+    /// without a range is kept in the descriptor only, as before.
+    #[test]
+    fn domain_sids_are_owners_and_groups_by_their_ids() {
+        let sid = |s: &str| s.parse::<Sid>().unwrap();
+        let ids = IdMap::new("T").with_domains(smb3d_dtyp::idmap::DomainIdmap {
+            domains: vec![smb3d_dtyp::idmap::IdmapDomain {
+                name: "AD".into(),
+                sid: sid("S-1-5-21-1-2-3"),
+                low: 100_000,
+                high: 199_999,
+            }],
+        });
+        let vfs = MemoryVfs::new();
+        let create = OpenRequest {
+            access: Access::ReadWrite,
+            disposition: Disposition::Create,
+            kind: Kind::File,
+            create_mode: 0o640,
+        };
+        let file = vfs
+            .open(&VfsPath::parse("f").unwrap(), &create)
+            .unwrap()
+            .file;
+        let dana = Identity {
+            token: Token {
+                user: sid("S-1-5-21-1-2-3-1105"),
+                groups: vec![sid("S-1-5-21-1-2-3-513"), sid("S-1-5-21-1-2-3-1200")],
+                privileges: Privileges::empty(),
+            },
+            unix: Credentials {
+                uid: 101_105,
+                gid: 100_513,
+                groups: vec![101_200],
+            },
+        };
+        let set = |info: SecurityInformation, to: &str| {
+            let stat = file.stat().unwrap();
+            let current = descriptor(&vfs, file.as_ref(), &stat, &ids);
+            let update = SecurityDescriptor {
+                owner: Some(sid(to)),
+                group: Some(sid(to)),
+                ..SecurityDescriptor::default()
+            };
+            change(&vfs, file.as_ref(), &dana, &ids, info, &update, &current)
+        };
+        let now = || {
+            let stat = file.stat().unwrap();
+            let sd = descriptor(&vfs, file.as_ref(), &stat, &ids);
+            (sd.owner, sd.group)
+        };
+        let (group, owner) = (SecurityInformation::GROUP, SecurityInformation::OWNER);
+        assert_eq!(set(group, "S-1-5-21-1-2-3-1200"), Ok(()));
+        assert_eq!(set(owner, "S-1-5-21-1-2-3-1105"), Ok(()));
+        let before = now();
+        assert_eq!(before.1, Some(sid("S-1-5-21-1-2-3-1200")));
+        for other in ["S-1-5-21-1-2-3-1300", "S-1-5-21-1-2-3-512"] {
+            assert_eq!(set(group, other), Err(NtStatus::INVALID_OWNER));
+            assert_eq!(set(owner, other), Err(NtStatus::INVALID_OWNER));
+            assert_eq!(now(), before);
+        }
+        assert_eq!(set(group, "S-1-5-21-9-9-9-1300"), Ok(()));
+        assert_eq!(now().1, Some(sid("S-1-5-21-9-9-9-1300")));
     }
 }

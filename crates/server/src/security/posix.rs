@@ -90,22 +90,33 @@ fn named_entries(
         let Some((_, sid)) = ace.mask_and_sid() else {
             continue;
         };
-        let (tag, aliases) = match ids.unix_id(sid) {
-            Some(UnixId::User(uid)) if Some(uid) != exclude.0 => (
-                PosixAclTag::User(uid),
-                [Sid::unix_user(uid), ids.user_sid(uid)],
-            ),
-            Some(UnixId::Group(gid)) if Some(gid) != exclude.1 => (
-                PosixAclTag::Group(gid),
-                [Sid::unix_group(gid), ids.group_sid(gid)],
-            ),
-            _ => continue,
+        let user = |uid: u32| {
+            (Some(uid) != exclude.0).then(|| {
+                let aliases = [Sid::unix_user(uid), ids.user_sid(uid)];
+                (PosixAclTag::User(uid), aliases)
+            })
         };
-        if entries.iter().any(|e| e.tag == tag) {
-            continue;
+        let group = |gid: u32| {
+            (Some(gid) != exclude.1).then(|| {
+                let aliases = [Sid::unix_group(gid), ids.group_sid(gid)];
+                (PosixAclTag::Group(gid), aliases)
+            })
+        };
+        let tags = match ids.unix_id(sid) {
+            Some(UnixId::User(uid)) => [user(uid), None],
+            Some(UnixId::Group(gid)) => [None, group(gid)],
+            // A domain account's id is its uid and its gid alike: the entry is given as both,
+            // and only the one the account acts as ever matches.
+            Some(UnixId::Account(id)) => [user(id), group(id)],
+            None => continue,
+        };
+        for (tag, aliases) in tags.into_iter().flatten() {
+            if entries.iter().any(|e| e.tag == tag) {
+                continue;
+            }
+            let perm = class_bits(sd, *sid, &aliases, directory);
+            entries.push(PosixAce { tag, perm });
         }
-        let perm = class_bits(sd, *sid, &aliases, directory);
-        entries.push(PosixAce { tag, perm });
     }
     // Kernel order: named users by uid, then named groups by gid.
     entries.sort_by_key(|e| match e.tag {

@@ -364,6 +364,8 @@ impl Directory for ServerDirectory {
                 };
                 Some((name, SidType::Group, domain))
             }
+            // A domain account's name is the DC's: /etc/passwd does not hold it.
+            UnixId::Account(_) => None,
         }
     }
 

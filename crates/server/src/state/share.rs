@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use smb3d_auth::names;
+use smb3d_dtyp::Sid;
 use smb3d_fscc::Expression;
 use smb3d_vfs::{
     Access, DirEntry, Disposition, FileType, Kind, OpenRequest, Timespec, Vfs, VfsError, VfsPath,
@@ -446,15 +447,28 @@ impl Share {
 }
 
 /// A list of users as Samba's share options write one: user names (compared as the user
-/// database compares them, `smb3d_auth::names`), and `@group` or `+group` for the members of a
-/// Unix group.
+/// database compares them, `smb3d_auth::names`; a domain user is `DOMAIN\account`), `@group`
+/// or `+group` for the members of a Unix group, and SIDs (`S-1-5-21-...`, also after `@` or
+/// `+`) for the user or group of that SID, as the session's token (a domain user's from its
+/// PAC) holds them.
 pub(crate) struct UserList<'a>(pub &'a [String]);
 
 impl UserList<'_> {
     /// Whether the list names the user `name` (the database's spelling, fixed at logon), whose
-    /// Unix groups are those of `who`.
+    /// SIDs and Unix groups are those of `who`.
     pub fn names(&self, name: &str, who: &Identity) -> bool {
-        if self.0.iter().any(|entry| names::same(entry, name)) {
+        let in_token = |entry: &str| {
+            let sid = entry.strip_prefix(['@', '+']).unwrap_or(entry);
+            sid.starts_with("S-")
+                && sid
+                    .parse::<Sid>()
+                    .is_ok_and(|sid| who.token.user == sid || who.token.groups.contains(&sid))
+        };
+        if self
+            .0
+            .iter()
+            .any(|entry| names::same(entry, name) || in_token(entry))
+        {
             return true;
         }
         let mut groups = self
@@ -538,6 +552,44 @@ mod tests {
         assert!(!share.admits(&bob, &who), "a group of invalid users");
         share.invalid_users = vec!["@no-such-group-here".into()];
         assert!(share.admits(&bob, &who));
+    }
+
+    /// A domain user of a PAC is named as `DOMAIN\account`, by its SID, or by the SID of a
+    /// group the PAC gives it, in every list; another domain user is not.
+    #[test]
+    fn domain_users_by_name_and_sids() {
+        let sid = |s: &str| s.parse::<Sid>().unwrap();
+        let domain_user = |name: &str, rid: u32, groups: &[&str]| {
+            let (user, mut who) = member_of_root(name);
+            who.token.user = sid(&format!("S-1-5-21-1-2-3-{rid}"));
+            who.token.groups = groups.iter().map(|g| sid(g)).collect();
+            who.unix.gid = 100_513;
+            (user, who)
+        };
+        let designers = "S-1-5-21-1-2-3-1200";
+        let (dana, dana_who) = domain_user("AD\\dana", 1105, &["S-1-5-21-1-2-3-513", designers]);
+        let (erin, erin_who) = domain_user("AD\\erin", 1106, &["S-1-5-21-1-2-3-513"]);
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        share.valid_users = vec![format!("@{designers}")];
+        assert!(share.admits(&dana, &dana_who));
+        assert!(!share.admits(&erin, &erin_who));
+        share.valid_users = vec!["ad\\ERIN".into(), "S-1-5-21-1-2-3-1105".into()];
+        assert!(share.admits(&dana, &dana_who) && share.admits(&erin, &erin_who));
+        share.valid_users = vec![
+            "dana".into(),
+            "S-1-5-21-1-2-3-11".into(),
+            "@S-1-5-21-1".into(),
+        ];
+        assert!(!share.admits(&dana, &dana_who));
+        share.valid_users.clear();
+        share.invalid_users = vec![format!("+{designers}")];
+        assert!(!share.admits(&dana, &dana_who) && share.admits(&erin, &erin_who));
+        share.read_list = vec!["S-1-5-21-1-2-3-513".into()];
+        share.write_list = vec![format!("@{designers}")];
+        assert!(!share.read_only_for(&dana, &dana_who));
+        assert!(share.read_only_for(&erin, &erin_who));
+        share.admin_users = vec![format!("@{designers}")];
+        assert!(share.is_admin(&dana, &dana_who) && !share.is_admin(&erin, &erin_who));
     }
 
     /// Samba's order: `read list` makes a writable share read-only, `write list` makes any

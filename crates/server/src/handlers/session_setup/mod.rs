@@ -277,7 +277,13 @@ fn complete(
     let exchange = session.state.lock().exchange.take();
     let ticket_end = exchange.as_ref().and_then(|e| e.acceptor.ticket_end());
     let pac = exchange.as_ref().and_then(|e| e.acceptor.pac().cloned());
-    let preauth = exchange.and_then(|e| e.preauth);
+    // Session.FullSessionKey: the 3.1.1 AES-256 cipher keys come from all of a Kerberos
+    // key's 32 bytes; NTLM's is the 16-byte session key.
+    let full_key = exchange
+        .as_ref()
+        .and_then(|e| e.acceptor.full_session_key())
+        .unwrap_or(session_key);
+    let preauth = exchange.as_ref().and_then(|e| e.preauth.as_ref());
     let guest = principal == Principal::Guest;
     let user = SessionUser::from(principal);
     let owner = session.owner();
@@ -288,7 +294,7 @@ fn complete(
     }
     let anonymous = user == SessionUser::Anonymous;
     let identity = identity_of(server, &user, pac.as_ref())?;
-    let protection = Protection::new(cx, req, anonymous, session_key, preauth.as_ref())?;
+    let protection = Protection::new(cx, req, anonymous, full_key, preauth)?;
     end_previous_session(server, req, session, &user);
     // The session's tree connects, as the new identity may have them.
     let trees = owner
@@ -358,12 +364,17 @@ impl Protection {
         cx: &Ctx<'_>,
         req: &SessionSetupRequest<'_>,
         anonymous: bool,
-        session_key: &[u8; 16],
+        full_session_key: &[u8],
         preauth: Option<&PreauthHash>,
     ) -> Result<Self, NtStatus> {
         let negotiated = cx.negotiated;
         let server = &cx.conn.server;
-        let keys = SessionKeys::derive(negotiated.dialect, session_key, preauth, negotiated.cipher);
+        let keys = SessionKeys::derive_from_full_key(
+            negotiated.dialect,
+            full_session_key,
+            preauth,
+            negotiated.cipher,
+        );
         let signer: Option<Arc<dyn smb3d_crypto::MessageSigner>> = if anonymous {
             None
         } else {
