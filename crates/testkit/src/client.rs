@@ -87,6 +87,11 @@ impl<'s> Client<'s> {
         Reply::from(self.conn.send(frame))
     }
 
+    /// Sends `frames` as they are, as if they arrived in one read.
+    pub fn send_together(&mut self, frames: Vec<Vec<u8>>) -> Reply {
+        Reply::from(self.conn.send_together(frames))
+    }
+
     /// What the server sent unasked within `time` (breaks, late answers).
     pub fn wait(&mut self, time: std::time::Duration) -> Reply {
         Reply::from(self.conn.wait(time))

@@ -270,6 +270,26 @@ impl TestConnection<'_> {
         self.collect(refused)
     }
 
+    /// Hands `frames` to the server one after the other without waiting in between, as when
+    /// they arrive in one read, and returns what it answered, in the order it sent it.
+    pub fn send_together(&mut self, frames: Vec<Vec<u8>>) -> Exchange {
+        if self.closed {
+            return Exchange {
+                disconnected: true,
+                ..Exchange::default()
+            };
+        }
+        let conn = self.conn.clone();
+        let refused = self.owner.runtime.block_on(async move {
+            let refused = frames
+                .into_iter()
+                .any(|frame| conn.on_frame(frame).is_err());
+            settle().await;
+            refused
+        });
+        self.collect(refused)
+    }
+
     /// Lets `time` pass (real time: tasks waiting on timers run), then returns what the server
     /// sent meanwhile.
     pub fn wait(&mut self, time: Duration) -> Exchange {

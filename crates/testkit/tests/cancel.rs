@@ -153,3 +153,34 @@ fn an_unsigned_cancel_of_a_signing_session_is_ignored() {
         assert!(cancelled(&reply), "{:?}", reply.responses);
     });
 }
+
+/// A client that cancels a waiting request and goes on reads the STATUS_CANCELLED before the
+/// answer to its next request, which arrived with the CANCEL (smbtorture smb2.session.expire2s
+/// asks the first CHANGE_NOTIFY to have ended once the second one's answer is in): the
+/// cancelled request answers from its own task, which an inline ECHO overtook.
+#[test]
+fn a_cancelled_requests_answer_comes_before_the_next_requests() {
+    two_sessions(harness::settings(), |client, first, _| {
+        let (message_id, async_id) = waiting_notify(client, first);
+        let mut header =
+            packet::request_header(Command::CANCEL, message_id, first.session, first.tree);
+        header.flags = HeaderFlags::SIGNED | HeaderFlags::ASYNC_COMMAND;
+        header.async_id = async_id;
+        let cancel = packet::pdu(&header, &[4, 0, 0, 0]);
+        client.session_id = first.session;
+        let echo = client.pdu(Command::ECHO, &[4, 0, 0, 0], HeaderFlags::SIGNED);
+        let reply = client.send_together(vec![cancel, echo]);
+        let order: Vec<(Command, NtStatus)> = reply
+            .responses
+            .iter()
+            .map(|r| (r.header.command, r.status()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (Command::CHANGE_NOTIFY, NtStatus::CANCELLED),
+                (Command::ECHO, NtStatus::SUCCESS)
+            ]
+        );
+    });
+}

@@ -103,7 +103,10 @@ impl Connection {
     /// the client copies from the request, 3.2.4.24): one session on a shared connection
     /// cannot end another's. A CANCEL that names no request of its session, or that is not
     /// its session's ([`Connection::speaks_for_session`]), is ignored; it has no response.
-    pub(super) fn cancel(&self, st: &ConnState, hdr: &Header, pdu: &mut [u8], sealed: bool) {
+    /// A request that had gone async answers from its own task: the connection's later
+    /// requests wait for that answer as for an earlier frame's (a CANCEL is rare, and such a
+    /// request's wait ends at once), so it never comes after theirs.
+    pub(super) fn cancel(&self, st: &mut ConnState, hdr: &Header, pdu: &mut [u8], sealed: bool) {
         if !self.speaks_for_session(st, hdr, pdu, sealed) {
             return;
         }
@@ -114,8 +117,12 @@ impl Connection {
         } else {
             st.pending.get(&hdr.message_id)
         };
-        if let Some(request) = target.filter(|p| p.session_id == hdr.session_id) {
-            request.cancel(NtStatus::CANCELLED);
+        let Some(request) = target.filter(|p| p.session_id == hdr.session_id).cloned() else {
+            return;
+        };
+        request.cancel(NtStatus::CANCELLED);
+        if request.async_id() != 0 && request.held_frame().is_none() {
+            request.hold_frame(st.order.arrive(true, None));
         }
     }
 

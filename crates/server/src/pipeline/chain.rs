@@ -204,8 +204,8 @@ impl Connection {
     }
 }
 
-/// Removes a chain's requests from the pending table and settles its frame when the chain
-/// ends, however it ends.
+/// Removes a chain's requests from the pending table and settles its frame, and the frames
+/// CANCELs held behind them, when the chain ends, however it ends.
 struct Unregister<'a> {
     conn: &'a Connection,
     requests: &'a [Arc<PendingRequest>],
@@ -227,6 +227,11 @@ impl Drop for Unregister<'_> {
             {
                 st.pending.remove(&request.message_id);
             }
+        }
+        drop(st);
+        // Out of the table, no CANCEL holds them any more: the answer was sent above.
+        for frame in self.requests.iter().filter_map(|r| r.held_frame()) {
+            self.conn.settle(frame);
         }
     }
 }

@@ -244,7 +244,7 @@ impl Connection {
             if hdr.command == Command::CANCEL {
                 // Verified in place: nothing reads a CANCEL after this.
                 let pdu = frame.get_mut(range.clone()).unwrap_or_default();
-                self.cancel(&st, hdr, pdu, sealed);
+                self.cancel(&mut st, hdr, pdu, sealed);
             } else if Self::may_wait(&st, hdr) {
                 let request = Arc::new(PendingRequest::new(hdr.message_id, session_id));
                 st.pending.insert(hdr.message_id, request.clone());
