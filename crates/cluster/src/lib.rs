@@ -16,6 +16,7 @@
     )
 )]
 
+mod fence;
 mod locks;
 mod membership;
 mod opens;
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 pub use etcd_client::Client;
 use etcd_client::{GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+pub use fence::{DialectWatch, ParseDialect, follow_dialects};
 pub use locks::EtcdLocks;
 pub use membership::{Membership, NodeInfo, members};
 pub use opens::EtcdOpens;
