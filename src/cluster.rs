@@ -6,8 +6,11 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use smb3d_cluster::{DEFAULT_PREFIX, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo};
-use smb3d_config::{ClusterConfig, Config};
+use smb3d_cluster::{
+    DEFAULT_PREFIX, DialectWatch, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo,
+};
+use smb3d_config::{ClusterConfig, Config, Dialect};
+use smb3d_server::ClusterDialect;
 
 use crate::AnyError;
 use crate::serve::NodeState;
@@ -15,6 +18,8 @@ use crate::serve::NodeState;
 /// This process's membership: it lives as long as the process (a killed node's lease runs
 /// out by itself).
 static MEMBERSHIP: OnceLock<Membership> = OnceLock::new();
+/// The watch of the members' dialects that keeps the dialect fence current.
+static DIALECTS: OnceLock<DialectWatch> = OnceLock::new();
 
 /// The state store and the open table of a cluster node, once it has joined; `None`
 /// without `[cluster]`.
@@ -38,11 +43,20 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
     let locks = EtcdLocks::new(etcd.clone(), &info.name, &membership)
         .map_err(|e| format!("cluster: etcd byte-range locks: {e}"))?;
     let _ = MEMBERSHIP.set(membership);
+    let own = max_dialect(config, cluster).revision();
+    let fence = Arc::new(ClusterDialect::new(own));
+    let dialects =
+        smb3d_cluster::follow_dialects(etcd.clone(), fence.clone(), own, |d| {
+            Dialect::parse(d).map(Dialect::revision)
+        })
+        .map_err(|e| format!("cluster: etcd nodes (the dialect fence): {e}"))?;
+    let _ = DIALECTS.set(dialects);
     let store = EtcdStore::new(etcd).map_err(|e| format!("cluster: etcd state records: {e}"))?;
     Ok(Some(NodeState {
         store: Arc::new(store),
         cluster_opens: Some(Arc::new(opens)),
         cluster_locks: Some(Arc::new(locks)),
+        cluster_dialect: Some(fence),
     }))
 }
 
@@ -76,16 +90,20 @@ fn node_info(config: &Config, cluster: &ClusterConfig) -> NodeInfo {
     NodeInfo {
         name: cluster.node_name(),
         addresses,
-        max_dialect: cluster
-            .max_dialect
-            .unwrap_or(*config.server.max_dialect.get_ref())
-            .as_str()
-            .to_owned(),
+        max_dialect: max_dialect(config, cluster).as_str().to_owned(),
         pid: std::process::id(),
         started: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
     }
+}
+
+/// The highest dialect this node serves cluster shares at: `[cluster] max_dialect`, else the
+/// server's own.
+fn max_dialect(config: &Config, cluster: &ClusterConfig) -> Dialect {
+    cluster
+        .max_dialect
+        .unwrap_or(*config.server.max_dialect.get_ref())
 }
 
 /// Joins as `info.name`; while the name's previous holder's lease lives (this node, killed a

@@ -58,7 +58,7 @@ fn the_fence_is_the_lowest_live_node_and_rises_when_it_leaves() {
     assert_eq!(fence.max(), 0x0311, "b alone");
     let (_a_etcd, a) = join(&etcd, "/fence/", "a", "3.0.2");
     becomes(&fence, 0x0302);
-    assert!(!fence.admits(0x0311, false));
+    assert_eq!(fence.admit(0x0311, false), Err(0x0302));
     // A node of an unknown dialect does not lower it; one of another cluster is not seen.
     let (_c_etcd, _c) = join(&etcd, "/fence/", "c", "9.9");
     let (_d_etcd, _d) = join(&etcd, "/other/", "d", "3.0.2");

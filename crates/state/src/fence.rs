@@ -36,9 +36,15 @@ impl ClusterDialect {
     }
 
     /// Whether a TREE_CONNECT to a cluster share over a connection of `dialect` proceeds
-    /// (MS-SMB2 3.3.5.7): at or below the fence, or with CLUSTER_RECONNECT set.
-    pub fn admits(&self, dialect: u16, reconnect: bool) -> bool {
-        reconnect || dialect <= self.max()
+    /// (MS-SMB2 3.3.5.7): at or below the fence, or with CLUSTER_RECONNECT set. A refusal
+    /// carries the fence, the dialect the client may connect at (3.2.5.5).
+    pub fn admit(&self, dialect: u16, reconnect: bool) -> Result<(), u16> {
+        let max = self.max();
+        if reconnect || dialect <= max {
+            Ok(())
+        } else {
+            Err(max)
+        }
     }
 }
 
@@ -49,21 +55,21 @@ mod tests {
     #[test]
     fn a_dialect_above_the_fence_needs_the_reconnect_flag() {
         let fence = ClusterDialect::new(0x0302);
-        assert!(fence.admits(0x0302, false));
-        assert!(fence.admits(0x0300, false));
-        assert!(fence.admits(0x0210, false));
-        assert!(!fence.admits(0x0311, false));
-        assert!(fence.admits(0x0311, true));
+        assert_eq!(fence.admit(0x0302, false), Ok(()));
+        assert_eq!(fence.admit(0x0300, false), Ok(()));
+        assert_eq!(fence.admit(0x0210, false), Ok(()));
+        assert_eq!(fence.admit(0x0311, false), Err(0x0302));
+        assert_eq!(fence.admit(0x0311, true), Ok(()));
     }
 
     #[test]
     fn the_fence_is_the_lowest_member_and_rises_when_it_leaves() {
         let fence = ClusterDialect::new(0x0311);
         assert_eq!(fence.follow(0x0311, [0x0311, 0x0302]), 0x0302);
-        assert!(!fence.admits(0x0311, false));
+        assert_eq!(fence.admit(0x0311, false), Err(0x0302));
         // The 3.0.2 node left (or was upgraded): the fence rises by itself.
         assert_eq!(fence.follow(0x0311, [0x0311]), 0x0311);
-        assert!(fence.admits(0x0311, false));
+        assert_eq!(fence.admit(0x0311, false), Ok(()));
         // This node's own cap holds whatever the others say (before its key is seen, too).
         assert_eq!(fence.follow(0x0300, [0x0311]), 0x0300);
         assert_eq!(fence.follow(0x0311, []), 0x0311);
