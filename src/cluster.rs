@@ -45,11 +45,10 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
     let _ = MEMBERSHIP.set(membership);
     let own = max_dialect(config, cluster).revision();
     let fence = Arc::new(ClusterDialect::new(own));
-    let dialects =
-        smb3d_cluster::follow_dialects(etcd.clone(), fence.clone(), own, |d| {
-            Dialect::parse(d).map(Dialect::revision)
-        })
-        .map_err(|e| format!("cluster: etcd nodes (the dialect fence): {e}"))?;
+    let dialects = smb3d_cluster::follow_dialects(etcd.clone(), fence.clone(), own, |d| {
+        Dialect::parse(d).map(Dialect::revision)
+    })
+    .map_err(|e| format!("cluster: etcd nodes (the dialect fence): {e}"))?;
     let _ = DIALECTS.set(dialects);
     let store = EtcdStore::new(etcd).map_err(|e| format!("cluster: etcd state records: {e}"))?;
     Ok(Some(NodeState {
