@@ -28,8 +28,9 @@ NODE_TTL = 2
 
 
 @contextlib.contextmanager
-def cluster_nodes(tmp_path, **share_options):
-    """Two smb3d nodes ("n1", "n2") of one etcd serving tmp_path/shared as "share"."""
+def cluster_nodes(tmp_path, cluster_options=None, **share_options):
+    """Two smb3d nodes ("n1", "n2") of one etcd serving tmp_path/shared as "share";
+    `cluster_options` maps a node's name to more lines of its [cluster] section."""
     shared = tmp_path / "shared"
     shared.mkdir()
     with EtcdCluster(tmp_path / "etcd") as etcd:
@@ -39,7 +40,7 @@ def cluster_nodes(tmp_path, **share_options):
                 home = tmp_path / name
                 home.mkdir()
                 extra = 'state_dir = "%s"\n\n[cluster]\netcd = ["%s"]\nnode = "%s"\nnode_ttl = "%ds"\n' % (
-                    home / "state", etcd.endpoints[0], name, NODE_TTL)
+                    home / "state", etcd.endpoints[0], name, NODE_TTL) + (cluster_options or {}).get(name, "")
                 share = {"path": str(shared), **share_options}
                 node = start_smb3d(home, extra_config=extra, shares={"share": share})
                 node.shared = shared

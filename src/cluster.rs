@@ -7,9 +7,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use smb3d_cluster::{
-    DEFAULT_PREFIX, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo, PublicAddresses,
+use smb3d_cluster::{
+    DEFAULT_PREFIX, DialectWatch, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo,
+    PublicAddresses,
 };
-use smb3d_config::{ClusterConfig, Config};
+use smb3d_config::{ClusterConfig, Config, Dialect};
+use smb3d_server::ClusterDialect;
 
 use crate::AnyError;
 use crate::serve::NodeState;
@@ -21,6 +24,8 @@ static MEMBERSHIP: OnceLock<Membership> = OnceLock::new();
 static JOINED: OnceLock<(Arc<Etcd>, String, ClusterConfig)> = OnceLock::new();
 /// This node's share of the public addresses, held as long as the process.
 static PUBLIC: OnceLock<PublicAddresses> = OnceLock::new();
+/// The watch of the members' dialects that keeps the dialect fence current.
+static DIALECTS: OnceLock<DialectWatch> = OnceLock::new();
 
 /// The state store and the open table of a cluster node, once it has joined; `None`
 /// without `[cluster]`.
@@ -45,6 +50,13 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
         .map_err(|e| format!("cluster: etcd byte-range locks: {e}"))?;
     let _ = MEMBERSHIP.set(membership);
     let _ = JOINED.set((etcd.clone(), info.name.clone(), cluster.clone()));
+    let own = max_dialect(config, cluster).revision();
+    let fence = Arc::new(ClusterDialect::new(own));
+    let dialects = smb3d_cluster::follow_dialects(etcd.clone(), fence.clone(), own, |d| {
+        Dialect::parse(d).map(Dialect::revision)
+    })
+    .map_err(|e| format!("cluster: etcd nodes (the dialect fence): {e}"))?;
+    let _ = DIALECTS.set(dialects);
     let store = EtcdStore::new(etcd)
         .map_err(|e| format!("cluster: etcd state records: {e}"))?
         .owned_by(&info.name);
@@ -52,6 +64,7 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
         store: Arc::new(store),
         cluster_opens: Some(Arc::new(opens)),
         cluster_locks: Some(Arc::new(locks)),
+        cluster_dialect: Some(fence),
     }))
 }
 
@@ -118,16 +131,20 @@ fn node_info(config: &Config, cluster: &ClusterConfig) -> NodeInfo {
     NodeInfo {
         name: cluster.node_name(),
         addresses,
-        max_dialect: cluster
-            .max_dialect
-            .unwrap_or(*config.server.max_dialect.get_ref())
-            .as_str()
-            .to_owned(),
+        max_dialect: max_dialect(config, cluster).as_str().to_owned(),
         pid: std::process::id(),
         started: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
     }
+}
+
+/// The highest dialect this node serves cluster shares at: `[cluster] max_dialect`, else the
+/// server's own.
+fn max_dialect(config: &Config, cluster: &ClusterConfig) -> Dialect {
+    cluster
+        .max_dialect
+        .unwrap_or(*config.server.max_dialect.get_ref())
 }
 
 /// Joins as `info.name`; while the name's previous holder's lease lives (this node, killed a

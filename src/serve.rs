@@ -390,6 +390,7 @@ pub fn build_server(
         store,
         cluster_opens,
         cluster_locks,
+        cluster_dialect,
     } = state_store(config)?;
     let settings = Settings {
         encryption: encryption_policy(s.encrypt),
@@ -413,6 +414,7 @@ pub fn build_server(
         state_store: Some(store),
         cluster_opens,
         cluster_locks,
+        cluster_dialect,
         clock: Arc::new(SystemClock),
         hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
         map_to_guest: s.map_to_guest == MapToGuest::BadUser,
@@ -458,11 +460,12 @@ pub fn kerberos_service(config: &Config) -> Result<Option<KerberosService>, Stri
 }
 
 /// Where a node keeps persistent handles, and a cluster node's view of every node's opens
-/// and byte-range locks.
+/// and byte-range locks, and of its members' dialects (the dialect fence).
 pub struct NodeState {
     pub store: Arc<dyn StateStore>,
     pub cluster_opens: Option<Arc<dyn ClusterOpens>>,
     pub cluster_locks: Option<Arc<dyn ClusterLocks>>,
+    pub cluster_dialect: Option<Arc<smb3d_server::ClusterDialect>>,
 }
 
 /// Persistent handles in etcd for a cluster node, else in `state_dir`.
@@ -481,6 +484,7 @@ fn state_store(config: &Config) -> Result<NodeState, AnyError> {
         store: Arc::new(DiskStore::new(config.server.state_dir.clone())),
         cluster_opens: None,
         cluster_locks: None,
+        cluster_dialect: None,
     })
 }
 

@@ -17,6 +17,7 @@
 )]
 
 mod addresses;
+mod fence;
 mod locks;
 mod membership;
 mod opens;
@@ -29,6 +30,7 @@ use std::time::Duration;
 pub use addresses::{AddressHost, PublicAddresses, holders};
 pub use etcd_client::Client;
 use etcd_client::{GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+pub use fence::{DialectWatch, ParseDialect, follow_dialects};
 pub use locks::EtcdLocks;
 pub use membership::{Membership, NodeInfo, members};
 pub use opens::EtcdOpens;

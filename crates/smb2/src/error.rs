@@ -87,7 +87,7 @@ impl<'a> ErrorResponse<'a> {
             if i > 0 {
                 w.align(8);
             }
-            w.u32(len32(c.data.len())).u32(c.error_id.0).bytes(c.data);
+            c.encode(w);
         }
         if w.offset() == start {
             w.u8(0);
@@ -102,6 +102,15 @@ impl<'a> ErrorResponse<'a> {
 pub struct ErrorContext<'a> {
     pub error_id: ErrorId,
     pub data: &'a [u8],
+}
+
+impl ErrorContext<'_> {
+    /// Writes the context: ErrorDataLength, ErrorId, ErrorContextData.
+    pub fn encode(&self, w: &mut Writer<'_>) {
+        w.u32(len32(self.data.len()))
+            .u32(self.error_id.0)
+            .bytes(self.data);
+    }
 }
 
 /// Iterator over the error contexts, see [`ErrorResponse::contexts`]; stops after an error.

@@ -22,9 +22,11 @@ use std::io;
 
 use parking_lot::{Condvar, Mutex};
 
+mod fence;
 mod locks;
 mod opens;
 
+pub use fence::ClusterDialect;
 pub use locks::{ByteRange, ClusterLocks, LockError, Released, overlap};
 pub use opens::{ClusterOpens, OpenError, OpenRecord, Refusal, Sharing};
 

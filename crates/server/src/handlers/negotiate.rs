@@ -79,7 +79,7 @@ pub(crate) fn handle(
     let (status, negotiated) = match negotiate(conn, hdr, pdu, out, start) {
         Ok(negotiated) => (NtStatus::SUCCESS, Some(negotiated)),
         Err(status) => {
-            out.error_body(start, &[]);
+            out.error_body(start, 0, &[]);
             (status, None)
         }
     };

@@ -1,10 +1,13 @@
 //! TREE_CONNECT: MS-SMB2 3.3.5.7.
 
 use smb3d_dtyp::{AccessMask, NtStatus};
+use smb3d_smb2::error::{ErrorContext, ErrorId};
 use smb3d_smb2::header::HeaderFlags;
 use smb3d_smb2::tree_connect::{
-    ShareFlags, ShareType, TreeCapabilities, TreeConnectRequest, TreeConnectResponse,
+    ShareFlags, ShareType, TreeCapabilities, TreeConnectFlags, TreeConnectRequest,
+    TreeConnectResponse,
 };
+use smb3d_state::ClusterDialect;
 use smb3d_vfs::VfsPath;
 use smb3d_wire::Writer;
 
@@ -48,6 +51,12 @@ pub(crate) async fn handle(
             return Err(none.status);
         }
     };
+    // A cluster node's disk shares are its cluster shares (MS-SMB2 3.3.5.7).
+    let cluster = (cx.conn.server.settings.cluster_dialect.as_deref())
+        .filter(|_| matches!(share.kind, ShareKind::Disk(_)));
+    if let Some(fence) = cluster {
+        cluster_fence(cx, fence, req.flags)?;
+    }
 
     // Samba answers a host its rules refuse on this share with ACCESS_DENIED, as a share
     // the user may not connect to (MS-SMB2 3.3.5.7 leaves the check to the server).
@@ -99,20 +108,54 @@ pub(crate) async fn handle(
             .lock()
             .add_tree(share.clone(), access, encrypt_data, audit, connected_at);
     cx.response_tree_id = Some(tree.id);
-    // Share.IsCA, an SMB 3 capability (MS-SMB2 3.3.5.7).
-    let capabilities = if share.continuous_availability && cx.negotiated.dialect >= 0x0300 {
-        TreeCapabilities::CONTINUOUS_AVAILABILITY
-    } else {
-        TreeCapabilities::empty()
-    };
     TreeConnectResponse {
         share_type,
         share_flags,
-        capabilities,
+        capabilities: capabilities(&share, cx.negotiated.dialect, cluster.is_some()),
         maximal_access,
     }
     .encode(w);
     Ok(NtStatus::SUCCESS)
+}
+
+/// MaxClusterDialect (MS-SMB2 3.3.5.7): a connection above the cluster's dialect connects to
+/// a cluster share only as a reconnect; a 3.1.1 client's refusal carries the dialect to
+/// connect at in an error context (3.2.5.5).
+fn cluster_fence(
+    cx: &mut Ctx<'_>,
+    fence: &ClusterDialect,
+    flags: TreeConnectFlags,
+) -> Result<(), NtStatus> {
+    let dialect = cx.negotiated.dialect;
+    let reconnect = flags.contains(TreeConnectFlags::CLUSTER_RECONNECT);
+    let Err(max) = fence.admit(dialect, reconnect) else {
+        return Ok(());
+    };
+    if dialect == 0x0311 {
+        let context = ErrorContext {
+            error_id: ErrorId::DEFAULT,
+            data: &max.to_le_bytes(),
+        };
+        context.encode(&mut Writer::new(&mut cx.error_data));
+        cx.error_contexts = 1;
+    }
+    Err(NtStatus::SMB_BAD_CLUSTER_DIALECT)
+}
+
+/// The share's Capabilities (MS-SMB2 2.2.10), all of them SMB 3 ones: Share.IsCA, and for a
+/// cluster node's shares CLUSTER and SCALEOUT (every node serves them at once).
+fn capabilities(share: &Share, dialect: u16, cluster: bool) -> TreeCapabilities {
+    let mut capabilities = TreeCapabilities::empty();
+    if dialect < 0x0300 {
+        return capabilities;
+    }
+    if share.continuous_availability {
+        capabilities |= TreeCapabilities::CONTINUOUS_AVAILABILITY;
+    }
+    if cluster {
+        capabilities |= TreeCapabilities::CLUSTER | TreeCapabilities::SCALEOUT;
+    }
+    capabilities
 }
 
 /// What `share` lets a session of `user` with identity `who` do, as a TREE_CONNECT decides it:

@@ -84,6 +84,7 @@ impl Connection {
                 disconnect: None,
                 encrypted,
                 error_data: Vec::new(),
+                error_contexts: 0,
                 pending,
                 last_in_chain: index + 1 == count,
                 seal: seal.as_ref(),
@@ -164,7 +165,7 @@ impl Connection {
             Ok(status) => status,
             Err(status) => {
                 tracing::debug!(command = ?hdr.command, message_id = hdr.message_id, %status, "request failed");
-                out.error_body(start, &cx.error_data);
+                out.error_body(start, cx.error_contexts, &cx.error_data);
                 status
             }
         };

@@ -49,6 +49,8 @@ pub(crate) struct Ctx<'a> {
     pub encrypted: bool,
     /// ErrorData for an error response (MS-SMB2 2.2.2), e.g. the size a buffer needs.
     pub error_data: Vec<u8>,
+    /// ErrorContextCount: how many 3.1.1 error contexts (MS-SMB2 2.2.2.1) `error_data` holds.
+    pub error_contexts: u8,
     /// The request's entry in the connection's pending table, if its command may wait.
     pub pending: Option<Arc<PendingRequest>>,
     /// Whether this is the last request of its compound (only that one may wait).

@@ -87,6 +87,9 @@ pub struct Settings {
     /// The cluster-wide table of byte-range locks of a cluster node (docs/cluster.md); `None`,
     /// a single server, costs one test of it per LOCK, READ and WRITE.
     pub cluster_locks: Option<Arc<dyn smb3d_state::ClusterLocks>>,
+    /// A cluster node's MaxClusterDialect, kept current by its membership watch: its disk
+    /// shares are cluster shares (MS-SMB2 3.3.5.7); `None`, a single server, has none.
+    pub cluster_dialect: Option<Arc<smb3d_state::ClusterDialect>>,
     /// The clock timers and protocol times read ([`SystemClock`](crate::SystemClock)).
     pub clock: Arc<dyn Clock>,
     /// Client addresses that may connect at all (`hosts_allow`, `hosts_deny`).
@@ -124,6 +127,7 @@ impl Default for Settings {
             state_store: None,
             cluster_opens: None,
             cluster_locks: None,
+            cluster_dialect: None,
             clock: Arc::new(SystemClock),
             hosts: HostRules::default(),
             map_to_guest: false,

@@ -101,13 +101,14 @@ impl ResponseFrame {
         Writer::with_base(&mut self.buf, start)
     }
 
-    /// Replaces whatever body was written with the error response body (MS-SMB2 2.2.2).
-    pub fn error_body(&mut self, start: usize, error_data: &[u8]) {
+    /// Replaces whatever body was written with the error response body (MS-SMB2 2.2.2);
+    /// `error_data` holds `error_context_count` 3.1.1 error contexts, or none.
+    pub fn error_body(&mut self, start: usize, error_context_count: u8, error_data: &[u8]) {
         self.tail = None;
         self.buf.truncate(start + SMB2_HEADER_LEN);
         let mut w = Writer::with_base(&mut self.buf, start);
         smb3d_smb2::error::ErrorResponse {
-            error_context_count: 0,
+            error_context_count,
             error_data,
         }
         .encode(&mut w);
@@ -173,7 +174,7 @@ impl ResponseFrame {
         session_id: u64,
         async_id: u64,
     ) -> (ResponseFrame, usize) {
-        self.error_body(start, &[]);
+        self.error_body(start, 0, &[]);
         self.end(
             start,
             request,
