@@ -26,8 +26,9 @@ use smb3d_rpc::pdu::{
 };
 use zeroize::Zeroizing;
 
-pub use calls::{AnswerError, LogonAnswer, NetworkLogon};
-use seal::{SIGNATURE_LEN, Sealer};
+pub use calls::{AnswerError, LogonAnswer, NetworkLogon, ept_map_port, sam_logon_ex_answer};
+use seal::SIGNATURE_LEN;
+pub use seal::{MessageAltered, Sealer};
 
 /// The endpoint mapper's well-known port (MS-RPCE 2.1.1.1).
 const EPMAPPER_PORT: u16 = 135;
@@ -79,7 +80,7 @@ pub enum NetlogonError {
     #[error("the DC did not negotiate AES")]
     NoAes,
     #[error(transparent)]
-    Altered(#[from] seal::MessageAltered),
+    Altered(#[from] MessageAltered),
     #[error(transparent)]
     Answer(#[from] AnswerError),
 }
@@ -97,6 +98,16 @@ pub struct NetlogonClient {
     channel: Mutex<Option<Channel>>,
 }
 
+impl std::fmt::Debug for NetlogonClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetlogonClient")
+            .field("dc", &self.config.address)
+            .field("domain", &self.config.domain)
+            .field("computer", &self.config.computer)
+            .finish_non_exhaustive()
+    }
+}
+
 impl NetlogonClient {
     /// A client for `config`; nothing is connected yet.
     pub fn new(config: DcConfig) -> Self {
@@ -104,6 +115,11 @@ impl NetlogonClient {
             config,
             channel: Mutex::new(None),
         }
+    }
+
+    /// The NetBIOS name of the DC's domain.
+    pub fn domain(&self) -> &str {
+        &self.config.domain
     }
 
     /// Asks the DC to check a network logon. A failure on a reused channel is retried once on

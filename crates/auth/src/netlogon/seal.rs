@@ -46,8 +46,8 @@ impl Sealer {
         }
     }
 
-    /// The context after `sequence` PDUs (for tests of recorded exchanges).
-    #[cfg(test)]
+    /// The context after `sequence` PDUs (for tests and fuzzing of recorded exchanges).
+    #[must_use]
     pub fn at_sequence(mut self, sequence: u64) -> Self {
         self.sequence = sequence;
         self
