@@ -42,9 +42,8 @@ const AUTH_CONTEXT_ID: u32 = 1;
 const MAX_FRAG: u16 = 4280;
 /// The most bytes taken for one answer's stub, fragments together.
 const MAX_ANSWER: usize = 256 * 1024;
-/// NegotiateFlags asked of the DC (MS-NRPC 3.1.4.2): the common set a Windows member sends,
-/// with AES (bit W, 0x0100_0000) and Secure RPC (bit Y, 0x4000_0000), without which Samba's
-/// DC refuses the channel.
+/// NegotiateFlags asked of the DC (MS-NRPC 3.1.4.2), AES (0x0100_0000) and Secure RPC
+/// (0x4000_0000) among them; a channel whose answer lacks AES is refused here.
 const NEGOTIATE_FLAGS: u32 = 0x612F_FFFF;
 /// NETLOGON_NEG_SUPPORTS_AES.
 const NEG_SUPPORTS_AES: u32 = 0x0100_0000;
