@@ -154,11 +154,13 @@ class DomainController:
         """What a join makes for the member `host`: its machine account (NAME$) with the SPNs
         cifs/<host> and host/<host>, a password, AES as its only enctypes (an account without
         msDS-SupportedEncryptionTypes gets RC4 service tickets), and the keytab of its keys,
-        exported on the DC. Returns the keytab's path."""
+        exported on the DC. Returns the keytab's path; the password stays in machine_password,
+        as a join leaves it to the member for Netlogon's secure channel."""
         account = host.split(".")[0].upper()
         self.run_tool("computer", "create", account, "--service-principal-name=cifs/" + host,
                       "--service-principal-name=host/" + host)
-        self.run_tool("user", "setpassword", account + "$", "--newpassword=" + os.urandom(18).hex() + "-Aa1")
+        self.machine_password = os.urandom(18).hex() + "-Aa1"
+        self.run_tool("user", "setpassword", account + "$", "--newpassword=" + self.machine_password)
         self.run(SYSTEM_PYTHON, "-I", "-c", _PYTHON_AES_ONLY, str(self.smb_conf), account + "$")
         self.run_tool("domain", "exportkeytab", str(keytab), "--principal=cifs/" + host)
         return keytab

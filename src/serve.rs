@@ -420,6 +420,7 @@ pub fn build_server(
         map_to_guest: s.map_to_guest == MapToGuest::BadUser,
         guest_account: s.guest_account.clone(),
         kerberos: kerberos_service(config)?.map(Arc::new),
+        netlogon: netlogon_client(config)?.map(Arc::new),
         idmap: config.idmap.clone().unwrap_or_default(),
     };
     let host = hostname();
@@ -457,6 +458,47 @@ pub fn kerberos_service(config: &Config) -> Result<Option<KerberosService>, Stri
         ));
     }
     Ok(Some(KerberosService::new(auth.realm.clone(), keytab)))
+}
+
+/// How long one connect, read or write to the DC may take: a DC that does not answer fails
+/// the logon within a few of these, not a hang.
+const DC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The Netlogon client of `[auth] dc`: the machine password file must be root's and
+/// unreadable by others (it is the machine account's secret), and not empty.
+pub fn netlogon_client(
+    config: &Config,
+) -> Result<Option<smb3d_auth::netlogon::NetlogonClient>, String> {
+    let Some(netlogon) = config.auth.as_ref().and_then(|a| a.netlogon.as_ref()) else {
+        return Ok(None);
+    };
+    let path = &netlogon.machine_password_file;
+    let what = |e: io::Error| format!("[auth] machine_password_file {}: {e}", path.display());
+    let meta = std::fs::metadata(path).map_err(what)?;
+    if meta.mode() & 0o077 != 0 || meta.uid() != 0 {
+        return Err(format!(
+            "[auth] machine_password_file {} must be owned by root with mode 0600",
+            path.display()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(what)?;
+    let password = text.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        return Err(format!(
+            "[auth] machine_password_file {} is empty",
+            path.display()
+        ));
+    }
+    let s = &config.server;
+    Ok(Some(smb3d_auth::netlogon::NetlogonClient::new(
+        smb3d_auth::netlogon::DcConfig {
+            address: netlogon.dc,
+            domain: s.workgroup.to_uppercase(),
+            computer: s.server_name.to_uppercase(),
+            machine_nt_hash: smb3d_auth::ntlm::crypto::nt_hash(password),
+            timeout: DC_TIMEOUT,
+        },
+    )))
 }
 
 /// Where a node keeps persistent handles, and a cluster node's view of every node's opens

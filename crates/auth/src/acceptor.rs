@@ -10,7 +10,9 @@ use zeroize::Zeroizing;
 
 use crate::krb5::{KerberosService, Pac};
 use crate::names;
+use crate::netlogon::{LogonAnswer, NetlogonClient, NetworkLogon};
 use crate::ntlm::messages::{AuthenticateMessage, NegotiateFlags, SIGNATURE};
+use crate::ntlm::server::UnknownUser;
 use crate::ntlm::{ChallengeState, Direction, NtlmOutcome};
 use crate::spnego::{self, NegState, NegTokenResp, NegotiationToken};
 
@@ -224,6 +226,7 @@ pub struct Acceptor {
     ticket_end: Option<i64>,
     pac: Option<Pac>,
     full_session_key: Option<Zeroizing<Vec<u8>>>,
+    netlogon: Option<Arc<NetlogonClient>>,
 }
 
 impl Acceptor {
@@ -249,7 +252,17 @@ impl Acceptor {
             ticket_end: None,
             pac: None,
             full_session_key: None,
+            netlogon: None,
         }
+    }
+
+    /// Passes NTLM logons of users the store does not know, claiming `client`'s domain, to
+    /// the DC. Its answer takes up to the client's timeout: the caller runs [`Acceptor::step`]
+    /// where blocking is allowed.
+    #[must_use]
+    pub fn with_netlogon(mut self, client: Option<Arc<NetlogonClient>>) -> Self {
+        self.netlogon = client;
+        self
     }
 
     /// Makes a logon with a user name the store does not know a guest logon
@@ -292,11 +305,28 @@ impl Acceptor {
 
     /// Verifies an AUTHENTICATE message, mapping an unknown user to a guest when asked.
     fn authenticate(
-        &self,
+        &mut self,
         ntlm: &ChallengeState,
         message: &[u8],
     ) -> Result<NtlmOutcome, AuthError> {
-        match ntlm.authenticate(message, &self.store) {
+        let result = match self.netlogon.clone() {
+            None => ntlm.authenticate(message, &self.store),
+            Some(dc) => {
+                let mut pac = None;
+                let mut ask = |unknown: &UnknownUser<'_>| {
+                    let (user_pac, key) = ask_dc(&dc, unknown)?;
+                    let name = user_pac.account.clone();
+                    pac = Some(user_pac);
+                    Some((name, key))
+                };
+                let result = ntlm.authenticate_or_ask(message, &self.store, Some(&mut ask));
+                if result.is_ok() {
+                    self.pac = pac;
+                }
+                result
+            }
+        };
+        match result {
             Err(AuthError::LogonFailure)
                 if self.unknown_users_are_guests
                     && self.claim.as_ref().is_some_and(|c| {
@@ -510,6 +540,33 @@ impl Acceptor {
 }
 
 /// Seconds since 1970 of a FILETIME.
+/// The DC's check of an unknown user's response, when the user claims the DC's domain.
+fn ask_dc(dc: &NetlogonClient, unknown: &UnknownUser<'_>) -> Option<(Pac, Zeroizing<[u8; 16]>)> {
+    if !names::same(unknown.domain, dc.domain()) {
+        return None;
+    }
+    let logon = NetworkLogon {
+        domain: unknown.domain,
+        user: unknown.user,
+        workstation: unknown.workstation,
+        challenge: unknown.server_challenge,
+        nt_response: unknown.nt_response,
+        lm_response: unknown.lm_response,
+    };
+    match dc.logon(&logon) {
+        Ok(LogonAnswer::Valid(pac, key)) => Some((*pac, Zeroizing::new(key))),
+        Ok(LogonAnswer::Refused(_)) => None,
+        Err(e) => {
+            tracing::warn!(
+                "NTLM logon of {}\\{} not checked: {e}",
+                unknown.domain,
+                unknown.user
+            );
+            None
+        }
+    }
+}
+
 fn unix_seconds(t: FileTime) -> i64 {
     (t.0 / 10_000_000) as i64 - 11_644_473_600
 }

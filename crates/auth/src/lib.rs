@@ -19,6 +19,7 @@ mod acceptor;
 mod der;
 pub mod krb5;
 pub mod names;
+pub mod netlogon;
 pub mod ntlm;
 pub mod samr;
 pub mod spnego;

@@ -1,6 +1,8 @@
-//! The `[auth]` section (docs/auth.md): Kerberos logons with the service keys of a keytab.
+//! The `[auth]` section (docs/auth.md): Kerberos logons with the service keys of a keytab,
+//! and NTLM logons of domain users passed through to a DC (`dc`, `machine_password_file`).
 //! Without it smb3d takes NTLMv2 logons of its user database only.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -15,6 +17,8 @@ use crate::render::toml_string;
 pub(crate) struct RawAuth {
     keytab: Spanned<PathBuf>,
     realm: Spanned<String>,
+    dc: Option<Spanned<String>>,
+    machine_password_file: Option<Spanned<PathBuf>>,
 }
 
 /// A checked `[auth]` section.
@@ -26,6 +30,18 @@ pub struct AuthConfig {
     /// The Kerberos realm the server belongs to; clients of this realm log on as the local
     /// user of the same name.
     pub realm: String,
+    /// NTLM pass-through: the DC's address and the file holding the machine account's
+    /// password (mode 0600, owned by root), both or neither.
+    pub netlogon: Option<NetlogonConfig>,
+}
+
+/// Where NTLM logons of domain users are checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetlogonConfig {
+    /// The domain controller's IP address.
+    pub dc: IpAddr,
+    /// The machine account's password, as the join wrote it.
+    pub machine_password_file: PathBuf,
 }
 
 /// Checks `raw`, adding what is wrong to `problems`.
@@ -47,9 +63,40 @@ pub(crate) fn checked_auth(raw: RawAuth, problems: &mut Vec<Problem>) -> AuthCon
             "keytab must be an absolute path",
         ));
     }
+    let netlogon = match (raw.dc, raw.machine_password_file) {
+        (None, None) => None,
+        (Some(dc), Some(file)) => {
+            let address = dc.get_ref().parse::<IpAddr>();
+            if address.is_err() {
+                problems.push(Problem::at(
+                    dc.span(),
+                    format!("dc {:?} is not an IP address", dc.get_ref()),
+                ));
+            }
+            if !file.get_ref().is_absolute() {
+                problems.push(Problem::at(
+                    file.span(),
+                    "machine_password_file must be an absolute path",
+                ));
+            }
+            address.ok().map(|dc| NetlogonConfig {
+                dc,
+                machine_password_file: file.into_inner(),
+            })
+        }
+        (Some(dc), None) => {
+            problems.push(Problem::at(dc.span(), "dc needs machine_password_file"));
+            None
+        }
+        (None, Some(file)) => {
+            problems.push(Problem::at(file.span(), "machine_password_file needs dc"));
+            None
+        }
+    };
     AuthConfig {
         keytab: raw.keytab.into_inner(),
         realm: raw.realm.into_inner(),
+        netlogon,
     }
 }
 
@@ -64,6 +111,14 @@ pub(crate) fn render_auth(out: &mut String, auth: &AuthConfig) {
         toml_string(&auth.keytab.display().to_string())
     );
     let _ = writeln!(out, "realm = {}", toml_string(&auth.realm));
+    if let Some(n) = &auth.netlogon {
+        let _ = writeln!(out, "dc = {}", toml_string(&n.dc.to_string()));
+        let _ = writeln!(
+            out,
+            "machine_password_file = {}",
+            toml_string(&n.machine_password_file.display().to_string())
+        );
+    }
 }
 
 #[cfg(test)]
@@ -104,5 +159,30 @@ mod tests {
         assert!(e[0].contains("keytab"), "{e:?}");
         let e = errors("[auth]\nkeytab = \"/k\"\nrealm = \"R\"\nkdc = \"x\"\n");
         assert!(e[0].contains("kdc"), "{e:?}");
+        let e = errors("[auth]\nkeytab = \"/k\"\nrealm = \"R\"\ndc = \"dc1\"\n");
+        assert!(e[0].contains("machine_password_file"), "{e:?}");
+        let e = errors(
+            "[auth]\nkeytab = \"/k\"\nrealm = \"R\"\ndc = \"dc1\"\nmachine_password_file = \"p\"\n",
+        );
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(
+            e[0].contains("IP address") && e[1].contains("absolute"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_pass_through_dc_reads_and_renders_back() {
+        let text = "[auth]\nkeytab = \"/k\"\nrealm = \"R\"\ndc = \"127.0.0.50\"\n\
+                    machine_password_file = \"/etc/smb3d/machine.pw\"\n";
+        let config = Config::parse(Path::new("c.toml"), text).unwrap();
+        let netlogon = config.auth.clone().unwrap().netlogon.unwrap();
+        assert_eq!(netlogon.dc.to_string(), "127.0.0.50");
+        assert_eq!(
+            netlogon.machine_password_file,
+            Path::new("/etc/smb3d/machine.pw")
+        );
+        let again = Config::parse(Path::new("c.toml"), &config.to_toml()).unwrap();
+        assert_eq!(again.auth, config.auth);
     }
 }

@@ -25,7 +25,7 @@ mod model;
 mod render;
 pub mod smbconf;
 
-pub use auth::AuthConfig;
+pub use auth::{AuthConfig, NetlogonConfig};
 pub use cluster::{ClusterConfig, DEFAULT_NODE_TTL, MAX_NODE_TTL, MIN_NODE_TTL, host_name};
 pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;

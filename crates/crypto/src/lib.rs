@@ -27,6 +27,7 @@ pub mod fuzzing;
 #[cfg(any(feature = "aws-lc", feature = "ring"))]
 mod gcm;
 mod keys;
+pub mod netlogon;
 #[cfg(feature = "ring")]
 mod ringcrypto;
 mod rustcrypto;

@@ -21,7 +21,7 @@
 
 mod endpoint;
 mod lsarpc;
-mod ndr;
+pub mod ndr;
 pub mod pdu;
 pub mod samr;
 mod service;

@@ -274,17 +274,29 @@ fn upn_dns_info(data: &[u8]) -> Result<String, PacError> {
 
 /// An NDR stream (MS-RPCE 2.2.6 type serialization version 1, little-endian NDR20): each read
 /// checked, alignment relative to the buffer's start (the headers are 16 octets).
-struct Ndr<'a> {
+pub(crate) struct Ndr<'a> {
     r: Reader<'a>,
 }
 
 impl<'a> Ndr<'a> {
-    fn u16(&mut self) -> Result<u16, PacError> {
+    /// A stream over `data`, aligned relative to its start.
+    pub(crate) const fn new(data: &'a [u8]) -> Self {
+        Self {
+            r: Reader::new(data),
+        }
+    }
+
+    /// The position from the start.
+    pub(crate) const fn pos(&self) -> usize {
+        self.r.pos()
+    }
+
+    pub(crate) fn u16(&mut self) -> Result<u16, PacError> {
         self.align(2)?;
         self.r.u16("NDR").map_err(malformed("logon info"))
     }
 
-    fn u32(&mut self) -> Result<u32, PacError> {
+    pub(crate) fn u32(&mut self) -> Result<u32, PacError> {
         self.align(4)?;
         self.r.u32("NDR").map_err(malformed("logon info"))
     }
@@ -379,51 +391,67 @@ fn logon_info(data: &[u8]) -> Result<Pac, PacError> {
     if n.u32()? == 0 {
         return Err(PacError::Malformed("logon info pointer"));
     }
+    validation_info(&mut n, true).map(|(pac, _)| pac)
+}
+
+/// The body of KERB_VALIDATION_INFO (MS-PAC 2.5), which is NETLOGON_VALIDATION_SAM_INFO2
+/// (MS-NRPC 2.2.1.4.13) with the resource groups appended when `resource_groups` is set: the
+/// fixed part, then the pointed-to data in the order of the pointers. Returns the identity
+/// and the UserSessionKey a Netlogon logon gives the NTLM session.
+pub(crate) fn validation_info(
+    n: &mut Ndr<'_>,
+    resource_groups: bool,
+) -> Result<(Pac, [u8; 16]), PacError> {
     n.skip(6 * 8)?; // LogonTime .. PasswordMustChange
-    let effective_name = inline_string(&mut n)?;
+    let effective_name = inline_string(n)?;
     let mut others = [InlineString {
         len: 0,
         present: false,
     }; 5];
     for s in &mut others {
-        *s = inline_string(&mut n)?; // FullName, LogonScript, ProfilePath, HomeDirectory, Drive
+        *s = inline_string(n)?; // FullName, LogonScript, ProfilePath, HomeDirectory, Drive
     }
     n.skip(4)?; // LogonCount, BadPasswordCount
     let user_id = n.u32()?;
     let primary_group = n.u32()?;
     let group_count = n.u32()?;
     let groups_present = n.u32()? != 0;
-    n.skip(4 + 16)?; // UserFlags, UserSessionKey
-    let logon_server = inline_string(&mut n)?;
-    let domain_name = inline_string(&mut n)?;
+    n.skip(4)?; // UserFlags
+    let session_key =
+        n.r.array::<16>("UserSessionKey")
+            .map_err(malformed("logon info"))?;
+    let logon_server = inline_string(n)?;
+    let domain_name = inline_string(n)?;
     let domain_id_present = n.u32()? != 0;
     n.skip(8 + 4 + 4 + 8 + 8 + 4 + 4)?; // Reserved1 .. Reserved3
     let sid_count = n.u32()?;
     let extra_present = n.u32()? != 0;
-    let resource_domain_present = n.u32()? != 0;
-    let resource_count = n.u32()?;
-    let resource_present = n.u32()? != 0;
+    let (resource_domain_present, resource_count, resource_present) = if resource_groups {
+        (n.u32()? != 0, n.u32()?, n.u32()? != 0)
+    } else {
+        (false, 0, false)
+    };
     if group_count as usize + sid_count as usize + resource_count as usize + 1 > MAX_GROUPS {
         return Err(PacError::Malformed("too many groups"));
     }
 
-    let account = deferred_string(&mut n, effective_name)?;
+    let account = deferred_string(n, effective_name)?;
     for s in others {
-        deferred_string(&mut n, s)?;
+        deferred_string(n, s)?;
     }
     let group_rids = if groups_present {
-        rids(&mut n, group_count)?
+        rids(n, group_count)?
     } else {
         Vec::new()
     };
-    deferred_string(&mut n, logon_server)?;
-    let domain = deferred_string(&mut n, domain_name)?;
+    deferred_string(n, logon_server)?;
+    let domain = deferred_string(n, domain_name)?;
     if !domain_id_present {
         return Err(PacError::Missing("LogonDomainId"));
     }
     let domain_sid = n.sid()?;
     let extra = if extra_present {
-        extra_sids(&mut n, sid_count)?
+        extra_sids(n, sid_count)?
     } else {
         Vec::new()
     };
@@ -433,7 +461,7 @@ fn logon_info(data: &[u8]) -> Result<Pac, PacError> {
         None
     };
     let resource_rids = if resource_present {
-        rids(&mut n, resource_count)?
+        rids(n, resource_count)?
     } else {
         Vec::new()
     };
@@ -460,13 +488,16 @@ fn logon_info(data: &[u8]) -> Result<Pac, PacError> {
     if account.is_empty() {
         return Err(PacError::Missing("EffectiveName"));
     }
-    Ok(Pac {
-        account,
-        domain,
-        user_sid,
-        group_sids,
-        upn: None,
-    })
+    Ok((
+        Pac {
+            account,
+            domain,
+            user_sid,
+            group_sids,
+            upn: None,
+        },
+        session_key,
+    ))
 }
 
 /// GROUP_MEMBERSHIP array (MS-PAC 2.2.2): RelativeId and Attributes each.

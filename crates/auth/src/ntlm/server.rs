@@ -41,6 +41,19 @@ const CLIENT_CHALLENGE_FIXED_LEN: usize = 28;
 /// Length of an NTLMv1 (or LM) response (MS-NLMP 2.2.2.3, 2.2.2.6).
 const NTLM_V1_RESPONSE_LEN: usize = 24;
 
+/// An NTLM response of a user the credential store does not know, for the domain's DC.
+pub struct UnknownUser<'a> {
+    pub user: &'a str,
+    pub domain: &'a str,
+    pub workstation: &'a str,
+    pub server_challenge: [u8; 8],
+    pub nt_response: &'a [u8],
+    pub lm_response: &'a [u8],
+}
+
+/// Checks an [`UnknownUser`] elsewhere: the account's name and the SessionBaseKey, or None.
+pub type AskDomain<'a> = &'a mut dyn FnMut(&UnknownUser<'_>) -> Option<(String, Key16)>;
+
 /// What the server keeps between its CHALLENGE and the client's AUTHENTICATE: both earlier
 /// messages (the MIC covers them) and the challenge it issued.
 pub struct ChallengeState {
@@ -154,6 +167,18 @@ impl ChallengeState {
         message: &[u8],
         store: &Arc<dyn CredentialStore>,
     ) -> Result<NtlmOutcome, AuthError> {
+        self.authenticate_or_ask(message, store, None)
+    }
+
+    /// [`ChallengeState::authenticate`], with the response of a user the store does not know
+    /// given to `ask` (the domain's DC, which answers with the account's name and the
+    /// SessionBaseKey, or None for a refusal).
+    pub fn authenticate_or_ask(
+        &self,
+        message: &[u8],
+        store: &Arc<dyn CredentialStore>,
+        ask: Option<AskDomain<'_>>,
+    ) -> Result<NtlmOutcome, AuthError> {
         let auth = AuthenticateMessage::decode(message).map_err(invalid)?;
         let flags = self.flags.intersection(auth.flags);
         let key_exchange = flags.contains(NegotiateFlags::KEY_EXCH)
@@ -217,8 +242,23 @@ impl ChallengeState {
         let user = decode_utf16le(auth.user, "UserName").map_err(invalid)?;
         let domain = decode_utf16le(auth.domain, "DomainName").map_err(invalid)?;
 
-        let (account, disabled, base_key) =
-            self.verify_response(&user, &domain, sent_proof, client_blob, store)?;
+        let (account, disabled, base_key) = match ask {
+            Some(ask) if store.account(&user).is_none() => {
+                let workstation =
+                    decode_utf16le(auth.workstation, "Workstation").map_err(invalid)?;
+                let unknown = UnknownUser {
+                    user: &user,
+                    domain: &domain,
+                    workstation: &workstation,
+                    server_challenge: self.server_challenge,
+                    nt_response: nt,
+                    lm_response: auth.lm_challenge_response,
+                };
+                let (name, key) = ask(&unknown).ok_or(AuthError::LogonFailure)?;
+                (name, false, key)
+            }
+            _ => self.verify_response(&user, &domain, sent_proof, client_blob, store)?,
+        };
         let exported_session_key = exported(&base_key);
 
         if let Some(sent_mic) = sent_mic {

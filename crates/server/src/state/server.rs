@@ -101,6 +101,8 @@ pub struct Settings {
     pub guest_account: Option<String>,
     /// Kerberos logons (`[auth]`): the realm and the keytab's keys; None takes NTLM only.
     pub kerberos: Option<Arc<smb3d_auth::KerberosService>>,
+    /// NTLM logons of domain users checked by the DC (`[auth] dc`); None refuses them.
+    pub netlogon: Option<Arc<smb3d_auth::netlogon::NetlogonClient>>,
     /// The Unix ids of Active Directory domains' accounts (`[idmap]`).
     pub idmap: smb3d_dtyp::idmap::DomainIdmap,
 }
@@ -133,6 +135,7 @@ impl Default for Settings {
             map_to_guest: false,
             guest_account: None,
             kerberos: None,
+            netlogon: None,
             idmap: smb3d_dtyp::idmap::DomainIdmap::default(),
         }
     }

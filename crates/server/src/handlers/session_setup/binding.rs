@@ -54,6 +54,7 @@ pub(super) async fn handle(
         pdu,
         arrived,
         &*cx.conn.server.settings.clock,
+        cx.conn.server.settings.netlogon.is_some(),
     );
     cx.conn.watchdog.exchange_moved();
     match step {

@@ -88,7 +88,15 @@ pub(crate) async fn handle(
         let exchange = st
             .exchange
             .get_or_insert_with(|| new_exchange(cx, arrived, address_slot));
-        let step = take_leg(exchange, &req, pdu, arrived, &*server.settings.clock);
+        let pass_through = server.settings.netlogon.is_some();
+        let step = take_leg(
+            exchange,
+            &req,
+            pdu,
+            arrived,
+            &*server.settings.clock,
+            pass_through,
+        );
         let ended = !matches!(step, Ok(Step::Continue { .. }));
         (
             step,
@@ -149,7 +157,8 @@ fn new_exchange(
     AuthExchange {
         acceptor: Acceptor::new(server.identity.clone(), server.credentials.clone())
             .mapping_unknown_users_to_guest(server.settings.map_to_guest)
-            .with_kerberos(server.settings.kerberos.clone()),
+            .with_kerberos(server.settings.kerberos.clone())
+            .with_netlogon(server.settings.netlogon.clone()),
         preauth: cx.negotiated.preauth.clone(),
         last_leg: arrived,
         _address_slot: address_slot,
@@ -164,14 +173,23 @@ fn take_leg(
     pdu: &[u8],
     arrived: tokio::time::Instant,
     clock: &dyn Clock,
+    pass_through: bool,
 ) -> Result<Step, AuthError> {
     exchange.last_leg = arrived;
     if let Some(preauth) = exchange.preauth.as_mut() {
         preauth.update(pdu);
     }
-    exchange
-        .acceptor
-        .step(req.security_buffer, clock.filetime())
+    let mut step = || {
+        exchange
+            .acceptor
+            .step(req.security_buffer, clock.filetime())
+    };
+    // A leg may wait on the DC (NTLM pass-through, bounded by its timeout).
+    if pass_through {
+        crate::blocking::blocking(step)
+    } else {
+        step()
+    }
 }
 
 /// The exchange needs another leg: the package's token goes back, and the response joins the
