@@ -148,8 +148,9 @@ pub(crate) fn listed_streams(
     let mut listed: Vec<(String, u64)> = stored
         .into_iter()
         .filter(|(name, size)| {
-            !eq_ignore_case(name, AFPINFO_STREAM)
-                && !(*size == 0 && eq_ignore_case(name, RESOURCE_STREAM))
+            let afp_info = eq_ignore_case(name, AFPINFO_STREAM);
+            let empty_fork = *size == 0 && eq_ignore_case(name, RESOURCE_STREAM);
+            !afp_info && !empty_fork
         })
         .map(|(name, size)| (stream_name_to_client(&name), size))
         .collect();
