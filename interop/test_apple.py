@@ -196,8 +196,9 @@ def test_other_shares_ignore_aapl(server):
 
 def afpinfo(finder_info):
     """A 60-byte AfpInfo: signature, version, reserved, backup time, 32 bytes of Finder info,
-    ProDOS info and padding."""
-    return b"AFP\0" + struct.pack("<III", 0x100, 0, 0x80000000) + finder_info.ljust(32, b"\0") + bytes(12)
+    ProDOS info and padding, big-endian as a Mac writes it (the server refuses
+    anything else)."""
+    return b"AFP\0" + struct.pack(">III", 0x100, 0, 0x80000000) + finder_info.ljust(32, b"\0") + bytes(12)
 
 
 def write_stream(client, name, data):

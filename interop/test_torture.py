@@ -91,9 +91,10 @@ def test_kernel_oplocks(tmp_path):
 # smbtorture's vfs_fruit suites, each against the share its selftest runs it on (Samba's
 # source3/selftest/tests.py), with `apple = true` shares standing for Samba's vfs_fruit shares
 # (`fruit:metadata = netatalk`, `fruit:resource = file`, `fruit:encoding = native`) and a
-# plain share for the second share some tests open (`vfs_wo_fruit`).
+# plain share of the same directory for the second share some tests open (`vfs_wo_fruit`:
+# "invalid AFP_AfpInfo" writes a stream through it that the apple share must not show).
 FRUIT_SUITES = [
-    ("vfs.fruit", "fruit", ["--option=torture:share2=plain"]),
+    ("vfs.fruit", "fruit", ["--option=torture:share2=fruit_wo"]),
     ("vfs.fruit_netatalk", "fruit", []),
     ("vfs.fruit_file_id", "fruit", []),
     ("vfs.fruit_timemachine", "timemachine", []),
@@ -113,6 +114,7 @@ def fruit_smb3d(tmp_path_factory):
         "timemachine": {"path": str(dirs["timemachine"]), "apple": True, "time_machine": True,
                         "time_machine_max_size": "32K"},
         "plain": {"path": str(dirs["plain"])},
+        "fruit_wo": {"path": str(dirs["fruit"])},
     })
     server.dirs = dirs
     yield server

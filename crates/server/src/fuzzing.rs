@@ -21,3 +21,20 @@ pub fn persistent_record(body: &[u8]) {
 pub fn time_machine_band_size(plist: &str) -> Option<u64> {
     crate::fs::time_machine::band_size_in(plist)
 }
+
+/// Decodes `bytes` as an AppleDouble header (a Netatalk metadata xattr or a `._` file on a
+/// share): an accepted header's entries lie inside the buffer, and replacing its Finder info
+/// yields a header that reads back the new Finder info.
+pub fn apple_double(bytes: &[u8]) {
+    use crate::fs::apple_double::{AppleDouble, finder_info_of, with_finder_info};
+    if let Ok(ad) = AppleDouble::decode(bytes) {
+        for e in ad.entries() {
+            assert_eq!(ad.entry(e.id).map(<[u8]>::len), Some(e.len));
+        }
+    }
+    let finder = [0x5A; 32];
+    assert_eq!(
+        finder_info_of(&with_finder_info(Some(bytes), &finder)),
+        Some(finder)
+    );
+}

@@ -23,6 +23,8 @@ pub fn vfs_status(e: &VfsError) -> NtStatus {
         VfsError::Busy | VfsError::LeaseBreaking => NtStatus::SHARING_VIOLATION,
         VfsError::CrossDevice => NtStatus::NOT_SAME_DEVICE,
         VfsError::Unsupported => NtStatus::NOT_SUPPORTED,
+        VfsError::InvalidArgument => NtStatus::INVALID_PARAMETER,
+        VfsError::FixedSize => NtStatus::ALLOTTED_SPACE_EXCEEDED,
         VfsError::Io(_) => NtStatus::UNEXPECTED_IO_ERROR,
     }
 }

@@ -58,6 +58,13 @@ pub enum VfsError {
     /// The file system does not support the operation.
     #[error("unsupported")]
     Unsupported,
+    /// The arguments do not make a valid request for this object (a WRITE that is no AfpInfo
+    /// to a Mac's AFP_AfpInfo stream).
+    #[error("invalid argument")]
+    InvalidArgument,
+    /// The object has a fixed size it cannot grow beyond (a Mac's 60-byte AFP_AfpInfo stream).
+    #[error("fixed size exceeded")]
+    FixedSize,
     /// Any other failure, with its Linux errno value.
     #[error("I/O error (errno {0})")]
     Io(i32),

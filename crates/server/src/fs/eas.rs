@@ -34,6 +34,9 @@ const SERVER_XATTRS: &[&str] = &[
     // Samba's inheritance flags of POSIX ACLs (vfs_acl_*), and its marker of stream xattrs.
     "user.SAMBA_PAI",
     "user.SAMBA_STREAMS",
+    // A Mac's Finder info, kept as Netatalk and Samba's vfs_fruit keep it (fs::apple); Samba
+    // hides it from EAs too.
+    crate::fs::apple::METADATA_XATTR,
 ];
 
 /// Whether `xattr` is no EA: outside `user.`, or one of [`SERVER_XATTRS`]. Names compare
@@ -223,6 +226,7 @@ mod tests {
     fn private_xattrs_are_not_eas() {
         assert!(is_private("user.DOSATTRIB"));
         assert!(is_private("user.DosStream.foo:$DATA"));
+        assert!(is_private("user.org.netatalk.Metadata"));
         assert!(!is_private("user.EAONE"));
     }
 

@@ -7,6 +7,8 @@
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+
+use crate::fs::apple;
 use smb3d_vfs::backend::copy_by_reading;
 use smb3d_vfs::casefold::{FoldedName, eq_ignore_case};
 use smb3d_vfs::{DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult};
@@ -74,11 +76,11 @@ pub(crate) fn remove_all(file: &dyn VfsFile) -> VfsResult<()> {
     Ok(())
 }
 
-/// Copies every named stream of `from` to `to`, replacing those of the same names (a Mac's
-/// server-side copy of a whole file takes its streams along).
+/// Copies every named stream of `from` to `to`, and its Finder info, replacing those of the
+/// same names (a Mac's server-side copy of a whole file takes its streams along).
 pub(crate) fn copy_all(from: &dyn VfsFile, to: &dyn VfsFile) -> VfsResult<()> {
     for xattr in from.list_xattr()? {
-        if stream_of(&xattr).is_some()
+        if (stream_of(&xattr).is_some() || xattr == apple::METADATA_XATTR)
             && let Some(value) = from.get_xattr(&xattr)?
         {
             to.set_xattr(&xattr, &value)?;
@@ -105,6 +107,20 @@ pub(crate) fn data_len(value: &[u8]) -> u64 {
 pub(crate) struct Stream {
     base: Box<dyn VfsFile>,
     name: RwLock<String>,
+    backing: Backing,
+}
+
+/// What keeps a stream's bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Backing {
+    /// An xattr of its own, as streams_xattr keeps it.
+    Xattr,
+    /// The AFP_AfpInfo stream of an `apple` share, made from the file's Finder info
+    /// (fs::apple).
+    AfpInfo,
+    /// The resource fork of a file on an `apple` share: an xattr stream that delete-on-close
+    /// leaves in place, as on a Mac (emptying it removes it).
+    ResourceFork,
 }
 
 impl Stream {
@@ -112,11 +128,34 @@ impl Stream {
         Arc::new(Self {
             base,
             name: RwLock::new(name),
+            backing: Backing::Xattr,
+        })
+    }
+
+    /// The resource fork `name` of `base` on an `apple` share.
+    pub(crate) fn resource_fork(base: Box<dyn VfsFile>, name: String) -> Arc<Self> {
+        Arc::new(Self {
+            base,
+            name: RwLock::new(name),
+            backing: Backing::ResourceFork,
+        })
+    }
+
+    /// The AFP_AfpInfo stream of `base` on an `apple` share.
+    pub(crate) fn afp_info(base: Box<dyn VfsFile>) -> Arc<Self> {
+        Arc::new(Self {
+            base,
+            name: RwLock::new(apple::AFPINFO_STREAM.to_owned()),
+            backing: Backing::AfpInfo,
         })
     }
 
     pub(crate) fn name(&self) -> String {
         self.name.read().clone()
+    }
+
+    fn is_afp_info(&self) -> bool {
+        self.backing == Backing::AfpInfo
     }
 
     /// The file the stream belongs to.
@@ -130,6 +169,11 @@ impl Stream {
 
     /// The stream's bytes, without the stored NUL.
     fn data(&self) -> VfsResult<Vec<u8>> {
+        if self.is_afp_info() {
+            // Until Finder info is written, the open reads an AfpInfo showing none, as on a Mac.
+            let finder = apple::finder_info(self.base.as_ref())?.unwrap_or_default();
+            return Ok(apple::afp_info(&finder).to_vec());
+        }
         let mut value = self
             .base
             .get_xattr(&self.xattr())?
@@ -143,8 +187,20 @@ impl Stream {
         self.base.set_xattr(&self.xattr(), &data)
     }
 
-    /// Deletes the stream (the last close of a delete-pending stream).
+    /// The last close of a delete-pending stream: deletes it, but for a Mac's resource fork,
+    /// which stays as on a Mac (emptying it removes it).
+    pub(crate) fn delete_on_close(&self) -> VfsResult<()> {
+        match self.backing {
+            Backing::ResourceFork => Ok(()),
+            Backing::Xattr | Backing::AfpInfo => self.remove(),
+        }
+    }
+
+    /// Deletes the stream.
     pub(crate) fn remove(&self) -> VfsResult<()> {
+        if self.is_afp_info() {
+            return apple::store_finder_info(self.base.as_ref(), &Default::default());
+        }
         self.base.remove_xattr(&self.xattr())
     }
 
@@ -154,6 +210,9 @@ impl Stream {
         let mut name = self.name.write();
         if *name == to {
             return Ok(());
+        }
+        if self.is_afp_info() {
+            return Err(VfsError::Unsupported);
         }
         let from = xattr_name(&name);
         let value = self.base.get_xattr(&from)?.ok_or(VfsError::NotFound)?;
@@ -185,13 +244,17 @@ pub(crate) struct StreamFile(pub(crate) Arc<Stream>);
 impl VfsFile for StreamFile {
     fn stat(&self) -> VfsResult<FileStat> {
         let mut stat = self.0.base.stat()?;
-        let size = data_len(
-            &self
-                .0
-                .base
-                .get_xattr(&self.0.xattr())?
-                .ok_or(VfsError::NotFound)?,
-        );
+        let size = if self.0.is_afp_info() {
+            apple::AFPINFO_LEN as u64
+        } else {
+            data_len(
+                &self
+                    .0
+                    .base
+                    .get_xattr(&self.0.xattr())?
+                    .ok_or(VfsError::NotFound)?,
+            )
+        };
         stat.file_type = FileType::File;
         stat.size = size;
         stat.allocated = allocation(size);
@@ -199,6 +262,13 @@ impl VfsFile for StreamFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> VfsResult<usize> {
+        // A Mac reads an AfpInfo from its start at any offset up to one past its end (Samba
+        // found the same), and nothing beyond.
+        let offset = match self.0.is_afp_info() {
+            true if offset > apple::AFPINFO_LEN as u64 => return Ok(0),
+            true => 0,
+            false => offset,
+        };
         let data = self.0.data()?;
         let Ok(start) = usize::try_from(offset) else {
             return Ok(0);
@@ -214,6 +284,12 @@ impl VfsFile for StreamFile {
     }
 
     fn write_at(&self, bytes: &[u8], offset: u64) -> VfsResult<usize> {
+        if self.0.is_afp_info() {
+            if let Some(finder) = apple::afpinfo_written(offset, bytes)? {
+                apple::store_finder_info(self.0.base(), &finder)?;
+            }
+            return Ok(bytes.len());
+        }
         let end = offset
             .checked_add(bytes.len() as u64)
             .and_then(|end| usize::try_from(end).ok())
@@ -232,6 +308,13 @@ impl VfsFile for StreamFile {
     }
 
     fn set_len(&self, len: u64) -> VfsResult<()> {
+        if self.0.is_afp_info() {
+            // A Mac refuses to grow an AfpInfo and ignores truncating it.
+            return match len > apple::AFPINFO_LEN as u64 {
+                true => Err(VfsError::FixedSize),
+                false => Ok(()),
+            };
+        }
         let len = usize::try_from(len)
             .ok()
             .filter(|&len| len <= MAX_STREAM_SIZE)
@@ -327,6 +410,9 @@ impl VfsFile for StreamFile {
 
     /// An xattr has no holes: the range reads as zeros afterwards, as a punched one would.
     fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()> {
+        if self.0.is_afp_info() {
+            return Err(VfsError::Unsupported);
+        }
         let mut data = self.0.data()?;
         let start = usize::try_from(offset)
             .unwrap_or(usize::MAX)

@@ -38,7 +38,6 @@ use crate::request::malformed;
 use crate::security;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
-use smb3d_vfs::casefold::eq_ignore_case;
 
 /// Sector size reported to clients; allocation units are the file system's block size.
 const BYTES_PER_SECTOR: u32 = 512;
@@ -413,17 +412,15 @@ fn stream_info(open: &Open, stat: &FileStat, w: &mut Writer<'_>) -> Result<(), N
         Some(stream) => (stream.base(), stream.base().stat().status()?),
         None => (open.file.as_ref(), *stat),
     };
-    let named = streams::list(file).status()?;
+    let mut named = streams::list(file).status()?;
+    if open.share.apple.is_some() {
+        named = apple::listed_streams(file, named).status()?;
+    }
     let mut list = StreamListEncoder::new(w, usize::MAX);
     if default.file_type != FileType::Directory {
         list.push(w, "::$DATA", default.size, default.allocated);
     }
     for (name, size) in named {
-        // An empty resource fork is none on `apple` shares (fs::apple).
-        if size == 0 && open.share.apple.is_some() && eq_ignore_case(&name, apple::RESOURCE_STREAM)
-        {
-            continue;
-        }
         list.push(
             w,
             &format!(":{name}:$DATA"),

@@ -348,7 +348,9 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
         }
         Some(Deletion::Stream(by)) => {
             let deleted = match &open.stream {
-                Some(stream) => as_user(vfs, &by.identity, Wait::Long, || stream.remove().status()),
+                Some(stream) => as_user(vfs, &by.identity, Wait::Long, || {
+                    stream.delete_on_close().status()
+                }),
                 None => Ok(()),
             };
             (deleted, by)

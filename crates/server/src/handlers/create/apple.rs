@@ -2,11 +2,13 @@
 //! as Samba's vfs_fruit answers it (MS-SMB2 does not define it; 3.3.5.9 leaves unknown
 //! contexts to the server). Elsewhere it is an unknown context and ignored.
 
-use smb3d_dtyp::NtStatus;
+use smb3d_dtyp::{AccessMask, NtStatus};
 use smb3d_smb2::aapl::{AaplRequest, ServerQueryResponse, bitmap, server_caps, volume_caps};
-use smb3d_smb2::create::{CreateContext, CreateRequest};
+use smb3d_smb2::create::{CreateContext, CreateRequest, ShareAccess};
+use smb3d_vfs::VfsFile;
 
 use crate::request::malformed;
+use crate::state::locks::LockTable;
 use crate::state::share::Share;
 
 /// The ServerCaps offered to every Mac client: Unix underneath, and copyfile (a
@@ -52,4 +54,39 @@ pub(super) fn answer(
             String::new()
         },
     }))
+}
+
+/// Netatalk's one-byte locks at the top of the 63-bit range (its `AD_FILELOCK_*`) by which an
+/// AFP server's opens of a data fork and their deny modes show to other servers.
+const NETATALK_OPEN_WR: u64 = 0x7FFF_FFFF_FFFF_FFFF - 9;
+const NETATALK_OPEN_RD: u64 = NETATALK_OPEN_WR + 1;
+const NETATALK_DENY_WR: u64 = NETATALK_OPEN_WR + 4;
+const NETATALK_DENY_RD: u64 = NETATALK_OPEN_WR + 5;
+
+/// Whether an open of a data fork with `access` and `share_access` on an `apple` share
+/// conflicts with an AFP open shown by Netatalk's locks, held in the file's lock table or, with
+/// `posix_locking`, by another program: STATUS_SHARING_VIOLATION then, as Samba's
+/// `fruit:locking = netatalk` answers it, although the SMB share modes agree. Costs nothing
+/// on a file without locks and a share without `posix_locking`.
+pub(super) fn check_netatalk_modes(
+    share: &Share,
+    locks: &LockTable,
+    file: &dyn VfsFile,
+    access: AccessMask,
+    share_access: ShareAccess,
+) -> Result<(), NtStatus> {
+    let held = locks.held();
+    let taken = |offset: u64| {
+        held.iter()
+            .any(|l| offset >= l.offset && offset - l.offset < l.length)
+            || (share.posix_locking && file.host_lock_conflicts(offset, 1, true).unwrap_or(false))
+    };
+    let conflict = (access.contains(AccessMask::FILE_READ_DATA) && taken(NETATALK_DENY_RD))
+        || (!share_access.contains(ShareAccess::READ) && taken(NETATALK_OPEN_RD))
+        || (access.contains(AccessMask::FILE_WRITE_DATA) && taken(NETATALK_DENY_WR))
+        || (!share_access.contains(ShareAccess::WRITE) && taken(NETATALK_OPEN_WR));
+    if conflict {
+        return Err(NtStatus::SHARING_VIOLATION);
+    }
+    Ok(())
 }

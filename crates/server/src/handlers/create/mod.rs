@@ -27,10 +27,12 @@ use smb3d_smb2::create::{
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::snapshot::GmtToken;
+use smb3d_vfs::casefold::eq_ignore_case;
 use smb3d_vfs::{Disposition, Kind, OpenRequest, Opened, Vfs, VfsFile, VfsPath};
 use smb3d_wire::FileTime;
 
 use crate::blocking::as_user;
+use crate::fs::apple as apple_fs;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::fs::names::{SmbPath, parse_path};
@@ -682,6 +684,20 @@ impl Creation<'_> {
             self.server.files.release(&shared, file_id.volatile);
             return Err(status);
         }
+        if self.tree.share.apple.is_some()
+            && !stream
+            && !meta.is_directory()
+            && let Err(status) = apple::check_netatalk_modes(
+                &self.tree.share,
+                &shared.locks,
+                file,
+                outcome.granted,
+                self.req.share_access,
+            )
+        {
+            self.server.files.release(&shared, file_id.volatile);
+            return Err(status);
+        }
         Ok(Registered {
             file_id,
             shared,
@@ -770,7 +786,13 @@ impl Creation<'_> {
             });
         };
         // From here on the open is the stream's: its size, the file's other metadata.
-        let stream = Stream::new(file, name);
+        let stream = match self.tree.share.apple {
+            Some(_) if name == apple_fs::AFPINFO_STREAM => Stream::afp_info(file),
+            Some(_) if eq_ignore_case(&name, apple_fs::RESOURCE_STREAM) => {
+                Stream::resource_fork(file, name)
+            }
+            _ => Stream::new(file, name),
+        };
         let file: Box<dyn VfsFile> = Box::new(StreamFile(stream.clone()));
         let leaf = self.target.leaf();
         let meta = fileinfo::load(file.as_ref(), leaf, &self.tree.share.presentation).status()?;

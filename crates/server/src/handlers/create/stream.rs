@@ -4,6 +4,7 @@
 
 use smb3d_dtyp::NtStatus;
 use smb3d_smb2::create::CreateDisposition;
+use smb3d_vfs::casefold::eq_ignore_case;
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsFile};
 
 use crate::fs::names::SmbPath;
@@ -49,6 +50,16 @@ pub(super) fn resolve(
     disposition: CreateDisposition,
     apple: bool,
 ) -> Result<(String, bool), NtStatus> {
+    if apple && eq_ignore_case(name, apple::AFPINFO_STREAM) {
+        return resolve_afp_info(base, disposition);
+    }
+    let native;
+    let name = if apple {
+        native = apple::stream_name_to_native(name);
+        native.as_str()
+    } else {
+        name
+    };
     // On `apple` shares an empty resource fork is none; creating it reuses its spelling.
     let (existing, name) = match streams::find(base, name).status()? {
         Some(stored) if apple && apple::is_empty_resource_fork(base, &stored).status()? => {
@@ -70,5 +81,21 @@ pub(super) fn resolve(
             streams::truncate(base, &name).status()?;
             Ok((name, true))
         }
+    }
+}
+
+/// The AFP_AfpInfo stream of an `apple` share exists while the file has Finder info
+/// (fs::apple); creating or overwriting it stores nothing until an AfpInfo is written.
+fn resolve_afp_info(
+    base: &dyn VfsFile,
+    disposition: CreateDisposition,
+) -> Result<(String, bool), NtStatus> {
+    let exists = apple::finder_info(base).status()?.is_some();
+    match (exists, disposition) {
+        (true, CreateDisposition::CREATE) => Err(NtStatus::OBJECT_NAME_COLLISION),
+        (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+            Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+        }
+        _ => Ok((apple::AFPINFO_STREAM.to_owned(), !exists)),
     }
 }

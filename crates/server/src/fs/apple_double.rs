@@ -1,0 +1,254 @@
+//! AppleDouble version 2 (Apple's "AppleSingle/AppleDouble Formats for Foreign Files", A/UX
+//! Toolbox appendix B): a big-endian header - magic, version, 16 filler bytes, an entry count -
+//! then entries of (id, offset, length) pointing into the same buffer. Netatalk and Samba's
+//! vfs_fruit keep a file's Finder info in one (the `org.netatalk.Metadata` xattr), and macOS
+//! writes `._NAME` files in it. Both are on the share, so a decoded header is hostile input:
+//! every entry must lie inside the buffer, after the entry table, apart from the others.
+
+use smb3d_wire::{DecodeError, DecodeErrorKind, Reader};
+
+const MAGIC: u32 = 0x0005_1607;
+const VERSION: u32 = 0x0002_0000;
+const HEADER_LEN: usize = 26;
+const ENTRY_LEN: usize = 12;
+/// Entry ids of the format (and Netatalk's private ones, which carry their high bit).
+const COMMENT: u32 = 4;
+const FILE_DATES: u32 = 8;
+pub(crate) const FINDER_INFO: u32 = 9;
+const AFP_FILE_INFO: u32 = 14;
+const NETATALK_DEV: u32 = 0x8044_4556;
+const NETATALK_INO: u32 = 0x8049_4E4F;
+const NETATALK_SYN: u32 = 0x8053_594E;
+const NETATALK_SV: u32 = 0x8053_567E;
+pub(crate) const FINDER_INFO_LEN: usize = 32;
+
+/// The layout Netatalk (and Samba's `fruit:metadata = netatalk`) gives a new metadata xattr:
+/// (id, offset, length), 402 bytes in all. Samba reads only a header with exactly these eight
+/// entries, so a header this server creates has them too.
+const NETATALK_LAYOUT: [(u32, u32, u32); 8] = [
+    (COMMENT, 0x9A, 0),
+    (FILE_DATES, 0x162, 16),
+    (FINDER_INFO, 0x7A, 32),
+    (AFP_FILE_INFO, 0x172, 4),
+    (NETATALK_DEV, 0x176, 8),
+    (NETATALK_INO, 0x17E, 8),
+    (NETATALK_SYN, 0x186, 8),
+    (NETATALK_SV, 0x18E, 4),
+];
+const NETATALK_LEN: usize = 0x192;
+
+/// One entry of a decoded header: where its bytes lie in the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) id: u32,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+}
+
+/// A checked AppleDouble header over its buffer.
+#[derive(Debug)]
+pub(crate) struct AppleDouble<'a> {
+    bytes: &'a [u8],
+    entries: Vec<Entry>,
+}
+
+impl<'a> AppleDouble<'a> {
+    /// Decodes the header of `bytes`, refusing a wrong magic or version, an entry table longer
+    /// than the buffer, an entry past the end or inside the header, overlapping entries and
+    /// repeated ids. Allocates at most one [`Entry`] per 12 bytes of input.
+    pub(crate) fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(bytes);
+        if r.u32_be("magic")? != MAGIC || r.u32_be("version")? != VERSION {
+            return Err(DecodeError::new("magic", DecodeErrorKind::InvalidValue));
+        }
+        r.skip(16, "filler")?;
+        let count = usize::from(r.u16_be("entry count")?);
+        let table_end = count
+            .checked_mul(ENTRY_LEN)
+            .and_then(|n| n.checked_add(HEADER_LEN))
+            .filter(|&end| end <= bytes.len())
+            .ok_or(DecodeError::truncated("entries"))?;
+        let mut entries: Vec<Entry> = Vec::with_capacity(count);
+        for _ in 0..count {
+            let id = r.u32_be("entry id")?;
+            let offset = r.u32_be("entry offset")? as usize;
+            let len = r.u32_be("entry length")? as usize;
+            let end = offset
+                .checked_add(len)
+                .ok_or(DecodeError::new("entry", DecodeErrorKind::Overflow))?;
+            let outside = end > bytes.len() || (len > 0 && offset < table_end);
+            let overlaps = entries.iter().any(|e| {
+                e.id == id || (len > 0 && e.len > 0 && offset < e.offset + e.len && e.offset < end)
+            });
+            if outside || overlaps {
+                return Err(DecodeError::new("entry", DecodeErrorKind::OutOfBounds));
+            }
+            entries.push(Entry { id, offset, len });
+        }
+        Ok(Self { bytes, entries })
+    }
+
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The bytes of entry `id`.
+    pub(crate) fn entry(&self, id: u32) -> Option<&'a [u8]> {
+        let e = self.entries.iter().find(|e| e.id == id)?;
+        self.bytes.get(e.offset..e.offset + e.len)
+    }
+
+    /// The 32 bytes of Finder info, if the header has them.
+    pub(crate) fn finder_info(&self) -> Option<[u8; FINDER_INFO_LEN]> {
+        self.entry(FINDER_INFO)?
+            .get(..FINDER_INFO_LEN)?
+            .try_into()
+            .ok()
+    }
+}
+
+/// The Finder info a metadata xattr holds; `None` when it is missing or malformed, which
+/// Mac clients then see as no metadata at all.
+pub(crate) fn finder_info_of(xattr: &[u8]) -> Option<[u8; FINDER_INFO_LEN]> {
+    AppleDouble::decode(xattr).ok()?.finder_info()
+}
+
+/// `existing` (a metadata xattr, if any) with its Finder info replaced by `finder`; the other
+/// entries are kept. A missing or malformed one is replaced by Netatalk's layout.
+pub(crate) fn with_finder_info(existing: Option<&[u8]>, finder: &[u8; FINDER_INFO_LEN]) -> Vec<u8> {
+    if let Some(bytes) = existing
+        && let Ok(ad) = AppleDouble::decode(bytes)
+        && let Some(e) = ad.entries().iter().find(|e| e.id == FINDER_INFO)
+        && e.len >= FINDER_INFO_LEN
+    {
+        let mut out = bytes.to_vec();
+        if let Some(slot) = out.get_mut(e.offset..e.offset + FINDER_INFO_LEN) {
+            slot.copy_from_slice(finder);
+            return out;
+        }
+    }
+    netatalk_metadata(finder)
+}
+
+/// A new metadata xattr in Netatalk's layout holding `finder`.
+fn netatalk_metadata(finder: &[u8; FINDER_INFO_LEN]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(NETATALK_LEN);
+    out.extend_from_slice(&MAGIC.to_be_bytes());
+    out.extend_from_slice(&VERSION.to_be_bytes());
+    out.extend_from_slice(&[0; 16]);
+    out.extend_from_slice(&(NETATALK_LAYOUT.len() as u16).to_be_bytes());
+    for (id, offset, len) in NETATALK_LAYOUT {
+        for field in [id, offset, len] {
+            out.extend_from_slice(&field.to_be_bytes());
+        }
+    }
+    out.resize(NETATALK_LEN, 0);
+    let finder_at = 0x7A;
+    if let Some(slot) = out.get_mut(finder_at..finder_at + FINDER_INFO_LEN) {
+        slot.copy_from_slice(finder);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The metadata xattr of a file Netatalk gave the type/creator "BARRFOOO" and the Finder
+    /// flags 0x40 (as smbtorture's vfs.fruit_netatalk sets it locally).
+    fn netatalk_golden() -> Vec<u8> {
+        let mut v = vec![
+            0x00, 0x05, 0x16, 0x07, 0x00, 0x02, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0x00, 0x08, //
+            0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x9a, 0x00, 0x00, 0x00, 0x00, //
+            0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x01, 0x62, 0x00, 0x00, 0x00, 0x10, //
+            0x00, 0x00, 0x00, 0x09, 0x00, 0x00, 0x00, 0x7a, 0x00, 0x00, 0x00, 0x20, //
+            0x00, 0x00, 0x00, 0x0e, 0x00, 0x00, 0x01, 0x72, 0x00, 0x00, 0x00, 0x04, //
+            0x80, 0x44, 0x45, 0x56, 0x00, 0x00, 0x01, 0x76, 0x00, 0x00, 0x00, 0x08, //
+            0x80, 0x49, 0x4e, 0x4f, 0x00, 0x00, 0x01, 0x7e, 0x00, 0x00, 0x00, 0x08, //
+            0x80, 0x53, 0x59, 0x4e, 0x00, 0x00, 0x01, 0x86, 0x00, 0x00, 0x00, 0x08, //
+            0x80, 0x53, 0x56, 0x7e, 0x00, 0x00, 0x01, 0x8e, 0x00, 0x00, 0x00, 0x04,
+        ];
+        v.resize(0x7a, 0);
+        v.extend_from_slice(b"BARRFOOO\x40");
+        v.resize(0x192, 0);
+        v
+    }
+
+    #[test]
+    fn reads_netatalks_finder_info() {
+        let mut expected = [0u8; 32];
+        expected[..9].copy_from_slice(b"BARRFOOO\x40");
+        assert_eq!(finder_info_of(&netatalk_golden()), Some(expected));
+    }
+
+    #[test]
+    fn a_new_header_is_netatalks_layout() {
+        let mut finder = [0u8; 32];
+        finder[..9].copy_from_slice(b"BARRFOOO\x40");
+        assert_eq!(with_finder_info(None, &finder), netatalk_golden());
+        let garbage = b"not an AppleDouble header".as_slice();
+        assert_eq!(with_finder_info(Some(garbage), &finder), netatalk_golden());
+    }
+
+    #[test]
+    fn replacing_the_finder_info_keeps_the_rest() {
+        let mut existing = netatalk_golden();
+        existing[0x162] = 0xAA; // a file date
+        let finder = [7u8; 32];
+        let out = with_finder_info(Some(&existing), &finder);
+        assert_eq!(out.len(), existing.len());
+        assert_eq!(out[0x162], 0xAA);
+        assert_eq!(finder_info_of(&out), Some(finder));
+    }
+
+    #[test]
+    fn hostile_headers_are_refused() {
+        let good = netatalk_golden();
+        let mut bad_magic = good.clone();
+        bad_magic[0] = 1;
+        // Entry count 0xFFFF: a table far longer than the buffer.
+        let mut many = good.clone();
+        many[24..26].copy_from_slice(&[0xFF, 0xFF]);
+        // Finder info entry (the third) at an offset past the end.
+        let mut past_end = good.clone();
+        past_end[26 + 24 + 4..26 + 24 + 8].copy_from_slice(&0x1000u32.to_be_bytes());
+        // Offset + length overflowing.
+        let mut wraps = good.clone();
+        wraps[26 + 24 + 4..26 + 24 + 12].copy_from_slice(&[0xFF; 8]);
+        // Finder info overlapping the file dates (0x162..0x172).
+        let mut overlap = good.clone();
+        overlap[26 + 24 + 4..26 + 24 + 8].copy_from_slice(&0x160u32.to_be_bytes());
+        // Finder info inside the entry table.
+        let mut in_header = good.clone();
+        in_header[26 + 24 + 4..26 + 24 + 8].copy_from_slice(&0x20u32.to_be_bytes());
+        // The same id twice.
+        let mut repeated = good.clone();
+        repeated[26..30].copy_from_slice(&FINDER_INFO.to_be_bytes());
+        for (what, bytes) in [
+            ("magic", bad_magic),
+            ("count", many),
+            ("past end", past_end),
+            ("wraps", wraps),
+            ("overlap", overlap),
+            ("in header", in_header),
+            ("repeated", repeated),
+            ("truncated", good[..20].to_vec()),
+        ] {
+            assert!(AppleDouble::decode(&bytes).is_err(), "{what}");
+            assert_eq!(finder_info_of(&bytes), None, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_short_finder_info_entry_is_none() {
+        let mut short = netatalk_golden();
+        short[26 + 24 + 8..26 + 24 + 12].copy_from_slice(&16u32.to_be_bytes());
+        assert_eq!(finder_info_of(&short), None);
+        let finder = [1u8; 32];
+        assert_eq!(
+            finder_info_of(&with_finder_info(Some(&short), &finder)),
+            Some(finder)
+        );
+    }
+}
