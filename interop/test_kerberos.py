@@ -176,12 +176,10 @@ def test_config_check_refuses_a_missing_or_foreign_keytab(tmp_path, realm):
     assert r.returncode != 0 and "no cifs/" in r.stderr, r.stderr
 
 
-# expire2s and expire2e are left out: they pass whole (every EXPIRED answer, unlock but no
-# lock, echo, close, logoff) except when a race of theirs goes the other way: after the CANCEL
-# of a pending CHANGE_NOTIFY they send a second NOTIFY and expect the first one's
-# STATUS_CANCELLED before the second's answer, and smb3d answers the cancelled request from
-# its own task, which the inline answer to the second can overtake (1 run in 6 here).
-@pytest.mark.parametrize("test", ["expire1n", "expire1s", "expire1e", "expire_disconnect"])
+# expire2s and expire2e CANCEL a pending CHANGE_NOTIFY, send a second one and expect the
+# first one's STATUS_CANCELLED before the second's answer: the CANCEL holds the connection's
+# later requests until the cancelled one has answered (crates/testkit/tests/cancel.rs).
+@pytest.mark.parametrize("test", ["expire1n", "expire1s", "expire1e", "expire2s", "expire2e", "expire_disconnect"])
 def test_smbtorture_session_expire(realm, kerberized, tmp_path, test):
     """smbtorture asks for 4-second tickets (gensec_gssapi:requested_life_time=4): once a
     ticket ends, the session answers STATUS_NETWORK_SESSION_EXPIRED but to LOGOFF, CLOSE and
@@ -206,11 +204,6 @@ def kerberos_smbtorture(realm, server, tmp_path, suite, *extra, timeout=180):
                           timeout=timeout)
 
 
-# Left out of the judgement for the race described above test_smbtorture_session_expire (they
-# fail on it every time on a loaded machine; Samba 4.17 passes them).
-RACY = ("smb2.session.expire2s", "smb2.session.expire2e")
-
-
 def test_smbtorture_session_suite_with_kerberos(realm, kerberized, tmp_path):
     """The whole smb2.session suite with Kerberos logons (re-authentication with new tickets,
     binding channels, expiry, AES-256 keys from the whole 32-byte subkey) against the
@@ -228,6 +221,6 @@ def test_smbtorture_session_suite_with_kerberos(realm, kerberized, tmp_path):
     print("smb2.session with Kerberos: %d passed of %d; %s" % (
         passed, len(results), ", ".join("%s %s" % kv for kv in sorted(results.items()) if kv[1] != "success")))
     assert len(results) > 40, r.stdout[-3000:]
-    problems = judge({k: v for k, v in results.items() if k not in RACY}, read_list("knownfail"))
+    problems = judge(results, read_list("knownfail"))
     assert not problems, "\n".join(problems) + "\n" + sections_of(r.stdout, problems) + \
         "\n--- server log ---\n" + server.log_tail()

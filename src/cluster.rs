@@ -7,7 +7,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use smb3d_cluster::{
-use smb3d_cluster::{
     DEFAULT_PREFIX, DialectWatch, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo,
     PublicAddresses,
 };
