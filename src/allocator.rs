@@ -17,7 +17,8 @@
 //! steady load the heaps' resident pages grew 2.6 MiB from minute 1 to 12 while what was live
 //! stayed at 2.5 to 2.8 MiB (heaptrack), each new peak of the heaps' extent kept for good. Once
 //! a minute the free pages go back (`malloc_trim`): the buffers of a burst of large I/O are
-//! still reused within it, and RSS follows what is in use.
+//! still reused within it. What it cannot give back is what glibc counts as in use: live data,
+//! the threads' tcaches (up to about 240 KiB each), and pages shared with a live chunk.
 
 /// Free space a heap keeps rather than trimming.
 const TRIM_THRESHOLD: i32 = 64 << 20;
