@@ -64,6 +64,19 @@ def thread_arenas(pid):
     return heaps
 
 
+def heap_rss_kib(pid):
+    """Resident KiB of glibc's heaps: the main heap and the arena heaps (see thread_arenas)."""
+    total, counting = 0, False
+    for line in Path("/proc/%d/smaps" % pid).read_text().splitlines():
+        fields = line.split()
+        if not fields[0].endswith(":"):
+            start = int(fields[0].split("-")[0], 16)
+            counting = fields[-1] == "[heap]" or (len(fields) == 5 and start % ARENA_HEAP == 0)
+        elif fields[0] == "Rss:" and counting:
+            total += int(fields[1])
+    return total
+
+
 def descriptor_targets(pid):
     targets = []
     for fd in os.listdir("/proc/%d/fd" % pid):

@@ -66,6 +66,7 @@ pub fn run(args: ServeArgs) -> Result<(), AnyError> {
     let audited = config.server.audit || config.shares.iter().any(|(_, s)| s.audit == Some(true));
     crate::logging::init(config.server.log_format, audited);
     crate::allocator::tune();
+    crate::allocator::give_back_periodically();
     crate::descriptors::raise();
     let credentials = Arc::new(
         ReloadingUserDb::open(config.server.user_db.clone())
