@@ -9,10 +9,10 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{EventType, GetOptions, WatchOptions};
+use etcd_client::GetOptions;
 use smb3d_state::ClusterDialect;
 
-use crate::{Etcd, NodeInfo};
+use crate::{Etcd, NodeInfo, change};
 
 /// How long a broken watch waits before it reads and watches again.
 const REWATCH_DELAY: Duration = Duration::from_millis(500);
@@ -128,29 +128,13 @@ impl Follower {
     }
 
     async fn watch_from(&mut self, revision: &mut i64) -> Result<(), etcd_client::Error> {
-        let options = WatchOptions::new()
-            .with_prefix()
-            .with_start_revision(*revision + 1);
-        let mut stream = self
-            .etcd
-            .client()
-            .watch(self.prefix(), Some(options))
-            .await?;
-        while let Some(answer) = stream.message().await? {
-            if answer.canceled() {
-                return Ok(());
-            }
-            for event in answer.events() {
-                let Some(kv) = event.kv() else { continue };
-                *revision = (*revision).max(kv.mod_revision());
-                let value = match event.event_type() {
-                    EventType::Put => Some(kv.value()),
-                    EventType::Delete => None,
-                };
-                self.learn(kv.key(), value);
+        let etcd = self.etcd.clone();
+        etcd.watch_from(self.prefix(), revision, |events| {
+            for (key, value, _) in events.iter().filter_map(change) {
+                self.learn(key, value);
             }
             self.settle();
-        }
-        Ok(())
+        })
+        .await
     }
 }

@@ -29,7 +29,9 @@ use std::time::Duration;
 
 pub use addresses::{AddressHost, PublicAddresses, holders};
 pub use etcd_client::Client;
-use etcd_client::{GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{
+    Event, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+};
 pub use fence::{DialectWatch, ParseDialect, follow_dialects};
 pub use locks::EtcdLocks;
 pub use membership::{Membership, NodeInfo, members};
@@ -177,6 +179,48 @@ impl Etcd {
     pub(crate) fn client(&self) -> Client {
         self.client.clone()
     }
+
+    /// Follows the keys under `prefix` from the revision after `*revision`: each answer's
+    /// changes go to `apply` as one batch (see [`change`]), with `*revision` first raised to
+    /// the highest among them. Returns when etcd cancels the watch, or with its error.
+    pub(crate) async fn watch_from(
+        &self,
+        prefix: String,
+        revision: &mut i64,
+        mut apply: impl FnMut(&[Event]),
+    ) -> Result<(), etcd_client::Error> {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(*revision + 1);
+        let mut stream = self.client().watch(prefix, Some(options)).await?;
+        while let Some(answer) = stream.message().await? {
+            if answer.canceled() {
+                return Ok(());
+            }
+            let events = answer.events();
+            *revision = events
+                .iter()
+                .filter_map(Event::kv)
+                .map(|kv| kv.mod_revision())
+                .fold(*revision, i64::max);
+            apply(events);
+        }
+        Ok(())
+    }
+}
+
+/// One key's change as a watch reports it: the key, its value (`None`: deleted) and the
+/// revision of the change.
+pub(crate) type Change<'a> = (&'a [u8], Option<&'a [u8]>, i64);
+
+/// What a watch event says of one key.
+pub(crate) fn change(event: &Event) -> Option<Change<'_>> {
+    let kv = event.kv()?;
+    let value = match event.event_type() {
+        EventType::Put => Some(kv.value()),
+        EventType::Delete => None,
+    };
+    Some((kv.key(), value, kv.mod_revision()))
 }
 
 impl Drop for Etcd {

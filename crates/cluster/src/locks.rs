@@ -16,13 +16,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use etcd_client::{EventType, GetOptions, WatchOptions};
+use etcd_client::GetOptions;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use smb3d_state::{ByteRange, ClusterLocks, LockError, Released};
 use tokio::sync::watch;
 
-use crate::{Etcd, Membership};
+use crate::{Etcd, Membership, change};
 
 /// The record format this node writes; a reader takes any version and the fields it knows.
 const FORMAT: u32 = 1;
@@ -346,33 +346,16 @@ impl Follower {
     }
 
     async fn watch_from(&self, revision: &mut i64) -> Result<(), etcd_client::Error> {
-        let options = WatchOptions::new()
-            .with_prefix()
-            .with_start_revision(*revision + 1);
-        let mut stream = self
-            .etcd
-            .client()
-            .watch(self.files_prefix(), Some(options))
-            .await?;
-        while let Some(answer) = stream.message().await? {
-            if answer.canceled() {
-                return Ok(());
-            }
-            let mut foreign = self.foreign.lock();
-            for event in answer.events() {
-                let Some(kv) = event.kv() else { continue };
-                *revision = (*revision).max(kv.mod_revision());
-                let Ok(key) = std::str::from_utf8(kv.key()) else {
-                    continue;
-                };
-                let value = match event.event_type() {
-                    EventType::Put => Some(kv.value()),
-                    EventType::Delete => None,
-                };
-                foreign.learn(&self.node, key, value, &self.count);
-            }
-        }
-        Ok(())
+        self.etcd
+            .watch_from(self.files_prefix(), revision, |events| {
+                let mut foreign = self.foreign.lock();
+                for (key, value, _) in events.iter().filter_map(change) {
+                    if let Ok(key) = std::str::from_utf8(key) {
+                        foreign.learn(&self.node, key, value, &self.count);
+                    }
+                }
+            })
+            .await
     }
 }
 

@@ -14,13 +14,11 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{
-    Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
-};
+use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
 use parking_lot::Mutex;
 use smb3d_state::{RecordGuard, RecordLocks, StateStore, Table};
 
-use crate::Etcd;
+use crate::{Etcd, change};
 
 /// The largest record kept in etcd: etcd refuses requests over 1.5 MiB unless told otherwise
 /// (`--max-request-bytes`), and a record travels in one.
@@ -336,33 +334,18 @@ async fn watch_from(
     cache: &Arc<Mutex<Cache>>,
     revision: &mut i64,
 ) -> Result<(), etcd_client::Error> {
-    let options = WatchOptions::new()
-        .with_prefix()
-        .with_start_revision(*revision + 1);
-    let mut stream = etcd
-        .client()
-        .watch(records_prefix(etcd), Some(options))
-        .await?;
-    while let Some(answer) = stream.message().await? {
-        if answer.canceled() {
-            return Ok(());
-        }
+    let mut seen = *revision;
+    etcd.watch_from(records_prefix(etcd), revision, |events| {
         let mut cache = cache.lock();
-        for event in answer.events() {
-            let Some(kv) = event.kv() else { continue };
-            let Some(record) = parse_key(etcd, kv.key()) else {
-                continue;
-            };
-            let bytes = match event.event_type() {
-                EventType::Put => Some(kv.value().to_vec()),
-                EventType::Delete => None,
-            };
-            cache.learn(record, bytes, kv.mod_revision());
-            *revision = (*revision).max(kv.mod_revision());
+        for (key, value, changed) in events.iter().filter_map(change) {
+            seen = seen.max(changed);
+            if let Some(record) = parse_key(etcd, key) {
+                cache.learn(record, value.map(<[u8]>::to_vec), changed);
+            }
         }
-        cache.watched_to(*revision);
-    }
-    Ok(())
+        cache.watched_to(seen);
+    })
+    .await
 }
 
 impl StateStore for EtcdStore {
