@@ -84,6 +84,31 @@ def test_a_domain_user_without_a_ticket_logs_on_with_ntlm(dc, tmp_path):
         stop(server)
 
 
+def test_lsarpc_names_domain_accounts_that_logged_on(dc, tmp_path):
+    """LsarLookupSids/LsarLookupNames (MS-LSAT) name a domain user once it has logged on (its
+    name and domain from the DC's validation), the domain-relative groups every domain has
+    (MS-DTYP 2.4.2.4) and the domain itself, as Windows' security tab asks; a SID of the
+    domain that no logon named stays unmapped."""
+    server = member(dc, tmp_path)
+    try:
+        def rpcclient(command):
+            cmd = ["rpcclient", "127.0.0.1", "-p", str(server.port), "-U", "%s\\erin%%%s" % (DOMAIN, PASSWORD),
+                   "--use-kerberos=disabled", "-c", command]
+            return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+
+        r = rpcclient("lookupsids %s %s-513 %s %s-4242" % (dc.sid, dc.domain_sid, dc.domain_sid, dc.domain_sid))
+        assert "%s %s\\erin (1)" % (dc.sid, DOMAIN) in r.stdout, r.stdout
+        assert "%s-513 %s\\Domain Users (2)" % (dc.domain_sid, DOMAIN) in r.stdout, r.stdout
+        assert "%s %s (3)" % (dc.domain_sid, DOMAIN) in r.stdout, r.stdout
+        assert "%s-4242 *unknown*" % dc.domain_sid in r.stdout, r.stdout
+        # rpcclient's command line takes a backslash as an escape: the name in the domain's
+        # account@DOMAIN form.
+        r = rpcclient("lookupnames erin@%s" % DOMAIN)
+        assert "erin@%s %s (User: 1)" % (DOMAIN, dc.sid) in r.stdout, r.stdout
+    finally:
+        stop(server)
+
+
 def test_a_wrong_password_is_refused(dc, tmp_path):
     server = member(dc, tmp_path)
     try:

@@ -62,6 +62,11 @@ impl IdMap {
         }
     }
 
+    /// The `[idmap]` domains.
+    pub fn domains(&self) -> &DomainIdmap {
+        &self.domains
+    }
+
     /// With the ranges of `domains`: their ids are their accounts' SIDs.
     #[must_use]
     pub fn with_domains(mut self, domains: DomainIdmap) -> IdMap {

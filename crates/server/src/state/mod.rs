@@ -13,6 +13,7 @@ pub(crate) mod cluster_locks;
 pub(crate) mod cluster_opens;
 pub mod connection;
 pub(crate) mod dir_leases;
+pub(crate) mod domain_names;
 pub(crate) mod durable;
 pub(crate) mod encryption;
 pub(crate) mod files;

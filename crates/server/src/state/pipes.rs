@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use crate::identity::{Accounts, Identity, UnixId};
 use crate::limits::ClientKey;
 use crate::state::audit;
+use crate::state::domain_names::DomainAccount;
 use crate::state::homes::{HOMES, Homes};
 use crate::state::server::Server;
 use crate::state::session::SessionUser;
@@ -251,6 +252,15 @@ impl ServerDirectory {
     }
 }
 
+/// A domain name's SID_NAME_USE (MS-LSAT 2.2.13).
+fn sid_type(kind: DomainAccount) -> SidType {
+    match kind {
+        DomainAccount::User => SidType::User,
+        DomainAccount::Group => SidType::Group,
+        DomainAccount::Domain => SidType::Domain,
+    }
+}
+
 /// The server comment of SERVER_INFO_101 and friends.
 const SERVER_COMMENT: &str = "smb3d";
 
@@ -330,8 +340,11 @@ impl Directory for ServerDirectory {
         if let Some(uid) = uid {
             return Some((server.ids.user_sid(uid), SidType::User, machine.clone()));
         }
-        let gid = accounts.gid_of(name)?;
-        Some((server.ids.group_sid(gid), SidType::Group, machine.clone()))
+        if let Some(gid) = accounts.gid_of(name) {
+            return Some((server.ids.group_sid(gid), SidType::Group, machine.clone()));
+        }
+        let (sid, kind, domain) = server.domain_names.sid_of(server.ids.domains(), name)?;
+        Some((sid, sid_type(kind), domain))
     }
 
     fn lookup_sid(&self, sid: &Sid) -> Option<(String, SidType, String)> {
@@ -339,6 +352,9 @@ impl Directory for ServerDirectory {
         let machine = &server.identity.netbios_name;
         if *sid == server.ids.domain() {
             return Some((machine.clone(), SidType::Domain, machine.clone()));
+        }
+        if let Some((name, kind, domain)) = server.domain_names.name_of(server.ids.domains(), sid) {
+            return Some((name, sid_type(kind), domain));
         }
         if let Some((_, name, kind, domain)) = well_known().into_iter().find(|(s, ..)| s == sid) {
             return Some((name.into(), kind, domain.into()));

@@ -18,6 +18,7 @@ use crate::identity::{IdMap, Identity};
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::state::connection::Connection;
 use crate::state::connection::limits::OpenFiles;
+use crate::state::domain_names::DomainNames;
 use crate::state::durable::DurableTable;
 use crate::state::files::FileTable;
 use crate::state::homes::{Homes, NoShare};
@@ -171,6 +172,8 @@ pub struct Server {
     pub(crate) persistent: Option<Arc<dyn StateStore>>,
     /// Users and groups as SIDs.
     pub(crate) ids: IdMap,
+    /// Names of domain accounts that logged on, for lsarpc.
+    pub(crate) domain_names: DomainNames,
     /// How often each limit was hit.
     pub(crate) limit_counters: LimitCounters,
     /// Failed logons by client address.
@@ -254,6 +257,7 @@ impl Server {
             kernel_leases: KernelLeases::default(),
             persistent,
             ids,
+            domain_names: DomainNames::default(),
             limit_counters: LimitCounters::default(),
             logon_throttle: LogonThrottle::default(),
             address_slots,

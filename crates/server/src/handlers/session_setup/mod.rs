@@ -349,10 +349,16 @@ fn identity_of(
         // server's own account.
         SessionUser::User { name, .. } => match (server.credentials.uid(name), pac) {
             (Some(uid), _) => server.ids.identity(uid),
-            (None, Some(pac)) => server
-                .ids
-                .domain_identity(pac)
-                .ok_or(NtStatus::LOGON_FAILURE)?,
+            (None, Some(pac)) => {
+                let identity = server
+                    .ids
+                    .domain_identity(pac)
+                    .ok_or(NtStatus::LOGON_FAILURE)?;
+                server
+                    .domain_names
+                    .learn(pac.user_sid, &pac.account, &pac.domain);
+                identity
+            }
             (None, None) => return Err(NtStatus::LOGON_FAILURE),
         },
         SessionUser::Anonymous => match &server.settings.guest_account {
