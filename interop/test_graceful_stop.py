@@ -27,16 +27,25 @@ from test_persistent import connect, create, persistent_reconnect, persistent_re
 SLEEP_SYSCALLS = {"x86_64": {"35", "230"}, "aarch64": {"101", "115"}}[platform.machine()]
 
 
-def in_injected_delay(pid, timeout=20.0):
-    """Whether a thread of the server sleeps (FaultVfs' delay) within `timeout` seconds."""
+def sleeping_threads(pid):
+    """The server's threads asleep in nanosleep now: the allocator's trim thread always is."""
+    asleep = set()
+    for task in Path("/proc/%d/task" % pid).iterdir():
+        try:
+            if (task / "syscall").read_text().split(" ", 1)[0] in SLEEP_SYSCALLS:
+                asleep.add(task.name)
+        except OSError:
+            continue
+    return asleep
+
+
+def in_injected_delay(pid, asleep_before, timeout=20.0):
+    """Whether a thread of the server that was not asleep before the request sleeps (FaultVfs'
+    delay) within `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for task in Path("/proc/%d/task" % pid).iterdir():
-            try:
-                if (task / "syscall").read_text().split(" ", 1)[0] in SLEEP_SYSCALLS:
-                    return True
-            except OSError:
-                continue
+        if sleeping_threads(pid) - asleep_before:
+            return True
         time.sleep(0.02)
     return False
 
@@ -51,10 +60,13 @@ def test_sigterm_answers_the_write_in_flight_then_exits(tmp_path):
         r, fid = c.create("slow.bin", access=smb2raw.READ_WRITE_FILE, disposition=smb2raw.FILE_OVERWRITE_IF)
         assert r.status == 0, r.name
         data = b"in flight" * 455
+        # The trim thread sleeps all along (src/allocator.rs): taken for the delay, it let the
+        # signal go before the WRITE arrived.
+        asleep_before = sleeping_threads(server.proc.pid)
         c.send(c.pdu(smb2raw.WRITE, smb2raw.write_body(fid, 0, data)))
         # The write is in flight once the server sleeps in the injected delay; a fixed pause
         # sent the signal before the request arrived when the machine was busy.
-        assert in_injected_delay(server.proc.pid), "the write never reached the delay"
+        assert in_injected_delay(server.proc.pid, asleep_before), "the write never reached the delay"
         server.proc.send_signal(signal.SIGTERM)
         r = c.recv_responses(timeout=30)[0]
         assert (r.name, r.body[4:8]) == ("STATUS_SUCCESS", struct.pack("<I", len(data))), \

@@ -77,7 +77,8 @@ def test_freed_memory_goes_back_to_the_system_after_a_burst(tmp_path):
         before = soak.heap_rss_kib(server.proc.pid)
         busy(server, clients=24, rounds=10)
         peak = soak.heap_rss_kib(server.proc.pid)
-        assert peak - before > 2048, "the burst added too little to tell (%d to %d KiB)" % (before, peak)
+        # 2.4 MiB on a quiet machine, 1.7 in a loaded CI run.
+        assert peak - before > 1024, "the burst added too little to tell (%d to %d KiB)" % (before, peak)
         deadline = time.monotonic() + 90
         now = peak
         while time.monotonic() < deadline and now > before + (peak - before) // 2:
