@@ -327,7 +327,7 @@ impl<'a> Ndr<'a> {
         let max = self.u32()?;
         let offset = self.u32()?;
         let actual = self.u32()?;
-        if offset != 0 || actual > max || u32::from(len) != actual * 2 {
+        if offset != 0 || actual > max || u64::from(len) != u64::from(actual) * 2 {
             return Err(PacError::Malformed("string"));
         }
         let bytes = self

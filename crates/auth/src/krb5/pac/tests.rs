@@ -222,3 +222,16 @@ fn mit_s_pac_verifies_and_names_no_groups() {
     forged[server.start + 4] ^= 1;
     assert_eq!(verify(&forged, &alice), Err(PacError::BadSignature));
 }
+
+/// A string whose ActualCount is past half of u32 (fuzz auth_pac, auth_netlogon): its octet
+/// count overflowed `actual * 2` in a checked build; it is malformed, never a panic.
+#[test]
+fn a_string_count_past_half_of_u32_is_malformed() {
+    let mut data = Vec::new();
+    for word in [0x8000_0001_u32, 0, 0x8000_0001] {
+        data.extend_from_slice(&word.to_le_bytes());
+    }
+    data.extend_from_slice(&[0x41, 0]);
+    let mut ndr = Ndr::new(&data);
+    assert!(matches!(ndr.string(2), Err(PacError::Malformed("string"))));
+}
