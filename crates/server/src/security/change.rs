@@ -260,10 +260,25 @@ fn new_group(
 #[cfg(test)]
 mod tests {
     use smb3d_dtyp::{Privileges, Sid, Token};
-    use smb3d_vfs::{Access, Credentials, Disposition, Kind, MemoryVfs, OpenRequest, VfsPath};
+    use smb3d_vfs::{
+        Access, Credentials, Disposition, Kind, MemoryVfs, OpenRequest, VfsFile, VfsPath,
+    };
 
     use super::*;
     use crate::security::descriptor;
+
+    /// A new file "f" (mode 0640) of `vfs`.
+    fn new_file(vfs: &MemoryVfs) -> Box<dyn VfsFile> {
+        let create = OpenRequest {
+            access: Access::ReadWrite,
+            disposition: Disposition::Create,
+            kind: Kind::File,
+            create_mode: 0o640,
+        };
+        vfs.open(&VfsPath::parse("f").unwrap(), &create)
+            .unwrap()
+            .file
+    }
 
     /// A user whose primary group is 77 and who is also in group 78 may make a file's group
     /// either; root may make it any; anyone else's group is STATUS_INVALID_OWNER and leaves
@@ -272,16 +287,7 @@ mod tests {
     fn a_files_group_is_one_of_the_callers() {
         let ids = IdMap::new("T");
         let vfs = MemoryVfs::new();
-        let create = OpenRequest {
-            access: Access::ReadWrite,
-            disposition: Disposition::Create,
-            kind: Kind::File,
-            create_mode: 0o640,
-        };
-        let file = vfs
-            .open(&VfsPath::parse("f").unwrap(), &create)
-            .unwrap()
-            .file;
+        let file = new_file(&vfs);
         let who = |uid: u32| Identity {
             token: Token {
                 user: ids.user_sid(uid),
@@ -343,16 +349,7 @@ mod tests {
             }],
         });
         let vfs = MemoryVfs::new();
-        let create = OpenRequest {
-            access: Access::ReadWrite,
-            disposition: Disposition::Create,
-            kind: Kind::File,
-            create_mode: 0o640,
-        };
-        let file = vfs
-            .open(&VfsPath::parse("f").unwrap(), &create)
-            .unwrap()
-            .file;
+        let file = new_file(&vfs);
         let dana = Identity {
             token: Token {
                 user: sid("S-1-5-21-1-2-3-1105"),
