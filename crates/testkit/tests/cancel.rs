@@ -184,3 +184,33 @@ fn a_cancelled_requests_answer_comes_before_the_next_requests() {
         );
     });
 }
+
+/// A client that CANCELs one waiting request again and again holds its later requests behind
+/// one answer only: the cancelled request answers once, and the connection goes on answering
+/// (a frame held for each CANCEL and never released would stall it for good).
+#[test]
+fn repeated_cancels_of_one_request_hold_nothing_after_its_answer() {
+    two_sessions(harness::settings(), |client, first, _| {
+        let (message_id, async_id) = waiting_notify(client, first);
+        let mut header =
+            packet::request_header(Command::CANCEL, message_id, first.session, first.tree);
+        header.flags = HeaderFlags::SIGNED | HeaderFlags::ASYNC_COMMAND;
+        header.async_id = async_id;
+        let cancel = packet::pdu(&header, &[4, 0, 0, 0]);
+        client.session_id = first.session;
+        let echo = client.pdu(Command::ECHO, &[4, 0, 0, 0], HeaderFlags::SIGNED);
+        let reply = client.send_together(vec![cancel.clone(), cancel.clone(), cancel, echo]);
+        let cancelled = reply
+            .responses
+            .iter()
+            .filter(|r| r.status() == NtStatus::CANCELLED)
+            .count();
+        assert_eq!(cancelled, 1, "{:?}", reply.responses);
+        assert_eq!(
+            reply.responses.last().map(|r| r.header.command),
+            Some(Command::ECHO)
+        );
+        let echo = client.pdu(Command::ECHO, &[4, 0, 0, 0], HeaderFlags::SIGNED);
+        assert_eq!(client.send(echo).status(), Some(NtStatus::SUCCESS));
+    });
+}

@@ -45,20 +45,38 @@ pub(crate) struct DomainNames {
 struct Seen {
     /// SID to (account name, domain name).
     by_sid: HashMap<Sid, (String, String)>,
+    /// Lowercased account name to SID: a LookupNames of a thousand names is a thousand
+    /// hash lookups, not a scan of every account for each.
+    by_name: HashMap<String, Sid>,
     /// The SIDs in the order they were first learned.
     order: VecDeque<Sid>,
+}
+
+impl Seen {
+    /// Forgets `sid`'s name in `by_name`, if it still names `sid`.
+    fn unname(&mut self, sid: &Sid) {
+        if let Some((account, _)) = self.by_sid.get(sid) {
+            let key = account.to_lowercase();
+            if self.by_name.get(&key) == Some(sid) {
+                self.by_name.remove(&key);
+            }
+        }
+    }
 }
 
 impl DomainNames {
     /// A logon of `account` of `domain` as `sid` (names as the DC gave them).
     pub fn learn(&self, sid: Sid, account: &str, domain: &str) {
         let mut seen = self.seen.lock();
+        seen.unname(&sid);
+        seen.by_name.insert(account.to_lowercase(), sid);
         let names = (account.to_owned(), domain.to_owned());
         if seen.by_sid.insert(sid, names).is_none() {
             seen.order.push_back(sid);
             if seen.order.len() > MAX_ACCOUNTS
                 && let Some(oldest) = seen.order.pop_front()
             {
+                seen.unname(&oldest);
                 seen.by_sid.remove(&oldest);
             }
         }
@@ -102,12 +120,9 @@ impl DomainNames {
             return Some((domain.sid, DomainAccount::Domain, domain.name.clone()));
         }
         let seen = self.seen.lock();
-        seen.order.iter().find_map(|sid| {
-            let (account, domain) = seen.by_sid.get(sid)?;
-            account
-                .eq_ignore_ascii_case(name)
-                .then(|| (*sid, DomainAccount::User, domain.clone()))
-        })
+        let sid = seen.by_name.get(&name.to_lowercase())?;
+        let (_, domain) = seen.by_sid.get(sid)?;
+        Some((*sid, DomainAccount::User, domain.clone()))
     }
 }
 
@@ -181,6 +196,29 @@ mod tests {
         }
         assert_eq!(names.name_of(&domains, &account(2000)), None);
         assert!(names.name_of(&domains, &account(2001)).is_some());
-        assert_eq!(names.seen.lock().by_sid.len(), MAX_ACCOUNTS);
+        assert_eq!(names.sid_of(&domains, "u0"), None);
+        assert_eq!(
+            names.sid_of(&domains, "U1").map(|(s, ..)| s),
+            Some(account(2001))
+        );
+        let seen = names.seen.lock();
+        assert_eq!(
+            (seen.by_sid.len(), seen.by_name.len()),
+            (MAX_ACCOUNTS, MAX_ACCOUNTS)
+        );
+    }
+
+    #[test]
+    fn a_renamed_account_answers_to_its_new_name_only() {
+        let names = DomainNames::default();
+        let domains = ad();
+        let erin = sid("S-1-5-21-1-2-3-1105");
+        names.learn(erin, "erin", "AD");
+        names.learn(erin, "erin.new", "AD");
+        assert_eq!(names.sid_of(&domains, "erin"), None);
+        assert_eq!(
+            names.sid_of(&domains, "erin.new").map(|(s, ..)| s),
+            Some(erin)
+        );
     }
 }
