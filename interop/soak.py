@@ -165,8 +165,9 @@ class Soak:
             turn += 1
 
 
-def run(minutes, tmp=None):
-    """Returns a summary dict; raises AssertionError naming what went wrong."""
+def run(minutes, tmp=None, show=False):
+    """Returns a summary dict; raises AssertionError naming what went wrong. With `show`, each
+    sample is printed as it is taken, so a run that fails still leaves its curve."""
     tmp = Path(tmp or tempfile.mkdtemp(prefix="smb3d-soak-"))
     server = conftest.start_smb3d(tmp)
     scratch = tmp / "scratch"
@@ -186,6 +187,8 @@ def run(minutes, tmp=None):
     try:
         while any(t.is_alive() for t in threads):
             curve.append((round(time.monotonic() - started), rss_kib(pid), descriptors(pid)))
+            if show:
+                print("%d %d %d heap_kib %d" % (curve[-1] + (heap_rss_kib(pid),)), flush=True)
             time.sleep(10)
         for t in threads:
             t.join()
@@ -222,8 +225,7 @@ def run(minutes, tmp=None):
 
 
 if __name__ == "__main__":
-    result = run(float(sys.argv[1]) if len(sys.argv) > 1 else 60)
-    print("ops %s; descriptors %d before, %d after" % (result["ops"], result["baseline_fds"], result["fds_after"]))
-    print("seconds rss_kib fds")
-    for point in result["curve"]:
-        print("%d %d %d" % point)
+    print("seconds rss_kib fds heap", flush=True)
+    result = run(float(sys.argv[1]) if len(sys.argv) > 1 else 60, show=True)
+    print("ops %s; errors %d; descriptors %d before, %d after" % (
+        result["ops"], len(result["errors"]), result["baseline_fds"], result["fds_after"]))
