@@ -11,7 +11,6 @@ is bounded (about 200 operations a second in all), and everything stops at the d
 
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import threading
