@@ -53,14 +53,15 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> Result<(), AnyError> {
-    let (config, banner, config_path) = if args.demo {
-        let (config, banner) = demo_config(args.dir, args.port.unwrap_or(DEMO_PORT))?;
-        (config, Some(banner), None)
+    let (config, banner, config_path, demo_state) = if args.demo {
+        let (config, banner, state) = demo_config(args.dir, args.port.unwrap_or(DEMO_PORT))?;
+        (config, Some(banner), None, Some(RemovedOnDrop(state)))
     } else {
         (
             crate::config_cmd::load(&args.config)?,
             None,
             Some(std::path::absolute(&args.config)?),
+            None,
         )
     };
     let audited = config.server.audit || config.shares.iter().any(|(_, s)| s.audit == Some(true));
@@ -79,14 +80,30 @@ pub fn run(args: ServeArgs) -> Result<(), AnyError> {
         .enable_all()
         .build()?;
     let health = Arc::new(parking_lot::Mutex::new(health));
-    runtime.block_on(serve(
+    let served = runtime.block_on(serve(
         config,
         config_path,
         server,
         health,
         banner,
         args.demo,
-    ))
+    ));
+    // The runtime's tasks end before the demo's directory goes.
+    drop(runtime);
+    drop(demo_state);
+    served
+}
+
+/// The demo's own directory (a DIR given with --dir is not in it), removed however `run`
+/// ends: one would otherwise pile up in /tmp per demo run.
+struct RemovedOnDrop(PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!("removing {}: {e}", self.0.display());
+        }
+    }
 }
 
 /// Listens, serves until SIGTERM or SIGINT, rereads the configuration on SIGHUP or
@@ -538,14 +555,16 @@ fn hostname() -> String {
 }
 
 /// The embedded default: one share, one user with a fresh random password, loopback only.
-/// Returns the configuration and the lines to print once the server listens.
-fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, String), AnyError> {
+/// Returns the configuration, the lines to print once the server listens and the demo's own
+/// directory, removed when it stops.
+fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, String, PathBuf), AnyError> {
     let state = private_state_dir(&std::env::temp_dir()).map_err(|e| {
         format!(
             "a directory for the demo in {}: {e}",
             std::env::temp_dir().display()
         )
     })?;
+    let share_is_temporary = dir.is_none();
     let share_dir = demo_share_dir(dir, &state)?;
     let (db_path, password) = demo_user_db(&state)?;
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
@@ -557,12 +576,17 @@ fn demo_config(dir: Option<PathBuf>, port: u16) -> Result<(Config, String), AnyE
     );
     let config = Config::parse(&state.join("demo.toml"), &text)?;
     debug_assert_eq!(*config.server.max_dialect.get_ref(), Dialect::Smb311);
-    let banner = format!(
+    let mut banner = format!(
         "smb3d demo: sharing {} as \"demo\"\nconnect with: smbclient //127.0.0.1/demo -p {port} -U {DEMO_USER}%{password}\nstatus with: smb3d status --socket {}",
         share_dir.display(),
         config.server.admin_socket.display()
     );
-    Ok((config, banner))
+    if share_is_temporary {
+        banner.push_str(
+            "\nthe share goes when the demo stops (Ctrl-C); --dir DIR shares one that stays",
+        );
+    }
+    Ok((config, banner, state))
 }
 
 /// The demo's share: the administrator's directory, used as it is, or a new one in `state`.
