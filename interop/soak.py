@@ -87,9 +87,11 @@ def descriptor_targets(pid):
 
 
 class Soak:
-    def __init__(self, server, seconds):
+    def __init__(self, server, seconds, show=False):
         self.server = server
-        self.deadline = time.monotonic() + seconds
+        self.started = time.monotonic()
+        self.deadline = self.started + seconds
+        self.show = show
         self.errors = []
         self.ops = {"smbprotocol": 0, "smbclient": 0, "smbtorture": 0}
         self.lock = threading.Lock()
@@ -102,8 +104,11 @@ class Soak:
             self.ops[kind] += 1
 
     def fail(self, what):
+        what = "%d s: %s" % (time.monotonic() - self.started, what)
         with self.lock:
             self.errors.append(what)
+        if self.show:
+            print("error at " + what, flush=True)
 
     def protocol_clients(self, index):
         """PROTOCOL_CONNECTIONS / PROTOCOL_THREADS connections, used in turn by one thread."""
@@ -175,7 +180,7 @@ def run(minutes, tmp=None, show=False):
     time.sleep(0.5)
     baseline_fds = descriptors(pid)
     baseline_targets = descriptor_targets(pid)
-    soak = Soak(server, minutes * 60)
+    soak = Soak(server, minutes * 60, show)
     threads = [threading.Thread(target=soak.protocol_clients, args=(i,)) for i in range(PROTOCOL_THREADS)]
     threads += [threading.Thread(target=soak.smbclient_loop, args=(i, scratch)) for i in range(SMBCLIENTS)]
     threads.append(threading.Thread(target=soak.torture_loop))
