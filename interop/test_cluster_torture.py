@@ -12,8 +12,10 @@ from cluster_torture import run, torture_cluster
 from torture import read_list
 
 # The suites whose requests reach EtcdOpens and EtcdLocks most (every open, share-mode and
-# delete-on-close rule, every lock), picked so that they finish in under 3 minutes.
-CI_SUITES = ["smb2.lock", "smb2.sharemode", "smb2.delete-on-close-perms", "smb2.durable-v2-open"]
+# delete-on-close rule, every lock, durable opens, renames, streams, file ids), picked so that
+# they finish in under a minute (smb2.lease and smb2.oplock take minutes of break timeouts).
+CI_SUITES = ["smb2.create", "smb2.delete-on-close-perms", "smb2.sharemode", "smb2.streams", "smb2.rename",
+             "smb2.fileid", "smb2.lock", "smb2.durable-open", "smb2.durable-v2-open"]
 
 
 @pytest.fixture(scope="module")
