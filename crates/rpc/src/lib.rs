@@ -26,6 +26,7 @@ pub mod pdu;
 pub mod samr;
 mod service;
 mod srvsvc;
+pub mod witness;
 mod wkssvc;
 
 pub use endpoint::{MAX_FRAGMENT_LEN, MAX_REQUEST_LEN, PipeEndpoint, PipeError};
