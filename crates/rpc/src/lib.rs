@@ -20,6 +20,7 @@
 )]
 
 mod endpoint;
+pub mod epmapper;
 mod lsarpc;
 pub mod ndr;
 pub mod pdu;
