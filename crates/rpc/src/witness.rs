@@ -181,20 +181,13 @@ pub struct InterfaceInfo {
     pub available: bool,
 }
 
-/// The 32-bit form of an IPv4 address in witness structures: the address as a number, so
-/// 192.0.2.1 is 0xC0000201 (how Windows' and Samba's peers read the field).
-fn ipv4_field(address: IpAddr) -> u32 {
+/// The IPV4 and IPV6 fields of witness structures: each address in network byte order, the
+/// other zero (how Samba's rpcclient 4.17 reads them: 127.0.0.21 sent as the number 0x7f000015
+/// little-endian showed as 21.0.0.127).
+fn address_fields(address: IpAddr) -> ([u8; 4], [u8; 16]) {
     match address {
-        IpAddr::V4(v4) => u32::from(v4),
-        IpAddr::V6(_) => 0,
-    }
-}
-
-/// The eight 16-bit groups of an IPv6 address, zeros for IPv4.
-fn ipv6_field(address: IpAddr) -> [u16; 8] {
-    match address {
-        IpAddr::V4(_) => [0; 8],
-        IpAddr::V6(v6) => v6.segments(),
+        IpAddr::V4(v4) => (v4.octets(), [0; 16]),
+        IpAddr::V6(v6) => ([0; 4], v6.octets()),
     }
 }
 
@@ -228,12 +221,12 @@ pub fn encode_interface_list(out: &mut NdrWriter<'_>, interfaces: &[InterfaceInf
         } else {
             STATE_UNAVAILABLE
         };
+        let (ipv4, ipv6) = address_fields(interface.address);
         out.u32(VERSION_2)
             .u16(state)
-            .u32(ipv4_field(interface.address));
-        for group in ipv6_field(interface.address) {
-            out.u16(group);
-        }
+            .align(4)
+            .bytes(&ipv4)
+            .bytes(&ipv6);
         out.u32(family | IF_INTERFACE_WITNESS);
     }
     out.u32(error::SUCCESS);
@@ -322,10 +315,9 @@ pub fn client_move(addresses: &[IpAddr]) -> Notification {
             IPADDR_V6
         };
         buffer.extend_from_slice(&(family | IPADDR_ONLINE).to_le_bytes());
-        buffer.extend_from_slice(&ipv4_field(address).to_le_bytes());
-        for group in ipv6_field(address) {
-            buffer.extend_from_slice(&group.to_le_bytes());
-        }
+        let (ipv4, ipv6) = address_fields(address);
+        buffer.extend_from_slice(&ipv4);
+        buffer.extend_from_slice(&ipv6);
     }
     Notification {
         message_type: CLIENT_MOVE_NOTIFICATION,

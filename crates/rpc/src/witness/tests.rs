@@ -158,7 +158,7 @@ fn client_move_golden() {
     let n = client_move(&[A21]);
     assert_eq!((n.message_type, n.count), (2, 1));
     let mut expected = vec![
-        36, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x09, 0, 0, 0, 21, 0, 0, 127,
+        36, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x09, 0, 0, 0, 127, 0, 0, 21,
     ];
     expected.extend([0; 16]);
     assert_eq!(n.buffer, expected);
@@ -206,11 +206,11 @@ fn interface_list_layout() {
     assert_eq!(&e[..6], &[b'n', 0, b'1', 0, 0, 0]);
     assert_eq!(&e[520..524], &VERSION_2.to_le_bytes());
     assert_eq!(&e[524..526], &[1, 0]);
-    assert_eq!(&e[528..532], &[21, 0, 0, 127]);
+    assert_eq!(&e[528..532], &[127, 0, 0, 21]);
     assert_eq!(&e[548..552], &5u32.to_le_bytes());
     let e2 = &out[16 + ENTRY..16 + 2 * ENTRY];
     assert_eq!(&e2[524..526], &[0xff, 0]);
-    assert_eq!(&e2[546..548], &[1, 0]);
+    assert_eq!(&e2[546..548], &[0, 1]);
     assert_eq!(&e2[548..552], &6u32.to_le_bytes());
     assert_eq!(&out[out.len() - 4..], &[0; 4]);
     let empty = stub(|w| encode_interface_list(w, &[]));
