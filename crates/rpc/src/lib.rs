@@ -20,12 +20,14 @@
 )]
 
 mod endpoint;
+pub mod epmapper;
 mod lsarpc;
 pub mod ndr;
 pub mod pdu;
 pub mod samr;
 mod service;
 mod srvsvc;
+pub mod witness;
 mod wkssvc;
 
 pub use endpoint::{MAX_FRAGMENT_LEN, MAX_REQUEST_LEN, PipeEndpoint, PipeError};
