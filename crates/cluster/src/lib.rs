@@ -142,25 +142,12 @@ impl Etcd {
         lease: i64,
         prefix: String,
     ) -> io::Result<Vec<(String, Vec<u8>)>> {
-        self.put_and_read_at(key, value, lease, prefix)
-            .map(|(found, _)| found)
-    }
-
-    /// [`put_and_read`](Self::put_and_read), with the revision the transaction made.
-    pub(crate) fn put_and_read_at(
-        &self,
-        key: String,
-        value: Vec<u8>,
-        lease: i64,
-        prefix: String,
-    ) -> io::Result<(Vec<(String, Vec<u8>)>, i64)> {
         let txn = Txn::new().and_then([
             TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease))),
             TxnOp::get(prefix, Some(GetOptions::new().with_prefix())),
         ]);
         let answer = self.run(move |mut client| async move { client.txn(txn).await })?;
-        let revision = answer.header().map_or(0, |h| h.revision());
-        let found = answer
+        Ok(answer
             .op_responses()
             .into_iter()
             .filter_map(|r| match r {
@@ -178,8 +165,7 @@ impl Etcd {
                     })
                     .collect::<Vec<_>>()
             })
-            .collect();
-        Ok((found, revision))
+            .collect())
     }
 
     /// Starts `task` on the etcd runtime.
