@@ -120,6 +120,7 @@ async fn serve(
     let s = &config.server;
     crate::kernel_leases::listen(&server)?;
     let restored = server.restore_persistent_handles();
+    server.follow_cluster_breaks();
     if restored > 0 {
         let from = if config.cluster.is_some() {
             "etcd".to_owned()

@@ -4,20 +4,39 @@
 //! records it sees were all there before it, so of two racing conflicting opens the later one
 //! sees the earlier and withdraws, and the earlier cannot see the later. A close is one delete.
 //! Records live under the node's etcd lease: a node that dies takes its opens with it.
+//!
+//! A record carries the open's oplock or lease (docs/cluster.md "Leases, oplocks and node
+//! death"). A new open that must break another node's caching writes
+//! `<prefix>breaks/<holder node>/<file-key>/<open id>` under its own lease: each node watches
+//! only its own `breaks/<node>/` (no node hears of breaks that are not its business), sends
+//! the break to its client and, once it is acknowledged, timed out or the open closed, lowers
+//! the open's record; the breaker watches that one record (never polling) and deletes its
+//! request when it is done or when it stops waiting.
 
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcd_client::{
+    Compare, CompareOp, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+};
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use smb3d_state::{ClusterOpens, OpenError, OpenRecord, Refusal};
+use smb3d_state::{
+    Admitted, BreakNeeded, BreakOrder, BreakSink, ClusterOpens, Intent, OpenError, OpenRecord,
+    Refusal, Settled,
+};
 
-use crate::{Etcd, Membership};
+use crate::{Etcd, Membership, change};
 
 /// The record format this node writes; a reader takes any version and the fields it knows,
-/// so that later versions can add fields (lease state, reconnect data) without a flag day.
-const FORMAT: u32 = 1;
+/// so that later versions can add fields (reconnect data) without a flag day. Version 2
+/// added `caching` and `lease`, which a version 1 record lacks: no caching.
+const FORMAT: u32 = 2;
+
+/// How long a broken watch of break requests waits before it reads and watches again.
+const REWATCH_DELAY: Duration = Duration::from_secs(1);
 
 /// An open record as stored.
 #[derive(Debug, Serialize, Deserialize)]
@@ -30,6 +49,40 @@ struct Stored {
     stream: Option<String>,
     #[serde(default)]
     delete_pending: bool,
+    /// Lease bits (an oplock as the bits its level stands for).
+    #[serde(default)]
+    caching: u32,
+    /// The lease, ClientGuid and LeaseKey in hex (64 digits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease: Option<String>,
+}
+
+/// A break request as stored: the caching the holder may keep, and who asks.
+#[derive(Debug, Serialize, Deserialize)]
+struct Request {
+    v: u32,
+    to: u32,
+    by: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+/// The lease of a stored record; a lease this node cannot read is a lease of nobody else.
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+        *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
 }
 
 impl Stored {
@@ -41,17 +94,40 @@ impl Stored {
             share: record.share,
             stream: record.stream.clone(),
             delete_pending: record.delete_pending,
+            caching: record.caching,
+            lease: record.lease.as_ref().map(|l| hex(l)),
         }
     }
 
     fn record(self) -> OpenRecord {
+        // An unreadable lease is kept apart from every lease: it is broken like an oplock's
+        // neighbour would be, never taken for the new open's own.
+        let lease = self
+            .lease
+            .as_deref()
+            .map(|l| unhex(l).unwrap_or([0xff; 32]));
         OpenRecord {
             access: self.access,
             share: self.share,
             stream: self.stream,
             delete_pending: self.delete_pending,
+            caching: self.caching,
+            lease,
         }
     }
+}
+
+/// The open id at the end of a record key (`.../open/<16 hex>`).
+fn open_id(key: &str) -> Option<u64> {
+    let (_, id) = key.rsplit_once("/open/")?;
+    u64::from_str_radix(id, 16).ok()
+}
+
+/// The file key and open id of a break request's key, after `breaks/<node>/`.
+fn order_of(rest: &str) -> Option<(String, u64)> {
+    let (file, id) = rest.rsplit_once('/')?;
+    (!file.is_empty() && !file.contains('/'))
+        .then(|| Some((file.to_owned(), u64::from_str_radix(id, 16).ok()?)))?
 }
 
 /// This node's opens in etcd, and the other nodes' as each new open finds them.
@@ -63,6 +139,16 @@ pub struct EtcdOpens {
     /// The membership's health: once renewals have gone unanswered for `node_ttl`, the
     /// cluster may have released this node's opens, and it grants no new one.
     healthy: Arc<AtomicBool>,
+    /// The watch of this node's break requests, once [`ClusterOpens::on_break`] started it.
+    orders: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for EtcdOpens {
+    fn drop(&mut self) {
+        if let Some(watch) = self.orders.lock().take() {
+            watch.abort();
+        }
+    }
 }
 
 impl EtcdOpens {
@@ -73,7 +159,12 @@ impl EtcdOpens {
             node: node.to_owned(),
             lease: membership.lease(),
             healthy: membership.health(),
+            orders: Mutex::new(None),
         }
+    }
+
+    fn orders_prefix(etcd: &Etcd, node: &str) -> String {
+        format!("{}breaks/{node}/", etcd.prefix())
     }
 
     fn file_prefix(&self, file: &str) -> String {
@@ -99,37 +190,88 @@ impl EtcdOpens {
         }
     }
 
-    /// Whether the records of other nodes found beside `record` let it stand.
+    /// Whether the records of other nodes found beside `record` let it stand, and the
+    /// breaks of their caching it needs.
     fn judge(
         &self,
         own: &str,
         record: &OpenRecord,
+        intent: Intent,
         found: &[(String, Vec<u8>)],
-    ) -> Result<(), Refusal> {
+    ) -> Result<Admitted, OpenError> {
+        let mut admitted = Admitted::default();
+        let mut first = Vec::new();
+        let mut after = Vec::new();
         for (key, value) in found {
             if key == own || !key.contains("/open/") {
                 continue;
             }
             // An unreadable record is another node's open all the same: assume it shares
             // nothing rather than let a conflicting open through.
-            let other = match serde_json::from_slice::<Stored>(value) {
+            let (node, other) = match serde_json::from_slice::<Stored>(value) {
                 Ok(stored) if stored.node == self.node => continue,
-                Ok(stored) => stored.record(),
-                Err(_) => OpenRecord {
-                    access: 0x0001_0003,
-                    share: 0,
-                    stream: record.stream.clone(),
-                    delete_pending: false,
-                },
+                Ok(stored) => (stored.node.clone(), stored.record()),
+                Err(_) => (
+                    String::new(),
+                    OpenRecord {
+                        access: 0x0001_0003,
+                        share: 0,
+                        stream: record.stream.clone(),
+                        delete_pending: false,
+                        caching: 0,
+                        lease: None,
+                    },
+                ),
             };
-            record.admitted_beside(&other)?;
+            let id = open_id(key).unwrap_or(0);
+            let need = |(to, wait)| BreakNeeded {
+                id,
+                node: node.clone(),
+                held: other.caching,
+                to,
+                wait,
+            };
+            match record.admitted_beside(&other) {
+                Ok(()) => {}
+                Err(Refusal::SharingViolation) => {
+                    // Handle caching in the way: its client may close the cached handle.
+                    let violation = Intent {
+                        sharing_violation: true,
+                        ..intent
+                    };
+                    match record.break_of(&other, violation) {
+                        Some(cut @ (_, true)) => {
+                            first.push(need(cut));
+                            continue;
+                        }
+                        _ => return Err(OpenError::Refused(Refusal::SharingViolation)),
+                    }
+                }
+                Err(why) => return Err(OpenError::Refused(why)),
+            }
+            let mut kept = other.clone();
+            if let Some(cut) = record.break_of(&other, intent) {
+                kept.caching = cut.0;
+                admitted.breaks.push(need(cut));
+            }
+            after.push(kept);
         }
-        Ok(())
+        if !first.is_empty() {
+            return Err(OpenError::BreakFirst(first));
+        }
+        admitted.keep = record.caching_beside(&after);
+        Ok(admitted)
     }
 }
 
 impl ClusterOpens for EtcdOpens {
-    fn open(&self, file: &str, id: u64, record: &OpenRecord) -> Result<(), OpenError> {
+    fn open(
+        &self,
+        file: &str,
+        id: u64,
+        record: &OpenRecord,
+        intent: Intent,
+    ) -> Result<Admitted, OpenError> {
         self.usable().map_err(OpenError::Unavailable)?;
         let key = self.key(file, id);
         let value = self.value(record).map_err(OpenError::Unavailable)?;
@@ -137,7 +279,8 @@ impl ClusterOpens for EtcdOpens {
             .etcd
             .put_and_read(key.clone(), value, self.lease, self.file_prefix(file))
             .map_err(OpenError::Unavailable)?;
-        if let Err(why) = self.judge(&key, record, &found) {
+        let judged = self.judge(&key, record, intent, &found);
+        if judged.is_err() {
             // Until this delete, later opens see the withdrawn record and may be refused for
             // it: a moment's false conflict, never a missed one.
             if let Err(e) = self
@@ -146,9 +289,8 @@ impl ClusterOpens for EtcdOpens {
             {
                 tracing::warn!("cluster: a refused open's record stays until the lease ends: {e}");
             }
-            return Err(OpenError::Refused(why));
         }
-        Ok(())
+        judged
     }
 
     /// A compare-and-swap on the record's existence: a record the cluster released (this
@@ -182,5 +324,238 @@ impl ClusterOpens for EtcdOpens {
         self.etcd
             .run(move |mut client| async move { client.delete(key, None).await })
             .map(drop)
+    }
+
+    fn request_break(&self, file: &str, need: &BreakNeeded) -> Settled {
+        let request = Request {
+            v: 1,
+            to: need.to,
+            by: self.node.clone(),
+        };
+        let order = format!(
+            "{}{file}/{:016x}",
+            Self::orders_prefix(&self.etcd, &need.node),
+            need.id
+        );
+        let record = self.key(file, need.id);
+        let (done, settled) = tokio::sync::oneshot::channel::<()>();
+        let etcd = self.etcd.clone();
+        let lease = self.lease;
+        let to = need.to;
+        self.etcd.spawn(async move {
+            let mut done = done;
+            let mut client = etcd.client();
+            tokio::select! {
+                outcome = ask_and_wait(&etcd, order.clone(), request, record, to, lease) => {
+                    if let Err(e) = outcome {
+                        tracing::warn!("cluster: a break request failed: {e}; not waiting for it");
+                    }
+                    let _ = done.send(());
+                }
+                () = done.closed() => {}
+            }
+            if let Err(e) = client.delete(order, None).await {
+                tracing::debug!("cluster: a break request stays until this node leaves: {e}");
+            }
+        });
+        Box::pin(async move {
+            let _ = settled.await;
+        })
+    }
+
+    fn on_break(&self, sink: BreakSink) {
+        let mut orders = self.orders.lock();
+        if let Some(old) = orders.take() {
+            old.abort();
+        }
+        let prefix = Self::orders_prefix(&self.etcd, &self.node);
+        *orders = Some(
+            self.etcd
+                .spawn(follow_orders(self.etcd.clone(), prefix, sink)),
+        );
+    }
+
+    fn lowered(&self, file: &str, id: u64, caching: u32) -> io::Result<()> {
+        self.usable()?;
+        let key = self.key(file, id);
+        for _ in 0..3 {
+            let get = key.clone();
+            let found = self
+                .etcd
+                .run(move |mut client| async move { client.get(get, None).await })?;
+            let Some(kv) = found.kvs().first() else {
+                return Ok(());
+            };
+            let mut stored: Stored = serde_json::from_slice(kv.value())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            if stored.caching & !caching == 0 {
+                return Ok(());
+            }
+            stored.v = FORMAT;
+            stored.caching &= caching;
+            let value = serde_json::to_vec(&stored).map_err(io::Error::other)?;
+            let txn = Txn::new()
+                .when([Compare::mod_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    kv.mod_revision(),
+                )])
+                .and_then([TxnOp::put(
+                    key.clone(),
+                    value,
+                    Some(PutOptions::new().with_lease(self.lease)),
+                )]);
+            let answer = self
+                .etcd
+                .run(move |mut client| async move { client.txn(txn).await })?;
+            if answer.succeeded() {
+                return Ok(());
+            }
+        }
+        Err(io::Error::other(format!(
+            "open {id:016x}: its record kept changing"
+        )))
+    }
+}
+
+/// Writes a break request and reads the holder's record at the same revision, then watches
+/// that record until it shows caching within `to` or goes.
+async fn ask_and_wait(
+    etcd: &Etcd,
+    order: String,
+    request: Request,
+    record: String,
+    to: u32,
+    lease: i64,
+) -> Result<(), etcd_client::Error> {
+    let value = serde_json::to_vec(&request).unwrap_or_default();
+    let txn = Txn::new().and_then([
+        TxnOp::put(order, value, Some(PutOptions::new().with_lease(lease))),
+        TxnOp::get(record.clone(), None),
+    ]);
+    let answer = etcd.client().txn(txn).await?;
+    let revision = answer.header().map_or(0, |h| h.revision());
+    let current = answer.op_responses().into_iter().find_map(|r| match r {
+        TxnOpResponse::Get(get) => Some(get.kvs().first().map(|kv| kv.value().to_vec())),
+        _ => None,
+    });
+    let settled = |value: Option<&[u8]>| match value {
+        None => true,
+        Some(value) => serde_json::from_slice::<Stored>(value).is_ok_and(|s| s.caching & !to == 0),
+    };
+    if settled(current.flatten().as_deref()) {
+        return Ok(());
+    }
+    let options = WatchOptions::new().with_start_revision(revision + 1);
+    let mut stream = etcd.client().watch(record, Some(options)).await?;
+    while let Some(answer) = stream.message().await? {
+        for event in answer.events() {
+            let value = match event.event_type() {
+                EventType::Put => event.kv().map(|kv| kv.value()),
+                EventType::Delete => None,
+            };
+            if settled(value) {
+                return Ok(());
+            }
+        }
+        if answer.canceled() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Hands every break request for this node to `sink`: those already there, then each new
+/// one as the watch of `prefix` sees it. A broken watch reads them all again (a request
+/// handed over twice is a break already under way: nothing more happens).
+async fn follow_orders(etcd: Arc<Etcd>, prefix: String, sink: BreakSink) {
+    let hand = |key: &[u8], value: &[u8]| {
+        let Some(rest) = std::str::from_utf8(key)
+            .ok()
+            .and_then(|k| k.strip_prefix(prefix.as_str()))
+        else {
+            return;
+        };
+        let (Some((file, id)), Ok(request)) =
+            (order_of(rest), serde_json::from_slice::<Request>(value))
+        else {
+            return;
+        };
+        sink(BreakOrder {
+            file,
+            id,
+            to: request.to,
+        });
+    };
+    loop {
+        let get = prefix.clone();
+        let read = etcd
+            .client()
+            .get(get, Some(GetOptions::new().with_prefix()))
+            .await;
+        if let Ok(read) = read {
+            for kv in read.kvs() {
+                hand(kv.key(), kv.value());
+            }
+            let mut revision = read.header().map_or(0, |h| h.revision());
+            let watched = etcd
+                .watch_from(prefix.clone(), &mut revision, |events| {
+                    for (key, value, _) in events.iter().filter_map(change) {
+                        if let Some(value) = value {
+                            hand(key, value);
+                        }
+                    }
+                })
+                .await;
+            if let Err(e) = watched {
+                tracing::warn!("etcd watch of break requests broke: {e}; watching again");
+            }
+        }
+        tokio::time::sleep(REWATCH_DELAY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_carry_caching_and_older_ones_have_none() {
+        let record = OpenRecord {
+            access: 3,
+            share: 7,
+            stream: None,
+            delete_pending: false,
+            caching: 7,
+            lease: Some([0xa5; 32]),
+        };
+        let stored = serde_json::to_vec(&Stored::of("n1", &record)).unwrap();
+        let back: Stored = serde_json::from_slice(&stored).unwrap();
+        assert_eq!(back.v, FORMAT);
+        assert_eq!(back.record(), record);
+        // A version 1 record (no caching) and a later one with fields unknown here.
+        let v1 = br#"{"v":1,"node":"n2","access":1,"share":1}"#;
+        let old: Stored = serde_json::from_slice(v1).unwrap();
+        assert_eq!((old.caching, old.lease.is_none()), (0, true));
+        let v9 = br#"{"v":9,"node":"n2","access":1,"share":1,"caching":1,"lease":"zz","x":[1]}"#;
+        let later = serde_json::from_slice::<Stored>(v9).unwrap().record();
+        assert_eq!(later.caching, 1);
+        assert_eq!(
+            later.lease,
+            Some([0xff; 32]),
+            "an unreadable lease is nobody's"
+        );
+    }
+
+    #[test]
+    fn break_request_keys_name_their_file_and_open() {
+        assert_eq!(
+            order_of("2f7372-1a/00000000000000ff"),
+            Some(("2f7372-1a".to_owned(), 0xff))
+        );
+        assert_eq!(order_of("a/b/00"), None);
+        assert_eq!(order_of("/00"), None);
+        assert_eq!(order_of("f/zz"), None);
+        assert_eq!(open_id("/p/files/f/open/0000000000000010"), Some(16));
     }
 }

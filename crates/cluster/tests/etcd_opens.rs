@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use etcd::EtcdCluster;
 use smb3d_cluster::{Etcd, EtcdOpens, Membership, NodeInfo};
-use smb3d_state::{ClusterOpens, OpenError, OpenRecord, Refusal};
+use smb3d_state::{Admitted, ClusterOpens, Intent, OpenError, OpenRecord, Refusal};
 
 const READ: u32 = 0x1;
 const WRITE: u32 = 0x2;
@@ -43,15 +43,17 @@ impl Node {
             share,
             stream: None,
             delete_pending: false,
+            caching: 0,
+            lease: None,
         }
     }
 }
 
-fn refusal(result: Result<(), OpenError>) -> Option<Refusal> {
+fn refusal(result: Result<Admitted, OpenError>) -> Option<Refusal> {
     match result {
-        Ok(()) => None,
+        Ok(_) => None,
         Err(OpenError::Refused(why)) => Some(why),
-        Err(OpenError::Unavailable(e)) => panic!("etcd: {e}"),
+        Err(e) => panic!("etcd: {e}"),
     }
 }
 
@@ -65,25 +67,37 @@ fn share_modes_hold_across_nodes_until_the_first_closes() {
     let a = node(&etcd, "/o1/", "a", Duration::from_secs(3));
     let b = node(&etcd, "/o1/", "b", Duration::from_secs(3));
     let exclusive = a.record(READ | WRITE, 0);
-    a.opens.open("f", 1, &exclusive).unwrap();
+    a.opens.open("f", 1, &exclusive, Intent::default()).unwrap();
     assert_eq!(
-        refusal(b.opens.open("f", 2, &b.record(READ, SHARE_ALL))),
+        refusal(
+            b.opens
+                .open("f", 2, &b.record(READ, SHARE_ALL), Intent::default())
+        ),
         Some(Refusal::SharingViolation)
     );
     // Another file, and an attribute-only open of this one, are not in the way.
-    b.opens.open("g", 3, &b.record(READ, 0)).unwrap();
-    b.opens.open("f", 4, &b.record(0x80, 0)).unwrap();
+    b.opens
+        .open("g", 3, &b.record(READ, 0), Intent::default())
+        .unwrap();
+    b.opens
+        .open("f", 4, &b.record(0x80, 0), Intent::default())
+        .unwrap();
     // The refused open left nothing behind: a third node's reader is refused by a's open
     // only, and is let in once a closed.
     a.opens.close("f", 1).unwrap();
-    b.opens.open("f", 2, &b.record(READ, SHARE_ALL)).unwrap();
+    b.opens
+        .open("f", 2, &b.record(READ, SHARE_ALL), Intent::default())
+        .unwrap();
     assert_eq!(
-        refusal(a.opens.open("f", 5, &a.record(WRITE, SHARE_ALL))),
+        refusal(
+            a.opens
+                .open("f", 5, &a.record(WRITE, SHARE_ALL), Intent::default())
+        ),
         None,
         "b shares everything"
     );
     assert_eq!(
-        refusal(a.opens.open("f", 6, &a.record(READ, 0))),
+        refusal(a.opens.open("f", 6, &a.record(READ, 0), Intent::default())),
         Some(Refusal::SharingViolation),
         "b reads, and this one shares no reading"
     );
@@ -103,7 +117,13 @@ fn racing_exclusive_opens_never_both_succeed() {
                 let (start, file) = (start.clone(), file.clone());
                 std::thread::spawn(move || {
                     start.wait();
-                    refusal(n.opens.open(&file, id, &n.record(READ | WRITE | DELETE, 0))).is_none()
+                    refusal(n.opens.open(
+                        &file,
+                        id,
+                        &n.record(READ | WRITE | DELETE, 0),
+                        Intent::default(),
+                    ))
+                    .is_none()
                 })
             })
             .collect();
@@ -122,17 +142,24 @@ fn delete_pending_is_seen_by_other_nodes() {
     let a = node(&etcd, "/dp/", "a", Duration::from_secs(3));
     let b = node(&etcd, "/dp/", "b", Duration::from_secs(3));
     let mut deleting = a.record(DELETE, SHARE_ALL);
-    a.opens.open("f", 1, &deleting).unwrap();
-    b.opens.open("f", 2, &b.record(READ, SHARE_ALL)).unwrap();
+    a.opens.open("f", 1, &deleting, Intent::default()).unwrap();
+    b.opens
+        .open("f", 2, &b.record(READ, SHARE_ALL), Intent::default())
+        .unwrap();
     deleting.delete_pending = true;
     a.opens.update("f", 1, &deleting).unwrap();
     assert_eq!(
-        refusal(b.opens.open("f", 3, &b.record(READ, SHARE_ALL))),
+        refusal(
+            b.opens
+                .open("f", 3, &b.record(READ, SHARE_ALL), Intent::default())
+        ),
         Some(Refusal::DeletePending)
     );
     deleting.delete_pending = false;
     a.opens.update("f", 1, &deleting).unwrap();
-    b.opens.open("f", 3, &b.record(READ, SHARE_ALL)).unwrap();
+    b.opens
+        .open("f", 3, &b.record(READ, SHARE_ALL), Intent::default())
+        .unwrap();
 }
 
 #[test]
@@ -141,12 +168,17 @@ fn a_dead_node_s_lease_releases_its_opens() {
     let ttl = Duration::from_secs(1);
     let a = node(&etcd, "/dead/", "a", ttl);
     let b = node(&etcd, "/dead/", "b", ttl);
-    a.opens.open("f", 1, &a.record(READ | WRITE, 0)).unwrap();
+    a.opens
+        .open("f", 1, &a.record(READ | WRITE, 0), Intent::default())
+        .unwrap();
     let dead_at = Instant::now();
     // Dropped without leaving: its keepalives stop, as when the process is killed.
     drop(a);
     loop {
-        match refusal(b.opens.open("f", 2, &b.record(READ, SHARE_ALL))) {
+        match refusal(
+            b.opens
+                .open("f", 2, &b.record(READ, SHARE_ALL), Intent::default()),
+        ) {
             None => break,
             Some(why) => assert_eq!(why, Refusal::SharingViolation),
         }
@@ -165,13 +197,15 @@ fn a_change_to_a_record_the_cluster_released_is_refused() {
     let a = node(&etcd, "/cas/", "a", Duration::from_secs(3));
     let b = node(&etcd, "/cas/", "b", Duration::from_secs(3));
     let mut record = a.record(DELETE, SHARE_ALL);
-    a.opens.open("f", 1, &record).unwrap();
+    a.opens.open("f", 1, &record, Intent::default()).unwrap();
     a.opens.close("f", 1).unwrap();
     record.delete_pending = true;
     let refused = a.opens.update("f", 1, &record).unwrap_err();
     assert_eq!(refused.kind(), std::io::ErrorKind::NotFound);
     // Nothing came back: b's open is not told of a pending delete.
-    b.opens.open("f", 2, &b.record(READ, 0)).unwrap();
+    b.opens
+        .open("f", 2, &b.record(READ, 0), Intent::default())
+        .unwrap();
 }
 
 #[test]
@@ -179,13 +213,110 @@ fn a_node_cut_off_from_etcd_grants_no_open() {
     let mut etcd = EtcdCluster::start(1);
     let ttl = Duration::from_secs(1);
     let a = node(&etcd, "/cut/", "a", ttl);
-    a.opens.open("f", 1, &a.record(READ, SHARE_ALL)).unwrap();
+    a.opens
+        .open("f", 1, &a.record(READ, SHARE_ALL), Intent::default())
+        .unwrap();
     etcd.kill_member(0);
     let started = Instant::now();
-    match a.opens.open("f", 2, &a.record(READ, SHARE_ALL)) {
+    match a
+        .opens
+        .open("f", 2, &a.record(READ, SHARE_ALL), Intent::default())
+    {
         Err(OpenError::Unavailable(_)) => {}
         other => panic!("an open without etcd: {other:?}"),
     }
     assert!(started.elapsed() < LATE);
     drop(a.membership);
+}
+
+const R: u32 = smb3d_state::CACHE_READ;
+const H: u32 = smb3d_state::CACHE_HANDLE;
+const W: u32 = smb3d_state::CACHE_WRITE;
+
+#[test]
+fn a_break_asked_through_etcd_reaches_the_holder_and_settles_when_it_lowers() {
+    let etcd = EtcdCluster::start(1);
+    let a = node(&etcd, "/o7/", "a", Duration::from_secs(3));
+    let b = node(&etcd, "/o7/", "b", Duration::from_secs(3));
+    let (orders, received) = std::sync::mpsc::channel();
+    let orders = std::sync::Mutex::new(orders);
+    a.opens.on_break(Arc::new(move |order| {
+        let _ = orders.lock().unwrap().send(order);
+    }));
+    let batch = OpenRecord {
+        caching: R | W | H,
+        ..a.record(READ | WRITE, SHARE_ALL)
+    };
+    a.opens.open("f", 1, &batch, Intent::default()).unwrap();
+    let reader = OpenRecord {
+        caching: R | W | H,
+        ..b.record(READ, SHARE_ALL)
+    };
+    let admitted = b.opens.open("f", 2, &reader, Intent::default()).unwrap();
+    assert_eq!(admitted.breaks.len(), 1);
+    let need = &admitted.breaks[0];
+    assert_eq!(
+        (need.id, need.node.as_str(), need.held, need.to, need.wait),
+        (1, "a", R | W | H, R, true)
+    );
+    // Beside the holder's open, broken to level II: no write caching.
+    assert_eq!(admitted.keep, R | H);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let settled = b.opens.request_break("f", need);
+    let order = received
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a got no break order");
+    assert_eq!((order.file.as_str(), order.id, order.to), ("f", 1, R));
+    let mut settled = Box::pin(settled);
+    let early = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_millis(300), &mut settled).await });
+    assert!(
+        early.is_err(),
+        "settled before the holder lowered its record"
+    );
+    a.opens.lowered("f", 1, R).unwrap();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), settled).await })
+        .expect("the break did not settle once lowered");
+    // A second break of a closed open settles at once.
+    let again = b.opens.request_break("f", need);
+    a.opens.close("f", 1).unwrap();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), again).await })
+        .expect("the break of a closed open did not settle");
+}
+
+#[test]
+fn a_sharing_violation_with_handle_caching_asks_for_the_break_first() {
+    let etcd = EtcdCluster::start(1);
+    let a = node(&etcd, "/o8/", "a", Duration::from_secs(3));
+    let b = node(&etcd, "/o8/", "b", Duration::from_secs(3));
+    let cached = OpenRecord {
+        caching: R | H,
+        lease: Some([1; 32]),
+        ..a.record(READ, SHARE_ALL & !2)
+    };
+    a.opens.open("f", 1, &cached, Intent::default()).unwrap();
+    match b.opens.open(
+        "f",
+        2,
+        &b.record(READ | WRITE, SHARE_ALL),
+        Intent::default(),
+    ) {
+        Err(OpenError::BreakFirst(breaks)) => {
+            assert_eq!((breaks.len(), breaks[0].to, breaks[0].wait), (1, R, true));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without handle caching the same open is refused outright.
+    a.opens.lowered("f", 1, R).unwrap();
+    assert_eq!(
+        refusal(b.opens.open(
+            "f",
+            2,
+            &b.record(READ | WRITE, SHARE_ALL),
+            Intent::default()
+        )),
+        Some(Refusal::SharingViolation)
+    );
 }

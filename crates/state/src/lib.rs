@@ -28,7 +28,10 @@ mod opens;
 
 pub use fence::ClusterDialect;
 pub use locks::{ByteRange, ClusterLocks, LockError, Released, overlap};
-pub use opens::{ClusterOpens, OpenError, OpenRecord, Refusal, Sharing};
+pub use opens::{
+    Admitted, BreakNeeded, BreakOrder, BreakSink, CACHE_HANDLE, CACHE_READ, CACHE_WRITE,
+    ClusterOpens, Intent, OpenError, OpenRecord, Refusal, Settled, Sharing,
+};
 
 /// The largest record a store takes or gives back (a persistent open holding a million
 /// byte-range locks fits).

@@ -10,7 +10,10 @@
 //! its own opens.
 
 use std::fmt;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
 
 /// FILE_READ_DATA | FILE_EXECUTE: rights that take part in share access as reading.
 const READ_RIGHTS: u32 = 0x0000_0001 | 0x0000_0020;
@@ -22,6 +25,18 @@ const DELETE: u32 = 0x0001_0000;
 const SHARE_READ: u32 = 0x1;
 const SHARE_WRITE: u32 = 0x2;
 const SHARE_DELETE: u32 = 0x4;
+/// SYNCHRONIZE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES: an open with no more is a
+/// "stat open", which breaks no oplock (MS-FSA 2.1.5.1.2.1).
+const STAT_RIGHTS: u32 = 0x0010_0000 | 0x0000_0080 | 0x0000_0100;
+/// READ_CONTROL: a stat open for leases may also read the security descriptor.
+const READ_CONTROL: u32 = 0x0002_0000;
+
+/// Read caching (MS-SMB2 2.2.13.2.8 LeaseState; a level II oplock).
+pub const CACHE_READ: u32 = 0x1;
+/// Handle caching (the "batch" part of a batch oplock).
+pub const CACHE_HANDLE: u32 = 0x2;
+/// Write caching (an exclusive oplock).
+pub const CACHE_WRITE: u32 = 0x4;
 
 /// One open as other nodes see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +51,71 @@ pub struct OpenRecord {
     /// Delete-pending was set through this open (on its stream, or the file when `stream` is
     /// `None`): no new open of it anywhere (MS-FSA 2.1.5.1.2).
     pub delete_pending: bool,
+    /// The caching the open holds, as lease bits ([`CACHE_READ`], [`CACHE_HANDLE`],
+    /// [`CACHE_WRITE`]): an oplock as the bits its level stands for (level II R, exclusive
+    /// RW, batch RWH).
+    pub caching: u32,
+    /// The lease the caching is (the client's ClientGuid, then its LeaseKey); `None`: an
+    /// oplock, or no caching. Opens of one lease share its caching and never break it.
+    pub lease: Option<[u8; 32]>,
 }
+
+/// What a new open does, besides what its record says, that decides the breaks it causes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Intent {
+    /// It truncates the file (SUPERSEDE, OVERWRITE, OVERWRITE_IF).
+    pub overwrite: bool,
+    /// It deletes the file when closed.
+    pub delete_on_close: bool,
+    /// Its share access conflicts with the holder's: only handle caching is broken, so that
+    /// the holder's client may close its cached handle (MS-FSA 2.1.5.1.2).
+    pub sharing_violation: bool,
+}
+
+/// A break another node's open must undergo before (or as) a new open goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakNeeded {
+    /// The holder's persistent FileId.
+    pub id: u64,
+    /// The node that granted it, which sends the break to its client.
+    pub node: String,
+    /// The caching it holds.
+    pub held: u32,
+    /// The most it may keep.
+    pub to: u32,
+    /// The new open waits for the holder's acknowledgment (MS-FSA 2.1.4.12: write caching,
+    /// and handle caching where it stands in the way); a break of read caching alone goes
+    /// without one.
+    pub wait: bool,
+}
+
+/// What an admitted open learnt of other nodes' opens of its file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Admitted {
+    /// The breaks to ask for.
+    pub breaks: Vec<BreakNeeded>,
+    /// The caching the new open may keep beside other nodes' opens once those breaks are
+    /// done ([`OpenRecord::caching_beside`]).
+    pub keep: u32,
+}
+
+/// A break a node is asked to carry out on one of its opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakOrder {
+    /// The file's identity on every node (docs/cluster.md "Key layout").
+    pub file: String,
+    /// The open's persistent FileId.
+    pub id: u64,
+    /// The most caching the open may keep.
+    pub to: u32,
+}
+
+/// Receives the breaks other nodes ask of this node's opens.
+pub type BreakSink = Arc<dyn Fn(BreakOrder) + Send + Sync>;
+
+/// A future that resolves once a break asked of another node is done: the holder's record
+/// shows its caching lowered, or the open is gone.
+pub type Settled = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// Why an open was refused because of another node's opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +131,9 @@ pub enum Refusal {
 pub enum OpenError {
     /// An open elsewhere conflicts; the record was not kept.
     Refused(Refusal),
+    /// A sharing violation with other nodes' opens that cache handles: the record was not
+    /// kept; once these breaks are done the open may try once more (MS-FSA 2.1.5.1.2).
+    BreakFirst(Vec<BreakNeeded>),
     /// The cluster could not be asked (etcd unreachable, this node's lease lost): no new
     /// open may be granted (STATUS_INSUFFICIENT_RESOURCES, docs/cluster.md failure table).
     Unavailable(io::Error),
@@ -61,6 +143,7 @@ impl fmt::Display for OpenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Refused(why) => write!(f, "refused: {why:?}"),
+            Self::BreakFirst(breaks) => write!(f, "{} handle caching breaks first", breaks.len()),
             Self::Unavailable(e) => write!(f, "cluster unavailable: {e}"),
         }
     }
@@ -138,6 +221,79 @@ impl OpenRecord {
             Ok(())
         }
     }
+
+    fn same_lease(&self, other: &Self) -> bool {
+        self.lease.is_some() && self.lease == other.lease
+    }
+
+    /// MS-FSA 2.1.4.12 for a new open (this record) and `held`, another node's open of the
+    /// same file: the most caching `held` may keep, and whether the new open waits for its
+    /// acknowledgment; `None` when nothing breaks. As on one server: write caching always
+    /// conflicts with another open, handle caching only with a sharing violation (or a
+    /// delete-on-close), read caching with an overwrite; opens for attributes only break
+    /// nothing, and an open of the holder's own lease never breaks it.
+    pub fn break_of(&self, held: &Self, intent: Intent) -> Option<(u32, bool)> {
+        if held.caching == 0 || held.stream != self.stream || self.same_lease(held) {
+            return None;
+        }
+        let access = if intent.overwrite {
+            self.access | WRITE_RIGHTS
+        } else {
+            self.access
+        };
+        let stat = |rights: u32| access & rights != 0 && access & !rights == 0;
+        if stat(STAT_RIGHTS) || (held.lease.is_some() && stat(STAT_RIGHTS | READ_CONTROL)) {
+            return None;
+        }
+        let delay = if intent.sharing_violation {
+            CACHE_HANDLE
+        } else if intent.delete_on_close {
+            CACHE_WRITE | CACHE_HANDLE
+        } else {
+            CACHE_WRITE
+        };
+        let mut to = held.caching & !delay;
+        if intent.overwrite && !intent.sharing_violation {
+            to = 0;
+        }
+        if held.lease.is_none() {
+            // An oplock comes down to level II or none.
+            to &= CACHE_READ;
+        }
+        (held.caching & !to != 0).then_some((to, held.caching & delay != 0))
+    }
+
+    /// MS-SMB2 3.3.5.9 and MS-FSA 2.1.5.18: the most caching this new open may keep beside
+    /// `others`, other nodes' opens of the file as they are once their breaks are done, as
+    /// one server grants it: write caching only for the only open, no oplock beside handle
+    /// caching, no handle caching for a lease beside an oplock. An open for attributes only
+    /// keeps what it was granted.
+    pub fn caching_beside(&self, others: &[Self]) -> u32 {
+        let all = CACHE_READ | CACHE_HANDLE | CACHE_WRITE;
+        if self.access & STAT_RIGHTS != 0 && self.access & !STAT_RIGHTS == 0 {
+            return all;
+        }
+        let (mut handle, mut oplock, mut write) = (false, false, false);
+        for other in others
+            .iter()
+            .filter(|o| o.stream == self.stream && !self.same_lease(o))
+        {
+            handle |= other.caching & CACHE_HANDLE != 0;
+            oplock |= other.lease.is_none() && other.caching != 0;
+            write |= other.caching != 0
+                || other.access & !STAT_RIGHTS != 0
+                || other.access & STAT_RIGHTS == 0;
+        }
+        let mut keep = all;
+        if write {
+            keep &= !CACHE_WRITE;
+        }
+        match self.lease {
+            None if handle => 0,
+            Some(_) if oplock => keep & !CACHE_HANDLE,
+            _ => keep,
+        }
+    }
 }
 
 /// The cluster-wide table of opens. Every call may wait on the network: the server calls it
@@ -146,13 +302,32 @@ impl OpenRecord {
 pub trait ClusterOpens: Send + Sync + fmt::Debug {
     /// Records a new open, refused when an open other nodes recorded before it conflicts
     /// ([`OpenRecord::admitted_beside`]); a refused open leaves no record.
-    fn open(&self, file: &str, id: u64, record: &OpenRecord) -> Result<(), OpenError>;
+    /// What it returns names the breaks other nodes' opens need for it
+    /// ([`OpenRecord::break_of`]) and the caching it may keep.
+    fn open(
+        &self,
+        file: &str,
+        id: u64,
+        record: &OpenRecord,
+        intent: Intent,
+    ) -> Result<Admitted, OpenError>;
 
-    /// Changes the record of open `id` (its delete-pending mark).
+    /// Changes the record of open `id` (its delete-pending mark, its caching).
     fn update(&self, file: &str, id: u64, record: &OpenRecord) -> io::Result<()>;
 
     /// Removes the record of open `id`, which closed.
     fn close(&self, file: &str, id: u64) -> io::Result<()>;
+
+    /// Asks the node holding `need` for its break; resolves once the holder's record shows
+    /// caching within `need.to`, or the open is gone (its close, its node's death). The
+    /// caller bounds the wait (the break timeout); dropping the future withdraws the request.
+    fn request_break(&self, file: &str, need: &BreakNeeded) -> Settled;
+
+    /// Where the breaks other nodes ask of this node's opens go from now on.
+    fn on_break(&self, sink: BreakSink);
+
+    /// Lowers the caching in the record of open `id` once a break asked of it is done.
+    fn lowered(&self, file: &str, id: u64, caching: u32) -> io::Result<()>;
 }
 
 #[cfg(test)]
@@ -165,6 +340,8 @@ mod tests {
             share,
             stream: None,
             delete_pending: false,
+            caching: 0,
+            lease: None,
         }
     }
 
@@ -209,5 +386,116 @@ mod tests {
         stream_pending.delete_pending = true;
         stream_pending.share = ALL;
         assert_eq!(record(READ, ALL).admitted_beside(&stream_pending), Ok(()));
+    }
+
+    const R: u32 = CACHE_READ;
+    const H: u32 = CACHE_HANDLE;
+    const W: u32 = CACHE_WRITE;
+
+    fn holding(caching: u32, lease: Option<u8>) -> OpenRecord {
+        OpenRecord {
+            caching,
+            lease: lease.map(|k| [k; 32]),
+            ..record(READ | WRITE, ALL)
+        }
+    }
+
+    #[test]
+    fn a_batch_oplock_elsewhere_breaks_to_level_two_and_is_waited_for() {
+        let batch = holding(R | W | H, None);
+        let new = record(READ, ALL);
+        assert_eq!(new.break_of(&batch, Intent::default()), Some((R, true)));
+        // Level II needs no break for a plain open, and goes without an ack on an overwrite.
+        let level2 = holding(R, None);
+        assert_eq!(new.break_of(&level2, Intent::default()), None);
+        let overwrite = Intent {
+            overwrite: true,
+            ..Intent::default()
+        };
+        assert_eq!(new.break_of(&level2, overwrite), Some((0, false)));
+        // An exclusive oplock keeps no handle caching to break to: level II.
+        assert_eq!(
+            new.break_of(&holding(R | W, None), Intent::default()),
+            Some((R, true))
+        );
+        // Opens for attributes only break nothing.
+        assert_eq!(record(0x80, ALL).break_of(&batch, Intent::default()), None);
+    }
+
+    #[test]
+    fn leases_elsewhere_break_as_on_one_server() {
+        let rwh = holding(R | W | H, Some(1));
+        let new = record(READ, ALL);
+        assert_eq!(new.break_of(&rwh, Intent::default()), Some((R | H, true)));
+        assert_eq!(
+            new.break_of(&holding(R | H, Some(1)), Intent::default()),
+            None
+        );
+        let violation = Intent {
+            sharing_violation: true,
+            ..Intent::default()
+        };
+        assert_eq!(
+            new.break_of(&holding(R | H, Some(1)), violation),
+            Some((R, true))
+        );
+        let doc = Intent {
+            delete_on_close: true,
+            ..Intent::default()
+        };
+        assert_eq!(new.break_of(&rwh, doc), Some((R, true)));
+        // R alone breaks to none on an overwrite without waiting.
+        let overwrite = Intent {
+            overwrite: true,
+            ..Intent::default()
+        };
+        assert_eq!(
+            new.break_of(&holding(R, Some(1)), overwrite),
+            Some((0, false))
+        );
+        // READ_CONTROL only is a stat open for leases, not for oplocks.
+        let control = record(READ_CONTROL, ALL);
+        assert_eq!(control.break_of(&rwh, Intent::default()), None);
+        assert_eq!(
+            control.break_of(&holding(R | W | H, None), Intent::default()),
+            Some((R, true))
+        );
+    }
+
+    #[test]
+    fn one_lease_on_two_nodes_is_not_broken_by_itself() {
+        let rwh = holding(R | W | H, Some(7));
+        let mut same = holding(0, Some(7));
+        same.access = READ;
+        assert_eq!(same.break_of(&rwh, Intent::default()), None);
+        assert_eq!(same.caching_beside(std::slice::from_ref(&rwh)), R | W | H);
+        let other_stream = OpenRecord {
+            stream: Some("s".into()),
+            ..rwh.clone()
+        };
+        assert_eq!(
+            record(READ, ALL).break_of(&other_stream, Intent::default()),
+            None
+        );
+    }
+
+    #[test]
+    fn caching_beside_other_nodes_opens() {
+        let all = R | W | H;
+        // The only open keeps everything.
+        assert_eq!(holding(0, Some(1)).caching_beside(&[]), all);
+        // Beside a plain open (no caching): no write caching.
+        assert_eq!(
+            holding(0, Some(1)).caching_beside(&[record(READ, ALL)]),
+            R | H
+        );
+        // Beside an open for attributes only: write caching stays.
+        assert_eq!(holding(0, None).caching_beside(&[record(0x80, ALL)]), all);
+        // An oplock beside handle caching: none; a lease beside an oplock: no H.
+        assert_eq!(
+            holding(0, None).caching_beside(&[holding(R | H, Some(2))]),
+            0
+        );
+        assert_eq!(holding(0, Some(1)).caching_beside(&[holding(R, None)]), R);
     }
 }

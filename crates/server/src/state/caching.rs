@@ -871,6 +871,55 @@ pub(crate) fn breaks_for_local_open(state: &mut FileState, open: u64, keep: u32,
     }
 }
 
+/// Lowers the caching just granted to the new open `open` to `keep` (lease bits), before its
+/// CREATE answers: other nodes' opens allow no more (MS-SMB2 3.3.5.9 as one server grants
+/// beside them, docs/cluster.md). A lease other opens of this node share already is left as
+/// it is: those opens' own cluster records were judged with it.
+pub(crate) fn cap_new_open(state: &mut FileState, open: u64, keep: u32, granted: &mut Granted) {
+    let Some(entry) = state.opens.iter_mut().find(|e| e.id == open) else {
+        return;
+    };
+    match entry.caching {
+        Caching::None => {}
+        Caching::Oplock { level, .. } => {
+            let level = oplock_for(oplock_bits(level) & keep);
+            entry.caching = if level == OplockLevel::NONE {
+                Caching::None
+            } else {
+                Caching::Oplock {
+                    level,
+                    breaking_to: None,
+                    generation: 0,
+                }
+            };
+            granted.caching = entry.caching.clone();
+            granted.oplock_level = level;
+        }
+        Caching::Lease(id) => {
+            let Some(lease) = state.leases.iter_mut().find(|l| l.id == id) else {
+                return;
+            };
+            if lease.opens != 1 || lease.breaking.is_some() {
+                return;
+            }
+            lease.state &= keep;
+            if lease.state & R == 0 {
+                lease.state = 0;
+            }
+            granted.lease = Some(lease.response());
+        }
+    }
+}
+
+/// The lease bits a granted open caches with.
+pub(crate) fn granted_bits(granted: &Granted) -> u32 {
+    match (&granted.caching, &granted.lease) {
+        (Caching::Oplock { level, .. }, _) => oplock_bits(*level),
+        (Caching::Lease(_), Some(lease)) => lease.lease_state.0 & (R | W | H),
+        _ => 0,
+    }
+}
+
 /// The lease bits open `open` caches with (its lease's state, while breaking too).
 pub(crate) fn open_bits(state: &FileState, open: u64) -> u32 {
     state
@@ -1213,6 +1262,31 @@ mod tests {
                 Note::Oplock { .. } => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_new_open_s_caching_is_capped_to_what_other_nodes_leave_it() {
+        let mut st = state();
+        let (granted, _) = open(
+            &mut st,
+            1,
+            ALL,
+            opening(Request::Oplock(OplockLevel::BATCH)),
+        );
+        let mut granted = granted.unwrap();
+        assert_eq!(granted_bits(&granted), R | W | H);
+        cap_new_open(&mut st, 1, R | H, &mut granted);
+        assert_eq!(granted.oplock_level, OplockLevel::II);
+        assert_eq!(open_bits(&st, 1), R);
+        assert_eq!(granted_bits(&granted), R);
+        let (granted, _) = open(&mut st, 2, STAT, opening(lease(4, R | W | H)));
+        let mut granted = granted.unwrap();
+        cap_new_open(&mut st, 2, R | H, &mut granted);
+        assert_eq!(granted.lease.as_ref().unwrap().lease_state.0, R | H);
+        assert_eq!(open_bits(&st, 2), R | H);
+        // Nothing left of an oplock: none at all.
+        cap_new_open(&mut st, 1, 0, &mut granted);
+        assert_eq!(open_bits(&st, 1), 0);
     }
 
     #[test]

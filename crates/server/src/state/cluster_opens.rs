@@ -4,14 +4,16 @@
 //! removes the record. A single server has no such view (`Settings::cluster_opens` is
 //! `None`): each call here is then one test of an `Option`, and nothing else.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use smb3d_dtyp::NtStatus;
-use smb3d_state::{ClusterOpens, OpenError, OpenRecord, Refusal};
+use smb3d_state::{BreakOrder, OpenError, OpenRecord, Refusal};
 
 use crate::blocking::blocking;
-use crate::state::files::OpenEntry;
+use crate::state::caching::{self, Caching};
+use crate::state::files::{OpenEntry, SharedFile};
 use crate::state::open::Open;
 use crate::state::server::Server;
 use crate::state::share::Share;
@@ -30,13 +32,34 @@ pub(crate) fn file_key(share: &Share, ino: u64) -> String {
     key
 }
 
-fn record(entry: &OpenEntry, delete_pending: bool) -> OpenRecord {
+/// The lease an open's caching is, as the cluster names it: ClientGuid, then LeaseKey.
+fn lease_name(caching: &Caching) -> Option<[u8; 32]> {
+    let Caching::Lease(id) = caching else {
+        return None;
+    };
+    let mut name = [0u8; 32];
+    let (client, key) = name.split_at_mut(16);
+    client.copy_from_slice(&id.client.0);
+    key.copy_from_slice(&id.key.0);
+    Some(name)
+}
+
+/// The record of `entry`, an open caching with the lease bits `caching`.
+pub(crate) fn record(entry: &OpenEntry, delete_pending: bool, caching: u32) -> OpenRecord {
     OpenRecord {
         access: entry.access.0,
         share: entry.share.0,
         stream: entry.stream.as_deref().map(str::to_owned),
         delete_pending,
+        caching,
+        lease: lease_name(&entry.caching),
     }
+}
+
+/// The record of open `id` of `file` as it is now, its caching included.
+fn current_record(file: &SharedFile, entry: &OpenEntry, delete_pending: bool) -> OpenRecord {
+    let bits = caching::open_bits(&file.state.lock(), entry.id);
+    record(entry, delete_pending, bits)
 }
 
 /// The second of the last "cluster unavailable" log line: one a minute is enough to name
@@ -58,21 +81,68 @@ pub(crate) fn unavailable(what: &str, e: &dyn std::fmt::Display) -> NtStatus {
     NtStatus::INSUFFICIENT_RESOURCES
 }
 
-/// Records the open `entry` of the file `ino` on `share` with the cluster, after the local
-/// table admitted it; on a refusal the caller takes it out of the local table again.
-pub(crate) fn admit(
-    cluster: &dyn ClusterOpens,
-    share: &Share,
-    ino: u64,
-    entry: &OpenEntry,
-) -> Result<(), NtStatus> {
-    let key = file_key(share, ino);
-    let record = record(entry, false);
-    match blocking(|| cluster.open(&key, entry.persistent_id, &record)) {
-        Ok(()) => Ok(()),
-        Err(OpenError::Refused(Refusal::SharingViolation)) => Err(NtStatus::SHARING_VIOLATION),
-        Err(OpenError::Refused(Refusal::DeletePending)) => Err(NtStatus::DELETE_PENDING),
-        Err(OpenError::Unavailable(e)) => Err(unavailable("a new open", &e)),
+/// The status a refusal of the cluster answers.
+pub(crate) fn refused(error: OpenError) -> NtStatus {
+    match error {
+        OpenError::Refused(Refusal::SharingViolation) | OpenError::BreakFirst(_) => {
+            NtStatus::SHARING_VIOLATION
+        }
+        OpenError::Refused(Refusal::DeletePending) => NtStatus::DELETE_PENDING,
+        OpenError::Unavailable(e) => unavailable("a new open", &e),
+    }
+}
+
+/// Starts handing the breaks other nodes ask of this node's opens to [`settle`], on the
+/// current runtime; nothing without a cluster.
+pub(crate) fn follow_breaks(server: &Arc<Server>) {
+    let Some(cluster) = &server.settings.cluster_opens else {
+        return;
+    };
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let weak = Arc::downgrade(server);
+    cluster.on_break(Arc::new(move |order: BreakOrder| {
+        if let Some(server) = weak.upgrade() {
+            runtime.spawn(settle(server, order));
+        }
+    }));
+}
+
+/// The inode number at the end of a file key ([`file_key`]).
+fn ino_of(file: &str) -> Option<u64> {
+    let (_, ino) = file.rsplit_once('-')?;
+    u64::from_str_radix(ino, 16).ok()
+}
+
+/// Carries out a break another node asked of one of this node's opens (MS-SMB2 3.3.4.6,
+/// 3.3.4.7, as for a conflicting open here): the break goes to the open's client, and once
+/// its caching is within the order's (acknowledged, timed out, or the open closed) the
+/// open's record says so, which the asking node waits for.
+async fn settle(server: Arc<Server>, order: BreakOrder) {
+    let Some(cluster) = server.settings.cluster_opens.clone() else {
+        return;
+    };
+    let found = ino_of(&order.file).and_then(|ino| server.files.by_persistent(ino, order.id));
+    let bits = match found {
+        None => 0,
+        Some((file, open)) => loop {
+            let change = file.caching_change();
+            tokio::pin!(change);
+            change.as_mut().enable();
+            let ((), breaks) = file.start_breaks(|state, out| {
+                caching::breaks_for_local_open(state, open, order.to, out);
+            });
+            caching::deliver(&server, &file, breaks);
+            let bits = caching::open_bits(&file.state.lock(), open);
+            if bits & !order.to == 0 {
+                break bits;
+            }
+            change.await;
+        },
+    };
+    if let Err(e) = blocking(|| cluster.lowered(&order.file, order.id, bits)) {
+        tracing::warn!("cluster: a broken open's record keeps its caching: {e}");
     }
 }
 
@@ -86,7 +156,7 @@ pub(crate) fn delete_pending(server: &Server, open: &Open, pending: bool) -> Res
         return Ok(());
     };
     let key = file_key(&open.share, open.shared.key.ino);
-    let record = record(&entry, pending);
+    let record = current_record(&open.shared, &entry, pending);
     blocking(|| cluster.update(&key, open.file_id.persistent, &record))
         .map_err(|e| unavailable("a delete-pending mark", &e))
 }
@@ -105,7 +175,7 @@ pub(crate) fn carry_delete_pending(server: &Server, open: &Open) {
         return;
     };
     let key = file_key(&open.share, open.shared.key.ino);
-    let record = record(&carrier, true);
+    let record = current_record(&open.shared, &carrier, true);
     if let Err(e) = blocking(|| cluster.update(&key, carrier.persistent_id, &record)) {
         tracing::warn!("cluster: other nodes may not see a pending delete: {e}");
     }

@@ -518,6 +518,29 @@ impl FileTable {
             .is_some_and(|f| f.delete_pending())
     }
 
+    /// The open file of inode `ino` (outside snapshots) holding the open whose persistent
+    /// FileId is `persistent`, with the open's volatile id: how a break another node asks of
+    /// an open finds it (rare: one scan of the open files).
+    pub fn by_persistent(&self, ino: u64, persistent: u64) -> Option<(Arc<SharedFile>, u64)> {
+        let files: Vec<Arc<SharedFile>> = self
+            .files
+            .lock()
+            .values()
+            .filter(|f| f.key.ino == ino && f.key.snapshot.is_none())
+            .cloned()
+            .collect();
+        files.into_iter().find_map(|file| {
+            let id = file
+                .state
+                .lock()
+                .opens
+                .iter()
+                .find(|e| e.persistent_id == persistent)
+                .map(|e| e.id)?;
+            Some((file, id))
+        })
+    }
+
     /// The open file `key`, if any open exists.
     pub fn get(&self, key: FileKey) -> Option<Arc<SharedFile>> {
         self.files.lock().get(&key).cloned()

@@ -405,6 +405,13 @@ impl Server {
         crate::state::persistent::restore(self)
     }
 
+    /// On a cluster node, starts carrying out the oplock and lease breaks other nodes ask of
+    /// this node's opens (docs/cluster.md); nothing on a single server. Call once, on the
+    /// runtime.
+    pub fn follow_cluster_breaks(self: &Arc<Self>) {
+        crate::state::cluster_opens::follow_breaks(self);
+    }
+
     /// New opens get volatile ids above `volatile` (one a restored open has).
     pub(crate) fn file_ids_above(&self, volatile: u64) {
         self.next_file_id

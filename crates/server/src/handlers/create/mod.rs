@@ -7,6 +7,7 @@
 
 mod access;
 mod apple;
+mod cluster;
 mod contexts;
 mod durable;
 mod oplock;
@@ -27,6 +28,7 @@ use smb3d_smb2::create::{
 };
 use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::snapshot::GmtToken;
+use smb3d_state::Intent as ClusterIntent;
 use smb3d_vfs::casefold::eq_ignore_case;
 use smb3d_vfs::{Disposition, Kind, OpenRequest, Opened, Vfs, VfsFile, VfsPath};
 use smb3d_wire::FileTime;
@@ -673,16 +675,27 @@ impl Creation<'_> {
             .cluster_opens
             .as_ref()
             .map(|c| (c, entry.clone()));
-        let (shared, caching) =
+        let intent = ClusterIntent {
+            overwrite: opening.overwrite,
+            delete_on_close: opening.delete_on_close,
+            sharing_violation: false,
+        };
+        let (shared, mut caching) =
             oplock::register(cx, reply, key, path, entry, opening, kernel).await?;
         // A cluster node asks the cluster once its own table admitted the open. A file this
         // CREATE made stays when refused: the earlier open elsewhere is of this very file.
-        if let Some((cluster, entry)) = cluster_entry
-            && let Err(status) =
-                cluster_opens::admit(cluster.as_ref(), &self.tree.share, key.ino, &entry)
-        {
-            self.server.files.release(&shared, file_id.volatile);
-            return Err(status);
+        if let Some((cluster, entry)) = &cluster_entry {
+            let admission = cluster::Admission {
+                cluster,
+                share: &self.tree.share,
+                shared: &shared,
+                entry,
+                intent,
+            };
+            if let Err(status) = admission.admit(cx, reply, &mut caching).await {
+                self.server.files.release(&shared, file_id.volatile);
+                return Err(status);
+            }
         }
         if self.tree.share.apple.is_some()
             && !stream
