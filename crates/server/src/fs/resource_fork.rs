@@ -194,6 +194,36 @@ pub(crate) fn follow_rename(vfs: &dyn Vfs, from: &VfsPath, to: &VfsPath) -> VfsR
     }
 }
 
+/// Copies the `._` file of `from` (on `from_vfs`) to be that of `to` (on `to_vfs`), for a
+/// Mac's copyfile; a source without one has no fork to copy.
+pub(crate) fn copy(
+    from_vfs: &dyn Vfs,
+    from: &VfsPath,
+    to_vfs: &dyn Vfs,
+    to: &VfsPath,
+) -> VfsResult<()> {
+    let (Some(from), Some(to)) = (sidecar_path(from), sidecar_path(to)) else {
+        return Ok(());
+    };
+    let source = match from_vfs.open(&from, &request(Access::Read, Disposition::Open, 0)) {
+        Ok(opened) => opened.file,
+        Err(VfsError::NotFound) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let create = request(Access::ReadWrite, Disposition::OverwriteOrCreate, 0o644);
+    let target = to_vfs.open(&to, &create)?.file;
+    let len = source.stat()?.size;
+    let mut done = 0;
+    while done < len {
+        let n = target.copy_range(source.as_ref(), done, done, len - done)?;
+        if n == 0 {
+            return Err(VfsError::NoSpace);
+        }
+        done += n;
+    }
+    Ok(())
+}
+
 /// Deletes the `._` file of the deleted file `base`, if any.
 pub(crate) fn follow_delete(vfs: &dyn Vfs, base: &VfsPath) -> VfsResult<()> {
     let Some(path) = sidecar_path(base) else {
@@ -339,7 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn the_sidecar_follows_renames_and_deletes() {
+    fn the_sidecar_follows_renames_copies_and_deletes() {
         let vfs = vfs_with("._a", &samba_sidecar(b"fork of a"));
         let req = request(Access::ReadWrite, Disposition::Create, 0o644);
         vfs.open(&path("._b"), &req).unwrap();
@@ -349,7 +379,11 @@ mod tests {
         // A file without a fork replacing one with a fork: that fork goes.
         follow_rename(&vfs, &path("c"), &path("b")).unwrap();
         assert_eq!(vfs.stat(&path("._b")).err(), Some(VfsError::NotFound));
-        let vfs = vfs_with("._a", &samba_sidecar(b""));
+        copy(&vfs, &path("b"), &vfs, &path("d")).unwrap();
+        assert_eq!(vfs.stat(&path("._d")).err(), Some(VfsError::NotFound));
+        let vfs = vfs_with("._a", &samba_sidecar(b"fork of a"));
+        copy(&vfs, &path("a"), &vfs, &path("e")).unwrap();
+        assert_eq!(contents(&vfs, "._e"), samba_sidecar(b"fork of a"));
         follow_delete(&vfs, &path("a")).unwrap();
         follow_delete(&vfs, &path("a")).unwrap();
         assert_eq!(vfs.stat(&path("._a")).err(), Some(VfsError::NotFound));
