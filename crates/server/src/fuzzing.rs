@@ -23,8 +23,9 @@ pub fn time_machine_band_size(plist: &str) -> Option<u64> {
 }
 
 /// Decodes `bytes` as an AppleDouble header (a Netatalk metadata xattr or a `._` file on a
-/// share): an accepted header's entries lie inside the buffer, and replacing its Finder info
-/// yields a header that reads back the new Finder info.
+/// share): an accepted header's entries lie inside the buffer, replacing its Finder info
+/// yields a header that reads back the new Finder info, and a resource fork found in a `._`
+/// file lies inside it.
 pub fn apple_double(bytes: &[u8]) {
     use crate::fs::apple_double::{AppleDouble, finder_info_of, with_finder_info};
     if let Ok(ad) = AppleDouble::decode(bytes) {
@@ -37,4 +38,14 @@ pub fn apple_double(bytes: &[u8]) {
         finder_info_of(&with_finder_info(Some(bytes), &finder)),
         Some(finder)
     );
+    // As a `._` file whose first bytes were read: a fork found lies inside the file, after
+    // the header whose length field it names.
+    let head = bytes.get(..bytes.len().min(218)).unwrap_or_default();
+    if let Some((offset, len, len_field)) =
+        crate::fs::apple_double::fork_placement(head, bytes.len())
+    {
+        assert!(offset + len <= bytes.len() as u64);
+        assert!(len_field + 4 <= head.len() as u64);
+        assert!(len == 0 || len_field + 4 <= offset);
+    }
 }

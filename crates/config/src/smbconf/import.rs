@@ -834,10 +834,14 @@ impl Converter {
     }
 
     /// Applies a `fruit:*` parameter (vfs_fruit's); false when it is not one smb3d maps.
-    /// vfs_fruit's storage options (`fruit:metadata`, `fruit:resource`) are not: smb3d reads
-    /// and writes its defaults' formats.
+    /// smb3d keeps Finder info and resource forks where vfs_fruit's defaults keep them
+    /// (`fruit:metadata = netatalk`, `fruit:resource = file`): those values say what smb3d
+    /// does, others are warned of.
     fn fruit_param(&mut self, section: &Section, p: &Param, out: &mut FruitParams) -> bool {
+        let value = p.value.trim();
         match p.key.as_str() {
+            "fruit:metadata" if value.eq_ignore_ascii_case("netatalk") => {}
+            "fruit:resource" if value.eq_ignore_ascii_case("file") => {}
             "fruit:model" => match crate::model::check_mdns_model(&p.value) {
                 Ok(()) => out.model = Some(p.value.clone()),
                 Err(_) => self.warn_value(section, p, "not a model name"),
@@ -1525,7 +1529,9 @@ mod tests {
         let i = convert_text(
             "[global]\nfruit:model = Xserve\n\
              [mac]\npath = /srv/mac\nvfs objects = catia fruit streams_xattr\nfruit:metadata = netatalk\n\
+             fruit:resource = file\n\
              [tm]\npath = /srv/tm\nvfs objects = fruit streams_xattr\nfruit:time machine = yes\n\
+             fruit:resource = stream\nfruit:metadata = stream\n\
              fruit:time machine max size = 2 T\n\
              [bad]\npath = /srv/bad\nvfs objects = fruit streams_xattr\nfruit:time machine max size = lots\n\
              [plain]\npath = /srv/plain\nvfs objects = streams_xattr\nfruit:time machine = yes\n",
@@ -1546,10 +1552,19 @@ mod tests {
             warnings.iter().any(|w| w.contains("module catia")),
             "{warnings:?}"
         );
+        // smb3d's own formats are vfs_fruit's defaults; other storage is warned of.
         assert!(
-            warnings.iter().any(|w| w.contains("fruit:metadata")),
+            !warnings.iter().any(|w| w.contains("[mac]: fruit:")),
             "{warnings:?}"
         );
+        for option in ["fruit:metadata", "fruit:resource"] {
+            assert!(
+                warnings
+                    .iter()
+                    .any(|w| w.contains("[tm]") && w.contains(option)),
+                "{option}: {warnings:?}"
+            );
+        }
         assert!(
             warnings
                 .iter()

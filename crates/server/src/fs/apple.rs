@@ -1,13 +1,15 @@
 //! What Mac clients see of a file beyond Windows' view, kept as Samba's vfs_fruit keeps it on
-//! `apple` shares (its defaults `fruit:metadata = netatalk`, `fruit:resource = stream`): the
+//! `apple` shares (its defaults `fruit:metadata = netatalk`, `fruit:resource = file`): the
 //! AFP_AfpInfo stream is made from the Finder info in the `org.netatalk.Metadata` xattr (an
 //! AppleDouble header, fs::apple_double), so Netatalk, Samba and smb3d share it; the
-//! AFP_Resource stream (the resource fork) is a named stream like any other.
+//! AFP_Resource stream (the resource fork) of a file is in its `._` file (fs::resource_fork),
+//! a directory's is a named stream like any other.
 
 use smb3d_vfs::casefold::eq_ignore_case;
-use smb3d_vfs::{FileStat, FileType, VfsError, VfsFile, VfsResult};
+use smb3d_vfs::{FileStat, FileType, Vfs, VfsError, VfsFile, VfsPath, VfsResult};
 
 use crate::fs::apple_double::{self, FINDER_INFO_LEN};
+use crate::fs::resource_fork::ResourceFork;
 use crate::fs::streams;
 
 /// The stream holding the 60-byte AfpInfo (signature, version, backup time, Finder info).
@@ -98,19 +100,28 @@ pub(crate) fn afpinfo_written(
     Ok(Some(finder))
 }
 
-/// The ReadDirAttr extras of the entry `name` of `dir` whose metadata is `stat`: its resource
-/// fork's length (none for directories) and the first 16 bytes of its Finder info, zero when
-/// missing or unreadable (a listing shows what it can rather than failing).
-pub(crate) fn listed_extras(dir: &dyn VfsFile, name: &str, stat: &FileStat) -> (u64, [u8; 16]) {
-    let stream = |s: &str| {
-        dir.get_child_xattr(name, &streams::xattr_name(s))
-            .ok()
-            .flatten()
-    };
-    let fork_len = if stat.file_type == FileType::Directory {
-        0
-    } else {
-        stream(RESOURCE_STREAM).map_or(0, |v| streams::data_len(&v))
+/// The length of the resource fork of the file at `path` (in its `._` file,
+/// fs::resource_fork), 0 when it has none or it cannot be read (a listing shows what it can
+/// rather than failing).
+pub(crate) fn resource_fork_len(vfs: &dyn Vfs, path: &VfsPath) -> u64 {
+    ResourceFork::open(vfs, path, false)
+        .and_then(|fork| fork.len())
+        .unwrap_or(0)
+}
+
+/// The ReadDirAttr extras of the entry `name` of `dir` (at `dir_path`) whose metadata is
+/// `stat`: its resource fork's length (none for directories) and the first 16 bytes of its
+/// Finder info, zero when missing or unreadable.
+pub(crate) fn listed_extras(
+    vfs: &dyn Vfs,
+    dir_path: &VfsPath,
+    dir: &dyn VfsFile,
+    name: &str,
+    stat: &FileStat,
+) -> (u64, [u8; 16]) {
+    let fork_len = match dir_path.join(name) {
+        Ok(path) if stat.file_type != FileType::Directory => resource_fork_len(vfs, &path),
+        _ => 0,
     };
     let mut finder = [0u8; 16];
     if let Some(info) = dir
@@ -139,21 +150,26 @@ pub(crate) fn is_empty_resource_fork(file: &dyn VfsFile, stored: &str) -> VfsRes
 
 /// The named streams of `file` (`stored`, as [`streams::list`] finds them) as Mac clients see
 /// them: AFP_AfpInfo while the file has Finder info other than zeros, whatever xattr stream
-/// of that name another share wrote; an empty resource fork is none; names carry the
-/// private-use stand-ins of characters NTFS forbids.
+/// of that name another share wrote; AFP_Resource while `fork_len` (the file's resource fork,
+/// fs::resource_fork; a directory's is an xattr stream) is not 0, an empty fork being none;
+/// names carry the private-use stand-ins of characters NTFS forbids.
 pub(crate) fn listed_streams(
     file: &dyn VfsFile,
     stored: Vec<(String, u64)>,
+    fork_len: Option<u64>,
 ) -> VfsResult<Vec<(String, u64)>> {
     let mut listed: Vec<(String, u64)> = stored
         .into_iter()
         .filter(|(name, size)| {
             let afp_info = eq_ignore_case(name, AFPINFO_STREAM);
-            let empty_fork = *size == 0 && eq_ignore_case(name, RESOURCE_STREAM);
-            !afp_info && !empty_fork
+            let fork = eq_ignore_case(name, RESOURCE_STREAM) && (*size == 0 || fork_len.is_some());
+            !afp_info && !fork
         })
         .map(|(name, size)| (stream_name_to_client(&name), size))
         .collect();
+    if let Some(len) = fork_len.filter(|&len| len > 0) {
+        listed.push((RESOURCE_STREAM.to_owned(), len));
+    }
     if finder_info(file)?.is_some_and(|f| f.iter().any(|&b| b != 0)) {
         listed.push((AFPINFO_STREAM.to_owned(), AFPINFO_LEN as u64));
     }
@@ -308,7 +324,7 @@ mod tests {
         let xattr = stream.get_xattr(METADATA_XATTR).unwrap().unwrap();
         assert_eq!(&xattr[0x7A..0x82], b"SMB,OLE!");
         assert_eq!(
-            listed_streams(stream.0.base(), Vec::new()).unwrap(),
+            listed_streams(stream.0.base(), Vec::new(), None).unwrap(),
             [(AFPINFO_STREAM.to_owned(), 60)]
         );
         // Offsets up to 60 read from the start; beyond, nothing.
@@ -323,7 +339,7 @@ mod tests {
         stream.write_at(&info_with(b""), 0).unwrap();
         assert_eq!(stream.get_xattr(METADATA_XATTR).unwrap(), None);
         assert!(
-            listed_streams(stream.0.base(), Vec::new())
+            listed_streams(stream.0.base(), Vec::new(), None)
                 .unwrap()
                 .is_empty()
         );

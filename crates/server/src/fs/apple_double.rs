@@ -12,6 +12,7 @@ const VERSION: u32 = 0x0002_0000;
 const HEADER_LEN: usize = 26;
 const ENTRY_LEN: usize = 12;
 /// Entry ids of the format (and Netatalk's private ones, which carry their high bit).
+pub(crate) const RESOURCE_FORK: u32 = 2;
 const COMMENT: u32 = 4;
 const FILE_DATES: u32 = 8;
 pub(crate) const FINDER_INFO: u32 = 9;
@@ -37,6 +38,51 @@ const NETATALK_LAYOUT: [(u32, u32, u32); 8] = [
 ];
 const NETATALK_LEN: usize = 0x192;
 
+/// The header of a `._` file as Samba's vfs_fruit writes a new one: a filler naming Netatalk,
+/// the resource fork (empty, growing at the end) and the Finder info, 0x52 bytes in all.
+const SIDECAR_FILLER: &[u8; 16] = b"Netatalk        ";
+const SIDECAR_FINDER_AT: u32 = 0x32;
+pub(crate) const SIDECAR_FORK_AT: u32 = 0x52;
+
+/// A new `._` file's bytes: its header, an empty resource fork and zero Finder info (the
+/// Finder info an `apple` share shows is the metadata xattr's, as Samba's).
+pub(crate) fn new_sidecar() -> Vec<u8> {
+    let mut out = Vec::with_capacity(SIDECAR_FORK_AT as usize);
+    out.extend_from_slice(&MAGIC.to_be_bytes());
+    out.extend_from_slice(&VERSION.to_be_bytes());
+    out.extend_from_slice(SIDECAR_FILLER);
+    out.extend_from_slice(&2u16.to_be_bytes());
+    for (id, offset, len) in [
+        (RESOURCE_FORK, SIDECAR_FORK_AT, 0),
+        (FINDER_INFO, SIDECAR_FINDER_AT, FINDER_INFO_LEN as u32),
+    ] {
+        for field in [id, offset, len] {
+            out.extend_from_slice(&field.to_be_bytes());
+        }
+    }
+    out.resize(SIDECAR_FORK_AT as usize, 0);
+    out
+}
+
+/// Where the resource fork lies in a `._` file: its entry's offset and length, and where the
+/// length field is in the header. `None` when the header (`head`, the file's first bytes, of
+/// `total`) is malformed, has no fork, or has an entry after the fork, which could then not
+/// grow without overwriting it.
+pub(crate) fn fork_placement(head: &[u8], total: usize) -> Option<(u64, u64, u64)> {
+    let ad = AppleDouble::decode_in(head, total).ok()?;
+    let (index, fork) = ad
+        .entries()
+        .iter()
+        .enumerate()
+        .find(|(_, e)| e.id == RESOURCE_FORK)?;
+    let last = ad
+        .entries()
+        .iter()
+        .all(|e| e.id == RESOURCE_FORK || e.offset + e.len <= fork.offset);
+    let len_field = HEADER_LEN + index * ENTRY_LEN + 8;
+    last.then_some((fork.offset as u64, fork.len as u64, len_field as u64))
+}
+
 /// One entry of a decoded header: where its bytes lie in the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -57,6 +103,13 @@ impl<'a> AppleDouble<'a> {
     /// than the buffer, an entry past the end or inside the header, overlapping entries and
     /// repeated ids. Allocates at most one [`Entry`] per 12 bytes of input.
     pub(crate) fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+        Self::decode_in(bytes, bytes.len())
+    }
+
+    /// Decodes the header at the start of a file of `total` bytes of which `bytes` were read
+    /// (a `._` file whose entries lie beyond the header read): checked as [`decode`](Self::decode)
+    /// against `total`; only entries inside `bytes` can be read through [`entry`](Self::entry).
+    pub(crate) fn decode_in(bytes: &'a [u8], total: usize) -> Result<Self, DecodeError> {
         let mut r = Reader::new(bytes);
         if r.u32_be("magic")? != MAGIC || r.u32_be("version")? != VERSION {
             return Err(DecodeError::new("magic", DecodeErrorKind::InvalidValue));
@@ -66,7 +119,7 @@ impl<'a> AppleDouble<'a> {
         let table_end = count
             .checked_mul(ENTRY_LEN)
             .and_then(|n| n.checked_add(HEADER_LEN))
-            .filter(|&end| end <= bytes.len())
+            .filter(|&end| end <= bytes.len() && end <= total)
             .ok_or(DecodeError::truncated("entries"))?;
         let mut entries: Vec<Entry> = Vec::with_capacity(count);
         for _ in 0..count {
@@ -76,7 +129,7 @@ impl<'a> AppleDouble<'a> {
             let end = offset
                 .checked_add(len)
                 .ok_or(DecodeError::new("entry", DecodeErrorKind::Overflow))?;
-            let outside = end > bytes.len() || (len > 0 && offset < table_end);
+            let outside = end > total || (len > 0 && offset < table_end);
             let overlaps = entries.iter().any(|e| {
                 e.id == id || (len > 0 && e.len > 0 && offset < e.offset + e.len && e.offset < end)
             });
@@ -238,6 +291,23 @@ mod tests {
             assert!(AppleDouble::decode(&bytes).is_err(), "{what}");
             assert_eq!(finder_info_of(&bytes), None, "{what}");
         }
+    }
+
+    #[test]
+    fn the_sidecar_layout_is_sambas() {
+        let mut samba = b"\x00\x05\x16\x07\x00\x02\x00\x00Netatalk        \x00\x02".to_vec();
+        samba.extend_from_slice(b"\x00\x00\x00\x02\x00\x00\x00\x52\x00\x00\x00\x00");
+        samba.extend_from_slice(b"\x00\x00\x00\x09\x00\x00\x00\x32\x00\x00\x00\x20");
+        samba.resize(0x52, 0);
+        assert_eq!(new_sidecar(), samba);
+        assert_eq!(fork_placement(&samba, 0x52), Some((0x52, 0, 34)));
+        // A Mac's: Finder info with its extended attributes up to 0xF00, then the fork.
+        let mut mac = samba.clone();
+        mac[8..24].copy_from_slice(b"Mac OS X        ");
+        mac[30..38].copy_from_slice(&[0, 0, 0x0F, 0, 0, 0, 0, 3]);
+        mac[46..50].copy_from_slice(&0xECEu32.to_be_bytes());
+        assert_eq!(fork_placement(&mac[..0x52], 0xF03), Some((0xF00, 3, 34)));
+        assert_eq!(fork_placement(&mac[..0x52], 0xF02), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub(crate) mod path_status;
 pub(crate) mod posix_info;
 pub(crate) mod quota;
 pub mod recycle;
+pub(crate) mod resource_fork;
 pub(crate) mod shortname;
 pub(crate) mod snapshots;
 pub(crate) mod streams;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::fs::apple;
+use crate::fs::resource_fork::ResourceFork;
 use smb3d_vfs::backend::copy_by_reading;
 use smb3d_vfs::casefold::{FoldedName, eq_ignore_case};
 use smb3d_vfs::{DirEntry, FileStat, FileType, Timespec, VfsError, VfsFile, VfsResult};
@@ -108,6 +109,8 @@ pub(crate) struct Stream {
     base: Box<dyn VfsFile>,
     name: RwLock<String>,
     backing: Backing,
+    /// The resource fork's `._` file, for [`Backing::ResourceFork`].
+    fork: Option<ResourceFork>,
 }
 
 /// What keeps a stream's bytes.
@@ -118,8 +121,8 @@ enum Backing {
     /// The AFP_AfpInfo stream of an `apple` share, made from the file's Finder info
     /// (fs::apple).
     AfpInfo,
-    /// The resource fork of a file on an `apple` share: an xattr stream that delete-on-close
-    /// leaves in place, as on a Mac (emptying it removes it).
+    /// The resource fork of a file on an `apple` share: in its `._` file (fs::resource_fork);
+    /// delete-on-close leaves it in place, as on a Mac (emptying it removes it).
     ResourceFork,
 }
 
@@ -129,15 +132,21 @@ impl Stream {
             base,
             name: RwLock::new(name),
             backing: Backing::Xattr,
+            fork: None,
         })
     }
 
-    /// The resource fork `name` of `base` on an `apple` share.
-    pub(crate) fn resource_fork(base: Box<dyn VfsFile>, name: String) -> Arc<Self> {
+    /// The resource fork `name` of `base` on an `apple` share, kept in `fork`.
+    pub(crate) fn resource_fork(
+        base: Box<dyn VfsFile>,
+        name: String,
+        fork: ResourceFork,
+    ) -> Arc<Self> {
         Arc::new(Self {
             base,
             name: RwLock::new(name),
             backing: Backing::ResourceFork,
+            fork: Some(fork),
         })
     }
 
@@ -147,6 +156,7 @@ impl Stream {
             base,
             name: RwLock::new(apple::AFPINFO_STREAM.to_owned()),
             backing: Backing::AfpInfo,
+            fork: None,
         })
     }
 
@@ -167,8 +177,12 @@ impl Stream {
         xattr_name(&self.name.read())
     }
 
-    /// The stream's bytes, without the stored NUL.
+    /// The stream's bytes, without the stored NUL. A resource fork has no size limit and is
+    /// never read whole.
     fn data(&self) -> VfsResult<Vec<u8>> {
+        if self.fork.is_some() {
+            return Err(VfsError::Unsupported);
+        }
         if self.is_afp_info() {
             // Until Finder info is written, the open reads an AfpInfo showing none, as on a Mac.
             let finder = apple::finder_info(self.base.as_ref())?.unwrap_or_default();
@@ -198,6 +212,9 @@ impl Stream {
 
     /// Deletes the stream.
     pub(crate) fn remove(&self) -> VfsResult<()> {
+        if let Some(fork) = &self.fork {
+            return fork.set_len(0);
+        }
         if self.is_afp_info() {
             return apple::store_finder_info(self.base.as_ref(), &Default::default());
         }
@@ -211,7 +228,7 @@ impl Stream {
         if *name == to {
             return Ok(());
         }
-        if self.is_afp_info() {
+        if self.backing != Backing::Xattr {
             return Err(VfsError::Unsupported);
         }
         let from = xattr_name(&name);
@@ -244,7 +261,9 @@ pub(crate) struct StreamFile(pub(crate) Arc<Stream>);
 impl VfsFile for StreamFile {
     fn stat(&self) -> VfsResult<FileStat> {
         let mut stat = self.0.base.stat()?;
-        let size = if self.0.is_afp_info() {
+        let size = if let Some(fork) = &self.0.fork {
+            fork.len()?
+        } else if self.0.is_afp_info() {
             apple::AFPINFO_LEN as u64
         } else {
             data_len(
@@ -262,6 +281,9 @@ impl VfsFile for StreamFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> VfsResult<usize> {
+        if let Some(fork) = &self.0.fork {
+            return fork.read_at(buf, offset);
+        }
         // A Mac reads an AfpInfo from its start at any offset up to one past its end (Samba
         // found the same), and nothing beyond.
         let offset = match self.0.is_afp_info() {
@@ -284,6 +306,9 @@ impl VfsFile for StreamFile {
     }
 
     fn write_at(&self, bytes: &[u8], offset: u64) -> VfsResult<usize> {
+        if let Some(fork) = &self.0.fork {
+            return fork.write_at(bytes, offset);
+        }
         if self.0.is_afp_info() {
             if let Some(finder) = apple::afpinfo_written(offset, bytes)? {
                 apple::store_finder_info(self.0.base(), &finder)?;
@@ -308,6 +333,9 @@ impl VfsFile for StreamFile {
     }
 
     fn set_len(&self, len: u64) -> VfsResult<()> {
+        if let Some(fork) = &self.0.fork {
+            return fork.set_len(len);
+        }
         if self.0.is_afp_info() {
             // A Mac refuses to grow an AfpInfo and ignores truncating it.
             return match len > apple::AFPINFO_LEN as u64 {
@@ -410,7 +438,7 @@ impl VfsFile for StreamFile {
 
     /// An xattr has no holes: the range reads as zeros afterwards, as a punched one would.
     fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()> {
-        if self.0.is_afp_info() {
+        if self.0.backing != Backing::Xattr {
             return Err(VfsError::Unsupported);
         }
         let mut data = self.0.data()?;

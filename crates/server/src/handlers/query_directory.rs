@@ -217,8 +217,13 @@ fn mac_extras(open: &Open, name: &str, meta: &Meta, mac: MacListing<'_>) -> MacD
         }
         _ => 0,
     };
-    let (resource_fork_len, finder_info) =
-        apple::listed_extras(open.file.as_ref(), name, &meta.stat);
+    let (resource_fork_len, finder_info) = apple::listed_extras(
+        open.vfs.as_ref(),
+        &open.path(),
+        open.file.as_ref(),
+        name,
+        &meta.stat,
+    );
     MacDirAttr {
         max_access,
         resource_fork_len,

@@ -414,7 +414,9 @@ fn stream_info(open: &Open, stat: &FileStat, w: &mut Writer<'_>) -> Result<(), N
     };
     let mut named = streams::list(file).status()?;
     if open.share.apple.is_some() {
-        named = apple::listed_streams(file, named).status()?;
+        let fork_len = (default.file_type != FileType::Directory)
+            .then(|| apple::resource_fork_len(open.vfs.as_ref(), &open.path()));
+        named = apple::listed_streams(file, named, fork_len).status()?;
     }
     let mut list = StreamListEncoder::new(w, usize::MAX);
     if default.file_type != FileType::Directory {

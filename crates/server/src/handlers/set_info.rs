@@ -22,6 +22,7 @@ use crate::fs::eas;
 use crate::fs::fileinfo::{self, SETTABLE_ATTRIBUTES};
 use crate::fs::names::parse_path;
 use crate::fs::path_status;
+use crate::fs::resource_fork;
 use crate::fs::streams;
 use crate::fs::write_time::Now;
 use crate::handlers::{check_credit_charge, lookup_open, mac_caps};
@@ -443,6 +444,10 @@ fn rename(
             return Err(path_status::outside_share(open.vfs.as_ref(), &to));
         }
         Err(e) => return Err(crate::status_map::vfs_status(&e)),
+    }
+    if open.share.apple.is_some() && !open.is_directory {
+        // The file has moved whatever becomes of its resource fork's `._` file.
+        let _ = resource_fork::follow_rename(open.vfs.as_ref(), &from, &to);
     }
     files.renamed(&from, &to);
     if let Some(who) = &open.audit {

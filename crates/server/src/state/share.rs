@@ -13,6 +13,7 @@ use smb3d_wire::FileTime;
 
 use crate::blocking::Wait;
 pub use crate::fs::fileinfo::Presentation;
+use crate::fs::resource_fork;
 use crate::hosts::HostRules;
 use crate::identity::{Accounts, Identity};
 use crate::state::server::EncryptionPolicy;
@@ -381,12 +382,18 @@ impl Share {
         path: &VfsPath,
         recycle_to: Option<&VfsPath>,
     ) -> VfsResult<()> {
-        let (Some(bin), Some(repository)) = (&self.recycle, recycle_to) else {
-            return vfs.unlink(path);
-        };
-        let (sec, nsec) = FileTime::now().to_unix();
-        bin.dispose(vfs, repository, path, Timespec { sec, nsec })
-            .map(|_| ())
+        match (&self.recycle, recycle_to) {
+            (Some(bin), Some(repository)) => {
+                let (sec, nsec) = FileTime::now().to_unix();
+                bin.dispose(vfs, repository, path, Timespec { sec, nsec })?;
+            }
+            _ => vfs.unlink(path)?,
+        }
+        if self.apple.is_some() {
+            // The file is gone whatever becomes of its resource fork's `._` file.
+            let _ = resource_fork::follow_delete(vfs, path);
+        }
+        Ok(())
     }
 
     /// Whether this is the `IPC$` share of named pipes.

@@ -41,6 +41,7 @@ use crate::fs::names::{SmbPath, parse_path};
 use crate::fs::path_status;
 use crate::fs::posix_info;
 use crate::fs::quota;
+use crate::fs::resource_fork::ResourceFork;
 use crate::fs::shortname;
 use crate::fs::snapshots;
 use crate::fs::streams::{self, Stream, StreamFile};
@@ -376,6 +377,8 @@ struct Resolved {
     meta: Meta,
     /// The stored name of the named stream opened.
     stream: Option<String>,
+    /// The file's resource fork, when the stream is an `apple` share's AFP_Resource.
+    fork: Option<ResourceFork>,
     outcome: Outcome,
 }
 
@@ -399,6 +402,11 @@ struct Registered {
     caching: Granted,
     /// The lease on the parent directory this open's change does not break.
     changed_by: Option<LeaseKey>,
+}
+
+/// Whether an open granted `granted` may write data.
+fn writes(granted: AccessMask) -> bool {
+    granted.intersects(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_APPEND_DATA)
 }
 
 /// The file as the open will use it: the stream's own, for a named stream.
@@ -492,6 +500,41 @@ impl Creation<'_> {
         request
     }
 
+    /// The resource fork an `apple` share's AFP_Resource of a file opens; `None` for other
+    /// streams.
+    fn resource_fork(
+        &self,
+        meta: &Meta,
+        granted: AccessMask,
+    ) -> Result<Option<ResourceFork>, NtStatus> {
+        let is_fork = self.tree.share.apple.is_some()
+            && !meta.is_directory()
+            && self
+                .target
+                .path
+                .stream
+                .as_deref()
+                .is_some_and(|name| eq_ignore_case(name, apple_fs::RESOURCE_STREAM));
+        if !is_fork {
+            return Ok(None);
+        }
+        let vfs = self.vfs.as_ref();
+        let path = &self.target.vfs_path;
+        let fork = ResourceFork::open(vfs, path, writes(granted)).status()?;
+        Ok(Some(fork))
+    }
+
+    /// Creates the fork's `._` file when the open may write the fork: here, as the user, so
+    /// that the user owns it as the file.
+    fn ready_to_write(&self, fork: &ResourceFork, granted: AccessMask) -> Result<(), NtStatus> {
+        if !writes(granted) {
+            return Ok(());
+        }
+        let mode = self.open_request().create_mode;
+        fork.ensure_sidecar(self.vfs.as_ref(), &self.target.vfs_path, mode)
+            .status()
+    }
+
     #[inline(always)]
     fn open_and_check(&self) -> Result<Resolved, NtStatus> {
         let vfs = self.vfs.as_ref();
@@ -536,15 +579,22 @@ impl Creation<'_> {
             .plan
             .wants_maximal_access
             .then(|| security::maximal(&sd, &self.identity, &check.parent));
-        let (stream, stream_created) = match &self.target.path.stream {
-            None => (None, false),
-            Some(name) => match stream::resolve(
-                opened.file.as_ref(),
-                name,
-                intent.disposition,
-                self.tree.share.apple.is_some(),
-            ) {
-                Ok((stored, created)) => (Some(stored), created),
+        let (stream, stream_created, fork) = match &self.target.path.stream {
+            None => (None, false, None),
+            Some(name) => match self.resource_fork(&meta, granted).and_then(|fork| {
+                let (stored, created) = stream::resolve(
+                    opened.file.as_ref(),
+                    name,
+                    intent.disposition,
+                    self.tree.share.apple.is_some(),
+                    fork.as_ref(),
+                )?;
+                if let Some(fork) = &fork {
+                    self.ready_to_write(fork, granted)?;
+                }
+                Ok((stored, created, fork))
+            }) {
+                Ok((stored, created, fork)) => (Some(stored), created, fork),
                 Err(status) => {
                     if opened.created {
                         let _ = vfs.unlink(path);
@@ -567,6 +617,7 @@ impl Creation<'_> {
             file: opened.file,
             meta,
             stream,
+            fork,
             outcome: Outcome {
                 created: opened.created,
                 stream_created,
@@ -767,6 +818,7 @@ impl Creation<'_> {
             file,
             meta,
             stream,
+            fork,
             outcome,
         } = resolved;
         let vfs = self.vfs.as_ref();
@@ -801,9 +853,7 @@ impl Creation<'_> {
         // From here on the open is the stream's: its size, the file's other metadata.
         let stream = match self.tree.share.apple {
             Some(_) if name == apple_fs::AFPINFO_STREAM => Stream::afp_info(file),
-            Some(_) if eq_ignore_case(&name, apple_fs::RESOURCE_STREAM) => {
-                Stream::resource_fork(file, name)
-            }
+            Some(_) if let Some(fork) = fork => Stream::resource_fork(file, name, fork),
             _ => Stream::new(file, name),
         };
         let file: Box<dyn VfsFile> = Box::new(StreamFile(stream.clone()));

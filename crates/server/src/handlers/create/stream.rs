@@ -8,6 +8,7 @@ use smb3d_vfs::casefold::eq_ignore_case;
 use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, VfsFile};
 
 use crate::fs::names::SmbPath;
+use crate::fs::resource_fork::ResourceFork;
 use crate::fs::{apple, streams};
 use crate::status_map::VfsResultExt;
 
@@ -43,15 +44,20 @@ pub(super) fn adapt(
 }
 
 /// Finds, creates or truncates stream `name` of `base` as `disposition` says; returns the
-/// stream's stored name and whether it was created.
+/// stream's stored name and whether it was created. `fork` is the file's resource fork when
+/// `name` is an `apple` share's AFP_Resource.
 pub(super) fn resolve(
     base: &dyn VfsFile,
     name: &str,
     disposition: CreateDisposition,
     apple: bool,
+    fork: Option<&ResourceFork>,
 ) -> Result<(String, bool), NtStatus> {
     if apple && eq_ignore_case(name, apple::AFPINFO_STREAM) {
         return resolve_afp_info(base, disposition);
+    }
+    if let Some(fork) = fork {
+        return resolve_resource_fork(fork, disposition);
     }
     let native;
     let name = if apple {
@@ -82,6 +88,24 @@ pub(super) fn resolve(
             Ok((name, true))
         }
     }
+}
+
+/// The resource fork of a file on an `apple` share exists while it is not empty (an empty one
+/// is none to a Mac); overwriting it empties it.
+fn resolve_resource_fork(
+    fork: &ResourceFork,
+    disposition: CreateDisposition,
+) -> Result<(String, bool), NtStatus> {
+    let exists = fork.len().status()? > 0;
+    match (exists, disposition) {
+        (true, CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
+        (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        (true, CreateDisposition::OPEN | CreateDisposition::OPEN_IF) | (false, _) => {}
+        (true, _) => fork.set_len(0).status()?,
+    }
+    Ok((apple::RESOURCE_STREAM.to_owned(), !exists))
 }
 
 /// The AFP_AfpInfo stream of an `apple` share exists while the file has Finder info

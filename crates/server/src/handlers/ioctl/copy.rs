@@ -15,6 +15,7 @@ use smb3d_smb2::ioctl::{CtlCode, IoctlRequest};
 use smb3d_wire::Writer;
 
 use super::respond;
+use crate::fs::resource_fork;
 use crate::fs::streams;
 use crate::handlers::{MAX_OFFSET, mac_caps};
 use crate::request::ctx::Ctx;
@@ -166,6 +167,16 @@ fn copy_file(
             .status()?;
         done.total_bytes_written = u32::try_from(copied).unwrap_or(u32::MAX);
         streams::copy_all(source.file.as_ref(), target.file.as_ref()).status()?;
+        if target.share.apple.is_some() {
+            let (from, to) = (source.path(), target.path());
+            // As the user, who then owns the new `._` file as the copy; a back end that could
+            // not switch leaves it undone.
+            let mut forked = Err(smb3d_vfs::VfsError::PermissionDenied);
+            target.vfs.run_as(&target.identity.unix, &mut || {
+                forked = resource_fork::copy(source.vfs.as_ref(), &from, target.vfs.as_ref(), &to);
+            });
+            forked.status()?;
+        }
         Ok(NtStatus::SUCCESS)
     });
     let status = status.unwrap_or_else(|status| status);
