@@ -133,19 +133,22 @@ impl ClusterOpens for EtcdOpens {
         self.usable().map_err(OpenError::Unavailable)?;
         let key = self.key(file, id);
         let value = self.value(record).map_err(OpenError::Unavailable)?;
-        let found = self
-            .etcd
-            .put_and_read(key.clone(), value, self.lease, self.file_prefix(file))
-            .map_err(OpenError::Unavailable)?;
+        let found =
+            match self
+                .etcd
+                .put_and_read(key.clone(), value, self.lease, self.file_prefix(file))
+            {
+                Ok(found) => found,
+                Err(e) => {
+                    // An unanswered put may still be committed when quorum returns.
+                    self.etcd.delete_surely(key, false);
+                    return Err(OpenError::Unavailable(e));
+                }
+            };
         if let Err(why) = self.judge(&key, record, &found) {
             // Until this delete, later opens see the withdrawn record and may be refused for
             // it: a moment's false conflict, never a missed one.
-            if let Err(e) = self
-                .etcd
-                .run(move |mut client| async move { client.delete(key, None).await })
-            {
-                tracing::warn!("cluster: a refused open's record stays until the lease ends: {e}");
-            }
+            self.etcd.delete_surely(key, false);
             return Err(OpenError::Refused(why));
         }
         Ok(())
@@ -164,9 +167,7 @@ impl ClusterOpens for EtcdOpens {
                 value,
                 Some(PutOptions::new().with_lease(self.lease)),
             )]);
-        let answer = self
-            .etcd
-            .run(move |mut client| async move { client.txn(txn).await })?;
+        let answer = self.etcd.txn(txn)?;
         if answer.succeeded() {
             Ok(())
         } else {
@@ -177,10 +178,9 @@ impl ClusterOpens for EtcdOpens {
         }
     }
 
+    /// Never fails: a delete etcd cannot take now is retried until it can.
     fn close(&self, file: &str, id: u64) -> io::Result<()> {
-        let key = self.key(file, id);
-        self.etcd
-            .run(move |mut client| async move { client.delete(key, None).await })
-            .map(drop)
+        self.etcd.delete_surely(self.key(file, id), false);
+        Ok(())
     }
 }
