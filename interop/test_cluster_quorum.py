@@ -11,13 +11,15 @@ import time
 import uuid
 
 import pytest
+from smbprotocol.create_contexts import DurableHandleFlags
 from smbprotocol.exceptions import SMBResponseException
-from smbprotocol.open import FilePipePrinterAccessMask, LockFlags
+from smbprotocol.open import CreateDisposition, FilePipePrinterAccessMask, LockFlags
 
 from conftest import start_smb3d, stop
 from etcd import EtcdCluster
 from test_cluster_locks import element, lock_status
 from test_cluster_opens import READ_WRITE, SHARE_ALL, open_file, tree_of
+from test_persistent import connect, create, durable_v2_flags, persistent_request
 
 STATUS_SHARING_VIOLATION = 0xC0000043
 STATUS_LOCK_NOT_GRANTED = 0xC0000055
@@ -29,6 +31,7 @@ READ = FilePipePrinterAccessMask.FILE_READ_DATA
 REFUSAL_LINE = "etcd cannot be reached"
 # How long a loaded machine may take for etcd to elect a leader again and a node to renew.
 RETURN_LIMIT = 30
+RECORDS = "/smb3d/records/persistent-opens/"
 
 
 @contextlib.contextmanager
@@ -46,7 +49,7 @@ def nodes_on_three_members(tmp_path):
                     home / "state", endpoints, name, NODE_TTL)
                 # Without posix_locking: the kernel's locks on the one local directory would
                 # connect the nodes where a cluster file system need not.
-                share = {"path": str(shared), "posix_locking": False}
+                share = {"path": str(shared), "posix_locking": False, "continuous_availability": True}
                 nodes.append(start_smb3d(home, extra_config=extra, shares={"share": share}))
             yield etcd, nodes
         finally:
@@ -86,6 +89,22 @@ def nothing_changes(tree1, tree2, round_):
     return slowest
 
 
+def persistent_round(node, etcd, member):
+    """A persistent handle granted, its record in etcd (read through `member`), and gone
+    with its close."""
+    conn, tree = connect(node, uuid.uuid4())
+    try:
+        request, _ = persistent_request()
+        handle, contexts = create(tree, [request], name="ca-%d.bin" % member, disposition=CreateDisposition.FILE_OVERWRITE_IF)
+        assert durable_v2_flags(contexts) == DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
+        handle.write(b"kept", 0)
+        assert len(etcd.keys(RECORDS, member=member)) == 1
+        handle.close()
+        assert etcd.keys(RECORDS, member=member) == []
+    finally:
+        conn.disconnect()
+
+
 def refusal_lines(node):
     return node.log.read_text(errors="replace").count(REFUSAL_LINE)
 
@@ -105,9 +124,11 @@ def test_member_loss_changes_nothing_quorum_loss_refuses_new_state_and_service_c
             # One member lost: frozen (it answers nothing), then killed.
             etcd.procs[0].send_signal(signal.SIGSTOP)
             frozen = nothing_changes(tree1, tree2, "frozen")
+            persistent_round(n1, etcd, member=2)
             assert lock_status(shared2, 0, 10, EXCLUSIVE_NOW) == STATUS_LOCK_NOT_GRANTED
             etcd.stop_member(0)
             killed = nothing_changes(tree1, tree2, "killed")
+            persistent_round(n2, etcd, member=1)
             assert lock_status(shared2, 0, 10, EXCLUSIVE_NOW) == STATUS_LOCK_NOT_GRANTED
             print("one member lost: slowest call %.3f s frozen, %.3f s killed" % (frozen, killed))
             # A call that waited for the lost member would take etcd's request timeout (5 s).

@@ -25,6 +25,14 @@ use crate::{REQUEST_TIMEOUT, io_error};
 /// [`REQUEST_TIMEOUT`].
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(1500);
 
+/// How long calls wait, after every member failed them, for etcd to elect a leader (its
+/// election timeout is 1 s): a lost leader is not a lost quorum. Past it, while no member
+/// answers, a call fails after one round.
+const ELECTION_WAIT: Duration = Duration::from_secs(3);
+
+/// The pause between two rounds over the members.
+const ROUND_PAUSE: Duration = Duration::from_millis(200);
+
 /// One client per etcd member, and the member calls go to now.
 pub(crate) struct Members {
     /// Unary calls (and lease keepalives), requiring a leader.
@@ -32,6 +40,8 @@ pub(crate) struct Members {
     /// Watches, which wait for a leader.
     watches: Vec<Client>,
     current: AtomicUsize,
+    /// Since when no member has answered a call; `None` while one does.
+    unanswered: parking_lot::Mutex<Option<Instant>>,
 }
 
 /// Whether `e` says the member (not the request) failed: asking another member may help.
@@ -78,6 +88,7 @@ impl Members {
             calls,
             watches,
             current: AtomicUsize::new(0),
+            unanswered: parking_lot::Mutex::new(None),
         })
     }
 
@@ -123,33 +134,66 @@ impl Members {
     }
 
     /// Runs `call` at the current member, then at each next one while members fail it, all
-    /// within [`REQUEST_TIMEOUT`]. A call retried after a member did not answer may have been
-    /// applied there: every call this crate makes is a put or delete of its own keys, or a
-    /// compare-and-swap that then reports the record as changed.
+    /// within [`REQUEST_TIMEOUT`]; a member that did not answer is not asked again by this
+    /// call, and once every member failed it the call waits for a leader (up to
+    /// [`ELECTION_WAIT`] after no member answered any call). A call retried after a member did
+    /// not answer may have been applied there: every call this crate makes is a put or delete
+    /// of its own keys, or a compare-and-swap that then reports the record as changed.
     pub(crate) async fn call<T, F>(&self, call: impl Fn(Client) -> F) -> io::Result<T>
     where
         F: Future<Output = Result<T, etcd_client::Error>>,
     {
+        let count = self.calls.len();
         let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut silent = vec![false; count];
         let mut failure = timed_out();
-        for attempt in 1..=self.calls.len() {
+        let mut attempts = 0_usize;
+        loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
-            let limit = if attempt == self.calls.len() {
+            let (mut index, _) = self.caller();
+            for _ in 0..count {
+                if !silent.get(index).copied().unwrap_or(false) {
+                    break;
+                }
+                self.skip(index);
+                index = self.index();
+            }
+            let client = self
+                .calls
+                .get(index)
+                .cloned()
+                .unwrap_or_else(|| unreachable!());
+            let limit = if count == 1 {
                 left
             } else {
                 ATTEMPT_TIMEOUT.min(left)
             };
-            let (index, client) = self.caller();
             match tokio::time::timeout(limit, call(client)).await {
-                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Ok(answer)) => {
+                    *self.unanswered.lock() = None;
+                    return Ok(answer);
+                }
                 Ok(Err(e)) if !member_failed(&e) => return Err(io_error(e)),
                 Ok(Err(e)) => failure = io_error(e),
-                Err(_) => failure = timed_out(),
+                Err(_) => {
+                    failure = timed_out();
+                    if let Some(s) = silent.get_mut(index) {
+                        *s = true;
+                    }
+                }
             }
             self.skip(index);
+            attempts += 1;
+            if attempts.is_multiple_of(count) {
+                let since = *self.unanswered.lock().get_or_insert_with(Instant::now);
+                if since.elapsed() >= ELECTION_WAIT {
+                    break;
+                }
+                tokio::time::sleep(ROUND_PAUSE.min(left)).await;
+            }
         }
         Err(failure)
     }

@@ -125,8 +125,9 @@ fn quorum_lost_refuses_promptly_keeps_the_lease_and_comes_back_by_itself() {
     etcd.kill_member(1);
     etcd.kill_member(2);
     let lost = Instant::now();
-    // The first refusal waits for the last member to find itself without a leader (etcd's
-    // election timeout, 1 s); the next ones are told at once.
+    // The first refusal waits for a member that does not yet know it has no leader (1.5 s),
+    // then for a leader to be elected (3 s: a lost leader is not a lost quorum); the next ones
+    // are told at once.
     let (first, first_took) = timed(|| a.opens.open("new", 3, &record(READ, SHARE_ALL)));
     assert!(matches!(first, Err(OpenError::Unavailable(_))), "{first:?}");
     let (again, again_took) = timed(|| a.opens.open("new", 4, &record(READ, SHARE_ALL)));
@@ -142,7 +143,7 @@ fn quorum_lost_refuses_promptly_keeps_the_lease_and_comes_back_by_itself() {
         "without quorum: first refusal {first_took:?}, next {again_took:?}, lock {lock_took:?}, \
          release {release_took:?}, close {close_took:?}"
     );
-    assert!(first_took < Duration::from_secs(4), "{first_took:?}");
+    assert!(first_took < Duration::from_millis(5500), "{first_took:?}");
     for took in [again_took, lock_took, release_took, close_took] {
         assert!(took < Duration::from_secs(1), "{took:?}");
     }
