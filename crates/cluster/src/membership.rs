@@ -200,6 +200,9 @@ async fn keep_alive(
                         gone.told.notify_waiters();
                         return;
                     }
+                    // A slow answer is waited for on this stream; a member silent for half
+                    // the TTL hands the keepalive to the next, before the lease is at risk.
+                    Err(_) if renewed.elapsed() < ttl / 2 => {}
                     Ok(Ok(None) | Err(_)) | Err(_) => break,
                 }
                 tokio::time::sleep(every.saturating_sub(renewed.elapsed().min(every))).await;
