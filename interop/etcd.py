@@ -72,6 +72,8 @@ class EtcdCluster:
         proc = self.procs[i]
         if proc is not None and proc.poll() is None:
             proc.send_signal(sig)
+            # A member a test froze (SIGSTOP) takes the signal only once it runs again.
+            proc.send_signal(signal.SIGCONT)
             proc.wait(10)
         self.procs[i] = None
 

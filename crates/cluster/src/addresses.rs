@@ -102,11 +102,7 @@ impl Drop for PublicAddresses {
 /// Which node holds each public address that is held, by address.
 pub fn holders(etcd: &Etcd) -> io::Result<BTreeMap<IpAddr, String>> {
     let prefix = addresses_prefix(etcd);
-    let found = etcd.run(move |mut client| async move {
-        client
-            .get(prefix, Some(GetOptions::new().with_prefix()))
-            .await
-    })?;
+    let found = etcd.get_prefix(prefix)?;
     Ok(parse_holders(etcd, found.kvs()))
 }
 

@@ -9,7 +9,6 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::GetOptions;
 use smb3d_state::ClusterDialect;
 
 use crate::{Etcd, NodeInfo, change};
@@ -92,11 +91,7 @@ impl Follower {
     /// Reads every node key anew; returns the revision read at.
     fn read_all(&mut self) -> io::Result<i64> {
         let prefix = self.prefix();
-        let found = self.etcd.run(move |mut client| async move {
-            client
-                .get(prefix, Some(GetOptions::new().with_prefix()))
-                .await
-        })?;
+        let found = self.etcd.get_prefix(prefix)?;
         self.nodes.clear();
         for kv in found.kvs() {
             self.learn(kv.key(), Some(kv.value()));

@@ -17,14 +17,17 @@
 )]
 
 mod addresses;
+mod failover;
 mod fence;
 mod locks;
 mod membership;
 mod opens;
+mod pending;
 mod store;
 
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use addresses::{AddressHost, PublicAddresses, holders};
@@ -32,6 +35,7 @@ pub use etcd_client::Client;
 use etcd_client::{
     Event, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
+pub use failover::ATTEMPT_TIMEOUT;
 pub use fence::{DialectWatch, ParseDialect, follow_dialects};
 pub use locks::EtcdLocks;
 pub use membership::{Membership, NodeInfo, members};
@@ -46,7 +50,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// A connection to etcd and the runtime its calls run on.
 pub struct Etcd {
     runtime: Option<tokio::runtime::Runtime>,
-    client: Client,
+    members: Arc<failover::Members>,
+    pending: Arc<pending::Pending>,
     prefix: String,
 }
 
@@ -65,7 +70,7 @@ pub(crate) fn io_error(e: etcd_client::Error) -> io::Error {
 
 impl Etcd {
     /// Connects to the etcd members at `endpoints` (`http://host:port`); every key is under
-    /// `prefix`. Fails when no member answers within `REQUEST_TIMEOUT`.
+    /// `prefix`. Nothing is asked yet: each call finds a member that answers.
     pub fn connect(endpoints: &[String], prefix: &str) -> io::Result<Self> {
         if let Some(tls) = endpoints.iter().find(|e| e.starts_with("https://")) {
             return Err(io::Error::new(
@@ -81,18 +86,15 @@ impl Etcd {
         let options = etcd_client::ConnectOptions::new()
             .with_connect_timeout(REQUEST_TIMEOUT)
             .with_timeout(REQUEST_TIMEOUT)
-            .with_keep_alive(Duration::from_secs(1), REQUEST_TIMEOUT);
-        let endpoints = endpoints.to_vec();
-        let client = runtime
-            .block_on(async move {
-                tokio::time::timeout(REQUEST_TIMEOUT, Client::connect(endpoints, Some(options)))
-                    .await
-            })
-            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "etcd did not answer"))?
-            .map_err(io_error)?;
+            // A frozen member's watches and keepalives end within 3 s.
+            .with_keep_alive(Duration::from_secs(1), Duration::from_secs(2));
+        let members = Arc::new(runtime.block_on(failover::Members::connect(endpoints, options))?);
+        let pending = Arc::new(pending::Pending::default());
+        runtime.spawn(pending.clone().retry(members.clone()));
         Ok(Self {
             runtime: Some(runtime),
-            client,
+            members,
+            pending,
             prefix: prefix.to_owned(),
         })
     }
@@ -110,25 +112,36 @@ impl Etcd {
     }
 
     /// Runs `call` with a client on the etcd runtime and waits for it, from any thread that
-    /// may block (never an async worker).
-    pub fn run<T, F>(&self, call: impl FnOnce(Client) -> F) -> io::Result<T>
+    /// may block (never an async worker). A member that fails it or does not answer hands it
+    /// to the next (see `failover`): `call` may run more than once.
+    pub fn run<T, F>(&self, call: impl Fn(Client) -> F + Send + 'static) -> io::Result<T>
     where
         T: Send + 'static,
         F: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
     {
         let (done, result) = std::sync::mpsc::sync_channel(1);
-        let future = call(self.client.clone());
+        let members = self.members.clone();
         self.runtime().spawn(async move {
-            let outcome = tokio::time::timeout(REQUEST_TIMEOUT, future).await;
-            let _ = done.send(outcome);
+            let _ = done.send(members.call(call).await);
         });
-        match result.recv() {
-            Ok(Ok(outcome)) => outcome.map_err(io_error),
-            Ok(Err(_)) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "etcd did not answer in time (quorum lost?)",
-            )),
-            Err(_) => Err(io::Error::other("the etcd runtime stopped")),
+        result
+            .recv()
+            .unwrap_or_else(|_| Err(io::Error::other("the etcd runtime stopped")))
+    }
+
+    /// Deletes this node's `key` (every key under it when `prefix`); when etcd cannot take
+    /// it now, it is kept and retried until etcd can (see `pending`), and the caller goes on.
+    pub(crate) fn delete_surely(&self, key: String, prefix: bool) {
+        let options = prefix.then(|| etcd_client::DeleteOptions::new().with_prefix());
+        let deleted = {
+            let (key, options) = (key.clone(), options);
+            self.run(move |mut client| {
+                let (key, options) = (key.clone(), options.clone());
+                async move { client.delete(key, options).await }
+            })
+        };
+        if let Err(e) = deleted {
+            self.pending.keep((key, prefix), &e);
         }
     }
 
@@ -146,7 +159,7 @@ impl Etcd {
             TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease))),
             TxnOp::get(prefix, Some(GetOptions::new().with_prefix())),
         ]);
-        let answer = self.run(move |mut client| async move { client.txn(txn).await })?;
+        let answer = self.txn(txn)?;
         Ok(answer
             .op_responses()
             .into_iter()
@@ -176,8 +189,34 @@ impl Etcd {
         self.runtime().spawn(task)
     }
 
+    /// Every key under `prefix` (see [`Etcd::run`]).
+    pub(crate) fn get_prefix(&self, prefix: String) -> io::Result<etcd_client::GetResponse> {
+        self.run(move |mut client| {
+            let prefix = prefix.clone();
+            async move {
+                client
+                    .get(prefix, Some(GetOptions::new().with_prefix()))
+                    .await
+            }
+        })
+    }
+
+    /// One transaction (see [`Etcd::run`]).
+    pub(crate) fn txn(&self, txn: Txn) -> io::Result<etcd_client::TxnResponse> {
+        self.run(move |mut client| {
+            let txn = txn.clone();
+            async move { client.txn(txn).await }
+        })
+    }
+
+    /// A client of the member calls go to now.
     pub(crate) fn client(&self) -> Client {
-        self.client.clone()
+        self.members.caller().1
+    }
+
+    /// The members' clients and which one calls go to.
+    pub(crate) fn members(&self) -> &failover::Members {
+        &self.members
     }
 
     /// Follows the keys under `prefix` from the revision after `*revision`: each answer's
@@ -192,20 +231,29 @@ impl Etcd {
         let options = WatchOptions::new()
             .with_prefix()
             .with_start_revision(*revision + 1);
-        let mut stream = self.client().watch(prefix, Some(options)).await?;
-        while let Some(answer) = stream.message().await? {
-            if answer.canceled() {
-                return Ok(());
+        let (member, mut client) = self.members.watcher();
+        let watched = async {
+            let mut stream = client.watch(prefix, Some(options)).await?;
+            while let Some(answer) = stream.message().await? {
+                if answer.canceled() {
+                    return Ok(());
+                }
+                let events = answer.events();
+                *revision = events
+                    .iter()
+                    .filter_map(Event::kv)
+                    .map(|kv| kv.mod_revision())
+                    .fold(*revision, i64::max);
+                apply(events);
             }
-            let events = answer.events();
-            *revision = events
-                .iter()
-                .filter_map(Event::kv)
-                .map(|kv| kv.mod_revision())
-                .fold(*revision, i64::max);
-            apply(events);
+            Ok(())
+        };
+        let watched = watched.await;
+        if watched.as_ref().is_err_and(failover::member_failed) {
+            // The member is lost: the next watch goes to another.
+            self.members.skip(member);
         }
-        Ok(())
+        watched
     }
 }
 

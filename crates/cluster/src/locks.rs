@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use etcd_client::GetOptions;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use smb3d_state::{ByteRange, ClusterLocks, LockError, Released};
@@ -185,13 +184,6 @@ impl EtcdLocks {
             }
         })
     }
-
-    fn delete(&self, key: String, prefix: bool) -> io::Result<()> {
-        let options = prefix.then(|| etcd_client::DeleteOptions::new().with_prefix());
-        self.etcd
-            .run(move |mut client| async move { client.delete(key, options).await })
-            .map(drop)
-    }
 }
 
 impl Drop for EtcdLocks {
@@ -216,16 +208,21 @@ impl ClusterLocks for EtcdLocks {
             exclusive: range.exclusive,
         };
         let value = serde_json::to_vec(&stored).map_err(|e| LockError::Unavailable(e.into()))?;
-        let found = self
+        let found = match self
             .etcd
             .put_and_read(key.clone(), value, self.lease, prefix)
-            .map_err(LockError::Unavailable)?;
+        {
+            Ok(found) => found,
+            Err(e) => {
+                // An unanswered put may still be committed when quorum returns.
+                self.etcd.delete_surely(key, false);
+                return Err(LockError::Unavailable(e));
+            }
+        };
         if self.conflicts(&key, &range, &found) {
             // Until this delete, later locks see the withdrawn record and may be refused (or
             // wait) for it: a moment's false conflict, never a missed one.
-            if let Err(e) = self.delete(key, false) {
-                tracing::warn!("cluster: a refused lock's record stays until the lease ends: {e}");
-            }
+            self.etcd.delete_surely(key, false);
             return Err(LockError::Conflict);
         }
         self.mine
@@ -252,14 +249,17 @@ impl ClusterLocks for EtcdLocks {
             }
             key
         };
-        self.delete(key, false)
+        self.etcd.delete_surely(key, false);
+        Ok(())
     }
 
     fn release(&self, file: &str, open: u64) -> io::Result<()> {
         if self.mine.lock().remove(&(file.to_owned(), open)).is_none() {
             return Ok(());
         }
-        self.delete(format!("{}{open:016x}/", self.lock_prefix(file)), true)
+        self.etcd
+            .delete_surely(format!("{}{open:016x}/", self.lock_prefix(file)), true);
+        Ok(())
     }
 
     fn any_held(&self) -> bool {
@@ -307,11 +307,7 @@ impl Follower {
     /// are woken: a release may have been missed while the watch was broken.
     fn read_all(&self) -> io::Result<i64> {
         let prefix = self.files_prefix();
-        let found = self.etcd.run(move |mut client| async move {
-            client
-                .get(prefix, Some(GetOptions::new().with_prefix()))
-                .await
-        })?;
+        let found = self.etcd.get_prefix(prefix)?;
         let mut foreign = self.foreign.lock();
         foreign.files.clear();
         self.count.store(0, Ordering::Relaxed);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
 use serde::{Deserialize, Serialize};
 
 use crate::Etcd;
@@ -72,7 +72,7 @@ impl Membership {
                 Some(PutOptions::new().with_lease(lease)),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let answer = etcd.run(move |mut client| async move { client.txn(txn).await })?;
+        let answer = etcd.txn(txn)?;
         if !answer.succeeded() {
             let _ = etcd.run(move |mut client| async move { client.lease_revoke(lease).await });
             let holder = answer.op_responses().into_iter().find_map(|r| match r {
@@ -160,8 +160,11 @@ impl Drop for Membership {
     }
 }
 
-/// Renews `lease` every `ttl / 3`; marks the node unhealthy when no renewal has been
-/// answered for `ttl`, or etcd says the lease is gone.
+/// Renews `lease` every `ttl / 3`, at the member calls go to (a member that fails or does not
+/// answer a renewal hands the keepalive to the next); marks the node unhealthy when no renewal
+/// has been answered for `ttl`, healthy again at the next renewal etcd answers (the lease
+/// lived: etcd extends every lease when a leader is elected, so a lost quorum does not end it),
+/// and gone when etcd says the lease is.
 async fn keep_alive(
     etcd: Arc<Etcd>,
     lease: i64,
@@ -172,14 +175,24 @@ async fn keep_alive(
     let every = ttl / 3;
     let mut renewed = Instant::now();
     loop {
-        match etcd.client().lease_keep_alive(lease).await {
-            Ok((mut keeper, mut answers)) => loop {
+        let (member, mut client) = etcd.members().caller();
+        if let Ok(Ok((mut keeper, mut answers))) =
+            tokio::time::timeout(every, client.lease_keep_alive(lease)).await
+        {
+            loop {
                 let answered = async {
                     keeper.keep_alive().await?;
                     answers.message().await
                 };
                 match tokio::time::timeout(every, answered).await {
-                    Ok(Ok(Some(answer))) if answer.ttl() > 0 => renewed = Instant::now(),
+                    Ok(Ok(Some(answer))) if answer.ttl() > 0 => {
+                        renewed = Instant::now();
+                        if !healthy.swap(true, Ordering::AcqRel) {
+                            tracing::warn!(
+                                "etcd renews this node's lease again: new opens and locks are served"
+                            );
+                        }
+                    }
                     Ok(Ok(Some(_))) => {
                         tracing::error!("the etcd lease of this node is gone: it left the cluster");
                         healthy.store(false, Ordering::Release);
@@ -187,31 +200,28 @@ async fn keep_alive(
                         gone.told.notify_waiters();
                         return;
                     }
-                    Ok(Ok(None) | Err(_)) => break,
-                    Err(_) => {}
-                }
-                if renewed.elapsed() >= ttl && healthy.swap(false, Ordering::AcqRel) {
-                    tracing::error!("etcd has not renewed this node's lease for {ttl:?}");
+                    // A slow answer is waited for on this stream; a member silent for half
+                    // the TTL hands the keepalive to the next, before the lease is at risk.
+                    Err(_) if renewed.elapsed() < ttl / 2 => {}
+                    Ok(Ok(None) | Err(_)) | Err(_) => break,
                 }
                 tokio::time::sleep(every.saturating_sub(renewed.elapsed().min(every))).await;
-            },
-            Err(e) => tracing::warn!("etcd lease keepalive: {e}"),
+            }
         }
+        etcd.members().skip(member);
         if renewed.elapsed() >= ttl && healthy.swap(false, Ordering::AcqRel) {
-            tracing::error!("etcd has not renewed this node's lease for {ttl:?}");
+            tracing::error!(
+                "etcd has not renewed this node's lease for {ttl:?}: new opens and locks are refused until it does"
+            );
         }
-        tokio::time::sleep(every).await;
+        tokio::time::sleep(every.min(Duration::from_millis(300))).await;
     }
 }
 
 /// The live members of the cluster, by name.
 pub fn members(etcd: &Etcd) -> io::Result<Vec<NodeInfo>> {
     let prefix = format!("{}nodes/", etcd.prefix());
-    let found = etcd.run(move |mut client| async move {
-        client
-            .get(prefix, Some(GetOptions::new().with_prefix()))
-            .await
-    })?;
+    let found = etcd.get_prefix(prefix)?;
     let mut nodes: Vec<NodeInfo> = found
         .kvs()
         .iter()

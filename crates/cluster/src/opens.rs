@@ -275,20 +275,23 @@ impl ClusterOpens for EtcdOpens {
         self.usable().map_err(OpenError::Unavailable)?;
         let key = self.key(file, id);
         let value = self.value(record).map_err(OpenError::Unavailable)?;
-        let found = self
-            .etcd
-            .put_and_read(key.clone(), value, self.lease, self.file_prefix(file))
-            .map_err(OpenError::Unavailable)?;
+        let found =
+            match self
+                .etcd
+                .put_and_read(key.clone(), value, self.lease, self.file_prefix(file))
+            {
+                Ok(found) => found,
+                Err(e) => {
+                    // An unanswered put may still be committed when quorum returns.
+                    self.etcd.delete_surely(key, false);
+                    return Err(OpenError::Unavailable(e));
+                }
+            };
         let judged = self.judge(&key, record, intent, &found);
         if judged.is_err() {
             // Until this delete, later opens see the withdrawn record and may be refused for
             // it: a moment's false conflict, never a missed one.
-            if let Err(e) = self
-                .etcd
-                .run(move |mut client| async move { client.delete(key, None).await })
-            {
-                tracing::warn!("cluster: a refused open's record stays until the lease ends: {e}");
-            }
+            self.etcd.delete_surely(key, false);
         }
         judged
     }
@@ -306,9 +309,7 @@ impl ClusterOpens for EtcdOpens {
                 value,
                 Some(PutOptions::new().with_lease(self.lease)),
             )]);
-        let answer = self
-            .etcd
-            .run(move |mut client| async move { client.txn(txn).await })?;
+        let answer = self.etcd.txn(txn)?;
         if answer.succeeded() {
             Ok(())
         } else {
@@ -319,11 +320,10 @@ impl ClusterOpens for EtcdOpens {
         }
     }
 
+    /// Never fails: a delete etcd cannot take now is retried until it can.
     fn close(&self, file: &str, id: u64) -> io::Result<()> {
-        let key = self.key(file, id);
-        self.etcd
-            .run(move |mut client| async move { client.delete(key, None).await })
-            .map(drop)
+        self.etcd.delete_surely(self.key(file, id), false);
+        Ok(())
     }
 
     fn request_break(&self, file: &str, need: &BreakNeeded) -> Settled {
@@ -380,9 +380,10 @@ impl ClusterOpens for EtcdOpens {
         let key = self.key(file, id);
         for _ in 0..3 {
             let get = key.clone();
-            let found = self
-                .etcd
-                .run(move |mut client| async move { client.get(get, None).await })?;
+            let found = self.etcd.run(move |mut client| {
+                let get = get.clone();
+                async move { client.get(get, None).await }
+            })?;
             let Some(kv) = found.kvs().first() else {
                 return Ok(());
             };
@@ -405,10 +406,7 @@ impl ClusterOpens for EtcdOpens {
                     value,
                     Some(PutOptions::new().with_lease(self.lease)),
                 )]);
-            let answer = self
-                .etcd
-                .run(move |mut client| async move { client.txn(txn).await })?;
-            if answer.succeeded() {
+            if self.etcd.txn(txn)?.succeeded() {
                 return Ok(());
             }
         }

@@ -14,7 +14,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use parking_lot::Mutex;
 use smb3d_state::{RecordGuard, RecordLocks, StateStore, Table};
 
@@ -219,9 +219,7 @@ impl EtcdStore {
             )])
             .and_then([op])
             .or_else([TxnOp::get(key, None)]);
-        let answer = self
-            .etcd
-            .run(move |mut client| async move { client.txn(txn).await })?;
+        let answer = self.etcd.txn(txn)?;
         let revision = answer.header().map_or(0, |h| h.revision());
         let mut cache = self.cache.lock();
         if answer.succeeded() {
@@ -269,11 +267,7 @@ impl Drop for EtcdStore {
 /// Reads every record into `cache`; returns the revision read at.
 fn read_all(etcd: &Etcd, cache: &Mutex<Cache>) -> io::Result<i64> {
     let prefix = records_prefix(etcd);
-    let found = etcd.run(move |mut client| async move {
-        client
-            .get(prefix, Some(GetOptions::new().with_prefix()))
-            .await
-    })?;
+    let found = etcd.get_prefix(prefix)?;
     let revision = found.header().map_or(0, |h| h.revision());
     let mut cache = cache.lock();
     let mut seen = HashSet::new();

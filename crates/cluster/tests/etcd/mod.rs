@@ -107,6 +107,18 @@ impl EtcdCluster {
         }
     }
 
+    /// Freezes member `i` (SIGSTOP): its sockets stay open and answer nothing, the worst way
+    /// for a member to be lost to its clients.
+    pub fn pause_member(&mut self, i: usize) {
+        if let Some(child) = &self.members[i] {
+            let status = Command::new("kill")
+                .args(["-STOP", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    }
+
     /// Waits (up to 30 s) until every running member answers `/health` as healthy.
     pub fn wait_healthy(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);
