@@ -13,6 +13,7 @@
 //! kept and reused; an error drops it and the next logon (or one retry) builds a new one.
 
 mod calls;
+mod lsa;
 mod seal;
 
 use std::io::{Read, Write};
@@ -20,6 +21,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use smb3d_dtyp::Sid;
 use smb3d_rpc::pdu::{
     self, AUTH_TRAILER_LEN, Bind, BindAck, ContextElement, Fault, HEADER_LEN, Header, PacketType,
     PfcFlags, REQUEST_HEADER_LEN, Response, SyntaxId,
@@ -27,6 +29,7 @@ use smb3d_rpc::pdu::{
 use zeroize::Zeroizing;
 
 pub use calls::{AnswerError, LogonAnswer, NetworkLogon, ept_map_port, sam_logon_ex_answer};
+pub use lsa::{LookupError, MAX_LOOKUP, Translated, lookup_names4_answer, lookup_sids3_answer};
 use seal::SIGNATURE_LEN;
 pub use seal::{MessageAltered, Sealer};
 
@@ -82,6 +85,8 @@ pub enum NetlogonError {
     Altered(#[from] MessageAltered),
     #[error(transparent)]
     Answer(#[from] AnswerError),
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
 }
 
 impl From<smb3d_wire::DecodeError> for NetlogonError {
@@ -90,11 +95,12 @@ impl From<smb3d_wire::DecodeError> for NetlogonError {
     }
 }
 
-/// The member's Netlogon client: one secure channel, made on first use and again after an
-/// error.
+/// The member's client of the DC: one secure channel per interface (Netlogon for logons,
+/// lsarpc for name lookups), each made on first use and again after an error.
 pub struct NetlogonClient {
     config: DcConfig,
     channel: Mutex<Option<Channel>>,
+    lsa: Mutex<Option<Channel>>,
 }
 
 impl std::fmt::Debug for NetlogonClient {
@@ -113,6 +119,7 @@ impl NetlogonClient {
         Self {
             config,
             channel: Mutex::new(None),
+            lsa: Mutex::new(None),
         }
     }
 
@@ -136,6 +143,58 @@ impl NetlogonClient {
         }
     }
 
+    /// Asks the DC for the SIDs of `names` (`DOMAIN\\account` or a bare account, at most
+    /// [`MAX_LOOKUP`]) with LsarLookupNames4: for each, in order, what it names or None.
+    pub fn lookup_names(&self, names: &[String]) -> Result<Vec<Option<Translated>>, NetlogonError> {
+        let names = names.get(..MAX_LOOKUP).unwrap_or(names);
+        self.on_lsa(
+            lsa::OP_LOOKUP_NAMES4,
+            &lsa::lookup_names4_request(names),
+            |a| lsa::lookup_names4_answer(a, names),
+        )
+    }
+
+    /// Asks the DC for the names of `sids` (at most [`MAX_LOOKUP`]) with LsarLookupSids3: for
+    /// each, in order, what it names or None.
+    pub fn lookup_sids(&self, sids: &[Sid]) -> Result<Vec<Option<Translated>>, NetlogonError> {
+        let sids = sids.get(..MAX_LOOKUP).unwrap_or(sids);
+        self.on_lsa(
+            lsa::OP_LOOKUP_SIDS3,
+            &lsa::lookup_sids3_request(sids),
+            |a| lsa::lookup_sids3_answer(a, sids),
+        )
+    }
+
+    /// One call on the lsarpc channel, retried once on a new channel when a reused one fails;
+    /// a failed channel is dropped.
+    fn on_lsa<T>(
+        &self,
+        opnum: u16,
+        stub: &[u8],
+        decode: impl Fn(&[u8]) -> Result<T, LookupError>,
+    ) -> Result<T, NetlogonError> {
+        let mut slot = self
+            .lsa
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let call = |slot: &mut Option<Channel>| -> Result<T, NetlogonError> {
+            let channel = match slot {
+                Some(channel) => channel,
+                None => slot.insert(Channel::establish(&self.config, &lsa::LSARPC)?),
+            };
+            let answer = channel.call(opnum, stub).and_then(|a| Ok(decode(&a)?));
+            if answer.is_err() {
+                *slot = None;
+            }
+            answer
+        };
+        let reused = slot.is_some();
+        match call(&mut slot) {
+            Err(_) if reused => call(&mut slot),
+            other => other,
+        }
+    }
+
     fn logon_on(
         &self,
         slot: &mut Option<Channel>,
@@ -143,7 +202,7 @@ impl NetlogonClient {
     ) -> Result<LogonAnswer, NetlogonError> {
         let channel = match slot {
             Some(channel) => channel,
-            None => slot.insert(Channel::establish(&self.config)?),
+            None => slot.insert(Channel::establish(&self.config, &calls::NETLOGON)?),
         };
         let stub = calls::sam_logon_ex_request(&channel.server, &self.config.computer, logon);
         let answer = channel
@@ -166,14 +225,20 @@ struct Channel {
 }
 
 impl Channel {
-    /// Finds Netlogon's port, authenticates the machine account and binds with schannel.
-    fn establish(config: &DcConfig) -> Result<Self, NetlogonError> {
-        let port = netlogon_port(config)?;
+    /// Finds Netlogon's port, authenticates the machine account and binds `interface` (on
+    /// its own port) with schannel keyed by that session.
+    fn establish(config: &DcConfig, interface: &SyntaxId) -> Result<Self, NetlogonError> {
+        let port = endpoint_port(config, &calls::NETLOGON)?;
         let server = format!("\\\\{}", config.address);
         let session_key = authenticate(config, port, &server)?;
+        let port = if *interface == calls::NETLOGON {
+            port
+        } else {
+            endpoint_port(config, interface)?
+        };
         let mut conn = Connection::open(config, port)?;
         let message = nl_auth_message(&config.domain, &config.computer);
-        let answer = conn.bind(&calls::NETLOGON, Some(&message))?;
+        let answer = conn.bind(interface, Some(&message))?;
         // NL_AUTH_MESSAGE of MessageType 1 (MS-NRPC 3.3.4.1.4).
         if answer.get(..4) != Some(&[1, 0, 0, 0][..]) || answer.len() < 12 {
             return Err(NetlogonError::Protocol("NL_AUTH_MESSAGE"));
@@ -207,12 +272,12 @@ fn decrypt_user_session_key(channel_key: &[u8; 16], answer: LogonAnswer) -> Logo
     }
 }
 
-/// ept_map on the DC's endpoint mapper: the TCP port Netlogon listens on.
-fn netlogon_port(config: &DcConfig) -> Result<u16, NetlogonError> {
+/// ept_map on the DC's endpoint mapper: the TCP port `interface` listens on.
+fn endpoint_port(config: &DcConfig, interface: &SyntaxId) -> Result<u16, NetlogonError> {
     let mut conn = Connection::open(config, EPMAPPER_PORT)?;
     conn.bind(&calls::EPMAPPER, None)?;
-    let answer = conn.call(calls::OP_EPT_MAP, &calls::ept_map_request(&calls::NETLOGON))?;
-    calls::ept_map_port(&answer)?.ok_or(NetlogonError::Protocol("no Netlogon endpoint"))
+    let answer = conn.call(calls::OP_EPT_MAP, &calls::ept_map_request(interface))?;
+    calls::ept_map_port(&answer)?.ok_or(NetlogonError::Protocol("no endpoint"))
 }
 
 /// NetrServerReqChallenge and NetrServerAuthenticate3 (MS-NRPC 3.1.4.1): the session key, once
