@@ -21,7 +21,8 @@ fn main() {
         machine_nt_hash: nt_hash(machine),
         timeout: Duration::from_secs(5),
     });
-    let (sids, names): (Vec<&String>, Vec<&String>) = items.iter().partition(|i| i.starts_with("S-"));
+    let (sids, names): (Vec<&String>, Vec<&String>) =
+        items.iter().partition(|i| i.starts_with("S-"));
     let sids: Vec<Sid> = sids.iter().map(|s| s.parse().expect("a SID")).collect();
     let names: Vec<String> = names.into_iter().cloned().collect();
     // Twice: the second call reuses the channel.
