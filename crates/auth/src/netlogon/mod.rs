@@ -95,12 +95,24 @@ impl From<smb3d_wire::DecodeError> for NetlogonError {
     }
 }
 
-/// The member's client of the DC: one secure channel per interface (Netlogon for logons,
-/// lsarpc for name lookups), each made on first use and again after an error.
+/// The member's client of the DC: one secure channel session (MS-NRPC 3.1.4) and one binding
+/// per interface on it (Netlogon for logons, lsarpc for name lookups), each made on first
+/// use and again after an error.
 pub struct NetlogonClient {
     config: DcConfig,
     channel: Mutex<Option<Channel>>,
     lsa: Mutex<Option<Channel>>,
+    session: Mutex<SessionKey>,
+}
+
+/// The secure channel's session key, shared by the bindings: the DC keeps one per machine
+/// account, the last NetrServerAuthenticate3's, and seals its answers (and a logon's
+/// UserSessionKey) with it, so a binding made with an older key is stale.
+#[derive(Default)]
+struct SessionKey {
+    key: Option<Zeroizing<[u8; 16]>>,
+    /// Counts authentications; a binding remembers the one it was made with.
+    generation: u64,
 }
 
 impl std::fmt::Debug for NetlogonClient {
@@ -120,6 +132,7 @@ impl NetlogonClient {
             config,
             channel: Mutex::new(None),
             lsa: Mutex::new(None),
+            session: Mutex::new(SessionKey::default()),
         }
     }
 
@@ -135,11 +148,70 @@ impl NetlogonClient {
             .channel
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let reused = slot.is_some();
+        let reused = slot.is_some() || self.has_session();
         let first = self.logon_on(&mut slot, logon);
         match first {
             Err(_) if reused => self.logon_on(&mut slot, logon),
             other => other,
+        }
+    }
+
+    fn has_session(&self) -> bool {
+        self.session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .key
+            .is_some()
+    }
+
+    /// The binding of `interface` in `slot`, made anew when missing or made with an older
+    /// session key; the session is authenticated first when there is none.
+    fn bound<'s>(
+        &self,
+        slot: &'s mut Option<Channel>,
+        interface: &SyntaxId,
+    ) -> Result<&'s mut Channel, NetlogonError> {
+        let mut session = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot
+            .as_ref()
+            .is_some_and(|c| c.generation != session.generation)
+        {
+            *slot = None;
+        }
+        if let Some(channel) = slot {
+            return Ok(channel);
+        }
+        let key = match &session.key {
+            Some(key) => key.clone(),
+            None => {
+                let key = authenticate(&self.config)?;
+                session.generation += 1;
+                session.key = Some(key.clone());
+                key
+            }
+        };
+        let generation = session.generation;
+        match Channel::bind(&self.config, interface, key, generation) {
+            Ok(channel) => Ok(slot.insert(channel)),
+            Err(e) => {
+                session.key = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// After an error on a binding made with `generation`: the session is authenticated again
+    /// at the next use (the DC may have restarted and forgotten it).
+    fn forget(&self, generation: u64) {
+        let mut session = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if session.generation == generation {
+            session.key = None;
         }
     }
 
@@ -178,17 +250,15 @@ impl NetlogonClient {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let call = |slot: &mut Option<Channel>| -> Result<T, NetlogonError> {
-            let channel = match slot {
-                Some(channel) => channel,
-                None => slot.insert(Channel::establish(&self.config, &lsa::LSARPC)?),
-            };
+            let channel = self.bound(slot, &lsa::LSARPC)?;
             let answer = channel.call(opnum, stub).and_then(|a| Ok(decode(&a)?));
             if answer.is_err() {
+                self.forget(channel.generation);
                 *slot = None;
             }
             answer
         };
-        let reused = slot.is_some();
+        let reused = slot.is_some() || self.has_session();
         match call(&mut slot) {
             Err(_) if reused => call(&mut slot),
             other => other,
@@ -200,42 +270,40 @@ impl NetlogonClient {
         slot: &mut Option<Channel>,
         logon: &NetworkLogon<'_>,
     ) -> Result<LogonAnswer, NetlogonError> {
-        let channel = match slot {
-            Some(channel) => channel,
-            None => slot.insert(Channel::establish(&self.config, &calls::NETLOGON)?),
-        };
+        let channel = self.bound(slot, &calls::NETLOGON)?;
         let stub = calls::sam_logon_ex_request(&channel.server, &self.config.computer, logon);
         let answer = channel
             .call(calls::OP_SAM_LOGON_EX, &stub)
             .and_then(|a| Ok(calls::sam_logon_ex_answer(&a)?))
             .map(|answer| channel.decrypt_session_key(answer));
         if answer.is_err() {
+            self.forget(channel.generation);
             *slot = None;
         }
         answer
     }
 }
 
-/// A sealed Netlogon binding.
+/// A sealed binding of one interface.
 struct Channel {
     conn: Connection,
     sealer: Sealer,
     session_key: Zeroizing<[u8; 16]>,
     server: String,
+    /// The session key's generation it was made with.
+    generation: u64,
 }
 
 impl Channel {
-    /// Finds Netlogon's port, authenticates the machine account and binds `interface` (on
-    /// its own port) with schannel keyed by that session.
-    fn establish(config: &DcConfig, interface: &SyntaxId) -> Result<Self, NetlogonError> {
-        let port = endpoint_port(config, &calls::NETLOGON)?;
-        let server = format!("\\\\{}", config.address);
-        let session_key = authenticate(config, port, &server)?;
-        let port = if *interface == calls::NETLOGON {
-            port
-        } else {
-            endpoint_port(config, interface)?
-        };
+    /// Binds `interface` (on the port ept_map names) with schannel keyed by the session key.
+    fn bind(
+        config: &DcConfig,
+        interface: &SyntaxId,
+        session_key: Zeroizing<[u8; 16]>,
+        generation: u64,
+    ) -> Result<Self, NetlogonError> {
+        let server = dc_name(config);
+        let port = endpoint_port(config, interface)?;
         let mut conn = Connection::open(config, port)?;
         let message = nl_auth_message(&config.domain, &config.computer);
         let answer = conn.bind(interface, Some(&message))?;
@@ -248,6 +316,7 @@ impl Channel {
             sealer: Sealer::client(session_key.clone()),
             session_key,
             server,
+            generation,
         })
     }
 
@@ -280,14 +349,17 @@ fn endpoint_port(config: &DcConfig, interface: &SyntaxId) -> Result<u16, Netlogo
     calls::ept_map_port(&answer)?.ok_or(NetlogonError::Protocol("no endpoint"))
 }
 
-/// NetrServerReqChallenge and NetrServerAuthenticate3 (MS-NRPC 3.1.4.1): the session key, once
-/// the DC has proved it knows the machine password too.
-fn authenticate(
-    config: &DcConfig,
-    port: u16,
-    server: &str,
-) -> Result<Zeroizing<[u8; 16]>, NetlogonError> {
+/// The DC's name as Netlogon's calls give it.
+fn dc_name(config: &DcConfig) -> String {
+    format!("\\\\{}", config.address)
+}
+
+/// NetrServerReqChallenge and NetrServerAuthenticate3 (MS-NRPC 3.1.4.1) on Netlogon's port:
+/// the session key, once the DC has proved it knows the machine password too.
+fn authenticate(config: &DcConfig) -> Result<Zeroizing<[u8; 16]>, NetlogonError> {
     use smb3d_crypto::netlogon::{netlogon_credential, netlogon_session_key};
+    let port = endpoint_port(config, &calls::NETLOGON)?;
+    let server = &dc_name(config);
     let mut conn = Connection::open(config, port)?;
     conn.bind(&calls::NETLOGON, None)?;
     let mut client_challenge = [0u8; 8];
