@@ -112,6 +112,9 @@ fn check(file: &Path, no_env: bool, quiet: bool) -> Result<(), AnyError> {
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
+    for note in domain_name_notes(&config) {
+        eprintln!("note: {note}");
+    }
     // `serve` refuses to start without the keys `[auth]` names: so does the check.
     crate::serve::kerberos_service(&config)
         .map_err(|e| format!("{} is not valid: {e}", file.display()))?;
@@ -206,6 +209,68 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
         }
     }
     warnings
+}
+
+/// How the shares' lists treat names of a domain (`DOMAIN\\name`, `@DOMAIN\\group`): those of
+/// the DC's domain are resolved through the DC and fail closed while it cannot answer; others
+/// match only a session of that very name (docs/auth.md, "Share user lists").
+pub fn domain_name_notes(config: &Config) -> Vec<String> {
+    let dc = config.auth.as_ref().and_then(|a| a.netlogon.as_ref());
+    let mut notes = Vec::new();
+    for (name, share) in &config.shares {
+        for (option, list, unresolved) in [
+            (
+                "valid_users",
+                &share.valid_users,
+                "admits no domain user by it",
+            ),
+            (
+                "read_list",
+                &share.read_list,
+                "makes the share read-only for every domain user",
+            ),
+            (
+                "write_list",
+                &share.write_list,
+                "gives no domain user write access by it",
+            ),
+            (
+                "invalid_users",
+                &share.invalid_users,
+                "refuses every domain user",
+            ),
+            (
+                "admin_users",
+                &share.admin_users,
+                "makes no domain user an admin by it",
+            ),
+        ] {
+            for entry in list {
+                let bare = entry.strip_prefix(['@', '+']).unwrap_or(entry);
+                let Some((domain, _)) = bare.split_once('\\') else {
+                    continue;
+                };
+                let note = if dc.is_some() && domain.eq_ignore_ascii_case(&config.server.workgroup)
+                {
+                    format!(
+                        "resolved to its SID through the DC at {} (LsarLookupNames4) when a \
+                         client connects, kept 10 minutes; while the DC cannot resolve it the \
+                         entry {unresolved} (local users are unaffected)",
+                        dc.map(|n| n.dc.to_string()).unwrap_or_default()
+                    )
+                } else if bare.len() < entry.len() {
+                    format!("no DC of {domain} is configured ([auth] dc): it matches nobody")
+                } else {
+                    format!(
+                        "no DC of {domain} is configured ([auth] dc): it matches only a session \
+                         of that very name"
+                    )
+                };
+                notes.push(format!("share {name}: {option} names {entry:?}: {note}"));
+            }
+        }
+    }
+    notes
 }
 
 fn import(file: &Path, output: Option<&Path>, force: bool) -> Result<(), AnyError> {

@@ -122,6 +122,11 @@ pub trait Directory: Send + Sync {
     fn lookup_name(&self, name: &str) -> Option<(Sid, SidType, String)>;
     /// Resolves a SID: its name, type and domain name.
     fn lookup_sid(&self, sid: &Sid) -> Option<(String, SidType, String)>;
+    /// Called before a lookup translates `sids` one by one, so that a directory that asks
+    /// elsewhere (a member's DC) asks once for all of them.
+    fn prepare_sids(&self, _sids: &[Sid]) {}
+    /// As [`Directory::prepare_sids`], for the names of a lookup.
+    fn prepare_names(&self, _names: &[String]) {}
 
     /// Changes a user's password if the request proves the old one (samr's
     /// SamrUnicodeChangePasswordUser2), and answers with the call's status: STATUS_SUCCESS

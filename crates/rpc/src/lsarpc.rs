@@ -451,6 +451,8 @@ trait Lookup {
     /// with instead of translating when the request alone decides it (once the handle and the
     /// level allow the lookup).
     fn read_items(r: &mut NdrReader<'_>) -> Result<(Vec<Self::Item>, Option<NtStatus>), CallFault>;
+    /// Lets the directory gather what it needs for all `items` at once.
+    fn prepare(directory: &dyn Directory, items: &[Self::Item]);
     fn translate(
         directory: &dyn Directory,
         domains: &mut Domains,
@@ -494,6 +496,10 @@ impl Lookup for Names {
             });
         }
         Ok((names, None))
+    }
+
+    fn prepare(directory: &dyn Directory, names: &[String]) {
+        directory.prepare_names(names);
     }
 
     /// Translates one name (MS-LSAT 3.1.4.5 name forms): `account`, `DOMAIN\account`,
@@ -621,6 +627,10 @@ impl Lookup for Sids {
         Ok((sids, settled))
     }
 
+    fn prepare(directory: &dyn Directory, sids: &[Sid]) {
+        directory.prepare_sids(sids);
+    }
+
     fn translate(
         directory: &dyn Directory,
         domains: &mut Domains,
@@ -717,6 +727,7 @@ fn lookup<L: Lookup>(
             .u32(status.0);
         return Ok(());
     }
+    L::prepare(cx.directory, &items);
     let mut domains = Domains::default();
     let translations: Vec<Option<Translation>> = items
         .iter()

@@ -13,6 +13,7 @@
 //! kept and reused; an error drops it and the next logon (or one retry) builds a new one.
 
 mod calls;
+mod lsa;
 mod seal;
 
 use std::io::{Read, Write};
@@ -20,6 +21,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use smb3d_dtyp::Sid;
 use smb3d_rpc::pdu::{
     self, AUTH_TRAILER_LEN, Bind, BindAck, ContextElement, Fault, HEADER_LEN, Header, PacketType,
     PfcFlags, REQUEST_HEADER_LEN, Response, SyntaxId,
@@ -27,6 +29,7 @@ use smb3d_rpc::pdu::{
 use zeroize::Zeroizing;
 
 pub use calls::{AnswerError, LogonAnswer, NetworkLogon, ept_map_port, sam_logon_ex_answer};
+pub use lsa::{LookupError, MAX_LOOKUP, Translated, lookup_names4_answer, lookup_sids3_answer};
 use seal::SIGNATURE_LEN;
 pub use seal::{MessageAltered, Sealer};
 
@@ -82,6 +85,8 @@ pub enum NetlogonError {
     Altered(#[from] MessageAltered),
     #[error(transparent)]
     Answer(#[from] AnswerError),
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
 }
 
 impl From<smb3d_wire::DecodeError> for NetlogonError {
@@ -90,11 +95,24 @@ impl From<smb3d_wire::DecodeError> for NetlogonError {
     }
 }
 
-/// The member's Netlogon client: one secure channel, made on first use and again after an
-/// error.
+/// The member's client of the DC: one secure channel session (MS-NRPC 3.1.4) and one binding
+/// per interface on it (Netlogon for logons, lsarpc for name lookups), each made on first
+/// use and again after an error.
 pub struct NetlogonClient {
     config: DcConfig,
     channel: Mutex<Option<Channel>>,
+    lsa: Mutex<Option<Channel>>,
+    session: Mutex<SessionKey>,
+}
+
+/// The secure channel's session key, shared by the bindings: the DC keeps one per machine
+/// account, the last NetrServerAuthenticate3's, and seals its answers (and a logon's
+/// UserSessionKey) with it, so a binding made with an older key is stale.
+#[derive(Default)]
+struct SessionKey {
+    key: Option<Zeroizing<[u8; 16]>>,
+    /// Counts authentications; a binding remembers the one it was made with.
+    generation: u64,
 }
 
 impl std::fmt::Debug for NetlogonClient {
@@ -113,6 +131,8 @@ impl NetlogonClient {
         Self {
             config,
             channel: Mutex::new(None),
+            lsa: Mutex::new(None),
+            session: Mutex::new(SessionKey::default()),
         }
     }
 
@@ -128,10 +148,119 @@ impl NetlogonClient {
             .channel
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let reused = slot.is_some();
+        let reused = slot.is_some() || self.has_session();
         let first = self.logon_on(&mut slot, logon);
         match first {
             Err(_) if reused => self.logon_on(&mut slot, logon),
+            other => other,
+        }
+    }
+
+    fn has_session(&self) -> bool {
+        self.session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .key
+            .is_some()
+    }
+
+    /// The binding of `interface` in `slot`, made anew when missing or made with an older
+    /// session key; the session is authenticated first when there is none.
+    fn bound<'s>(
+        &self,
+        slot: &'s mut Option<Channel>,
+        interface: &SyntaxId,
+    ) -> Result<&'s mut Channel, NetlogonError> {
+        let mut session = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot
+            .as_ref()
+            .is_some_and(|c| c.generation != session.generation)
+        {
+            *slot = None;
+        }
+        if let Some(channel) = slot {
+            return Ok(channel);
+        }
+        let key = match &session.key {
+            Some(key) => key.clone(),
+            None => {
+                let key = authenticate(&self.config)?;
+                session.generation += 1;
+                session.key = Some(key.clone());
+                key
+            }
+        };
+        let generation = session.generation;
+        match Channel::bind(&self.config, interface, key, generation) {
+            Ok(channel) => Ok(slot.insert(channel)),
+            Err(e) => {
+                session.key = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// After an error on a binding made with `generation`: the session is authenticated again
+    /// at the next use (the DC may have restarted and forgotten it).
+    fn forget(&self, generation: u64) {
+        let mut session = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if session.generation == generation {
+            session.key = None;
+        }
+    }
+
+    /// Asks the DC for the SIDs of `names` (`DOMAIN\\account` or a bare account, at most
+    /// [`MAX_LOOKUP`]) with LsarLookupNames4: for each, in order, what it names or None.
+    pub fn lookup_names(&self, names: &[String]) -> Result<Vec<Option<Translated>>, NetlogonError> {
+        let names = names.get(..MAX_LOOKUP).unwrap_or(names);
+        self.on_lsa(
+            lsa::OP_LOOKUP_NAMES4,
+            &lsa::lookup_names4_request(names),
+            |a| lsa::lookup_names4_answer(a, names),
+        )
+    }
+
+    /// Asks the DC for the names of `sids` (at most [`MAX_LOOKUP`]) with LsarLookupSids3: for
+    /// each, in order, what it names or None.
+    pub fn lookup_sids(&self, sids: &[Sid]) -> Result<Vec<Option<Translated>>, NetlogonError> {
+        let sids = sids.get(..MAX_LOOKUP).unwrap_or(sids);
+        self.on_lsa(
+            lsa::OP_LOOKUP_SIDS3,
+            &lsa::lookup_sids3_request(sids),
+            |a| lsa::lookup_sids3_answer(a, sids),
+        )
+    }
+
+    /// One call on the lsarpc channel, retried once on a new channel when a reused one fails;
+    /// a failed channel is dropped.
+    fn on_lsa<T>(
+        &self,
+        opnum: u16,
+        stub: &[u8],
+        decode: impl Fn(&[u8]) -> Result<T, LookupError>,
+    ) -> Result<T, NetlogonError> {
+        let mut slot = self
+            .lsa
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let call = |slot: &mut Option<Channel>| -> Result<T, NetlogonError> {
+            let channel = self.bound(slot, &lsa::LSARPC)?;
+            let answer = channel.call(opnum, stub).and_then(|a| Ok(decode(&a)?));
+            if answer.is_err() {
+                self.forget(channel.generation);
+                *slot = None;
+            }
+            answer
+        };
+        let reused = slot.is_some() || self.has_session();
+        match call(&mut slot) {
+            Err(_) if reused => call(&mut slot),
             other => other,
         }
     }
@@ -141,39 +270,43 @@ impl NetlogonClient {
         slot: &mut Option<Channel>,
         logon: &NetworkLogon<'_>,
     ) -> Result<LogonAnswer, NetlogonError> {
-        let channel = match slot {
-            Some(channel) => channel,
-            None => slot.insert(Channel::establish(&self.config)?),
-        };
+        let channel = self.bound(slot, &calls::NETLOGON)?;
         let stub = calls::sam_logon_ex_request(&channel.server, &self.config.computer, logon);
         let answer = channel
             .call(calls::OP_SAM_LOGON_EX, &stub)
             .and_then(|a| Ok(calls::sam_logon_ex_answer(&a)?))
             .map(|answer| channel.decrypt_session_key(answer));
         if answer.is_err() {
+            self.forget(channel.generation);
             *slot = None;
         }
         answer
     }
 }
 
-/// A sealed Netlogon binding.
+/// A sealed binding of one interface.
 struct Channel {
     conn: Connection,
     sealer: Sealer,
     session_key: Zeroizing<[u8; 16]>,
     server: String,
+    /// The session key's generation it was made with.
+    generation: u64,
 }
 
 impl Channel {
-    /// Finds Netlogon's port, authenticates the machine account and binds with schannel.
-    fn establish(config: &DcConfig) -> Result<Self, NetlogonError> {
-        let port = netlogon_port(config)?;
-        let server = format!("\\\\{}", config.address);
-        let session_key = authenticate(config, port, &server)?;
+    /// Binds `interface` (on the port ept_map names) with schannel keyed by the session key.
+    fn bind(
+        config: &DcConfig,
+        interface: &SyntaxId,
+        session_key: Zeroizing<[u8; 16]>,
+        generation: u64,
+    ) -> Result<Self, NetlogonError> {
+        let server = dc_name(config);
+        let port = endpoint_port(config, interface)?;
         let mut conn = Connection::open(config, port)?;
         let message = nl_auth_message(&config.domain, &config.computer);
-        let answer = conn.bind(&calls::NETLOGON, Some(&message))?;
+        let answer = conn.bind(interface, Some(&message))?;
         // NL_AUTH_MESSAGE of MessageType 1 (MS-NRPC 3.3.4.1.4).
         if answer.get(..4) != Some(&[1, 0, 0, 0][..]) || answer.len() < 12 {
             return Err(NetlogonError::Protocol("NL_AUTH_MESSAGE"));
@@ -183,6 +316,7 @@ impl Channel {
             sealer: Sealer::client(session_key.clone()),
             session_key,
             server,
+            generation,
         })
     }
 
@@ -207,22 +341,25 @@ fn decrypt_user_session_key(channel_key: &[u8; 16], answer: LogonAnswer) -> Logo
     }
 }
 
-/// ept_map on the DC's endpoint mapper: the TCP port Netlogon listens on.
-fn netlogon_port(config: &DcConfig) -> Result<u16, NetlogonError> {
+/// ept_map on the DC's endpoint mapper: the TCP port `interface` listens on.
+fn endpoint_port(config: &DcConfig, interface: &SyntaxId) -> Result<u16, NetlogonError> {
     let mut conn = Connection::open(config, EPMAPPER_PORT)?;
     conn.bind(&calls::EPMAPPER, None)?;
-    let answer = conn.call(calls::OP_EPT_MAP, &calls::ept_map_request(&calls::NETLOGON))?;
-    calls::ept_map_port(&answer)?.ok_or(NetlogonError::Protocol("no Netlogon endpoint"))
+    let answer = conn.call(calls::OP_EPT_MAP, &calls::ept_map_request(interface))?;
+    calls::ept_map_port(&answer)?.ok_or(NetlogonError::Protocol("no endpoint"))
 }
 
-/// NetrServerReqChallenge and NetrServerAuthenticate3 (MS-NRPC 3.1.4.1): the session key, once
-/// the DC has proved it knows the machine password too.
-fn authenticate(
-    config: &DcConfig,
-    port: u16,
-    server: &str,
-) -> Result<Zeroizing<[u8; 16]>, NetlogonError> {
+/// The DC's name as Netlogon's calls give it.
+fn dc_name(config: &DcConfig) -> String {
+    format!("\\\\{}", config.address)
+}
+
+/// NetrServerReqChallenge and NetrServerAuthenticate3 (MS-NRPC 3.1.4.1) on Netlogon's port:
+/// the session key, once the DC has proved it knows the machine password too.
+fn authenticate(config: &DcConfig) -> Result<Zeroizing<[u8; 16]>, NetlogonError> {
     use smb3d_crypto::netlogon::{netlogon_credential, netlogon_session_key};
+    let port = endpoint_port(config, &calls::NETLOGON)?;
+    let server = &dc_name(config);
     let mut conn = Connection::open(config, port)?;
     conn.bind(&calls::NETLOGON, None)?;
     let mut client_challenge = [0u8; 8];

@@ -19,6 +19,7 @@ use crate::request::malformed;
 use crate::state::audit;
 use crate::state::connection::Connection;
 use crate::state::connection::limits::admit_tree;
+use crate::state::domain_names::ListNames;
 use crate::state::server::EncryptionPolicy;
 use crate::state::session::{Session, SessionUser, Tree, TreeAccess};
 use crate::state::share::{Share, ShareKind};
@@ -71,14 +72,17 @@ pub(crate) async fn handle(
         );
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let access = tree_access(&cx.conn.server.ids, &share, &user, &identity).inspect_err(|_| {
-        audit::tree_refused(
-            &share.name,
-            &user,
-            cx.conn,
-            "user refused by the share's user lists",
-        );
-    })?;
+    cx.conn.server.resolve_list_names(&share);
+    let server = &cx.conn.server;
+    let access = tree_access(&server.ids, &server.list_names(), &share, &user, &identity)
+        .inspect_err(|_| {
+            audit::tree_refused(
+                &share.name,
+                &user,
+                cx.conn,
+                "user refused by the share's user lists",
+            );
+        })?;
     let maximal_access = access.maximal_access;
     let share_type = match share.kind {
         ShareKind::Disk(_) => ShareType::DISK,
@@ -162,14 +166,15 @@ fn capabilities(share: &Share, dialect: u16, cluster: bool) -> TreeCapabilities 
 /// refused where the share does not admit the user; read-only where it is so for the user.
 fn tree_access(
     ids: &IdMap,
+    dc: &ListNames<'_>,
     share: &Share,
     user: &SessionUser,
     who: &Identity,
 ) -> Result<TreeAccess, NtStatus> {
-    if !share.admits(user, who) {
+    if !share.admits(user, who, dc) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let read_only = share.read_only_for(user, who);
+    let read_only = share.read_only_for(user, who, dc);
     let maximal_access = if read_only {
         AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_EXECUTE
     } else {
@@ -178,7 +183,7 @@ fn tree_access(
     Ok(TreeAccess {
         maximal_access,
         read_only,
-        identity: forced_identity(ids, share, who, share.is_admin(user, who))?.map(Arc::new),
+        identity: forced_identity(ids, share, who, share.is_admin(user, who, dc))?.map(Arc::new),
         recycle_to: recycle_to(share, user),
     })
 }
@@ -207,7 +212,8 @@ pub(crate) fn renew_trees(
     trees
         .iter()
         .map(|tree| {
-            let access = tree_access(&conn.server.ids, &tree.share, user, who).ok();
+            let dc = conn.server.list_names();
+            let access = tree_access(&conn.server.ids, &dc, &tree.share, user, who).ok();
             Arc::new(tree.renewed(access, audit::subject(&tree.share, user, conn)))
         })
         .collect()
@@ -266,7 +272,7 @@ mod tests {
 
     use smb3d_vfs::MemoryVfs;
 
-    use super::{SessionUser, Share, share_name, tree_access};
+    use super::{ListNames, SessionUser, Share, share_name, tree_access};
     use crate::identity::IdMap;
 
     /// `admin_users` work as root on their share (uid and gid 0, so every access check passes
@@ -286,18 +292,20 @@ mod tests {
         };
         let mut share = Share::disk("office", Arc::new(MemoryVfs::new()));
         share.admin_users = vec!["BOSS".into()];
-        let access = tree_access(&ids, &share, &boss, &who).unwrap();
+        let dc = ListNames::without_dc(ids.domains());
+        let access = tree_access(&ids, &dc, &share, &boss, &who).unwrap();
         let root = access.identity.expect("an admin's identity is forced");
         assert_eq!((root.unix.uid, root.unix.gid), (0, 0));
         assert_eq!(root.token, who.token, "the token stays the user's");
         assert!(
-            tree_access(&ids, &share, &worker, &who)
+            tree_access(&ids, &dc, &share, &worker, &who)
                 .unwrap()
                 .identity
                 .is_none()
         );
         share.guest_ok = true;
-        let guest = tree_access(&ids, &share, &SessionUser::Anonymous, &ids.anonymous()).unwrap();
+        let guest =
+            tree_access(&ids, &dc, &share, &SessionUser::Anonymous, &ids.anonymous()).unwrap();
         assert!(guest.identity.is_none(), "a guest is never an admin");
     }
 

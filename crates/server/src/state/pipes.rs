@@ -257,6 +257,7 @@ fn sid_type(kind: DomainAccount) -> SidType {
     match kind {
         DomainAccount::User => SidType::User,
         DomainAccount::Group => SidType::Group,
+        DomainAccount::Alias => SidType::Alias,
         DomainAccount::Domain => SidType::Domain,
     }
 }
@@ -295,7 +296,7 @@ impl Directory for ServerDirectory {
                 || self
                     .viewer
                     .as_ref()
-                    .is_none_or(|(user, who)| share.admits(user, who))
+                    .is_none_or(|(user, who)| share.admits(user, who, &server.list_names()))
         };
         let mut entries: Vec<ShareEntry> = server
             .shares()
@@ -387,6 +388,57 @@ impl Directory for ServerDirectory {
 
     fn change_password(&self, request: &PasswordChangeRequest) -> NtStatus {
         self.change_password_now(request)
+    }
+
+    /// SIDs of `[idmap]` domains that no logon named are asked of the DC, in one call
+    /// (bounded by the DC client's timeouts; answers kept in `domain_names`).
+    fn prepare_sids(&self, sids: &[Sid]) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        if let Some(dc) = server.settings.netlogon.as_deref() {
+            let ask = || {
+                (server.domain_names).ask_sids(
+                    dc,
+                    server.ids.domains(),
+                    sids,
+                    std::time::Instant::now(),
+                );
+            };
+            crate::blocking::blocking(ask);
+        }
+    }
+
+    /// Names of the DC's domain (`DOMAIN\\account`, `account@DOMAIN`) that no logon taught
+    /// are asked of the DC, as [`Directory::prepare_sids`]; a bare name is a local account's.
+    fn prepare_names(&self, names: &[String]) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let Some(dc) = server.settings.netlogon.as_deref() else {
+            return;
+        };
+        let of_dc: Vec<String> = names
+            .iter()
+            .filter_map(|name| {
+                let (domain, account) = name
+                    .split_once('\\')
+                    .or_else(|| name.rsplit_once('@').map(|(a, d)| (d, a)))?;
+                (domain.eq_ignore_ascii_case(dc.domain()) && !account.is_empty())
+                    .then(|| format!("{}\\{account}", dc.domain()))
+            })
+            .collect();
+        if !of_dc.is_empty() {
+            let ask = || {
+                (server.domain_names).ask_names(
+                    dc,
+                    server.ids.domains(),
+                    &of_dc,
+                    std::time::Instant::now(),
+                );
+            };
+            crate::blocking::blocking(ask);
+        }
     }
 }
 

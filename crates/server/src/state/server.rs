@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
+use smb3d_auth::netlogon::NetlogonClient;
 use smb3d_auth::{CredentialStore, ServerIdentity};
 use smb3d_crypto::{Cipher, CryptoProvider};
 use smb3d_smb2::file_id::FileId;
@@ -18,7 +20,7 @@ use crate::identity::{IdMap, Identity};
 use crate::limits::{Limit, LimitCounters, Limits};
 use crate::state::connection::Connection;
 use crate::state::connection::limits::OpenFiles;
-use crate::state::domain_names::DomainNames;
+use crate::state::domain_names::{DomainNames, ListNames};
 use crate::state::durable::DurableTable;
 use crate::state::files::FileTable;
 use crate::state::homes::{Homes, NoShare};
@@ -328,6 +330,32 @@ impl Server {
             .iter()
             .find(|s| s.name.eq_ignore_ascii_case(name))
             .cloned()
+    }
+
+    /// How share user lists see names of the DC's domain now (docs/auth.md, "Share user
+    /// lists").
+    pub(crate) fn list_names(&self) -> ListNames<'_> {
+        let dc = self
+            .settings
+            .netlogon
+            .as_deref()
+            .map(NetlogonClient::domain);
+        ListNames::new(&self.domain_names, dc, self.ids.domains(), Instant::now())
+    }
+
+    /// Has the DC resolve the names of its domain in `share`'s user lists that have no live
+    /// resolution, in one call, before a TREE_CONNECT checks the lists. Blocks for at most the
+    /// DC client's bounds, only when something is to be asked (and not while the DC rests
+    /// after a failure).
+    pub(crate) fn resolve_list_names(&self, share: &Share) {
+        let Some(dc) = self.settings.netlogon.as_deref() else {
+            return;
+        };
+        let entries = share.dc_entries(dc.domain());
+        let now = Instant::now();
+        if !entries.is_empty() && self.domain_names.lists_need_asking(&entries, now) {
+            crate::blocking::blocking(|| self.domain_names.ask_list_names(dc, &entries, now));
+        }
     }
 
     /// The share a tree connect to `name` by a session of `user` acting as `who` reaches: a

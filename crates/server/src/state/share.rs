@@ -16,6 +16,7 @@ pub use crate::fs::fileinfo::Presentation;
 use crate::fs::resource_fork;
 use crate::hosts::HostRules;
 use crate::identity::{Accounts, Identity};
+use crate::state::domain_names::{ListNames, Resolved, dc_entry};
 use crate::state::server::EncryptionPolicy;
 use crate::state::session::SessionUser;
 
@@ -419,37 +420,80 @@ impl Share {
 
     /// Whether a session of `user` with identity `who` may connect: null sessions where
     /// guests are welcome, named users when `valid_users` names them (or names nobody) and
-    /// `invalid_users` does not (it wins, as in Samba).
-    pub(crate) fn admits(&self, user: &SessionUser, who: &Identity) -> bool {
+    /// `invalid_users` does not (it wins, as in Samba). A domain name the DC has not resolved
+    /// fails closed: it admits nobody from `valid_users`, and in `invalid_users` it refuses
+    /// every domain user (any of them could be a member).
+    pub(crate) fn admits(&self, user: &SessionUser, who: &Identity, dc: &ListNames<'_>) -> bool {
         match user {
             SessionUser::Anonymous => self.guest_ok,
             SessionUser::User { name, .. } => {
-                !UserList(&self.invalid_users).names(name, who)
-                    && (self.valid_users.is_empty() || UserList(&self.valid_users).names(name, who))
+                UserList(&self.invalid_users).names(name, who, dc) == Listed::No
+                    && (self.valid_users.is_empty()
+                        || UserList(&self.valid_users).names(name, who, dc).is_yes())
             }
         }
     }
 
     /// Whether `admin_users` names the user `user` with identity `who` (never a guest or an
-    /// anonymous session).
-    pub(crate) fn is_admin(&self, user: &SessionUser, who: &Identity) -> bool {
+    /// anonymous session; an unresolved domain name makes no one an admin).
+    pub(crate) fn is_admin(&self, user: &SessionUser, who: &Identity, dc: &ListNames<'_>) -> bool {
         match user {
-            SessionUser::User { name, .. } => UserList(&self.admin_users).names(name, who),
+            SessionUser::User { name, .. } => {
+                UserList(&self.admin_users).names(name, who, dc).is_yes()
+            }
             SessionUser::Anonymous => false,
         }
     }
 
     /// Whether the share is read-only for the user `name` with identity `who`: `read_list`
-    /// makes it so, `write_list` undoes it, as Samba decides.
-    pub(crate) fn read_only_for(&self, user: &SessionUser, who: &Identity) -> bool {
+    /// makes it so, `write_list` undoes it, as Samba decides. An unresolved domain name in
+    /// `read_list` makes it read-only for every domain user, and in `write_list` undoes
+    /// nothing.
+    pub(crate) fn read_only_for(
+        &self,
+        user: &SessionUser,
+        who: &Identity,
+        dc: &ListNames<'_>,
+    ) -> bool {
         let SessionUser::User { name, .. } = user else {
             return self.read_only;
         };
-        if UserList(&self.write_list).names(name, who) {
+        if UserList(&self.write_list).names(name, who, dc).is_yes() {
             false
         } else {
-            self.read_only || UserList(&self.read_list).names(name, who)
+            self.read_only || UserList(&self.read_list).names(name, who, dc) != Listed::No
         }
+    }
+
+    /// The names of the DC's domain (`DOMAIN` its NetBIOS name) in this share's user lists,
+    /// lowercased `domain\\name`: what a TREE_CONNECT has the DC resolve.
+    pub(crate) fn dc_entries(&self, domain: &str) -> Vec<String> {
+        [
+            &self.valid_users,
+            &self.invalid_users,
+            &self.read_list,
+            &self.write_list,
+            &self.admin_users,
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| dc_entry(entry, domain))
+        .collect()
+    }
+}
+
+/// Whether a user list names a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listed {
+    Yes,
+    No,
+    /// Only a domain name the DC has not resolved could name it.
+    Unsure,
+}
+
+impl Listed {
+    pub(crate) fn is_yes(self) -> bool {
+        self == Listed::Yes
     }
 }
 
@@ -462,44 +506,65 @@ pub(crate) struct UserList<'a>(pub &'a [String]);
 
 impl UserList<'_> {
     /// Whether the list names the user `name` (the database's spelling, fixed at logon), whose
-    /// SIDs and Unix groups are those of `who`.
-    pub fn names(&self, name: &str, who: &Identity) -> bool {
+    /// SIDs and Unix groups are those of `who`; names of the DC's domain count as `dc`
+    /// resolves them. Unsure when only an unresolved one could name a domain user.
+    pub fn names(&self, name: &str, who: &Identity, dc: &ListNames<'_>) -> Listed {
+        let has = |sid: &Sid| who.token.user == *sid || who.token.groups.contains(sid);
         let in_token = |entry: &str| {
             let sid = entry.strip_prefix(['@', '+']).unwrap_or(entry);
-            sid.starts_with("S-")
-                && sid
-                    .parse::<Sid>()
-                    .is_ok_and(|sid| who.token.user == sid || who.token.groups.contains(&sid))
+            sid.starts_with("S-") && sid.parse::<Sid>().is_ok_and(|sid| has(&sid))
         };
-        if self
-            .0
-            .iter()
-            .any(|entry| names::same(entry, name) || in_token(entry))
-        {
-            return true;
+        let mut unresolved = false;
+        for entry in self.0 {
+            if names::same(entry, name) || in_token(entry) {
+                return Listed::Yes;
+            }
+            match dc.resolved(entry) {
+                Some(Resolved::Sid(sid)) if has(&sid) => return Listed::Yes,
+                Some(Resolved::Unknown) => unresolved = true,
+                _ => {}
+            }
         }
         let mut groups = self
             .0
             .iter()
             .filter_map(|entry| entry.strip_prefix(['@', '+']))
             .peekable();
-        if groups.peek().is_none() {
-            return false;
+        if groups.peek().is_some() {
+            let accounts = Accounts::read();
+            if groups
+                .filter_map(|g| accounts.gid_of(g))
+                .any(|gid| who.unix.gid == gid || who.unix.groups.contains(&gid))
+            {
+                return Listed::Yes;
+            }
         }
-        let accounts = Accounts::read();
-        groups
-            .filter_map(|g| accounts.gid_of(g))
-            .any(|gid| who.unix.gid == gid || who.unix.groups.contains(&gid))
+        if unresolved && dc.may_be_member(who) {
+            Listed::Unsure
+        } else {
+            Listed::No
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use smb3d_dtyp::idmap::{DomainIdmap, IdmapDomain};
     use smb3d_dtyp::{Privileges, Token};
     use smb3d_vfs::{Credentials, MemoryVfs};
 
     use super::*;
     use crate::identity::IdMap;
+    use crate::state::domain_names::DomainNames;
+    use std::time::Duration;
+
+    static NO_DOMAINS: DomainIdmap = DomainIdmap {
+        domains: Vec::new(),
+    };
+
+    fn no_dc() -> ListNames<'static> {
+        ListNames::without_dc(&NO_DOMAINS)
+    }
 
     /// A user `name` whose primary group is root's (gid 0, "root" on every Linux).
     fn member_of_root(name: &str) -> (SessionUser, Identity) {
@@ -527,21 +592,45 @@ mod tests {
     fn lists_name_users_and_groups() {
         let (alice, who) = member_of_root("alice");
         let list = |entries: &[&str]| entries.iter().map(|e| (*e).to_owned()).collect::<Vec<_>>();
-        assert!(UserList(&list(&["bob", "ALICE"])).names("alice", &who));
-        assert!(UserList(&list(&["JÖRG"])).names("jörg", &who));
-        assert!(!UserList(&list(&["\u{212A}ate"])).names("kate", &who));
-        assert!(UserList(&list(&["@root"])).names("alice", &who));
-        assert!(UserList(&list(&["+root"])).names("alice", &who));
-        assert!(!UserList(&list(&["bob", "@no-such-group-here"])).names("alice", &who));
-        assert!(!UserList(&[]).names("alice", &who));
+        assert!(
+            UserList(&list(&["bob", "ALICE"]))
+                .names("alice", &who, &no_dc())
+                .is_yes()
+        );
+        assert!(
+            UserList(&list(&["JÖRG"]))
+                .names("jörg", &who, &no_dc())
+                .is_yes()
+        );
+        assert!(
+            !UserList(&list(&["\u{212A}ate"]))
+                .names("kate", &who, &no_dc())
+                .is_yes()
+        );
+        assert!(
+            UserList(&list(&["@root"]))
+                .names("alice", &who, &no_dc())
+                .is_yes()
+        );
+        assert!(
+            UserList(&list(&["+root"]))
+                .names("alice", &who, &no_dc())
+                .is_yes()
+        );
+        assert!(
+            !UserList(&list(&["bob", "@no-such-group-here"]))
+                .names("alice", &who, &no_dc())
+                .is_yes()
+        );
+        assert!(!UserList(&[]).names("alice", &who, &no_dc()).is_yes());
 
         let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
-        assert!(share.admits(&alice, &who));
+        assert!(share.admits(&alice, &who, &no_dc()));
         share.valid_users = list(&["bob"]);
-        assert!(!share.admits(&alice, &who));
+        assert!(!share.admits(&alice, &who, &no_dc()));
         share.valid_users = list(&["@root"]);
-        assert!(share.admits(&alice, &who));
-        assert!(!share.admits(&SessionUser::Anonymous, &who));
+        assert!(share.admits(&alice, &who, &no_dc()));
+        assert!(!share.admits(&SessionUser::Anonymous, &who, &no_dc()));
     }
 
     /// `invalid_users` refuses whom it names, by name or group, even when `valid_users` names
@@ -552,13 +641,16 @@ mod tests {
         let (bob, _) = member_of_root("bob");
         let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
         share.invalid_users = vec!["ALICE".into()];
-        assert!(!share.admits(&alice, &who));
+        assert!(!share.admits(&alice, &who, &no_dc()));
         share.valid_users = vec!["alice".into(), "bob".into()];
-        assert!(!share.admits(&alice, &who), "invalid_users wins");
+        assert!(!share.admits(&alice, &who, &no_dc()), "invalid_users wins");
         share.invalid_users = vec!["@root".into()];
-        assert!(!share.admits(&bob, &who), "a group of invalid users");
+        assert!(
+            !share.admits(&bob, &who, &no_dc()),
+            "a group of invalid users"
+        );
         share.invalid_users = vec!["@no-such-group-here".into()];
-        assert!(share.admits(&bob, &who));
+        assert!(share.admits(&bob, &who, &no_dc()));
     }
 
     /// A domain user of a PAC is named as `DOMAIN\account`, by its SID, or by the SID of a
@@ -578,25 +670,102 @@ mod tests {
         let (erin, erin_who) = domain_user("AD\\erin", 1106, &["S-1-5-21-1-2-3-513"]);
         let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
         share.valid_users = vec![format!("@{designers}")];
-        assert!(share.admits(&dana, &dana_who));
-        assert!(!share.admits(&erin, &erin_who));
+        assert!(share.admits(&dana, &dana_who, &no_dc()));
+        assert!(!share.admits(&erin, &erin_who, &no_dc()));
         share.valid_users = vec!["ad\\ERIN".into(), "S-1-5-21-1-2-3-1105".into()];
-        assert!(share.admits(&dana, &dana_who) && share.admits(&erin, &erin_who));
+        assert!(
+            share.admits(&dana, &dana_who, &no_dc()) && share.admits(&erin, &erin_who, &no_dc())
+        );
         share.valid_users = vec![
             "dana".into(),
             "S-1-5-21-1-2-3-11".into(),
             "@S-1-5-21-1".into(),
         ];
-        assert!(!share.admits(&dana, &dana_who));
+        assert!(!share.admits(&dana, &dana_who, &no_dc()));
         share.valid_users.clear();
         share.invalid_users = vec![format!("+{designers}")];
-        assert!(!share.admits(&dana, &dana_who) && share.admits(&erin, &erin_who));
+        assert!(
+            !share.admits(&dana, &dana_who, &no_dc()) && share.admits(&erin, &erin_who, &no_dc())
+        );
         share.read_list = vec!["S-1-5-21-1-2-3-513".into()];
         share.write_list = vec![format!("@{designers}")];
-        assert!(!share.read_only_for(&dana, &dana_who));
-        assert!(share.read_only_for(&erin, &erin_who));
+        assert!(!share.read_only_for(&dana, &dana_who, &no_dc()));
+        assert!(share.read_only_for(&erin, &erin_who, &no_dc()));
         share.admin_users = vec![format!("@{designers}")];
-        assert!(share.is_admin(&dana, &dana_who) && !share.is_admin(&erin, &erin_who));
+        assert!(
+            share.is_admin(&dana, &dana_who, &no_dc())
+                && !share.is_admin(&erin, &erin_who, &no_dc())
+        );
+    }
+
+    /// `@AD\\group` and `AD\\user` of the DC's domain match by the SID the DC resolved them
+    /// to; unresolved (the DC not asked yet or down), they fail closed for domain users and
+    /// leave local users as they were; a name the DC does not know names nobody.
+    #[test]
+    fn names_of_the_dcs_domain_match_by_resolved_sid_and_fail_closed() {
+        let sid = |s: &str| s.parse::<Sid>().unwrap();
+        let domains = DomainIdmap {
+            domains: vec![IdmapDomain {
+                name: "AD".into(),
+                sid: sid("S-1-5-21-1-2-3"),
+                low: 100_000,
+                high: 199_999,
+            }],
+        };
+        let names = DomainNames::default();
+        let now = std::time::Instant::now();
+        let dc = ListNames::new(&names, Some("AD"), &domains, now);
+        let (frank, mut frank_who) = member_of_root("AD\\frank");
+        frank_who.token.user = sid("S-1-5-21-1-2-3-1107");
+        frank_who.token.groups = vec![sid("S-1-5-21-1-2-3-513"), sid("S-1-5-21-1-2-3-1200")];
+        let (gina, mut gina_who) = member_of_root("AD\\gina");
+        gina_who.token.user = sid("S-1-5-21-1-2-3-1108");
+        let (alice, alice_who) = member_of_root("alice");
+        let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
+        share.valid_users = vec!["@ad\\Designers".into(), "alice".into()];
+        share.read_list = vec!["+AD\\Designers".into()];
+        share.admin_users = vec!["@AD\\Designers".into()];
+        assert_eq!(share.dc_entries("ad"), vec!["ad\\designers"; 3]);
+        assert!(share.dc_entries("OTHER").is_empty());
+
+        // Unresolved: no domain user is admitted, made admin or given write access; the
+        // local user is unaffected.
+        assert!(!share.admits(&frank, &frank_who, &dc));
+        assert!(!share.is_admin(&frank, &frank_who, &dc));
+        assert!(share.read_only_for(&gina, &gina_who, &dc));
+        assert!(share.admits(&alice, &alice_who, &dc));
+        assert!(!share.read_only_for(&alice, &alice_who, &dc));
+        share.invalid_users = vec!["@AD\\Designers".into()];
+        share.valid_users.clear();
+        assert!(!share.admits(&gina, &gina_who, &dc), "fails closed");
+        assert!(
+            share.admits(&alice, &alice_who, &dc),
+            "local users unaffected"
+        );
+
+        // Resolved: members match by SID, others do not.
+        names.resolve_list_name("ad\\designers", Some(sid("S-1-5-21-1-2-3-1200")), now);
+        assert!(!share.admits(&frank, &frank_who, &dc));
+        assert!(share.admits(&gina, &gina_who, &dc));
+        share.invalid_users.clear();
+        share.valid_users = vec!["@AD\\designers".into()];
+        assert!(share.admits(&frank, &frank_who, &dc));
+        assert!(!share.admits(&gina, &gina_who, &dc));
+        assert!(share.is_admin(&frank, &frank_who, &dc));
+        assert!(!share.read_only_for(&gina, &gina_who, &dc));
+        // Past the lifetime the resolution is unknown again.
+        let later = ListNames::new(&names, Some("AD"), &domains, now + Duration::from_secs(601));
+        assert!(!share.admits(&frank, &frank_who, &later));
+        // A name the DC does not know names nobody, and refuses nobody.
+        names.resolve_list_name("ad\\designers", None, now);
+        assert!(!share.admits(&frank, &frank_who, &dc));
+        share.valid_users.clear();
+        share.invalid_users = vec!["@AD\\designers".into()];
+        assert!(share.admits(&frank, &frank_who, &dc));
+        // Without a DC the name is matched as written only (the session's own name).
+        share.invalid_users = vec!["AD\\frank".into()];
+        assert!(!share.admits(&frank, &frank_who, &no_dc()));
+        assert!(share.admits(&gina, &gina_who, &no_dc()));
     }
 
     /// Samba's order: `read list` makes a writable share read-only, `write list` makes any
@@ -605,18 +774,18 @@ mod tests {
     fn read_and_write_lists() {
         let (alice, who) = member_of_root("alice");
         let mut share = Share::disk("s", Arc::new(MemoryVfs::new()));
-        assert!(!share.read_only_for(&alice, &who));
+        assert!(!share.read_only_for(&alice, &who, &no_dc()));
         share.read_list = vec!["@root".into()];
-        assert!(share.read_only_for(&alice, &who));
+        assert!(share.read_only_for(&alice, &who, &no_dc()));
         share.write_list = vec!["alice".into()];
-        assert!(!share.read_only_for(&alice, &who));
+        assert!(!share.read_only_for(&alice, &who, &no_dc()));
         share.read_only = true;
         share.read_list.clear();
-        assert!(!share.read_only_for(&alice, &who));
+        assert!(!share.read_only_for(&alice, &who, &no_dc()));
         share.write_list.clear();
-        assert!(share.read_only_for(&alice, &who));
+        assert!(share.read_only_for(&alice, &who, &no_dc()));
         share.write_list = vec!["@root".into()];
-        assert!(share.read_only_for(&SessionUser::Anonymous, &who));
+        assert!(share.read_only_for(&SessionUser::Anonymous, &who, &no_dc()));
     }
 
     /// Samba's formula for new modes: mask, then forced bits; or the parent's bits when
