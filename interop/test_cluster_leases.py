@@ -6,52 +6,22 @@ II, RH); a holder whose client goes away without answering releases the waiting 
 that stays and never answers holds it for the 35 s break timeout, which no setting shortens: not
 tested here, for CI's time).
 
-A cluster share is a scale-out share, where MS-SMB2 gives SMB 3 clients read caching only
-(3.3.5.9, 3.3.5.9.8): the breaks across nodes are tested with SMB 2.1 clients, which keep the
-single-server grants, and one test checks the SMB 3 grants.
-
 Breaks are caught as in test_two_clients.py."""
 
 import struct
 import threading
 import uuid
 
-from smbprotocol.connection import Dialects
-from smbprotocol.create_contexts import (CreateContextName, SMB2CreateContextRequest, SMB2CreateRequestLease,
-                                         SMB2CreateResponseLease)
 from smbprotocol.open import CreateDisposition, RequestedOplockLevel
 
-import smbprotocol_client
 from test_cluster_opens import two_nodes, tree_of  # noqa: F401 (the fixture)
 from test_kernel_oplocks import ack_oplock
-from test_two_clients import R, H, W, LeaseBreakAck, granted_lease_state, lease_context, listen_for_break, open_file
+from test_two_clients import (R, H, W, LeaseBreakAck, granted_lease_state, lease_context, listen_for_break,
+                              open_file)
 
 BATCH = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
 LEVEL_II = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_II
 LEASE = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE
-
-
-def smb21_tree_of(node):
-    conn, _, tree = smbprotocol_client.connect(node, dialect=Dialects.SMB_2_1_0, client_guid=uuid.uuid4())
-    return conn, tree
-
-
-def lease_v1(key, state):
-    """A version 1 lease request, the one SMB 2.1 has."""
-    lease = SMB2CreateRequestLease()
-    lease["lease_key"] = key
-    lease["lease_state"] = state
-    context = SMB2CreateContextRequest()
-    context["buffer_name"] = CreateContextName.SMB2_CREATE_REQUEST_LEASE
-    context["buffer_data"] = lease
-    return context
-
-
-def granted_v1_lease_state(contexts):
-    for context in contexts or []:
-        if isinstance(context, SMB2CreateResponseLease):
-            return context["lease_state"].get_value()
-    return None
 
 
 def open_in_background(tree, name, contexts=None, oplock=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_NONE):
@@ -78,8 +48,8 @@ def finished(thread, opened, timeout=10):
 
 def test_a_batch_oplock_on_one_node_is_broken_by_an_open_through_the_other(two_nodes):
     n1, n2 = two_nodes
-    conn1, tree1 = smb21_tree_of(n1)
-    conn2, tree2 = smb21_tree_of(n2)
+    conn1, tree1 = tree_of(n1)
+    conn2, tree2 = tree_of(n2)
     try:
         holder, _ = open_file(tree1, "batch.dat", CreateDisposition.FILE_OVERWRITE_IF, oplock=BATCH)
         assert holder.oplock_level == BATCH
@@ -106,15 +76,15 @@ def test_a_batch_oplock_on_one_node_is_broken_by_an_open_through_the_other(two_n
 
 def test_an_rwh_lease_on_one_node_is_broken_by_an_open_through_the_other(two_nodes):
     n1, n2 = two_nodes
-    conn1, tree1 = smb21_tree_of(n1)
-    conn2, tree2 = smb21_tree_of(n2)
+    conn1, tree1 = tree_of(n1)
+    conn2, tree2 = tree_of(n2)
     try:
         key = uuid.uuid4().bytes
         holder, contexts = open_file(tree1, "leased.txt", CreateDisposition.FILE_OVERWRITE_IF,
-                                     [lease_v1(key, R | W | H)], LEASE)
-        assert granted_v1_lease_state(contexts) == R | W | H
+                                     [lease_context(key, R | W | H)], LEASE)
+        assert granted_lease_state(contexts) == R | W | H
         listener = listen_for_break(conn1)
-        thread, opened = open_in_background(tree2, "leased.txt", [lease_v1(uuid.uuid4().bytes, R | W | H)],
+        thread, opened = open_in_background(tree2, "leased.txt", [lease_context(uuid.uuid4().bytes, R | W | H)],
                                             LEASE)
         assert listener.response_event.wait(10), "node 1's client got no lease break"
         notification = listener.response["data"].get_value()
@@ -131,7 +101,7 @@ def test_an_rwh_lease_on_one_node_is_broken_by_an_open_through_the_other(two_nod
         conn1.receive(conn1.send(ack, sid=tree1.session.session_id, tid=tree1.tree_connect_id))
         other = finished(thread, opened)
         # Two opens on two nodes share read and handle caching, and neither caches writes.
-        assert granted_v1_lease_state(opened["contexts"]) == R | H
+        assert granted_lease_state(opened["contexts"]) == R | H
         assert other.read(0, 23) == b"written under the lease"
         other.close()
         holder.close()
@@ -142,8 +112,8 @@ def test_an_rwh_lease_on_one_node_is_broken_by_an_open_through_the_other(two_nod
 
 def test_a_holder_whose_client_leaves_without_answering_releases_the_waiting_open(two_nodes):
     n1, n2 = two_nodes
-    conn1, tree1 = smb21_tree_of(n1)
-    conn2, tree2 = smb21_tree_of(n2)
+    conn1, tree1 = tree_of(n1)
+    conn2, tree2 = tree_of(n2)
     try:
         holder, _ = open_file(tree1, "gone.dat", CreateDisposition.FILE_OVERWRITE_IF, oplock=BATCH)
         assert holder.oplock_level == BATCH
@@ -161,18 +131,3 @@ def test_a_holder_whose_client_leaves_without_answering_releases_the_waiting_ope
         other.close()
     finally:
         conn2.disconnect()
-
-
-def test_smb3_clients_of_a_cluster_share_get_scale_out_caching(two_nodes):
-    n1, _ = two_nodes
-    conn, tree = tree_of(n1)
-    try:
-        batch, _ = open_file(tree, "sofs.dat", CreateDisposition.FILE_OVERWRITE_IF, oplock=BATCH)
-        assert batch.oplock_level == LEVEL_II
-        batch.close()
-        leased, contexts = open_file(tree, "sofs.dat", CreateDisposition.FILE_OPEN,
-                                     [lease_context(uuid.uuid4().bytes, R | W | H)], LEASE)
-        assert granted_lease_state(contexts) == R
-        leased.close()
-    finally:
-        conn.disconnect()
