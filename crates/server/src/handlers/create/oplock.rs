@@ -47,34 +47,9 @@ pub(super) fn check_lease_key(
 /// oplocks; they get leases (R or RH, never W) only through the version 2 context, on a
 /// connection that negotiated directory leasing (MS-SMB2 3.3.5.9.11).
 pub(super) fn request(cx: &Ctx<'_>, req: &CreateRequest<'_>, directory: bool) -> Request {
-    let asked = if directory {
-        directory_request(cx, req)
-    } else {
-        file_request(cx, req)
-    };
-    scale_out(cx, asked)
-}
-
-/// MS-SMB2 3.3.5.9, 3.3.5.9.8 and 3.3.5.9.11: a cluster node's disk shares are scale-out
-/// shares (STYPE_CLUSTER_SOFS, announced as SCALEOUT), where an SMB 3 client asking for a
-/// batch oplock is given level II and a lease keeps only its read caching, so no client of one
-/// node caches writes or handles that another node's client would need broken first.
-fn scale_out(cx: &Ctx<'_>, asked: Request) -> Request {
-    if cx.negotiated.dialect < 0x0300 || cx.conn.server.settings.cluster_dialect.is_none() {
-        return asked;
+    if !directory {
+        return file_request(cx, req);
     }
-    match asked {
-        Request::Oplock(OplockLevel::BATCH) => Request::Oplock(OplockLevel::II),
-        Request::Lease(lease) => Request::Lease(LeaseRequest {
-            state: lease.state & caching::R,
-            ..lease
-        }),
-        other => other,
-    }
-}
-
-/// The caching a CREATE of a directory asks for.
-fn directory_request(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Request {
     let directory_leasing =
         Capabilities(cx.negotiated.server_capabilities).contains(Capabilities::DIRECTORY_LEASING);
     match file_request(cx, req) {
