@@ -28,10 +28,10 @@ pub const OP_EPT_MAP: u16 = 3;
 pub const EPT_S_NOT_REGISTERED: u32 = 0x16c9_a0d6;
 
 /// Tower floor protocol identifiers (C706 appendix I).
-const FLOOR_UUID: u8 = 0x0d;
-const FLOOR_NCACN: u8 = 0x0b;
-const FLOOR_TCP: u8 = 0x07;
-const FLOOR_IP: u8 = 0x09;
+pub const FLOOR_UUID: u8 = 0x0d;
+pub const FLOOR_NCACN: u8 = 0x0b;
+pub const FLOOR_TCP: u8 = 0x07;
+pub const FLOOR_IP: u8 = 0x09;
 /// A tower larger than this is no tower a client builds (five floors take 75 bytes).
 const MAX_TOWER_LEN: usize = 1024;
 /// Floors a tower may have.

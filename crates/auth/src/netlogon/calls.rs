@@ -3,21 +3,13 @@
 //! NetrServerAuthenticate3 and NetrLogonSamLogonEx (MS-NRPC 3.5.4.4.1, 3.5.4.4.2, 3.5.4.5.1).
 //! Every answer is decoded through checked readers: the DC is trusted, the network is not.
 
+use smb3d_rpc::epmapper::{FLOOR_IP, FLOOR_NCACN, FLOOR_TCP, FLOOR_UUID};
 use smb3d_rpc::ndr::{NdrReader, NdrWriter};
 use smb3d_rpc::pdu::SyntaxId;
 use smb3d_wire::{DecodeError, Guid};
 
 use crate::krb5::pac::{Ndr, Pac, PacError, validation_info};
 
-/// The endpoint mapper, e1af8308-5d1f-11c9-91a4-08002b14a0fa v3.0.
-pub const EPMAPPER: SyntaxId = SyntaxId {
-    uuid: Guid([
-        0x08, 0x83, 0xaf, 0xe1, 0x1f, 0x5d, 0xc9, 0x11, 0x91, 0xa4, 0x08, 0x00, 0x2b, 0x14, 0xa0,
-        0xfa,
-    ]),
-    major: 3,
-    minor: 0,
-};
 /// Netlogon, 12345678-1234-abcd-ef00-01234567cffb v1.0 (MS-NRPC 2.1).
 pub const NETLOGON: SyntaxId = SyntaxId {
     uuid: Guid([
@@ -28,8 +20,6 @@ pub const NETLOGON: SyntaxId = SyntaxId {
     minor: 0,
 };
 
-/// ept_map's operation number.
-pub const OP_EPT_MAP: u16 = 3;
 /// NetrServerReqChallenge.
 pub const OP_REQ_CHALLENGE: u16 = 4;
 /// NetrServerAuthenticate3.
@@ -50,11 +40,6 @@ const PARAMETER_CONTROL: u32 = 0x0000_0820;
 
 /// The most towers asked of the endpoint mapper.
 const MAX_TOWERS: u32 = 4;
-/// Tower floor protocol identifiers (C706 appendix I): RPC connection-oriented, TCP port, IP.
-const FLOOR_UUID: u8 = 0x0d;
-const FLOOR_NCACN: u8 = 0x0b;
-const FLOOR_TCP: u8 = 0x07;
-const FLOOR_IP: u8 = 0x09;
 
 /// The ept_map request for `interface` over ncacn_ip_tcp (C706 appendix O: a NULL object, the
 /// tower to map, a zero lookup handle, at most [`MAX_TOWERS`] answers).

@@ -22,6 +22,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use smb3d_dtyp::Sid;
+use smb3d_rpc::epmapper;
 use smb3d_rpc::pdu::{
     self, AUTH_TRAILER_LEN, Bind, BindAck, ContextElement, Fault, HEADER_LEN, Header, PacketType,
     PfcFlags, REQUEST_HEADER_LEN, Response, SyntaxId,
@@ -344,8 +345,8 @@ fn decrypt_user_session_key(channel_key: &[u8; 16], answer: LogonAnswer) -> Logo
 /// ept_map on the DC's endpoint mapper: the TCP port `interface` listens on.
 fn endpoint_port(config: &DcConfig, interface: &SyntaxId) -> Result<u16, NetlogonError> {
     let mut conn = Connection::open(config, EPMAPPER_PORT)?;
-    conn.bind(&calls::EPMAPPER, None)?;
-    let answer = conn.call(calls::OP_EPT_MAP, &calls::ept_map_request(interface))?;
+    conn.bind(&epmapper::EPMAPPER, None)?;
+    let answer = conn.call(epmapper::OP_EPT_MAP, &calls::ept_map_request(interface))?;
     calls::ept_map_port(&answer)?.ok_or(NetlogonError::Protocol("no endpoint"))
 }
 
