@@ -104,6 +104,9 @@ def test_a_killed_node_s_durable_handles_stay_reserved_and_are_reclaimed_through
     tree_o.connect()
     try:
         assert len(etcd.keys(RECORDS)) == 4, "n2 keeps n1's durable opens"
+        # n1's open records went with its lease; n2 recorded the four again, so other nodes
+        # meet their share modes and caching.
+        assert len([k for k in etcd.keys("/smb3d/files/") if "/open/" in k]) == 4
         # Another client's open that needs the batch oplock broken: nobody can acknowledge it,
         # so the disconnected durable open is closed and the new one goes on.
         create(tree_o, name="purged.dat")[0].close()
