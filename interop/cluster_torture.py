@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """smbtorture's suites of interop/torture on a cluster share (issue 18, check 2): every suite
 interop/test_torture.py runs, against node 1 of a two-node cluster (node 2 up, the same
-directory, one etcd), compared per sub-test with single-node.
+directory, one etcd), compared per sub-test with single-node. The share is a general cluster
+share (`scale_out = false`: one server's caching, cross-node breaks), or with `--scale-out` a
+scale-out share (SCALEOUT announced, MS-SMB2's scale-out caching for SMB 3 clients).
 
 Single-node is what interop/test_torture.py holds it to: every sub-test passes but those of
 interop/torture/knownfail. `--single` runs each suite against a single server as well and
 compares with what it really did (twice the time). A difference is a sub-test whose result
 on the cluster share differs; those listed in interop/torture/cluster-knownfail are explained
-(docs/conformance.md, "On a cluster share"), any other fails the run. The full run takes about
-as long as interop/test_torture.py (tens of minutes); interop/test_cluster_torture.py runs the
-suites most exposed to cluster code in CI.
+(docs/conformance.md, "On a cluster share"), any other fails the run; on a scale-out share
+those of interop/torture/scaleout-knownfail too. The full run takes about as long as
+interop/test_torture.py (tens of minutes); interop/test_cluster_torture.py runs the suites most
+exposed to cluster code in CI.
 
-    python3 interop/cluster_torture.py [--single] [--suite smb2.lock ...] [--keep DIR]
+    python3 interop/cluster_torture.py [--scale-out] [--single] [--suite smb2.lock ...] [--keep DIR]
 """
 
 import argparse
@@ -31,15 +34,21 @@ from torture import read_list, run_suite  # noqa: E402
 NODE_TTL = 2
 
 
-def shares_of(share_dir):
+def shares_of(share_dir, **options):
     """The shares interop/conftest.py's shared_smb3d serves, as Samba's selftest gives them."""
-    return {"share": {"path": str(share_dir), "hide_files": ["hidefile"]},
-            "hideunread": {"path": str(share_dir), "hide_unreadable": True}}
+    return {"share": {"path": str(share_dir), "hide_files": ["hidefile"], **options},
+            "hideunread": {"path": str(share_dir), "hide_unreadable": True, **options}}
+
+
+def explained(scale_out):
+    """The differences from single-node explained for a share of this kind."""
+    return read_list("cluster-knownfail") + (read_list("scaleout-knownfail") if scale_out else [])
 
 
 @contextlib.contextmanager
-def torture_cluster(tmp):
-    """Two nodes ("n1", "n2") of one etcd serving tmp/shared as shared_smb3d's shares."""
+def torture_cluster(tmp, scale_out=False):
+    """Two nodes ("n1", "n2") of one etcd serving tmp/shared as shared_smb3d's shares, general
+    cluster shares or scale-out ones."""
     shared = tmp / "shared"
     shared.mkdir()
     with EtcdCluster(tmp / "etcd") as etcd:
@@ -50,7 +59,7 @@ def torture_cluster(tmp):
                 home.mkdir()
                 extra = 'state_dir = "%s"\n\n[cluster]\netcd = ["%s"]\nnode = "%s"\nnode_ttl = "%ds"\n' % (
                     home / "state", etcd.endpoints[0], name, NODE_TTL)
-                node = start_smb3d(home, extra_config=extra, shares=shares_of(shared))
+                node = start_smb3d(home, extra_config=extra, shares=shares_of(shared, scale_out=scale_out))
                 node.share_dir = shared
                 node.etcd = etcd
                 nodes.append(node)
@@ -130,6 +139,7 @@ def run(lines, node, single=None, knownfail=(), explained=(), report=print):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale-out", action="store_true", help="on a scale-out share (default: a general cluster share)")
     parser.add_argument("--single", action="store_true", help="run each suite against a single server too")
     parser.add_argument("--suite", action="append", help="only these suites (default: interop/torture/suites)")
     parser.add_argument("--keep", help="work in this directory and keep it (logs)")
@@ -141,15 +151,16 @@ def main():
     tmp.mkdir(parents=True, exist_ok=True)
     try:
         with contextlib.ExitStack() as stack:
-            n1, _ = stack.enter_context(torture_cluster(tmp))
+            n1, _ = stack.enter_context(torture_cluster(tmp, args.scale_out))
             single = stack.enter_context(single_server(tmp)) if args.single else None
-            unexplained, known = run(lines, n1, single, read_list("knownfail"), read_list("cluster-knownfail"),
+            unexplained, known = run(lines, n1, single, read_list("knownfail"), explained(args.scale_out),
                                      report=lambda text: print(text, flush=True))
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("%d differences explained (interop/torture/cluster-knownfail), %d unexplained" % (
-        len(known), len(unexplained)))
+    print("%s share: %d differences explained (interop/torture/cluster-knownfail%s), %d unexplained" % (
+        "scale-out" if args.scale_out else "general cluster", len(known),
+        ", scaleout-knownfail" if args.scale_out else "", len(unexplained)))
     return 1 if unexplained else 0
 
 

@@ -3,7 +3,8 @@ and 3.3.5.7) with two smb3d nodes of one etcd: n1 serves cluster shares at 3.0.2
 (`[cluster] max_dialect`), n2 at 3.1.1, so the cluster's dialect is 3.0.2. smbprotocol's 3.1.1
 TREE_CONNECT to n2 is refused with STATUS_SMB_BAD_CLUSTER_DIALECT naming 3.0.2 in its error
 context, and accepted with SMB2_TREE_CONNECT_FLAG_CLUSTER_RECONNECT or over 3.0.2; once n1
-stops, the fence rises by itself and 3.1.1 connects."""
+stops, the fence rises by itself and 3.1.1 connects. A general cluster share (`scale_out =
+false`) is announced as CLUSTER without SCALEOUT and fenced alike."""
 
 import time
 import uuid
@@ -86,3 +87,16 @@ def test_a_dialect_above_the_cluster_s_connects_only_as_a_reconnect_until_the_fe
                 time.sleep(0.2)
             finally:
                 conn.disconnect()
+
+
+def test_a_general_cluster_share_is_cluster_without_scaleout_and_fenced_alike(tmp_path):
+    with cluster_nodes(tmp_path, cluster_options={"n1": 'max_dialect = "3.0.2"\n'}, scale_out=False) as (_, n2):
+        conn, session = logon(n2, Dialects.SMB_3_1_1)
+        try:
+            with pytest.raises(SMBResponseException) as refused:
+                tree_connect(session)
+            assert refused.value.status == STATUS_SMB_BAD_CLUSTER_DIALECT
+            caps = tree_connect(session, CLUSTER_RECONNECT)
+            assert caps & (SHARE_CAP_CLUSTER | SHARE_CAP_SCALEOUT) == SHARE_CAP_CLUSTER
+        finally:
+            conn.disconnect()

@@ -6,15 +6,20 @@ II, RH); a holder whose client goes away without answering releases the waiting 
 that stays and never answers holds it for the 35 s break timeout, which no setting shortens: not
 tested here, for CI's time).
 
+The share is a general cluster share (`scale_out = false`), whose SMB 3 clients get one
+server's caching; on a scale-out share (the default) they get MS-SMB2's scale-out grants, level II
+for a batch oplock and read caching of an RWH lease, which the last test checks.
+
 Breaks are caught as in test_two_clients.py."""
 
 import struct
 import threading
 import uuid
 
+import pytest
 from smbprotocol.open import CreateDisposition, RequestedOplockLevel
 
-from test_cluster_opens import two_nodes, tree_of  # noqa: F401 (the fixture)
+from test_cluster_opens import cluster_nodes, tree_of
 from test_kernel_oplocks import ack_oplock
 from test_two_clients import (R, H, W, LeaseBreakAck, granted_lease_state, lease_context, listen_for_break,
                               open_file)
@@ -22,6 +27,12 @@ from test_two_clients import (R, H, W, LeaseBreakAck, granted_lease_state, lease
 BATCH = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
 LEVEL_II = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_II
 LEASE = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE
+
+
+@pytest.fixture
+def two_nodes(tmp_path):
+    with cluster_nodes(tmp_path, scale_out=False) as nodes:
+        yield nodes
 
 
 def open_in_background(tree, name, contexts=None, oplock=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_NONE):
@@ -131,3 +142,20 @@ def test_a_holder_whose_client_leaves_without_answering_releases_the_waiting_ope
         other.close()
     finally:
         conn2.disconnect()
+
+
+def test_smb3_clients_of_a_scale_out_share_get_level_ii_and_read_caching_only(tmp_path):
+    with cluster_nodes(tmp_path) as (n1, _):
+        conn, tree = tree_of(n1)
+        try:
+            # MS-SMB2 3.3.5.9: a batch oplock asked of a scale-out share is level II.
+            handle, _ = open_file(tree, "so.dat", CreateDisposition.FILE_OVERWRITE_IF, oplock=BATCH)
+            assert handle.oplock_level == LEVEL_II
+            handle.close()
+            # 3.3.5.9.8: a lease keeps only its read caching.
+            handle, contexts = open_file(tree, "so.txt", CreateDisposition.FILE_OVERWRITE_IF,
+                                         [lease_context(uuid.uuid4().bytes, R | W | H)], LEASE)
+            assert granted_lease_state(contexts) == R
+            handle.close()
+        finally:
+            conn.disconnect()

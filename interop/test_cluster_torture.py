@@ -1,15 +1,16 @@
 """The smbtorture suites most exposed to cluster code (share modes and delete-pending in etcd,
-byte-range locks in etcd, ids, cluster share capabilities) on a cluster share: node 1 of two
-nodes over one directory with one etcd, node 2 up. Each sub-test must do what it does on a
+byte-range locks in etcd, ids, cluster share capabilities) on a general cluster share: node 1 of
+two nodes over one directory with one etcd, node 2 up. Each sub-test must do what it does on a
 single server (interop/torture/knownfail) but for the differences interop/torture/
-cluster-knownfail explains. interop/cluster_torture.py runs every suite of interop/torture."""
+cluster-knownfail explains. On a scale-out share, smb2.replay's sub-tests that expect a scale-out
+server's grants pass. interop/cluster_torture.py runs every suite of interop/torture."""
 
 import base64
 
 import pytest
 
-from cluster_torture import run, torture_cluster
-from torture import read_list
+from cluster_torture import explained, run, torture_cluster
+from torture import read_list, run_suite
 
 # The suites whose requests reach EtcdOpens and EtcdLocks most (every open, share-mode and
 # delete-on-close rule, every lock, durable opens, renames, streams, file ids), picked so that
@@ -37,10 +38,24 @@ def etcd_revision(etcd):
 def test_suite_on_a_cluster_share(cluster_node, line):
     lines = []
     before = etcd_revision(cluster_node.etcd)
-    unexplained, _ = run([line], cluster_node, None, read_list("knownfail"), read_list("cluster-knownfail"),
+    unexplained, _ = run([line], cluster_node, None, read_list("knownfail"), explained(False),
                          report=lines.append)
     print("\n".join(lines))
     # The suite's opens went through etcd (a write at each open and at each close: 87 for the 9
     # sub-tests of smb2.delete-on-close-perms).
     assert etcd_revision(cluster_node.etcd) - before > 20, lines
     assert not unexplained, "\n".join(lines) + "\n--- node 1 log ---\n" + cluster_node.log_tail()
+
+
+# smb2.replay's sub-tests that read SMB2_SHARE_CAP_SCALEOUT and then expect MS-SMB2's scale-out
+# grants (3.3.5.9: level II for a batch oplock; 3.3.5.9.8: a lease of read caching only; no
+# durable v2 handle without persistence); on a general share they expect one server's.
+SCALE_OUT_REPLAY = ["smb2.replay.replay-dhv2-oplock1", "smb2.replay.replay-dhv2-lease1",
+                    "smb2.replay.replay-dhv2-oplock-lease"]
+
+
+def test_replay_gets_scale_out_grants_on_a_scale_out_share(tmp_path):
+    with torture_cluster(tmp_path, scale_out=True) as (n1, _):
+        for name in SCALE_OUT_REPLAY:
+            results, output = run_suite(n1, name)
+            assert results == {name: "success"}, output

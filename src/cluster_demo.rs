@@ -149,7 +149,9 @@ impl Demo {
     }
 
     /// Writes a node's configuration: the same share path and user database as every other
-    /// node (docs/cluster.md), its own address, admin socket and state directory.
+    /// node (docs/cluster.md), its own address, admin socket and state directory. "demo" is a
+    /// general cluster share (`scale_out = false`): an office's documents keep their clients'
+    /// write caching and durable handles, which a scale-out share does not grant.
     fn node_config(
         &self,
         name: &str,
@@ -161,7 +163,7 @@ impl Demo {
         let state_dir = self.state.join(name);
         std::fs::create_dir(&state_dir)?;
         let text = format!(
-            "[server]\nlisten = [\"{listen}\"]\nserver_name = \"SMB3D\"\nuser_db = {db:?}\nadmin_socket = {admin:?}\nstate_dir = {state:?}\n\n[cluster]\netcd = [{etcd:?}]\nnode = {name:?}\n\n[share.demo]\npath = {share:?}\n",
+            "[server]\nlisten = [\"{listen}\"]\nserver_name = \"SMB3D\"\nuser_db = {db:?}\nadmin_socket = {admin:?}\nstate_dir = {state:?}\n\n[cluster]\netcd = [{etcd:?}]\nnode = {name:?}\n\n[share.demo]\npath = {share:?}\nscale_out = false\n",
             db = user_db.display().to_string(),
             admin = state_dir.join("admin.sock").display().to_string(),
             state = state_dir.display().to_string(),

@@ -140,6 +140,7 @@ fn check(file: &Path, no_env: bool, quiet: bool) -> Result<(), AnyError> {
 /// name that the user database or the system does not have.
 pub fn share_warnings(config: &Config) -> Vec<String> {
     let mut warnings: Vec<String> = config.testing_only();
+    warnings.extend(config.cluster_only());
     for (name, share) in &config.shares {
         // The home template's path is made per user at their first connect.
         if smb3d_config::is_homes(name) {

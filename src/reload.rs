@@ -128,6 +128,7 @@ pub fn build_share(
         strict_allocate: share.strict_allocate,
         sync_metadata: share.sync_metadata,
         continuous_availability: share.continuous_availability,
+        scale_out: share.is_scale_out(),
         snapshots: share.snapshots.is_some(),
         short_names: share.short_names,
         presentation: Presentation::new(

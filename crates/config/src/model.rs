@@ -575,6 +575,14 @@ pub struct ShareConfig {
     /// handles, whose state survives a restart of the server (kept in `server.state_dir`).
     #[serde(default)]
     pub continuous_availability: bool,
+    /// On a node with `[cluster]`: `true` (the default when unset) serves the share as a
+    /// scale-out share (MS-SMB2 STYPE_CLUSTER_SOFS, announced as SMB2_SHARE_CAP_SCALEOUT beside
+    /// SMB2_SHARE_CAP_CLUSTER), whose SMB 3 clients get MS-SMB2's scale-out caching (level II
+    /// for a batch oplock, leases of read caching only, durable v2 handles only persistent);
+    /// `false` a general cluster share (CLUSTER only) with one server's caching, kept coherent
+    /// across nodes by cross-node breaks. Without `[cluster]` it has no effect.
+    #[serde(default)]
+    pub scale_out: Option<bool>,
     /// Mac clients get what Samba's vfs_fruit gives them: the AAPL create context, Finder
     /// info and resource forks in Samba's formats.
     #[serde(default)]
@@ -641,6 +649,11 @@ impl SnapshotSource {
 }
 
 impl ShareConfig {
+    /// Whether the share is a scale-out share on a cluster node (`scale_out`, default yes).
+    pub fn is_scale_out(&self) -> bool {
+        self.scale_out.unwrap_or(true)
+    }
+
     /// A share of `path` with every option at its default.
     pub fn new(path: PathBuf) -> Self {
         Self {
@@ -692,6 +705,7 @@ impl ShareConfig {
             posix_locking: true,
             kernel_oplocks: false,
             continuous_availability: false,
+            scale_out: None,
             apple: false,
             apple_model: default_apple_model(),
             time_machine: false,
@@ -1046,6 +1060,24 @@ impl Config {
                     "share {name:?}: testing_fault_injection is set ({} rule(s)): its file-system \
                      calls fail or wait ON PURPOSE; a testing option, never for data you need",
                     share.testing_fault_injection.len()
+                )
+            })
+            .collect()
+    }
+
+    /// Options set that only a node with `[cluster]` reads (`scale_out`): `config check` warns
+    /// that they do nothing here.
+    pub fn cluster_only(&self) -> Vec<String> {
+        if self.cluster.is_some() {
+            return Vec::new();
+        }
+        self.shares
+            .iter()
+            .filter(|(_, share)| share.scale_out.is_some())
+            .map(|(name, _)| {
+                format!(
+                    "share {name:?}: scale_out has no effect without [cluster] (one server's \
+                     shares are neither scale-out nor cluster shares)"
                 )
             })
             .collect()
@@ -1716,6 +1748,26 @@ access_based_share_enum = true
         assert!(e.message.contains("absolute"), "{e}");
         let e = parse("[server]\nlog_format = \"xml\"\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn scale_out_is_the_default_and_false_is_written_back() {
+        let c = parse("[share.s]\npath = \"/s\"\n").unwrap();
+        assert_eq!(c.share("s").unwrap().scale_out, None);
+        assert!(c.share("s").unwrap().is_scale_out());
+        let c = parse("[share.s]\npath = \"/s\"\nscale_out = false\n").unwrap();
+        assert!(!c.share("s").unwrap().is_scale_out());
+        let back = parse(&c.to_toml()).unwrap();
+        assert_eq!(back.share("s").unwrap().scale_out, Some(false));
+        assert!(parse("[share.s]\npath = \"/s\"\nscale_out = \"no\"\n").is_err());
+        let warned = c.cluster_only();
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].contains("share \"s\": scale_out has no effect without [cluster]"));
+        let c = parse(
+            "[cluster]\netcd = [\"http://127.0.0.1:2379\"]\n[share.s]\npath = \"/s\"\nscale_out = false\n",
+        )
+        .unwrap();
+        assert!(c.cluster_only().is_empty());
     }
 
     #[test]

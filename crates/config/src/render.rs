@@ -235,6 +235,9 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
         "continuous_availability = {}",
         share.continuous_availability
     );
+    if let Some(scale_out) = share.scale_out {
+        let _ = writeln!(out, "scale_out = {scale_out}");
+    }
     if share.posix {
         let _ = writeln!(out, "posix = true");
     }

@@ -1,13 +1,15 @@
 //! The cluster dialect fence and share capabilities of a cluster node (issue 18 item 5,
-//! MS-SMB2 2.2.10 and 3.3.5.7): its disk shares are cluster shares, announced as CLUSTER and
-//! SCALEOUT to SMB 3 clients; a TREE_CONNECT over a connection above the cluster's max
-//! dialect is refused with STATUS_SMB_BAD_CLUSTER_DIALECT, whose 3.1.1 error context names
-//! that dialect, unless the client sets CLUSTER_RECONNECT.
+//! MS-SMB2 2.2.10 and 3.3.5.7): its disk shares are cluster shares, announced to SMB 3 clients
+//! as CLUSTER and SCALEOUT (scale-out shares, the default) or CLUSTER alone (general cluster
+//! shares, `scale_out = false`); a TREE_CONNECT to either kind over a connection above the
+//! cluster's max dialect is refused with STATUS_SMB_BAD_CLUSTER_DIALECT, whose 3.1.1 error
+//! context names that dialect, unless the client sets CLUSTER_RECONNECT.
 
 use std::sync::Arc;
 
 use smb3d_crypto::fuzzing::NullProvider;
 use smb3d_dtyp::NtStatus;
+use smb3d_server::share::Share;
 use smb3d_server::{ClusterDialect, Settings};
 use smb3d_smb2::Command;
 use smb3d_smb2::error::{ErrorId, ErrorResponse};
@@ -117,4 +119,28 @@ fn only_a_cluster_node_s_smb3_connections_see_cluster_shares() {
     let (single, _) = node(None);
     let mut client = logged_on(&single, Dialect::SMB3_1_1);
     assert!(!share_capabilities(&mut client).intersects(CLUSTER_SHARE));
+}
+
+/// A general cluster share (`scale_out = false`) is announced as CLUSTER without SCALEOUT, and
+/// the fence holds for it as for a scale-out share.
+#[test]
+fn a_general_cluster_share_is_cluster_without_scaleout_and_fenced_alike() {
+    let (server, fence) = node(Some(0x0302));
+    let mut share = Share::disk(harness::SHARE, Arc::new(server.vfs.clone()));
+    share.scale_out = false;
+    server
+        .server
+        .replace_shares(vec![Arc::new(Share::ipc()), Arc::new(share)]);
+    let mut client = logged_on(&server, Dialect::SMB3_1_1);
+    let refused = tree_connect(&mut client, SHARE_UNC, TreeConnectFlags::empty());
+    assert_eq!(refused.status(), NtStatus::SMB_BAD_CLUSTER_DIALECT);
+    let again = tree_connect(&mut client, SHARE_UNC, TreeConnectFlags::CLUSTER_RECONNECT);
+    assert_eq!(capabilities(&again), TreeCapabilities::CLUSTER);
+    let mut at = logged_on(&server, Dialect::SMB3_0_2);
+    assert_eq!(share_capabilities(&mut at), TreeCapabilities::CLUSTER);
+    let mut old = logged_on(&server, Dialect::SMB2_1);
+    assert!(share_capabilities(&mut old).is_empty());
+
+    fence.unwrap().follow(0x0311, [0x0311]);
+    assert_eq!(share_capabilities(&mut client), TreeCapabilities::CLUSTER);
 }

@@ -141,6 +141,9 @@ struct ShareParams {
     veto_oplock_files: Option<Vec<String>>,
     posix_locking: Option<bool>,
     kernel_oplocks: Option<bool>,
+    /// `smb3 share cap:SCALE OUT`: whether a cluster share announces SCALEOUT (Samba's default
+    /// with `clustering = yes`: yes).
+    scale_out: Option<bool>,
     /// `mangled names = yes`: 8.3 names for every long name.
     short_names: Option<bool>,
     /// `smb3 unix extensions`: the SMB3 POSIX extensions.
@@ -819,6 +822,9 @@ impl Converter {
             "kerneloplocks" => {
                 out.kernel_oplocks = self.bool_param(section, p).or(out.kernel_oplocks)
             }
+            "smb3sharecap:scaleout" => {
+                out.scale_out = self.bool_param(section, p).or(out.scale_out)
+            }
             "smb3unixextensions" => {
                 out.smb3_unix_extensions = self.bool_param(section, p).or(out.smb3_unix_extensions);
             }
@@ -1201,6 +1207,7 @@ impl Converter {
         share.veto_oplock_files = params.veto_oplock_files.unwrap_or_default();
         share.posix_locking = params.posix_locking.unwrap_or(true);
         share.kernel_oplocks = params.kernel_oplocks.unwrap_or(false);
+        share.scale_out = params.scale_out;
         share.short_names = params.short_names.unwrap_or(false);
         share.posix = params.smb3_unix_extensions.unwrap_or(false);
         apply_recycle(&mut share, params.recycle);
@@ -1632,6 +1639,23 @@ mod tests {
         let plain = convert_text("[s]\npath = /srv/s\n");
         assert!(messages(&plain).is_empty());
         assert!(!plain.config.share("s").unwrap().short_names);
+    }
+
+    #[test]
+    fn smb3_share_cap_scale_out_is_imported_as_scale_out() {
+        let i = convert_text(
+            "[global]\nsmb3 share cap:SCALE OUT = no\n\
+             [s]\npath = /srv/s\n[t]\npath = /srv/t\nsmb3 share cap: scale out = yes\n\
+             [u]\npath = /srv/u\n",
+        );
+        assert!(messages(&i).is_empty(), "{:?}", messages(&i));
+        assert_eq!(i.config.share("s").unwrap().scale_out, Some(false));
+        assert_eq!(i.config.share("t").unwrap().scale_out, Some(true));
+        let back = crate::Config::parse(Path::new("i.toml"), &i.config.to_toml()).unwrap();
+        assert_eq!(back.share("s").unwrap().scale_out, Some(false));
+        assert!(back.share("t").unwrap().is_scale_out());
+        let plain = convert_text("[u]\npath = /srv/u\n");
+        assert_eq!(plain.config.share("u").unwrap().scale_out, None);
     }
 
     #[test]

@@ -146,8 +146,9 @@ fn cluster_fence(
     Err(NtStatus::SMB_BAD_CLUSTER_DIALECT)
 }
 
-/// The share's Capabilities (MS-SMB2 2.2.10), all of them SMB 3 ones: Share.IsCA, and for a
-/// cluster node's shares CLUSTER and SCALEOUT (every node serves them at once).
+/// The share's Capabilities (MS-SMB2 2.2.10), all of them SMB 3 ones: Share.IsCA, for a
+/// cluster node's shares CLUSTER (Share.Type STYPE_CLUSTER_FS, every node serves them at
+/// once), and SCALEOUT for its scale-out shares (STYPE_CLUSTER_SOFS).
 fn capabilities(share: &Share, dialect: u16, cluster: bool) -> TreeCapabilities {
     let mut capabilities = TreeCapabilities::empty();
     if dialect < 0x0300 {
@@ -157,7 +158,10 @@ fn capabilities(share: &Share, dialect: u16, cluster: bool) -> TreeCapabilities 
         capabilities |= TreeCapabilities::CONTINUOUS_AVAILABILITY;
     }
     if cluster {
-        capabilities |= TreeCapabilities::CLUSTER | TreeCapabilities::SCALEOUT;
+        capabilities |= TreeCapabilities::CLUSTER;
+        if share.scale_out {
+            capabilities |= TreeCapabilities::SCALEOUT;
+        }
     }
     capabilities
 }

@@ -107,6 +107,10 @@ pub struct Share {
     /// Share.IsCA (MS-SMB2 3.3.1.6): tree connects say SMB2_SHARE_CAP_CONTINUOUS_AVAILABILITY
     /// and opens may be persistent.
     pub continuous_availability: bool,
+    /// On a cluster node, a scale-out share (MS-SMB2 STYPE_CLUSTER_SOFS): announced as
+    /// SCALEOUT, and its SMB 3 opens get scale-out caching; otherwise a general cluster share.
+    /// Read only where the server has a cluster.
+    pub scale_out: bool,
     /// Previous versions are served from `.snapshots/@GMT-...` under the root
     /// ([`crate::fs::snapshots`]).
     pub snapshots: bool,
@@ -226,6 +230,7 @@ impl Share {
             strict_allocate: true,
             sync_metadata: false,
             continuous_availability: false,
+            scale_out: true,
             snapshots: false,
             short_names: false,
             presentation: Presentation::default(),
@@ -274,6 +279,7 @@ impl Share {
             strict_allocate: false,
             sync_metadata: false,
             continuous_availability: false,
+            scale_out: true,
             snapshots: false,
             short_names: false,
             presentation: Presentation::default(),

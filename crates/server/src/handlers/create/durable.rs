@@ -158,8 +158,9 @@ pub(super) fn reserve(cx: &Ctx<'_>, ask: Ask) -> Result<Option<durable::Reservat
 }
 
 /// Answers a replayed CREATE of an open this session still has (MS-SMB2 3.3.5.9.10): its
-/// FileId and CreateAction as first answered, the oplock level the replay asks for, the
-/// durable context when that level allows it, and its lease, which the replay must name.
+/// FileId and CreateAction as first answered, the oplock level the replay asks for (as a
+/// scale-out share grants it), the durable context when that level allows it, and its lease,
+/// which the replay must name.
 fn answer_replay(
     cx: &mut Ctx<'_>,
     reply: &mut Reply<'_>,
@@ -181,7 +182,7 @@ fn answer_replay(
     if asked.is_some() && lease.as_ref().map(|l| l.lease_key) != asked {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let level = req.requested_oplock_level;
+    let level = super::oplock::replay_level(cx, req.requested_oplock_level);
     let mut contexts = Vec::new();
     if durability.durable
         && (durability.persistent || level == OplockLevel::BATCH || level == OplockLevel::LEASE)

@@ -47,9 +47,54 @@ pub(super) fn check_lease_key(
 /// oplocks; they get leases (R or RH, never W) only through the version 2 context, on a
 /// connection that negotiated directory leasing (MS-SMB2 3.3.5.9.11).
 pub(super) fn request(cx: &Ctx<'_>, req: &CreateRequest<'_>, directory: bool) -> Request {
-    if !directory {
-        return file_request(cx, req);
+    let asked = if directory {
+        directory_request(cx, req)
+    } else {
+        file_request(cx, req)
+    };
+    scale_out(cx, asked)
+}
+
+/// MS-SMB2 3.3.5.9, 3.3.5.9.8 and 3.3.5.9.11: on a scale-out share (Share.Type
+/// STYPE_CLUSTER_SOFS, announced to SMB 3 as SCALEOUT; `scale_out` of a cluster node's share)
+/// an SMB 3 client asking for a batch oplock is given level II and a lease keeps only its read
+/// caching, so no client of one node caches writes or handles that another node's client would
+/// need broken first. A general cluster share keeps one server's caching (cross-node breaks).
+fn scale_out(cx: &Ctx<'_>, asked: Request) -> Request {
+    if !scale_out_caching(cx) {
+        return asked;
     }
+    match asked {
+        Request::Oplock(OplockLevel::BATCH) => Request::Oplock(OplockLevel::II),
+        Request::Lease(lease) => Request::Lease(LeaseRequest {
+            state: lease.state & caching::R,
+            ..lease
+        }),
+        other => other,
+    }
+}
+
+/// Whether the request's opens get scale-out caching: an SMB 3 connection's tree of a cluster
+/// node's scale-out share (one server tests only the `Option` of its cluster).
+fn scale_out_caching(cx: &Ctx<'_>) -> bool {
+    cx.conn.server.settings.cluster_dialect.is_some()
+        && cx.negotiated.dialect >= 0x0300
+        && cx.tree.as_ref().is_some_and(|tree| tree.share.scale_out)
+}
+
+/// The oplock level a replayed CREATE asking for `level` is answered with (MS-SMB2
+/// 3.3.5.9.10): the level asked, as a new open would be granted it, so level II for a batch
+/// oplock on a scale-out share (3.3.5.9).
+pub(super) fn replay_level(cx: &Ctx<'_>, level: OplockLevel) -> OplockLevel {
+    if level == OplockLevel::BATCH && scale_out_caching(cx) {
+        OplockLevel::II
+    } else {
+        level
+    }
+}
+
+/// The caching a CREATE of a directory asks for.
+fn directory_request(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Request {
     let directory_leasing =
         Capabilities(cx.negotiated.server_capabilities).contains(Capabilities::DIRECTORY_LEASING);
     match file_request(cx, req) {
