@@ -26,7 +26,8 @@ import smbprotocol_client
 import test_cluster_opens
 from crash_loop import set_info
 from smb2raw import rename_info
-from test_notify_host import ADDED, NAMES, REMOVED, RENAMED_NEW, RENAMED_OLD, SHARE_ALL, Watch, open_dir
+from test_notify_host import (ADDED, NAMES, REMOVED, RENAMED_NEW, RENAMED_OLD, SHARE_ALL, Watch, on_host,
+                              open_dir)
 from test_two_clients import ASKS_FOR_DIRECTORY_LEASES, H, R, create_leased_directory, listen_for_break
 
 # Time for the other node to learn a new interest from its etcd watch.
@@ -102,6 +103,9 @@ def test_changes_through_one_node_reach_the_other_node_s_watches_and_directory_l
 
             # Node 2's host watch sees node 1's change on this directory too; it comes once.
             others = Watch(open_dir(tree2, "dir"), NAMES)
+            on_host(n2.shared, "touch dir/from-the-host.txt")
+            assert others.until((ADDED, "from-the-host.txt")) == [(ADDED, "from-the-host.txt")], \
+                "node 2's host watch is not running: the test below would prove nothing"
             time.sleep(SETTLE)
             create(tree1, "dir\\c.txt").close()
             assert others.until((ADDED, "c.txt")) == [(ADDED, "c.txt")]
