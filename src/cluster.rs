@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use smb3d_cluster::{
-    DEFAULT_PREFIX, DialectWatch, Etcd, EtcdLocks, EtcdOpens, EtcdStore, Membership, NodeInfo,
-    PublicAddresses,
+    DEFAULT_PREFIX, DialectWatch, Etcd, EtcdLocks, EtcdNotify, EtcdOpens, EtcdStore, Membership,
+    NodeInfo, PublicAddresses,
 };
 use smb3d_config::{ClusterConfig, Config, Dialect};
 use smb3d_server::ClusterDialect;
@@ -47,6 +47,9 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
     let opens = EtcdOpens::new(etcd.clone(), &info.name, &membership);
     let locks = EtcdLocks::new(etcd.clone(), &info.name, &membership)
         .map_err(|e| format!("cluster: etcd byte-range locks: {e}"))?;
+    let notify = EtcdNotify::new(etcd.clone(), &info.name, &membership);
+    // Other nodes' changes arrive through etcd: the host watch ignores theirs (docs/cluster.md).
+    smb3d_vfs_posix::ignore_other_nodes_changes();
     let _ = MEMBERSHIP.set(membership);
     let _ = JOINED.set((etcd.clone(), info.name.clone(), cluster.clone()));
     let own = max_dialect(config, cluster).revision();
@@ -64,6 +67,7 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
         cluster_opens: Some(Arc::new(opens)),
         cluster_locks: Some(Arc::new(locks)),
         cluster_dialect: Some(fence),
+        cluster_notify: Some(Arc::new(notify)),
     }))
 }
 

@@ -17,7 +17,8 @@ use smb3d_config::{
 use smb3d_crypto::Cipher;
 use smb3d_server::limits::{SYSTEMD_NOFILE, open_files_within};
 use smb3d_server::{
-    ClusterLocks, ClusterOpens, DiskStore, Limits, Server, Settings, StateStore, SystemClock,
+    ClusterLocks, ClusterNotify, ClusterOpens, DiskStore, Limits, Server, Settings, StateStore,
+    SystemClock,
 };
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
@@ -410,6 +411,7 @@ pub fn build_server(
         cluster_opens,
         cluster_locks,
         cluster_dialect,
+        cluster_notify,
     } = state_store(config)?;
     let settings = Settings {
         encryption: encryption_policy(s.encrypt),
@@ -434,6 +436,7 @@ pub fn build_server(
         cluster_opens,
         cluster_locks,
         cluster_dialect,
+        cluster_notify,
         clock: Arc::new(SystemClock),
         hosts: crate::reload::host_rules(&s.hosts_allow, &s.hosts_deny),
         map_to_guest: s.map_to_guest == MapToGuest::BadUser,
@@ -521,12 +524,14 @@ pub fn netlogon_client(
 }
 
 /// Where a node keeps persistent handles, and a cluster node's view of every node's opens
-/// and byte-range locks, and of its members' dialects (the dialect fence).
+/// and byte-range locks, of its members' dialects (the dialect fence) and of the directories
+/// other nodes watch.
 pub struct NodeState {
     pub store: Arc<dyn StateStore>,
     pub cluster_opens: Option<Arc<dyn ClusterOpens>>,
     pub cluster_locks: Option<Arc<dyn ClusterLocks>>,
     pub cluster_dialect: Option<Arc<smb3d_server::ClusterDialect>>,
+    pub cluster_notify: Option<Arc<dyn ClusterNotify>>,
 }
 
 /// Persistent handles in etcd for a cluster node, else in `state_dir`.
@@ -546,6 +551,7 @@ fn state_store(config: &Config) -> Result<NodeState, AnyError> {
         cluster_opens: None,
         cluster_locks: None,
         cluster_dialect: None,
+        cluster_notify: None,
     })
 }
 

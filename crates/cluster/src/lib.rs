@@ -21,6 +21,7 @@ mod failover;
 mod fence;
 mod locks;
 mod membership;
+mod notify;
 mod opens;
 mod pending;
 mod store;
@@ -39,6 +40,7 @@ pub use failover::ATTEMPT_TIMEOUT;
 pub use fence::{DialectWatch, ParseDialect, follow_dialects};
 pub use locks::EtcdLocks;
 pub use membership::{Membership, NodeInfo, members};
+pub use notify::EtcdNotify;
 pub use opens::EtcdOpens;
 pub use store::{ETCD_MAX_RECORD, EtcdStore};
 

@@ -46,7 +46,7 @@ pub use fs::snapshots::SNAPSHOT_DIR;
 pub use fs::{names, recycle};
 pub use limits::{ClientKey, Limit, Limits};
 pub use pipeline::piped_write;
-pub use smb3d_state::{ClusterDialect, ClusterLocks, ClusterOpens};
+pub use smb3d_state::{ClusterDialect, ClusterLocks, ClusterNotify, ClusterOpens};
 pub use state::connection::{self, Connection, credits};
 pub use state::server::{EncryptionPolicy, Server, Settings};
 pub use state::store::{DiskStore, MemoryStore, StateStore};

@@ -24,10 +24,12 @@ use parking_lot::{Condvar, Mutex};
 
 mod fence;
 mod locks;
+mod notify;
 mod opens;
 
 pub use fence::ClusterDialect;
 pub use locks::{ByteRange, ClusterLocks, LockError, Released, overlap};
+pub use notify::{ClusterNotify, DirChange, DirEvent, DirEventSink, MAX_EVENT_TEXT, concerns};
 pub use opens::{
     Admitted, BreakNeeded, BreakOrder, BreakSink, CACHE_HANDLE, CACHE_READ, CACHE_WRITE,
     ClusterOpens, Intent, OpenError, OpenRecord, Refusal, Settled, Sharing,

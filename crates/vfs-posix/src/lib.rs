@@ -64,6 +64,7 @@ use crate::caseless::NameRules;
 use crate::errno::{map_errno, map_resolve_errno};
 pub use crate::file::PosixFile;
 pub use crate::listing_cache::ListingCacheLimits;
+pub use crate::outside::ignore_other_nodes_changes;
 pub use crate::resolve::Resolver;
 use crate::resolve::{DirFd, Root};
 use crate::stat::statx_fd;

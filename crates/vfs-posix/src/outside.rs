@@ -9,6 +9,11 @@
 //! and reading the descriptor's link in /proc; directories outside the share are ignored, and
 //! both answers are cached until a directory is renamed or removed.
 //!
+//! On a cluster node ([`ignore_other_nodes_changes`]) changes made by other smb3d processes
+//! of this host are dropped too: they are other nodes of the cluster sharing this file system
+//! (tests, the demo), whose changes arrive through the cluster, once. On a shared network file
+//! system the host does not see other nodes' changes at all.
+//!
 //! The mark needs CAP_SYS_ADMIN and `open_by_handle_at` CAP_DAC_READ_SEARCH: a server without
 //! them sees no outside changes.
 
@@ -17,6 +22,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fs::{Mode, OFlags, fstat};
@@ -45,6 +51,15 @@ const METADATA_LEN: usize = 24;
 const INFO_HEADER_LEN: usize = 4 + 8;
 /// `struct file_handle` before its bytes: handle_bytes u32, handle_type i32.
 const HANDLE_HEADER_LEN: usize = 8;
+
+/// Whether changes of other smb3d processes are dropped as well as this one's.
+static IGNORE_OTHER_NODES: AtomicBool = AtomicBool::new(false);
+
+/// From now on, the host watch drops changes made by other smb3d processes (cluster nodes on
+/// this host), as it drops this process's own.
+pub fn ignore_other_nodes_changes() {
+    IGNORE_OTHER_NODES.store(true, Ordering::Relaxed);
+}
 
 /// Starts watching the file system of the share whose root is `root`, or says why not once.
 pub(crate) fn watch(
@@ -86,6 +101,8 @@ fn start(
         group,
         stop,
         own_pid: i32::try_from(std::process::id()).unwrap_or(-1),
+        own_exe: std::fs::read_link("/proc/self/exe").ok(),
+        nodes: HashMap::new(),
         places: HashMap::new(),
         sink,
     };
@@ -181,6 +198,11 @@ struct Reader {
     /// Read end of the pipe whose write end the watch holds.
     stop: OwnedFd,
     own_pid: i32,
+    /// This program, to know other smb3d processes by.
+    own_exe: Option<PathBuf>,
+    /// Whether a pid is another smb3d process (asked once per pid, forgotten beyond
+    /// CACHE_LIMIT entries).
+    nodes: HashMap<i32, bool>,
     /// Directory handle (type and bytes) -> its path in the share, `None` outside it.
     places: HashMap<Vec<u8>, Option<VfsPath>>,
     sink: OutsideSink,
@@ -231,7 +253,7 @@ impl Reader {
             return;
         }
         let directory = event.mask & libc::FAN_ONDIR != 0;
-        if event.pid != self.own_pid {
+        if event.pid != self.own_pid && !self.other_node(event.pid) {
             let (mut entry, mut old, mut new) = (None, None, None);
             for record in Record::all(event.records) {
                 let path = self.path_of(service, &record);
@@ -248,6 +270,22 @@ impl Reader {
         if directory && event.mask & (libc::FAN_RENAME | libc::FAN_DELETE) != 0 {
             self.places.clear();
         }
+    }
+
+    /// Whether `pid` is another smb3d process, on a cluster node.
+    fn other_node(&mut self, pid: i32) -> bool {
+        if !IGNORE_OTHER_NODES.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some(own) = &self.own_exe else {
+            return false;
+        };
+        if self.nodes.len() >= CACHE_LIMIT {
+            self.nodes.clear();
+        }
+        *self.nodes.entry(pid).or_insert_with(|| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == *own)
+        })
     }
 
     fn report(

@@ -8,6 +8,7 @@ use crate::handlers::lookup_open;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::request::reply::{Reply, go_async};
+use crate::state::cluster_notify;
 use crate::state::notify::{Kept, ShareKey};
 
 pub(crate) async fn handle(
@@ -32,15 +33,24 @@ pub(crate) async fn handle(
         return Err(NtStatus::DELETE_PENDING);
     }
     let server = &cx.conn.server;
+    let tree = req.flags.contains(ChangeNotifyFlags::WATCH_TREE);
     let (watch, new) = server.notify.watch(
         open.file_id.volatile,
         ShareKey::of(&open.vfs),
         &open.shared,
         req.completion_filter,
-        req.flags.contains(ChangeNotifyFlags::WATCH_TREE),
+        tree,
     );
     if new {
         server.host_changes.acquire(server, &open.vfs);
+        // Changes made through other cluster nodes complete it too (MS-FSA 2.1.4.17).
+        cluster_notify::interested(
+            server,
+            open.file_id.volatile,
+            &open.share,
+            &open.path(),
+            tree,
+        );
     }
     let limit = req.output_buffer_length as usize;
     let ticket = watch.enqueue(cx.hdr.message_id);

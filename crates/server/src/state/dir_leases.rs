@@ -15,10 +15,12 @@ use smb3d_fscc::FileInformationClass;
 use smb3d_smb2::create::{LeaseFlags, LeaseKey};
 use smb3d_smb2::query_info::InfoType;
 use smb3d_smb2::set_info::SetInfoRequest;
+use smb3d_state::DirChange;
 use smb3d_vfs::VfsPath;
 use smb3d_vfs::casefold::eq_ignore_case;
 
 use crate::state::caching::{self, Caching, Request};
+use crate::state::cluster_notify;
 use crate::state::notify::ShareKey;
 use crate::state::open::Open;
 use crate::state::server::Server;
@@ -48,9 +50,29 @@ pub(crate) fn break_directory_leases(
     }
 }
 
-/// `path` (a file or directory of the share `share`) was added, removed or changed: its
-/// parent directory's leases break.
+/// `path` (a file or directory of the share `share`) was added, removed or changed through
+/// this server: its parent directory's leases break, here and, on a cluster node, on the other
+/// nodes that hold leases there.
 pub(crate) fn child_changed(
+    server: &Server,
+    share: ShareKey,
+    path: &VfsPath,
+    by: Option<LeaseKey>,
+) {
+    cluster_notify::forward(
+        server,
+        share,
+        path,
+        DirChange::Listing {
+            spared: by.map(|key| key.0),
+        },
+    );
+    child_changed_here(server, share, path, by);
+}
+
+/// [`child_changed`] for this server's leases only: a change seen on the host or received
+/// from another node, which every node learns for itself.
+pub(crate) fn child_changed_here(
     server: &Server,
     share: ShareKey,
     path: &VfsPath,
@@ -68,7 +90,7 @@ pub(crate) fn child_changed(
 /// open's path before the request): a rename changes the directory it left and the one it
 /// entered; attributes, times, sizes and EAs change the entry in its directory.
 pub(crate) fn set_info_done(server: &Server, open: &Open, before: &VfsPath, req: &SetInfoRequest) {
-    if !server.files.leases.has_directory_leases() {
+    if !wanted(server) {
         return;
     }
     let path = open.path();
@@ -98,7 +120,7 @@ pub(crate) fn set_info_done(server: &Server, open: &Open, before: &VfsPath, req:
 /// The lease key a change through `open` spares: the ParentLeaseKey its lease was requested
 /// with, if any. Looked up only while directory leases exist.
 pub(crate) fn spared_by(server: &Server, open: &Open) -> Option<LeaseKey> {
-    if !server.files.leases.has_directory_leases() {
+    if !wanted(server) {
         return None;
     }
     let state = open.shared.state.lock();
@@ -107,6 +129,12 @@ pub(crate) fn spared_by(server: &Server, open: &Open) -> Option<LeaseKey> {
         return None;
     };
     state.leases.iter().find(|l| l.id == id)?.parent
+}
+
+/// Whether a change to a listing must be described: a directory lease here, or another
+/// node's interest (one atomic load each).
+fn wanted(server: &Server) -> bool {
+    server.files.leases.has_directory_leases() || cluster_notify::others_interested(server)
 }
 
 /// The lease key a CREATE's own changes spare: the ParentLeaseKey of its version 2 lease

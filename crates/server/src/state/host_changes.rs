@@ -86,11 +86,11 @@ fn deliver(server: &Server, share: ShareKey, change: &OutsideChange) {
         | OutsideChange::Removed { path, .. }
         | OutsideChange::Written { path }
         | OutsideChange::MetadataChanged { path, .. } => {
-            dir_leases::child_changed(server, share, path, None);
+            dir_leases::child_changed_here(server, share, path, None);
         }
         OutsideChange::Renamed { from, to, .. } => {
-            dir_leases::child_changed(server, share, from, None);
-            dir_leases::child_changed(server, share, to, None);
+            dir_leases::child_changed_here(server, share, from, None);
+            dir_leases::child_changed_here(server, share, to, None);
         }
         OutsideChange::Lost => dir_leases::break_directory_leases(server, share, None, None),
     }

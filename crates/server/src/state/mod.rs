@@ -10,6 +10,7 @@ pub(crate) mod allocation;
 pub mod audit;
 pub(crate) mod caching;
 pub(crate) mod cluster_locks;
+pub(crate) mod cluster_notify;
 pub(crate) mod cluster_opens;
 pub mod connection;
 pub(crate) mod dir_leases;

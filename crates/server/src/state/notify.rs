@@ -8,8 +8,8 @@
 //! requests with STATUS_NOTIFY_CLEANUP.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use smb3d_fscc::{FileBasicInformation, FileInformationClass, NotifyAction, notify_entry_len};
@@ -180,12 +180,18 @@ impl Watch {
     }
 }
 
+/// Where a cluster node sends the changes made through it, for other nodes' watches.
+pub(crate) type Forward =
+    Box<dyn Fn(ShareKey, &VfsPath, NotifyAction, CompletionFilter) + Send + Sync>;
+
 /// The server's watches, by the volatile FileId of their open.
 #[derive(Default)]
 pub(crate) struct NotifyHub {
     watches: Mutex<HashMap<u64, Arc<Watch>>>,
     /// `watches.len()`, so that changes cost nothing while nobody watches.
     count: AtomicUsize,
+    /// A cluster node's [`Forward`]; unset on a single server.
+    forward: OnceLock<Forward>,
 }
 
 impl NotifyHub {
@@ -255,8 +261,35 @@ impl NotifyHub {
         }
     }
 
-    /// Reports a change to `path` in the share `share` to the watches it concerns.
+    /// From now on, changes made through this node also go to `forward` (a cluster node).
+    pub fn forward_to(&self, forward: Forward) {
+        let _ = self.forward.set(forward);
+    }
+
+    /// Whether a change must be described even while no watch of this node wants it: another
+    /// node may.
+    pub fn forwards(&self) -> bool {
+        self.forward.get().is_some()
+    }
+
+    /// Reports a change made through this server to `path` in the share `share` to the
+    /// watches it concerns, here and, on a cluster node, on other nodes.
     pub fn report(
+        &self,
+        share: ShareKey,
+        path: &VfsPath,
+        action: NotifyAction,
+        filter: CompletionFilter,
+    ) {
+        if let Some(forward) = self.forward.get() {
+            forward(share, path, action, filter);
+        }
+        self.report_here(share, path, action, filter);
+    }
+
+    /// Reports a change to this server's watches only: one seen on the host or received from
+    /// another node, which every node learns for itself.
+    pub fn report_here(
         &self,
         share: ShareKey,
         path: &VfsPath,
@@ -294,9 +327,21 @@ impl NotifyHub {
         self.report(share, path, action, name_filter(directory));
     }
 
-    /// Reports a rename: old and new names in the same directory, else a removal and an
-    /// addition (MS-FSA 2.1.5.14.11).
+    /// Reports a rename made through this server (see [`NotifyHub::report`]).
     pub fn report_rename(&self, share: ShareKey, from: &VfsPath, to: &VfsPath, directory: bool) {
+        Self::rename(from, to, directory, &|path, action, filter| {
+            self.report(share, path, action, filter);
+        });
+    }
+
+    /// Reports a rename to `report`: old and new names in the same directory, else a removal
+    /// and an addition (MS-FSA 2.1.5.14.11).
+    fn rename(
+        from: &VfsPath,
+        to: &VfsPath,
+        directory: bool,
+        report: &dyn Fn(&VfsPath, NotifyAction, CompletionFilter),
+    ) {
         let same_dir =
             from.parent_and_name().map(|(d, _)| d) == to.parent_and_name().map(|(d, _)| d);
         let (old, new) = if same_dir {
@@ -307,43 +352,42 @@ impl NotifyHub {
         } else {
             (NotifyAction::REMOVED, NotifyAction::ADDED)
         };
-        self.report_name(share, from, old, directory);
-        self.report_name(share, to, new, directory);
+        report(from, old, name_filter(directory));
+        report(to, new, name_filter(directory));
         // A renamed file is given the ARCHIVE attribute (MS-FSA 2.1.5.14.11), which watches of
         // attributes see as a modification under the new name.
         if !directory {
-            self.report(
-                share,
-                to,
-                NotifyAction::MODIFIED,
-                CompletionFilter::ATTRIBUTES,
-            );
+            report(to, NotifyAction::MODIFIED, CompletionFilter::ATTRIBUTES);
         }
     }
 
     /// Reports a change another process made in the share `share` (MS-FSA 2.1.4.17 reports
     /// changes to a directory whoever makes them).
+    /// A host change is not sent to other nodes: on a shared file system each node's host
+    /// sees its own.
     pub fn outside_change(&self, share: ShareKey, change: &OutsideChange) {
         match change {
             OutsideChange::Added { path, directory } => {
-                self.report_name(share, path, NotifyAction::ADDED, *directory);
+                self.report_here(share, path, NotifyAction::ADDED, name_filter(*directory));
             }
             OutsideChange::Removed { path, directory } => {
-                self.report_name(share, path, NotifyAction::REMOVED, *directory);
+                self.report_here(share, path, NotifyAction::REMOVED, name_filter(*directory));
             }
             OutsideChange::Renamed {
                 from,
                 to,
                 directory,
-            } => self.report_rename(share, from, to, *directory),
-            OutsideChange::Written { path } => self.report(
+            } => Self::rename(from, to, *directory, &|path, action, filter| {
+                self.report_here(share, path, action, filter);
+            }),
+            OutsideChange::Written { path } => self.report_here(
                 share,
                 path,
                 NotifyAction::MODIFIED,
                 CompletionFilter::LAST_WRITE | CompletionFilter::SIZE,
             ),
             // The host's attribute change may be any of these (mode, owner, times, xattrs).
-            OutsideChange::MetadataChanged { path, .. } => self.report(
+            OutsideChange::MetadataChanged { path, .. } => self.report_here(
                 share,
                 path,
                 NotifyAction::MODIFIED,
@@ -383,7 +427,7 @@ impl NotifyHub {
 /// of attributes, times, size, EAs or the security descriptor. `before` is the open's path
 /// before the request.
 pub(crate) fn set_info_done(hub: &NotifyHub, open: &Open, before: &VfsPath, req: &SetInfoRequest) {
-    if hub.len() == 0 {
+    if hub.len() == 0 && !hub.forwards() {
         return;
     }
     let share = ShareKey::of(&open.vfs);

@@ -22,6 +22,7 @@ use crate::fs::write_time::{Now, OpenWrites};
 use crate::identity::Identity;
 use crate::state::audit;
 use crate::state::cluster_locks;
+use crate::state::cluster_notify;
 use crate::state::cluster_opens;
 use crate::state::connection::limits::OpenFileSlot;
 use crate::state::dir_leases;
@@ -300,6 +301,7 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
     if open.watches_host.swap(false, Ordering::Relaxed) {
         server.host_changes.release(ShareKey::of(&open.vfs));
     }
+    cluster_notify::closed(server, open.file_id.volatile);
     // Its record (if it is persistent, or durable on a cluster) goes after any deletion, as
     // its cluster record does: a round trip to etcd must not delay the deletion.
     let recorded = server

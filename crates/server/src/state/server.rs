@@ -93,6 +93,9 @@ pub struct Settings {
     /// A cluster node's MaxClusterDialect, kept current by its membership watch: its disk
     /// shares are cluster shares (MS-SMB2 3.3.5.7); `None`, a single server, has none.
     pub cluster_dialect: Option<Arc<smb3d_state::ClusterDialect>>,
+    /// A cluster node's side of change notify and directory leases across nodes
+    /// (docs/cluster.md); `None`, a single server, costs one test of it per change.
+    pub cluster_notify: Option<Arc<dyn smb3d_state::ClusterNotify>>,
     /// The clock timers and protocol times read ([`SystemClock`](crate::SystemClock)).
     pub clock: Arc<dyn Clock>,
     /// Client addresses that may connect at all (`hosts_allow`, `hosts_deny`).
@@ -133,6 +136,7 @@ impl Default for Settings {
             cluster_opens: None,
             cluster_locks: None,
             cluster_dialect: None,
+            cluster_notify: None,
             clock: Arc::new(SystemClock),
             hosts: HostRules::default(),
             map_to_guest: false,
@@ -166,6 +170,8 @@ pub struct Server {
     pub(crate) notify: NotifyHub,
     /// Changes other processes make to the shares, watched while a CHANGE_NOTIFY needs them.
     pub(crate) host_changes: HostChanges,
+    /// The directories this node told the cluster it watches or leases, by open.
+    pub(crate) cluster_interests: crate::state::cluster_notify::Interests,
     /// Durable opens, connected or waiting for a reconnect.
     pub(crate) durable: Arc<DurableTable>,
     /// The Linux file leases held for `kernel_oplocks` shares.
@@ -255,6 +261,7 @@ impl Server {
             files: FileTable::default(),
             notify: NotifyHub::default(),
             host_changes: HostChanges::default(),
+            cluster_interests: Default::default(),
             durable: Arc::default(),
             kernel_leases: KernelLeases::default(),
             persistent,
@@ -438,6 +445,7 @@ impl Server {
     /// runtime.
     pub fn follow_cluster_breaks(self: &Arc<Self>) {
         crate::state::cluster_opens::follow_breaks(self);
+        crate::state::cluster_notify::follow(self);
     }
 
     /// New opens get volatile ids above `volatile` (one a restored open has).

@@ -53,6 +53,7 @@ use crate::security;
 use crate::state::allocation;
 use crate::state::audit;
 use crate::state::caching::{self, Caching, Granted, Opening, Route};
+use crate::state::cluster_notify;
 use crate::state::cluster_opens;
 use crate::state::connection::limits::{OpenFileSlot, admit_open, admit_open_file};
 use crate::state::dir_leases;
@@ -892,6 +893,14 @@ impl Creation<'_> {
         let watches_host = meta.is_directory() && registered.caching.lease.is_some();
         if watches_host {
             server.host_changes.acquire(server, &self.vfs);
+            // Changes through other nodes break the lease too (MS-SMB2 3.3.4.7).
+            cluster_notify::interested(
+                server,
+                registered.file_id.volatile,
+                &self.tree.share,
+                path,
+                false,
+            );
         }
         let file_id = registered.file_id;
         let delete_on_close = self.deletes_on_close();
