@@ -68,7 +68,10 @@ def create(tree, name, options=CreateOptions.FILE_NON_DIRECTORY_FILE,
 
 
 def test_changes_through_one_node_reach_the_other_node_s_watches_and_directory_leases(tmp_path):
-    with without_host_watch_for("n1", tmp_path), test_cluster_opens.cluster_nodes(tmp_path) as (n1, n2):
+    # A general cluster share (`scale_out = false`): a scale-out share's directory leases keep
+    # read caching only (MS-SMB2 3.3.5.9.11), and the RH lease is what must break.
+    with without_host_watch_for("n1", tmp_path), \
+            test_cluster_opens.cluster_nodes(tmp_path, scale_out=False) as (n1, n2):
         directory = n1.shared / "dir"
         directory.mkdir()
         owner = os.stat(n1.shared)
