@@ -29,8 +29,8 @@ mod opens;
 pub use fence::ClusterDialect;
 pub use locks::{ByteRange, ClusterLocks, LockError, Released, overlap};
 pub use opens::{
-    Admitted, BreakNeeded, BreakOrder, BreakSink, CACHE_HANDLE, CACHE_READ, CACHE_WRITE,
-    ClusterOpens, Intent, OpenError, OpenRecord, Refusal, Settled, Sharing,
+    Admitted, AppInstanceRecord, BreakNeeded, BreakOrder, BreakSink, CACHE_HANDLE, CACHE_READ,
+    CACHE_WRITE, ClusterOpens, Intent, OpenError, OpenRecord, Refusal, Settled, Sharing, TakeOver,
 };
 
 /// The largest record a store takes or gives back (a persistent open holding a million
