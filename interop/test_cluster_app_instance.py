@@ -11,10 +11,11 @@ import uuid
 
 import pytest
 from smbprotocol.create_contexts import (CreateContextName, SMB2CreateAppInstanceId, SMB2CreateAppInstanceVersion,
-                                         SMB2CreateContextRequest)
+                                         SMB2CreateContextRequest, SMB2CreateDurableHandleReconnectV2,
+                                         SMB2CreateDurableHandleRequestV2)
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
-                              ImpersonationLevel, Open)
+                              ImpersonationLevel, Open, RequestedOplockLevel)
 
 from conftest import interop_uid, start_smb3d, stop
 from test_cluster_opens import two_nodes, tree_of  # noqa: F401 (the fixture)
@@ -25,6 +26,8 @@ import smbprotocol_client
 STATUS_SHARING_VIOLATION = 0xC0000043
 STATUS_FILE_FORCED_CLOSED = 0xC00000B6
 STATUS_FILE_CLOSED = 0xC0000128
+BATCH = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
+NO_OPLOCK = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_NONE
 READ_WRITE = FilePipePrinterAccessMask.FILE_READ_DATA | FilePipePrinterAccessMask.FILE_WRITE_DATA
 
 
@@ -44,11 +47,13 @@ def app_contexts(app_id, version):
             context(CreateContextName.SMB2_CREATE_APP_INSTANCE_VERSION, ver)]
 
 
-def open_as_instance(tree, name, app_id, version):
+def open_as_instance(tree, name, app_id, version, oplock=BATCH):
+    """Opens `name` sharing nothing, asking for a durable v2 handle (which a batch oplock makes
+    durable) as the instance `app_id` of version `version`."""
     handle = Open(tree, name)
     handle.create(ImpersonationLevel.Impersonation, READ_WRITE, FileAttributes.FILE_ATTRIBUTE_NORMAL, 0,
                   CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE,
-                  create_contexts=app_contexts(app_id, version))
+                  create_contexts=app_contexts(app_id, version), oplock_level=oplock)
     return handle
 
 
@@ -71,24 +76,32 @@ def other_account(node):
 
 
 def takes_over(tree1, tree2, tree3):
-    """tree1 holds the file as the instance; tree3 (another account) and older versions through
-    tree2 are refused; a newer version through tree2 takes the file over."""
+    """tree1 holds a file durably as the instance; older versions through tree2 are refused and a
+    newer one takes the file over. Another account (tree3) naming an instance closes nothing."""
     app = uuid.uuid4()
     first = open_as_instance(tree1, "app.vhdx", app, (1, 0))
+    assert first.oplock_level == BATCH
     first.write(b"written by the first instance", 0)
-    # Another account naming the same instance closes nothing: it meets a share mode of none.
-    assert refused(tree3, "app.vhdx", app, (9, 0)) == STATUS_SHARING_VIOLATION
-    # An older or equal version is refused, and the first open goes on.
+    # An older or equal version is refused (no break reaches the holder), and the first open
+    # goes on.
     assert refused(tree2, "app.vhdx", app, (0, 9)) == STATUS_FILE_FORCED_CLOSED
     assert refused(tree2, "app.vhdx", app, (1, 0)) == STATUS_FILE_FORCED_CLOSED
     first.write(b"W", 0)
     # A newer instance of the same application takes the file over.
     second = open_as_instance(tree2, "app.vhdx", app, (1, 1))
+    assert second.oplock_level == BATCH
     assert second.read(0, 29) == b"Written by the first instance"
     with pytest.raises(SMBResponseException) as caught:
         first.write(b"late", 0)
     assert caught.value.status == STATUS_FILE_CLOSED
     second.close()
+    # Another account meets the open as any other open: a share mode of none (held without
+    # an oplock here, whose break smbprotocol would not answer).
+    other_app = uuid.uuid4()
+    held = open_as_instance(tree1, "held.vhdx", other_app, (1, 0), oplock=NO_OPLOCK)
+    assert refused(tree3, "held.vhdx", other_app, (9, 0)) == STATUS_SHARING_VIOLATION
+    held.write(b"still open", 0)
+    held.close()
 
 
 def test_a_restarted_instance_on_node_2_takes_over_node_1_s_open(two_nodes):
@@ -115,4 +128,41 @@ def test_a_restarted_instance_takes_over_on_one_server(tmp_path):
         conn1.disconnect()
         conn2.disconnect()
         conn3.disconnect()
+        stop(server)
+
+
+def test_a_durable_reconnect_may_name_its_application_instance(tmp_path):
+    """MS-SMB2 3.3.5.9.13 defers to the reconnect (3.3.5.9.12) when a DH2C comes with the
+    instance's contexts, as Windows clients send them: the reconnect is not refused for them.
+    (A durable handle needs a batch oplock or a handle lease.)"""
+    server = start_smb3d(tmp_path)
+    client = uuid.uuid4()
+    app = uuid.uuid4()
+    create_guid = uuid.uuid4()
+    conn, _, tree = smbprotocol_client.connect(server, client_guid=client)
+    try:
+        durable = SMB2CreateDurableHandleRequestV2()
+        durable["timeout"] = 60000
+        durable["create_guid"] = create_guid
+        instance = app_contexts(app, (1, 0))[1:]
+        first = Open(tree, "durable.vhdx")
+        first.create(ImpersonationLevel.Impersonation, READ_WRITE, FileAttributes.FILE_ATTRIBUTE_NORMAL, 0,
+                     CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE,
+                     create_contexts=[context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_REQUEST_V2, durable)]
+                     + instance, oplock_level=BATCH)
+        first.write(b"kept", 0)
+        conn.disconnect(close=False)
+        conn, _, tree = smbprotocol_client.connect(server, client_guid=client)
+        reconnect = SMB2CreateDurableHandleReconnectV2()
+        reconnect["file_id"] = first.file_id
+        reconnect["create_guid"] = create_guid
+        again = Open(tree, "durable.vhdx")
+        again.create(ImpersonationLevel.Impersonation, READ_WRITE, FileAttributes.FILE_ATTRIBUTE_NORMAL, 0,
+                     CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE,
+                     create_contexts=[context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, reconnect)]
+                     + instance, oplock_level=BATCH)
+        assert again.read(0, 4) == b"kept"
+        again.close()
+    finally:
+        conn.disconnect()
         stop(server)
