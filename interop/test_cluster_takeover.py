@@ -70,6 +70,12 @@ def wait_for(address, port, proc, timeout=30.0):
 
 @pytest.fixture
 def cluster(tmp_path):
+    yield from run_cluster(tmp_path, "continuous_availability = true\n")
+
+
+def run_cluster(tmp_path, share_options):
+    """Starts etcd and nodes n1 and n2 (n1 holding the public address) sharing one directory
+    as "share" with `share_options`; yields what the tests need, and stops them after."""
     net = "127.%d.%d." % (random.randint(100, 250), random.randint(1, 250))
     public = net + "10"
     port = free_port()
@@ -92,9 +98,9 @@ def cluster(tmp_path):
                 config.write_text(
                     '[server]\nlisten = ["%s%d:%d"]\nuser_db = "%s"\nadmin_socket = "%s"\nstate_dir = "%s"\n\n'
                     '[cluster]\netcd = ["%s"]\nnode = "%s"\nnode_ttl = "%ds"\npublic_addresses = ["%s"]\n\n'
-                    '[share.share]\npath = "%s"\ncontinuous_availability = true\n'
+                    '[share.share]\npath = "%s"\n%s'
                     % (net, i, port, db, home / "admin.sock", home / "state", etcd.endpoints[0], name, NODE_TTL,
-                       public, shared))
+                       public, shared, share_options))
                 node = Node(name, net + str(i), port, config, home / "smb3d.log")
                 nodes.append(node)
                 node.start()

@@ -73,10 +73,12 @@ def context(name, data):
     return c
 
 
-def create(tree, contexts=None, disposition=CreateDisposition.FILE_OPEN, name=NAME, access=RW, share=SHARE_RW):
+def create(tree, contexts=None, disposition=CreateDisposition.FILE_OPEN, name=NAME, access=RW, share=SHARE_RW,
+           oplock_level=0):
     handle = Open(tree, name)
     response = handle.create(ImpersonationLevel.Impersonation, access, FileAttributes.FILE_ATTRIBUTE_NORMAL, share,
-                             disposition, CreateOptions.FILE_NON_DIRECTORY_FILE, create_contexts=contexts)
+                             disposition, CreateOptions.FILE_NON_DIRECTORY_FILE, create_contexts=contexts,
+                             oplock_level=oplock_level)
     return handle, response
 
 

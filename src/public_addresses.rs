@@ -57,7 +57,7 @@ impl AddressHost for NodeAddresses {
     fn node_left(&self, name: &str) {
         let restored = self.server.restore_persistent_handles();
         tracing::info!(
-            "cluster: {restored} persistent open(s) of node {name} restored here for their clients"
+            "cluster: {restored} durable and persistent open(s) of node {name} restored here for their clients"
         );
     }
 }

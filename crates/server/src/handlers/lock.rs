@@ -96,7 +96,8 @@ pub(crate) async fn handle(
             }
         }
     }
-    // A persistent open's locks outlive a restart: its record follows them. Locks that
+    // A persistent open's locks outlive a restart (and a cluster node's durable open's, its
+    // node's death): its record follows them. Locks that
     // could not be recorded are not granted; an unlock stands (the open keeps fewer locks
     // than its record says until the next write of it).
     if let Err(e) = persistent::save(&cx.conn.server, &open) {

@@ -79,8 +79,9 @@ pub(crate) fn handle(
     Ok(NtStatus::SUCCESS)
 }
 
-/// A persistent open's record follows the caching its client acknowledged, so that a
-/// restarted server gives back what the client holds.
+/// A persistent open's record (or a cluster node's durable open's) follows the caching its
+/// client acknowledged, so that a restarted server (or the node taking over) gives back what
+/// the client holds.
 fn record_caching(cx: &Ctx<'_>, opens: impl Iterator<Item = Arc<Open>>) {
     for open in opens {
         if let Err(e) = persistent::save(&cx.conn.server, &open) {

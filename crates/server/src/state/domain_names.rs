@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use smb3d_auth::netlogon::NetlogonClient;
+use smb3d_auth::netlogon::{NetlogonClient, NetlogonError, Translated};
 use smb3d_dtyp::Sid;
 use smb3d_dtyp::idmap::DomainIdmap;
 
@@ -189,38 +189,14 @@ impl DomainNames {
     /// the DC has not lately said it does not know; remembers its answers. Blocks for at most
     /// the client's bounds (nothing while the DC rests after a failure).
     pub fn ask_sids(&self, dc: &NetlogonClient, domains: &DomainIdmap, sids: &[Sid], now: Instant) {
-        let wanted: Vec<Sid> = {
-            let asked = self.asked.lock();
-            if asked.dc_resting(now) {
-                return;
-            }
-            sids.iter()
-                .filter(|sid| {
-                    self.name_of(domains, sid).is_none()
-                        && in_domains(domains, sid)
-                        && !asked.known_unknown(&sid.to_string(), now)
-                })
-                .copied()
-                .collect()
-        };
-        if wanted.is_empty() {
-            return;
-        }
-        match dc.lookup_sids(&wanted) {
-            Ok(answers) => {
-                for (sid, answer) in wanted.iter().zip(answers) {
-                    match answer {
-                        Some(t) if in_domains(domains, &t.sid) => {
-                            if let Some(kind) = account_kind(t.kind) {
-                                self.learn_kind(t.sid, &t.name, &t.domain, kind);
-                            }
-                        }
-                        _ => self.asked.lock().remember_unknown(sid.to_string(), now),
-                    }
-                }
-            }
-            Err(e) => self.dc_failed(&e, now),
-        }
+        self.ask(
+            domains,
+            sids,
+            |sid| sid.to_string(),
+            |sid| self.name_of(domains, sid).is_none() && in_domains(domains, sid),
+            |wanted| dc.lookup_sids(wanted),
+            now,
+        );
     }
 
     /// Asks the DC for the SIDs of those `names` (`DOMAIN\\account`, the domain the DC's) that
@@ -232,34 +208,55 @@ impl DomainNames {
         names: &[String],
         now: Instant,
     ) {
-        let wanted: Vec<String> = {
+        self.ask(
+            domains,
+            names,
+            |name| name.to_lowercase(),
+            |name| {
+                let account = name.split_once('\\').map_or(name.as_str(), |(_, a)| a);
+                self.sid_of(domains, account).is_none()
+            },
+            |wanted| dc.lookup_names(wanted),
+            now,
+        );
+    }
+
+    /// The one way both lookups go: those of `items` still `unnamed` and not lately unknown
+    /// to the DC (by `unknown_key`) are asked in one `call`; accounts of `domains` it names are
+    /// learned, the rest remembered as unknown.
+    fn ask<T: Clone>(
+        &self,
+        domains: &DomainIdmap,
+        items: &[T],
+        unknown_key: impl Fn(&T) -> String,
+        unnamed: impl Fn(&T) -> bool,
+        call: impl FnOnce(&[T]) -> Result<Vec<Option<Translated>>, NetlogonError>,
+        now: Instant,
+    ) {
+        let wanted: Vec<T> = {
             let asked = self.asked.lock();
             if asked.dc_resting(now) {
                 return;
             }
-            names
+            items
                 .iter()
-                .filter(|name| {
-                    let account = name.split_once('\\').map_or(name.as_str(), |(_, a)| a);
-                    self.sid_of(domains, account).is_none()
-                        && !asked.known_unknown(&name.to_lowercase(), now)
-                })
+                .filter(|item| unnamed(item) && !asked.known_unknown(&unknown_key(item), now))
                 .cloned()
                 .collect()
         };
         if wanted.is_empty() {
             return;
         }
-        match dc.lookup_names(&wanted) {
+        match call(&wanted) {
             Ok(answers) => {
-                for (name, answer) in wanted.iter().zip(answers) {
+                for (item, answer) in wanted.iter().zip(answers) {
                     match answer {
                         Some(t) if in_domains(domains, &t.sid) => {
                             if let Some(kind) = account_kind(t.kind) {
                                 self.learn_kind(t.sid, &t.name, &t.domain, kind);
                             }
                         }
-                        _ => self.asked.lock().remember_unknown(name.to_lowercase(), now),
+                        _ => self.asked.lock().remember_unknown(unknown_key(item), now),
                     }
                 }
             }
@@ -267,7 +264,7 @@ impl DomainNames {
         }
     }
 
-    fn dc_failed(&self, e: &smb3d_auth::netlogon::NetlogonError, now: Instant) {
+    fn dc_failed(&self, e: &NetlogonError, now: Instant) {
         tracing::warn!(
             "cannot ask the DC for names: {e}; asking again in {} s",
             RETRY_AFTER.as_secs()
@@ -312,7 +309,7 @@ impl DomainNames {
         }
     }
 
-    /// Records the DC's answer for the share list name `entry` (lowercased `domain\\\\name`).
+    /// Records the DC's answer for the share list name `entry` (lowercased `domain\\name`).
     pub fn resolve_list_name(&self, entry: &str, sid: Option<Sid>, now: Instant) {
         let mut asked = self.asked.lock();
         if asked.list_names.len() >= MAX_REMEMBERED {

@@ -275,13 +275,13 @@ impl DurableTable {
         }
     }
 
-    /// The open `file_id` is closed: it is durable no more. True if it was persistent (its
-    /// record is to be removed).
-    pub fn forget(&self, file_id: FileId) -> bool {
+    /// The open `file_id` is closed: it is durable no more. How it was durable, if it was
+    /// (its record is to be removed if it has one: [`crate::state::persistent::recorded`]).
+    pub fn forget(&self, file_id: FileId) -> Option<Durability> {
         self.inner
             .lock()
             .remove(file_id.persistent)
-            .is_some_and(|e| e.durability.persistent)
+            .map(|e| e.durability)
     }
 
     /// How the open `volatile` is durable, if it is.
@@ -300,16 +300,18 @@ impl DurableTable {
             .and_then(|e| e.disconnected.as_ref().map(|(open, _)| open.clone()))
     }
 
-    /// Open.IsPersistent of the open `volatile`.
-    pub fn is_persistent(&self, volatile: u64) -> bool {
+    /// Whether the open `volatile` has a record in the server's store: it is persistent, or
+    /// durable on a cluster node (`cluster`; [`crate::state::persistent::recorded`]).
+    pub fn has_record(&self, volatile: u64, cluster: bool) -> bool {
         self.inner
             .lock()
             .by_volatile_mut(volatile)
-            .is_some_and(|e| e.durability.persistent)
+            .is_some_and(|e| e.durability.persistent || (cluster && e.durability.durable))
     }
 
-    /// Adds a persistent open restored after a restart, disconnected: its client has
-    /// `durability.timeout` from now to reclaim it.
+    /// Adds a persistent open restored after a restart (or a durable one a cluster node took
+    /// over from a dead one), disconnected: its client has `durability.timeout` from now to
+    /// reclaim it.
     pub fn restore(&self, server: &Arc<Server>, open: Arc<Open>, durability: Durability) {
         let volatile = open.file_id.volatile;
         let timeout = durability.timeout;
@@ -372,15 +374,17 @@ impl DurableTable {
     }
 
     /// Keeps `open` for a reconnect after its connection or session went, if it is durable;
-    /// gives it back otherwise. Its timeout starts now.
-    fn keep(&self, server: &Arc<Server>, open: Arc<Open>) -> Option<Arc<Open>> {
+    /// gives it back otherwise, to be closed, with whether its record is to be removed after
+    /// the close. Its timeout starts now.
+    fn keep(&self, server: &Arc<Server>, open: Arc<Open>) -> Option<(Arc<Open>, bool)> {
         // An open that deletes its file when closed is closed now, deleting it (smbtorture
-        // smb2.durable-open.delete_on_close1).
+        // smb2.durable-open.delete_on_close1); its record goes after the deletion, so that a
+        // cluster's etcd round trip does not delay it.
         if open.delete_on_close || open.shared.delete_pending() {
-            if self.forget(open.file_id) {
-                crate::state::persistent::remove(server, open.file_id.persistent);
-            }
-            return Some(open);
+            let recorded = self
+                .forget(open.file_id)
+                .is_some_and(|d| crate::state::persistent::recorded(server, &d));
+            return Some((open, recorded));
         }
         let (timeout, disconnect) = {
             let mut inner = self.inner.lock();
@@ -390,7 +394,7 @@ impl DurableTable {
                 .by_volatile_mut(open.file_id.volatile)
                 .filter(|e| e.durability.durable)
             else {
-                return Some(open);
+                return Some((open, false));
             };
             entry.disconnected = Some((open.clone(), disconnect));
             (entry.durability.timeout, disconnect)
@@ -433,15 +437,15 @@ impl DurableTable {
                 return false;
             }
             inner.remove(persistent).and_then(|entry| {
-                let persistent = entry.durability.persistent;
-                entry.disconnected.map(|(open, _)| (open, persistent))
+                let recorded = crate::state::persistent::recorded(server, &entry.durability);
+                entry.disconnected.map(|(open, _)| (open, recorded))
             })
         };
-        if let Some((open, persistent)) = open {
+        if let Some((open, recorded)) = open {
             tracing::debug!(file_id = volatile, "disconnected durable open closed");
             close_open(server, &open);
-            // Out of the table already, so `close_open` did not see it persistent.
-            if persistent {
+            // Out of the table already, so `close_open` did not see its record.
+            if recorded {
                 crate::state::persistent::remove(server, open.file_id.persistent);
             }
         }
@@ -661,8 +665,11 @@ pub(crate) fn disconnect_session(server: &Arc<Server>, session: &Session) {
     let _teardown = session.teardown.lock();
     let opens = session.state.lock().take_everything();
     for open in opens {
-        if let Some(open) = server.durable.keep(server, open) {
+        if let Some((open, recorded)) = server.durable.keep(server, open) {
             close_open(server, &open);
+            if recorded {
+                crate::state::persistent::remove(server, open.file_id.persistent);
+            }
         }
     }
     server.sessions.lock().remove(&session.id);

@@ -300,9 +300,12 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
     if open.watches_host.swap(false, Ordering::Relaxed) {
         server.host_changes.release(ShareKey::of(&open.vfs));
     }
-    if server.durable.forget(open.file_id) {
-        crate::state::persistent::remove(server, open.file_id.persistent);
-    }
+    // Its record (if it is persistent, or durable on a cluster) goes after any deletion, as
+    // its cluster record does: a round trip to etcd must not delay the deletion.
+    let recorded = server
+        .durable
+        .forget(open.file_id)
+        .is_some_and(|d| crate::state::persistent::recorded(server, &d));
     if open.delete_on_close {
         server.files.set_delete_pending(
             &open.shared,
@@ -323,7 +326,7 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
                 server.notify.delete_pending(&open.shared);
             }
             cluster_opens::carry_delete_pending(server, open);
-            cluster_closed(server, open);
+            cluster_closed(server, open, recorded);
             return;
         }
         Some(Deletion::File(path, by)) => {
@@ -369,10 +372,15 @@ pub(crate) fn close_written(server: &Server, open: &Arc<Open>, wrote: bool) {
         ),
     }
     // After the deletion: until then other nodes find the file delete-pending, not free.
-    cluster_closed(server, open);
+    cluster_closed(server, open, recorded);
 }
 
-fn cluster_closed(server: &Server, open: &Open) {
+/// Removes the records of the closed `open`: its cluster record, and its durable record when
+/// it has one (`recorded`).
+fn cluster_closed(server: &Server, open: &Open, recorded: bool) {
+    if recorded {
+        crate::state::persistent::remove(server, open.file_id.persistent);
+    }
     cluster_opens::closed(
         server,
         &open.share,

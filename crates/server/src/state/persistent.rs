@@ -3,6 +3,11 @@
 //! server's state directory, so that a restarted server knows the open again and its client
 //! can reclaim it with its locks.
 //!
+//! On a cluster node (docs/cluster.md) durable (not persistent) opens of its shares have records
+//! too, in the same store (etcd), so that a node that takes over a dead node's opens can keep
+//! them for their clients (MS-SMB2 3.3.5.9.7/3.3.5.9.12 reconnect needs nothing else); a single
+//! server keeps durable opens in memory only, as before.
+//!
 //! A record is written to the server's [`StateStore`] (durably: on disk, to a temporary name,
 //! synced, then renamed over the old one, and the directory synced) when the open is made,
 //! after each LOCK that changed its locks, and removed when the open is closed. READ and WRITE
@@ -18,6 +23,7 @@ use std::time::Duration;
 use smb3d_dtyp::{AccessMask, Privileges, Sid, Token};
 use smb3d_smb2::create::{CreateAction, LeaseKey, OplockLevel, ShareAccess};
 use smb3d_smb2::file_id::FileId;
+use smb3d_state::Intent;
 use smb3d_vfs::{Access, Credentials, Disposition, Kind, OpenRequest, Vfs, VfsFile, VfsPath};
 use smb3d_wire::{DecodeError, Guid, Reader, Writer};
 
@@ -25,20 +31,24 @@ use crate::blocking::{Wait, as_user, blocking};
 use crate::escape::escape;
 use crate::fs::write_time::OpenWrites;
 use crate::identity::Identity;
-use crate::state::caching::{Caching, LeaseId, LeaseRecord, Route};
+use crate::state::caching::{self, Caching, LeaseId, LeaseRecord, Route};
+use crate::state::cluster_opens;
 use crate::state::durable::{Durability, ReplayState};
 use crate::state::files::{FileKey, OpenEntry, SharedFile};
 use crate::state::locks::{HostLocks, RangeLock};
 use crate::state::open::{DirCursor, Open, open_widest};
 use crate::state::server::Server;
 use crate::state::session::SessionUser;
-use crate::state::share::ShareKind;
+use crate::state::share::{Share, ShareKind};
 use crate::state::store::{StateStore, Table};
 
 /// The first bytes of every record.
 const MAGIC: &[u8; 8] = b"smb3dph\0";
-/// The format written; records of other versions are not read.
+/// The format of a persistent open's record; records of other versions are not read.
 pub(crate) const VERSION: u16 = 1;
+/// The same fields, of a durable (not persistent) open of a cluster share: a version that
+/// knows only [`VERSION`] refuses it rather than restoring it as persistent.
+pub(crate) const DURABLE_VERSION: u16 = 2;
 /// The longest name (share, path, user) a record holds.
 const MAX_NAME: usize = 64 * 1024;
 /// The most SIDs or Unix groups a record's identity holds.
@@ -101,6 +111,8 @@ pub(crate) struct Record {
     pub channel_sequence: u16,
     pub lock_sequences: [u8; 64],
     pub locks: Vec<HeldLock>,
+    /// Open.IsPersistent; false: a durable open of a cluster share ([`DURABLE_VERSION`]).
+    pub persistent: bool,
 }
 
 /// FNV-1a over `bytes`: detects a record damaged on disk.
@@ -151,7 +163,11 @@ impl Record {
     pub fn encode(&self) -> Vec<u8> {
         let mut buf = Vec::with_capacity(512 + self.locks.len() * 17);
         let mut w = Writer::new(&mut buf);
-        w.bytes(MAGIC).u16(VERSION);
+        w.bytes(MAGIC).u16(if self.persistent {
+            VERSION
+        } else {
+            DURABLE_VERSION
+        });
         w.u64(self.file_id.persistent).u64(self.file_id.volatile);
         w.guid(&self.create_guid).guid(&self.client_guid);
         w.u64(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX));
@@ -245,9 +261,11 @@ impl Record {
         if r.array::<8>("Magic")? != *MAGIC {
             return Err(DecodeError::invalid("Magic"));
         }
-        if r.u16("Version")? != VERSION {
-            return Err(DecodeError::invalid("Version"));
-        }
+        let persistent = match r.u16("Version")? {
+            VERSION => true,
+            DURABLE_VERSION => false,
+            _ => return Err(DecodeError::invalid("Version")),
+        };
         let file_id = FileId {
             persistent: r.u64("Persistent")?,
             volatile: r.u64("Volatile")?,
@@ -355,6 +373,7 @@ impl Record {
             channel_sequence,
             lock_sequences,
             locks,
+            persistent,
         })
     }
 }
@@ -424,16 +443,25 @@ fn record_of(open: &Open, durability: &Durability) -> Record {
         channel_sequence,
         lock_sequences,
         locks,
+        persistent: durability.persistent,
     }
 }
 
-/// Writes the record of `open` if it is persistent (after its CREATE, and after a LOCK that
-/// changed its locks). Runs off the async workers: the write waits for the disk.
+/// Whether an open durable as `durability` says has a record: a persistent one always, a
+/// durable one on a cluster node (where another node may have to keep it for its client).
+pub(crate) fn recorded(server: &Server, durability: &Durability) -> bool {
+    durability.persistent || (durability.durable && server.settings.cluster_opens.is_some())
+}
+
+/// Writes the record of `open` if it has one ([`recorded`]: after its CREATE, and after a
+/// LOCK or an oplock break that changed what a reclaim gives back). Runs off the async
+/// workers: the write waits for the disk or etcd.
 pub(crate) fn save(server: &Server, open: &Open) -> io::Result<()> {
     let Some(store) = &server.persistent else {
         return Ok(());
     };
-    if !server.durable.is_persistent(open.file_id.volatile) {
+    let cluster = server.settings.cluster_opens.is_some();
+    if !server.durable.has_record(open.file_id.volatile, cluster) {
         return Ok(());
     }
     blocking(|| {
@@ -443,7 +471,7 @@ pub(crate) fn save(server: &Server, open: &Open) -> io::Result<()> {
         match server
             .durable
             .durability(open.file_id.volatile)
-            .filter(|d| d.persistent)
+            .filter(|d| recorded(server, d))
         {
             Some(durability) => store.put(&held, &record_of(open, &durability).encode()),
             None => Ok(()),
@@ -452,15 +480,16 @@ pub(crate) fn save(server: &Server, open: &Open) -> io::Result<()> {
 }
 
 /// The file `file` was renamed (through any of its opens): the records of its persistent
-/// opens, connected or not, take the new path. (Its directories cannot be renamed while it is
-/// open, MS-FSA 2.1.5.14.11.)
+/// opens (and a cluster node's durable ones), connected or not, take the new path. (Its
+/// directories cannot be renamed while it is open, MS-FSA 2.1.5.14.11.)
 pub(crate) fn renamed(server: &Server, file: &SharedFile) {
+    let cluster = server.settings.cluster_opens.is_some();
     let ids: Vec<u64> = file
         .state
         .lock()
         .opens
         .iter()
-        .filter(|e| e.persistent)
+        .filter(|e| e.persistent || (cluster && server.durable.has_record(e.id, true)))
         .map(|e| e.id)
         .collect();
     if ids.is_empty() {
@@ -487,7 +516,8 @@ pub(crate) fn renamed(server: &Server, file: &SharedFile) {
     }
 }
 
-/// Removes the record of the persistent open `persistent_id`, which was closed.
+/// Removes the record of the open `persistent_id` (persistent, or a cluster node's durable
+/// one), which was closed.
 pub(crate) fn remove(server: &Server, persistent_id: u64) {
     let Some(store) = &server.persistent else {
         return;
@@ -539,7 +569,8 @@ pub(crate) fn restore(server: &Arc<Server>) -> usize {
                     path = &*escape(&record.path),
                     user = &*escape(&record.user),
                     timeout = ?record.timeout,
-                    "persistent open restored; waiting for its client"
+                    persistent = record.persistent,
+                    "durable open restored; waiting for its client"
                 );
             }
             Err(why) => {
@@ -588,16 +619,22 @@ fn drop_bad(store: &dyn StateStore, id: u64, why: &str) {
     }
 }
 
-/// Makes `record` a disconnected persistent open again: the file is reopened as its user
-/// with the access it was granted and must still be the file that was opened; it joins the
-/// file's opens with its share access, its oplock or lease and its byte-range locks, and its
-/// client has the open's timeout from now to reclaim it (MS-SMB2 3.3.5.9.12).
+/// Makes `record` a disconnected persistent (or durable) open again: the file is reopened as
+/// its user with the access it was granted and must still be the file that was opened; it
+/// joins the file's opens with its share access, its oplock or lease and its byte-range
+/// locks, and its client has the open's timeout from now to reclaim it (MS-SMB2 3.3.5.9.12,
+/// 3.3.5.9.7). A durable record is a cluster node's, restored by the node that takes over
+/// its dead node's opens: the timeout counts from then, which is the node's death plus the
+/// time its lease took to run out.
 fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
     let share = server
         .share(&record.share)
         .ok_or("its share is no longer served")?;
-    if !share.continuous_availability {
+    if record.persistent && !share.continuous_availability {
         return Err("its share is no longer continuously available".into());
+    }
+    if !record.persistent && server.settings.cluster_opens.is_none() {
+        return Err("a durable open's record is a cluster node's, and this is none".into());
     }
     let ShareKind::Disk(vfs) = &share.kind else {
         return Err("its share holds no files".into());
@@ -624,7 +661,7 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         caching,
         route: dead_route(),
         disconnected: true,
-        persistent: true,
+        persistent: record.persistent,
         // Not kept in the record: a restored open is reclaimed by its own client.
         app_instance: None,
     };
@@ -635,6 +672,12 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         shared.locks.release_owner(volatile, host);
         server.files.release(&shared, volatile);
         return Err("its locks conflict with another restored open".into());
+    }
+    let restored = entry_of(&shared, volatile);
+    if let Err(why) = record_with_cluster(server, &share, &shared, restored.as_ref(), record) {
+        shared.locks.release_owner(volatile, host);
+        server.files.release(&shared, volatile);
+        return Err(why);
     }
     let open = Arc::new(Open {
         file_id: record.file_id,
@@ -662,6 +705,59 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
     });
     let durability = durability_of(record, share.name.clone(), lease_key);
     server.durable.restore(server, open, durability);
+    Ok(())
+}
+
+/// The file table's entry of the open `volatile` of `shared`, just restored.
+fn entry_of(shared: &SharedFile, volatile: u64) -> Option<OpenEntry> {
+    shared
+        .state
+        .lock()
+        .opens
+        .iter()
+        .find(|e| e.id == volatile)
+        .cloned()
+}
+
+/// On a cluster node, records a restored open and its locks with the cluster again
+/// (docs/cluster.md "Reclaim on another node"): its node's records went with that node's
+/// lease (or this node's, before a restart), and without them other nodes' clients would open
+/// and lock the file as if the open were not reserved for its client. An open or lock another
+/// node's client took in the moment between is kept, and the restored open given up.
+fn record_with_cluster(
+    server: &Server,
+    share: &Share,
+    shared: &SharedFile,
+    entry: Option<&OpenEntry>,
+    record: &Record,
+) -> Result<(), String> {
+    let (Some(cluster), Some(entry)) = (&server.settings.cluster_opens, entry) else {
+        return Ok(());
+    };
+    let key = cluster_opens::file_key(share, shared.key.ino);
+    let id = record.file_id.persistent;
+    let bits = caching::open_bits(&shared.state.lock(), entry.id);
+    let recorded = cluster_opens::record(entry, false, bits);
+    cluster
+        .open(&key, id, &recorded, Intent::default())
+        .map_err(|e| format!("the cluster refused it: {e:?}"))?;
+    let Some(locks) = &server.settings.cluster_locks else {
+        return Ok(());
+    };
+    for lock in &record.locks {
+        let range = RangeLock {
+            owner: entry.id,
+            offset: lock.offset,
+            length: lock.length,
+            exclusive: lock.exclusive,
+        }
+        .range();
+        if let Err(e) = locks.lock(&key, id, range) {
+            let _ = locks.release(&key, id);
+            let _ = cluster.close(&key, id);
+            return Err(format!("the cluster refused one of its locks: {e:?}"));
+        }
+    }
     Ok(())
 }
 
@@ -785,7 +881,8 @@ fn relock(
     })
 }
 
-/// The durable state of a restored open: disconnected (no connection), persistent.
+/// The durable state of a restored open: disconnected (no connection), persistent as its
+/// record says.
 fn durability_of(record: &Record, share: String, lease: Option<LeaseKey>) -> Durability {
     Durability {
         durable: true,
@@ -797,7 +894,7 @@ fn durability_of(record: &Record, share: String, lease: Option<LeaseKey>) -> Dur
         lease,
         create_action: record.create_action,
         connection: 0,
-        persistent: true,
+        persistent: record.persistent,
         opener: if record.user.is_empty() {
             SessionUser::Anonymous
         } else {
@@ -870,6 +967,7 @@ mod tests {
                     exclusive: false,
                 },
             ],
+            persistent: true,
         }
     }
 
@@ -882,6 +980,22 @@ mod tests {
         assert_eq!(Record::decode(&r.encode()).unwrap(), r);
         r.held = Held::None;
         assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+    }
+
+    /// A durable (not persistent) open's record is the persistent one's with version 2: the
+    /// same bytes but for the version word and the checksum.
+    #[test]
+    fn durable_records_are_version_2() {
+        let persistent = record();
+        let durable = Record {
+            persistent: false,
+            ..record()
+        };
+        let (p, d) = (persistent.encode(), durable.encode());
+        assert_eq!(&d[..10], b"smb3dph\0\x02\0");
+        assert_eq!(&p[..10], b"smb3dph\0\x01\0");
+        assert_eq!(d[10..d.len() - 8], p[10..p.len() - 8]);
+        assert_eq!(Record::decode(&d).unwrap(), durable);
     }
 
     #[test]
@@ -899,10 +1013,12 @@ mod tests {
         longer.push(0);
         longer.extend_from_slice(&checksum(&longer).to_le_bytes());
         assert!(Record::decode(&longer).is_err(), "trailing byte");
-        let mut other_version = bytes[..bytes.len() - 8].to_vec();
-        other_version[8] = 2;
-        other_version.extend_from_slice(&checksum(&other_version).to_le_bytes());
-        assert!(Record::decode(&other_version).is_err(), "version 2");
+        for version in [0, 3, 0x0101] {
+            let mut other_version = bytes[..bytes.len() - 8].to_vec();
+            other_version[8..10].copy_from_slice(&u16::to_le_bytes(version));
+            other_version.extend_from_slice(&checksum(&other_version).to_le_bytes());
+            assert!(Record::decode(&other_version).is_err(), "version {version}");
+        }
     }
 
     /// Garbage with a valid checksum reaches the field decoders: they never panic and never

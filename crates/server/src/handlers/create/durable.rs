@@ -346,6 +346,15 @@ pub(super) fn grant(
             return Err(io_status(&e));
         }
         persistent::mark(open);
+    } else if durable && server.settings.cluster_opens.is_some() {
+        // A cluster node's durable open is recorded so that the node taking over after this
+        // one died can keep it for its client; without the record it is durable here only.
+        if let Err(e) = persistent::save(server, open) {
+            tracing::warn!(
+                path = &*escape(open.path().as_str()),
+                "durable open not recorded with the cluster: {e}"
+            );
+        }
     }
     if !durable {
         return Ok(None);
