@@ -24,16 +24,17 @@ use etcd_client::{
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use smb3d_state::{
-    Admitted, BreakNeeded, BreakOrder, BreakSink, ClusterOpens, Intent, OpenError, OpenRecord,
-    Refusal, Settled,
+    Admitted, AppInstanceRecord, BreakNeeded, BreakOrder, BreakSink, ClusterOpens, Intent,
+    OpenError, OpenRecord, Refusal, Settled, TakeOver,
 };
 
 use crate::{Etcd, Membership, change};
 
 /// The record format this node writes; a reader takes any version and the fields it knows,
 /// so that later versions can add fields (reconnect data) without a flag day. Version 2
-/// added `caching` and `lease`, which a version 1 record lacks: no caching.
-const FORMAT: u32 = 2;
+/// added `caching` and `lease`, which a version 1 record lacks: no caching. Version 3 added
+/// `app_instance`, which older readers ignore (they never take such an open over).
+const FORMAT: u32 = 3;
 
 /// How long a broken watch of break requests waits before it reads and watches again.
 const REWATCH_DELAY: Duration = Duration::from_secs(1);
@@ -55,14 +56,53 @@ struct Stored {
     /// The lease, ClientGuid and LeaseKey in hex (64 digits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     lease: Option<String>,
+    /// The application instance the open was made for (MS-SMB2 3.3.5.9.13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    app_instance: Option<StoredAppInstance>,
 }
 
-/// A break request as stored: the caching the holder may keep, and who asks.
+/// An [`AppInstanceRecord`] as stored: the ids in hex (32 digits each).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StoredAppInstance {
+    id: String,
+    client: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<(u64, u64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user: Option<String>,
+}
+
+impl StoredAppInstance {
+    fn of(record: &AppInstanceRecord) -> Self {
+        Self {
+            id: hex(&record.id),
+            client: hex(&record.client),
+            version: record.version,
+            user: record.user.clone(),
+        }
+    }
+
+    /// The record; one whose ids this node cannot read is nobody's instance.
+    fn record(&self) -> Option<AppInstanceRecord> {
+        Some(AppInstanceRecord {
+            id: unhex16(&self.id)?,
+            client: unhex16(&self.client)?,
+            version: self.version,
+            user: self.user.clone(),
+        })
+    }
+}
+
+/// A break request as stored: the caching the holder may keep, and who asks; with `close`,
+/// an order to close the open for a new open of its application instance instead (an older
+/// node reads it as a break of all caching, and the asker waits out its bound).
 #[derive(Debug, Serialize, Deserialize)]
 struct Request {
     v: u32,
     to: u32,
     by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    close: Option<StoredAppInstance>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -75,8 +115,17 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The lease of a stored record; a lease this node cannot read is a lease of nobody else.
 fn unhex(text: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    if text.len() != 64 || !text.is_ascii() {
+    unhex_n(text)
+}
+
+/// A 16-byte id of a stored record (an AppInstanceId, a ClientGuid).
+fn unhex16(text: &str) -> Option<[u8; 16]> {
+    unhex_n(text)
+}
+
+fn unhex_n<const N: usize>(text: &str) -> Option<[u8; N]> {
+    let mut out = [0u8; N];
+    if text.len() != 2 * N || !text.is_ascii() {
         return None;
     }
     for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
@@ -96,6 +145,7 @@ impl Stored {
             delete_pending: record.delete_pending,
             caching: record.caching,
             lease: record.lease.as_ref().map(|l| hex(l)),
+            app_instance: record.app_instance.as_ref().map(StoredAppInstance::of),
         }
     }
 
@@ -113,6 +163,10 @@ impl Stored {
             delete_pending: self.delete_pending,
             caching: self.caching,
             lease,
+            app_instance: self
+                .app_instance
+                .as_ref()
+                .and_then(StoredAppInstance::record),
         }
     }
 }
@@ -190,6 +244,36 @@ impl EtcdOpens {
         }
     }
 
+    /// Writes `request` for open `id` of `file` held by `node`, and resolves once the open's
+    /// record shows caching within `to` (`None`: once the record is gone); the request is
+    /// deleted then, or when the future is dropped.
+    fn ask(&self, file: &str, node: &str, id: u64, request: Request, to: Option<u32>) -> Settled {
+        let order = format!("{}{file}/{id:016x}", Self::orders_prefix(&self.etcd, node));
+        let record = self.key(file, id);
+        let (done, settled) = tokio::sync::oneshot::channel::<()>();
+        let etcd = self.etcd.clone();
+        let lease = self.lease;
+        self.etcd.spawn(async move {
+            let mut done = done;
+            let mut client = etcd.client();
+            tokio::select! {
+                outcome = ask_and_wait(&etcd, order.clone(), request, record, to, lease) => {
+                    if let Err(e) = outcome {
+                        tracing::warn!("cluster: a request to another node failed: {e}; not waiting for it");
+                    }
+                    let _ = done.send(());
+                }
+                () = done.closed() => {}
+            }
+            if let Err(e) = client.delete(order, None).await {
+                tracing::debug!("cluster: a request to another node stays until this node leaves: {e}");
+            }
+        });
+        Box::pin(async move {
+            let _ = settled.await;
+        })
+    }
+
     /// Whether the records of other nodes found beside `record` let it stand, and the
     /// breaks of their caching it needs.
     fn judge(
@@ -220,6 +304,7 @@ impl EtcdOpens {
                         delete_pending: false,
                         caching: 0,
                         lease: None,
+                        app_instance: None,
                     },
                 ),
             };
@@ -320,6 +405,51 @@ impl ClusterOpens for EtcdOpens {
         }
     }
 
+    fn app_instance_opens(
+        &self,
+        file: &str,
+        stream: Option<&str>,
+        asking: &AppInstanceRecord,
+    ) -> io::Result<Vec<TakeOver>> {
+        self.usable()?;
+        let prefix = self.file_prefix(file);
+        let found = self.etcd.run(move |mut client| {
+            let prefix = prefix.clone();
+            async move {
+                client
+                    .get(prefix, Some(GetOptions::new().with_prefix()))
+                    .await
+            }
+        })?;
+        Ok(found
+            .kvs()
+            .iter()
+            .filter_map(|kv| {
+                let id = open_id(std::str::from_utf8(kv.key()).ok()?)?;
+                let stored: Stored = serde_json::from_slice(kv.value()).ok()?;
+                if stored.node == self.node || stored.stream.as_deref() != stream {
+                    return None;
+                }
+                let held = stored.app_instance.as_ref()?.record()?;
+                held.taken_over_by(asking).then_some(TakeOver {
+                    node: stored.node,
+                    id,
+                    app_instance: held,
+                })
+            })
+            .collect())
+    }
+
+    fn request_close(&self, file: &str, open: &TakeOver, asking: &AppInstanceRecord) -> Settled {
+        let request = Request {
+            v: 1,
+            to: 0,
+            by: self.node.clone(),
+            close: Some(StoredAppInstance::of(asking)),
+        };
+        self.ask(file, &open.node, open.id, request, None)
+    }
+
     /// Never fails: a delete etcd cannot take now is retried until it can.
     fn close(&self, file: &str, id: u64) -> io::Result<()> {
         self.etcd.delete_surely(self.key(file, id), false);
@@ -331,36 +461,9 @@ impl ClusterOpens for EtcdOpens {
             v: 1,
             to: need.to,
             by: self.node.clone(),
+            close: None,
         };
-        let order = format!(
-            "{}{file}/{:016x}",
-            Self::orders_prefix(&self.etcd, &need.node),
-            need.id
-        );
-        let record = self.key(file, need.id);
-        let (done, settled) = tokio::sync::oneshot::channel::<()>();
-        let etcd = self.etcd.clone();
-        let lease = self.lease;
-        let to = need.to;
-        self.etcd.spawn(async move {
-            let mut done = done;
-            let mut client = etcd.client();
-            tokio::select! {
-                outcome = ask_and_wait(&etcd, order.clone(), request, record, to, lease) => {
-                    if let Err(e) = outcome {
-                        tracing::warn!("cluster: a break request failed: {e}; not waiting for it");
-                    }
-                    let _ = done.send(());
-                }
-                () = done.closed() => {}
-            }
-            if let Err(e) = client.delete(order, None).await {
-                tracing::debug!("cluster: a break request stays until this node leaves: {e}");
-            }
-        });
-        Box::pin(async move {
-            let _ = settled.await;
-        })
+        self.ask(file, &need.node, need.id, request, Some(need.to))
     }
 
     fn on_break(&self, sink: BreakSink) {
@@ -416,14 +519,14 @@ impl ClusterOpens for EtcdOpens {
     }
 }
 
-/// Writes a break request and reads the holder's record at the same revision, then watches
-/// that record until it shows caching within `to` or goes.
+/// Writes a request and reads the holder's record at the same revision, then watches that
+/// record until it shows caching within `to` (`None`: any record waits) or goes.
 async fn ask_and_wait(
     etcd: &Etcd,
     order: String,
     request: Request,
     record: String,
-    to: u32,
+    to: Option<u32>,
     lease: i64,
 ) -> Result<(), etcd_client::Error> {
     let value = serde_json::to_vec(&request).unwrap_or_default();
@@ -439,7 +542,9 @@ async fn ask_and_wait(
     });
     let settled = |value: Option<&[u8]>| match value {
         None => true,
-        Some(value) => serde_json::from_slice::<Stored>(value).is_ok_and(|s| s.caching & !to == 0),
+        Some(value) => to.is_some_and(|to| {
+            serde_json::from_slice::<Stored>(value).is_ok_and(|s| s.caching & !to == 0)
+        }),
     };
     if settled(current.flatten().as_deref()) {
         return Ok(());
@@ -483,6 +588,7 @@ async fn follow_orders(etcd: Arc<Etcd>, prefix: String, sink: BreakSink) {
             file,
             id,
             to: request.to,
+            close_for: request.close.as_ref().and_then(StoredAppInstance::record),
         });
     };
     loop {
@@ -526,11 +632,30 @@ mod tests {
             delete_pending: false,
             caching: 7,
             lease: Some([0xa5; 32]),
+            app_instance: None,
         };
         let stored = serde_json::to_vec(&Stored::of("n1", &record)).unwrap();
         let back: Stored = serde_json::from_slice(&stored).unwrap();
         assert_eq!(back.v, FORMAT);
         assert_eq!(back.record(), record);
+        // Version 3: the application instance, when the open named one.
+        let instance = OpenRecord {
+            app_instance: Some(AppInstanceRecord {
+                id: [1; 16],
+                client: [2; 16],
+                version: Some((3, u64::MAX)),
+                user: Some("alice".into()),
+            }),
+            ..record.clone()
+        };
+        let stored = serde_json::to_vec(&Stored::of("n1", &instance)).unwrap();
+        let back: Stored = serde_json::from_slice(&stored).unwrap();
+        assert_eq!(back.record(), instance);
+        // Unreadable ids are nobody's instance.
+        let bad =
+            br#"{"v":3,"node":"n2","access":1,"share":1,"app_instance":{"id":"zz","client":"00"}}"#;
+        let bad: Stored = serde_json::from_slice(bad).unwrap();
+        assert_eq!(bad.record().app_instance, None);
         // A version 1 record (no caching) and a later one with fields unknown here.
         let v1 = br#"{"v":1,"node":"n2","access":1,"share":1}"#;
         let old: Stored = serde_json::from_slice(v1).unwrap();

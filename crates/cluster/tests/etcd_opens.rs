@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use etcd::EtcdCluster;
 use smb3d_cluster::{Etcd, EtcdOpens, Membership, NodeInfo};
-use smb3d_state::{Admitted, ClusterOpens, Intent, OpenError, OpenRecord, Refusal};
+use smb3d_state::{
+    Admitted, AppInstanceRecord, ClusterOpens, Intent, OpenError, OpenRecord, Refusal,
+};
 
 const READ: u32 = 0x1;
 const WRITE: u32 = 0x2;
@@ -45,6 +47,7 @@ impl Node {
             delete_pending: false,
             caching: 0,
             lease: None,
+            app_instance: None,
         }
     }
 }
@@ -319,4 +322,82 @@ fn a_sharing_violation_with_handle_caching_asks_for_the_break_first() {
         )),
         Some(Refusal::SharingViolation)
     );
+}
+
+fn instance(client: u8, version: Option<(u64, u64)>, user: &str) -> AppInstanceRecord {
+    AppInstanceRecord {
+        id: [9; 16],
+        client: [client; 16],
+        version,
+        user: Some(user.to_owned()),
+    }
+}
+
+#[test]
+fn an_application_instance_s_open_is_closed_by_its_node_for_a_new_open_elsewhere() {
+    let etcd = EtcdCluster::start(1);
+    let a = node(&etcd, "/o9/", "a", Duration::from_secs(3));
+    let b = node(&etcd, "/o9/", "b", Duration::from_secs(3));
+    let (orders, received) = std::sync::mpsc::channel();
+    let orders = std::sync::Mutex::new(orders);
+    a.opens.on_break(Arc::new(move |order| {
+        let _ = orders.lock().unwrap().send(order);
+    }));
+    let held = OpenRecord {
+        app_instance: Some(instance(1, Some((1, 0)), "alice")),
+        ..a.record(READ | WRITE, 0)
+    };
+    a.opens.open("f", 1, &held, Intent::default()).unwrap();
+    // Another open of the file without an instance, and one of a's own node, are not found.
+    a.opens
+        .open("f", 2, &a.record(0x80, SHARE_ALL), Intent::default())
+        .unwrap();
+    let asking = instance(2, Some((2, 0)), "alice");
+    let found = b.opens.app_instance_opens("f", None, &asking).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].node.as_str(), found[0].id), ("a", 1));
+    assert_eq!(found[0].app_instance, instance(1, Some((1, 0)), "alice"));
+    assert!(!found[0].app_instance.refuses(&asking));
+    assert!(
+        found[0]
+            .app_instance
+            .refuses(&instance(2, Some((1, 0)), "alice"))
+    );
+    // Another account, the same client, another stream, another file: nothing to take over.
+    for (file, stream, other) in [
+        ("f", None, instance(2, None, "mallory")),
+        ("f", None, instance(1, None, "alice")),
+        ("f", Some("s"), asking.clone()),
+        ("g", None, asking.clone()),
+    ] {
+        assert!(
+            b.opens
+                .app_instance_opens(file, stream, &other)
+                .unwrap()
+                .is_empty()
+        );
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut closed = Box::pin(b.opens.request_close("f", &found[0], &asking));
+    let order = received
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a got no close order");
+    assert_eq!((order.file.as_str(), order.id), ("f", 1));
+    assert_eq!(order.close_for, Some(asking.clone()));
+    let early = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_millis(300), &mut closed).await });
+    assert!(early.is_err(), "settled before the holder closed its open");
+    // A lowered record is not a closed one.
+    a.opens.lowered("f", 1, 0).unwrap();
+    let early = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_millis(300), &mut closed).await });
+    assert!(early.is_err(), "settled on a lowered record");
+    a.opens.close("f", 1).unwrap();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), closed).await })
+        .expect("the close order did not settle once the open closed");
+    // Now b's open of the file with share mode none goes on.
+    b.opens
+        .open("f", 3, &b.record(READ | WRITE, 0), Intent::default())
+        .unwrap();
 }

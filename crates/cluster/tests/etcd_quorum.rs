@@ -53,6 +53,7 @@ fn record(access: u32, share: u32) -> OpenRecord {
         delete_pending: false,
         caching: 0,
         lease: None,
+        app_instance: None,
     }
 }
 

@@ -31,8 +31,8 @@ pub use fence::ClusterDialect;
 pub use locks::{ByteRange, ClusterLocks, LockError, Released, overlap};
 pub use notify::{ClusterNotify, DirChange, DirEvent, DirEventSink, MAX_EVENT_TEXT, concerns};
 pub use opens::{
-    Admitted, BreakNeeded, BreakOrder, BreakSink, CACHE_HANDLE, CACHE_READ, CACHE_WRITE,
-    ClusterOpens, Intent, OpenError, OpenRecord, Refusal, Settled, Sharing,
+    Admitted, AppInstanceRecord, BreakNeeded, BreakOrder, BreakSink, CACHE_HANDLE, CACHE_READ,
+    CACHE_WRITE, ClusterOpens, Intent, OpenError, OpenRecord, Refusal, Settled, Sharing, TakeOver,
 };
 
 /// The largest record a store takes or gives back (a persistent open holding a million

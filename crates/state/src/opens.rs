@@ -58,6 +58,54 @@ pub struct OpenRecord {
     /// The lease the caching is (the client's ClientGuid, then its LeaseKey); `None`: an
     /// oplock, or no caching. Opens of one lease share its caching and never break it.
     pub lease: Option<[u8; 32]>,
+    /// The application instance the open was made for (MS-SMB2 3.3.5.9.13), when it named
+    /// one: a new open of the same instance by another client closes it on any node.
+    pub app_instance: Option<AppInstanceRecord>,
+}
+
+/// An open's application instance as other nodes see it (MS-SMB2 3.3.1.10 Open.AppInstanceId
+/// and Open.ApplicationInstanceVersionHigh/Low).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppInstanceRecord {
+    /// AppInstanceId.
+    pub id: [u8; 16],
+    /// The ClientGuid of the client that made the open.
+    pub client: [u8; 16],
+    /// AppInstanceVersionHigh and Low, when the open carried them (SMB 3.1.1).
+    pub version: Option<(u64, u64)>,
+    /// The account that made the open (the user database's name); `None` for an anonymous
+    /// logon, which proves no one and so is taken over by no one.
+    pub user: Option<String>,
+}
+
+impl AppInstanceRecord {
+    /// Whether a new open `asking` of another client takes over an open with this record
+    /// (MS-SMB2 3.3.5.9.13: same AppInstanceId, another ClientGuid), which smb3d allows only
+    /// to the same account: an AppInstanceId is no proof of who sends it.
+    pub fn taken_over_by(&self, asking: &AppInstanceRecord) -> bool {
+        self.id == asking.id
+            && self.client != asking.client
+            && self.user.is_some()
+            && self.user == asking.user
+    }
+
+    /// MS-SMB2 3.3.5.9.13: whether this open, taken over by `asking`, refuses it with
+    /// STATUS_FILE_FORCED_CLOSED instead: both carry a version and this one's is newer or
+    /// equal.
+    pub fn refuses(&self, asking: &AppInstanceRecord) -> bool {
+        matches!((self.version, asking.version), (Some(mine), Some(new)) if mine >= new)
+    }
+}
+
+/// Another node's open that a new open of its application instance takes over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakeOver {
+    /// The node that holds it, which closes it.
+    pub node: String,
+    /// Its persistent FileId.
+    pub id: u64,
+    /// Its application instance, as recorded.
+    pub app_instance: AppInstanceRecord,
 }
 
 /// What a new open does, besides what its record says, that decides the breaks it causes.
@@ -108,6 +156,9 @@ pub struct BreakOrder {
     pub id: u64,
     /// The most caching the open may keep.
     pub to: u32,
+    /// Not a break: the open is to be closed for a new open of its application instance
+    /// (MS-SMB2 3.3.5.9.13), which this names; the holder checks it against the open.
+    pub close_for: Option<AppInstanceRecord>,
 }
 
 /// Receives the breaks other nodes ask of this node's opens.
@@ -328,6 +379,20 @@ pub trait ClusterOpens: Send + Sync + fmt::Debug {
 
     /// Lowers the caching in the record of open `id` once a break asked of it is done.
     fn lowered(&self, file: &str, id: u64, caching: u32) -> io::Result<()>;
+
+    /// The opens other nodes recorded of `file` on `stream` that a new open of the
+    /// application instance `asking` takes over ([`AppInstanceRecord::taken_over_by`]).
+    fn app_instance_opens(
+        &self,
+        file: &str,
+        stream: Option<&str>,
+        asking: &AppInstanceRecord,
+    ) -> io::Result<Vec<TakeOver>>;
+
+    /// Asks the node holding `open` to close it for `asking`; resolves once its record is
+    /// gone (closed, or its node dead) or the request failed. The caller bounds the wait;
+    /// dropping the future withdraws the request.
+    fn request_close(&self, file: &str, open: &TakeOver, asking: &AppInstanceRecord) -> Settled;
 }
 
 #[cfg(test)]
@@ -342,6 +407,7 @@ mod tests {
             delete_pending: false,
             caching: 0,
             lease: None,
+            app_instance: None,
         }
     }
 
@@ -396,6 +462,7 @@ mod tests {
         OpenRecord {
             caching,
             lease: lease.map(|k| [k; 32]),
+            app_instance: None,
             ..record(READ | WRITE, ALL)
         }
     }
@@ -497,5 +564,51 @@ mod tests {
             0
         );
         assert_eq!(holding(0, Some(1)).caching_beside(&[holding(R, None)]), R);
+    }
+
+    fn instance(client: u8, version: Option<(u64, u64)>, user: Option<&str>) -> AppInstanceRecord {
+        AppInstanceRecord {
+            id: [7; 16],
+            client: [client; 16],
+            version,
+            user: user.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn app_instance_taken_over_by_another_client_of_the_same_account() {
+        let held = instance(1, None, Some("alice"));
+        assert!(held.taken_over_by(&instance(2, None, Some("alice"))));
+        // The same client closes its own opens itself.
+        assert!(!held.taken_over_by(&instance(1, None, Some("alice"))));
+        // Another account, or an anonymous logon, takes over nothing.
+        assert!(!held.taken_over_by(&instance(2, None, Some("bob"))));
+        assert!(!held.taken_over_by(&instance(2, None, None)));
+        assert!(!instance(1, None, None).taken_over_by(&instance(2, None, None)));
+        let other_id = AppInstanceRecord {
+            id: [8; 16],
+            ..instance(2, None, Some("alice"))
+        };
+        assert!(!held.taken_over_by(&other_id));
+    }
+
+    #[test]
+    fn app_instance_newer_or_equal_version_refuses() {
+        let new = instance(2, Some((2, 5)), Some("a"));
+        for (held, refused) in [
+            (Some((2, 5)), true),
+            (Some((2, 6)), true),
+            (Some((3, 0)), true),
+            (Some((2, 4)), false),
+            (Some((1, u64::MAX)), false),
+            (None, false),
+        ] {
+            assert_eq!(
+                instance(1, held, Some("a")).refuses(&new),
+                refused,
+                "{held:?}"
+            );
+        }
+        assert!(!instance(1, Some((9, 9)), Some("a")).refuses(&instance(2, None, Some("a"))));
     }
 }

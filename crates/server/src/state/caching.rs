@@ -1193,6 +1193,7 @@ mod tests {
             },
             disconnected: false,
             persistent: false,
+            app_instance: None,
         }
     }
 

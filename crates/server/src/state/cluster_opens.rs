@@ -9,9 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use smb3d_dtyp::NtStatus;
-use smb3d_state::{BreakOrder, OpenError, OpenRecord, Refusal};
+use smb3d_smb2::create::AppInstanceVersion;
+use smb3d_state::{AppInstanceRecord, BreakOrder, OpenError, OpenRecord, Refusal};
+use smb3d_wire::Guid;
 
 use crate::blocking::blocking;
+use crate::state::app_instance::{self, AppInstance};
 use crate::state::caching::{self, Caching};
 use crate::state::files::{OpenEntry, SharedFile};
 use crate::state::open::Open;
@@ -53,6 +56,7 @@ pub(crate) fn record(entry: &OpenEntry, delete_pending: bool, caching: u32) -> O
         delete_pending,
         caching,
         lease: lease_name(&entry.caching),
+        app_instance: entry.app_instance.as_ref().map(|a| a.record()),
     }
 }
 
@@ -123,6 +127,10 @@ async fn settle(server: Arc<Server>, order: BreakOrder) {
     let Some(cluster) = server.settings.cluster_opens.clone() else {
         return;
     };
+    if let Some(asking) = &order.close_for {
+        blocking(|| close_for(&server, &order, asking));
+        return;
+    }
     let found = ino_of(&order.file).and_then(|ino| server.files.by_persistent(ino, order.id));
     let bits = match found {
         None => 0,
@@ -143,6 +151,49 @@ async fn settle(server: Arc<Server>, order: BreakOrder) {
     };
     if let Err(e) = blocking(|| cluster.lowered(&order.file, order.id, bits)) {
         tracing::warn!("cluster: a broken open's record keeps its caching: {e}");
+    }
+}
+
+/// MS-SMB2 3.3.5.9.13 across nodes: another node's CREATE of an application instance asks
+/// this node to close its open of the same instance. The open is checked here as the asker
+/// checked its record (same instance, another client, the same account, no newer version),
+/// then closed as CLOSE would; its record goes with it, which the asker waits for. An order
+/// the open does not meet closes nothing.
+fn close_for(server: &Server, order: &BreakOrder, asking: &AppInstanceRecord) {
+    let Some((file, volatile)) =
+        ino_of(&order.file).and_then(|ino| server.files.by_persistent(ino, order.id))
+    else {
+        return;
+    };
+    let Some(entry) = server.files.entry(&file, volatile) else {
+        return;
+    };
+    let (Some(held), Some(account)) = (&entry.app_instance, &asking.user) else {
+        return;
+    };
+    if !held.record().taken_over_by(asking) {
+        return;
+    }
+    let taker = AppInstance {
+        id: Guid(asking.id),
+        version: asking
+            .version
+            .map(|(high, low)| AppInstanceVersion { high, low }),
+        client: Guid(asking.client),
+        user: None,
+    };
+    if let Err(status) = app_instance::take_over(
+        server,
+        None,
+        &app_instance::user_of(account),
+        &file,
+        &taker,
+        entry.stream.as_ref(),
+    ) {
+        tracing::debug!(
+            file_id = volatile,
+            "an open kept for another node's CREATE: {status:?}"
+        );
     }
 }
 

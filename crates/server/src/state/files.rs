@@ -17,6 +17,7 @@ use tokio::sync::futures::Notified;
 
 use crate::fs::write_time::WriteTime;
 use crate::identity::Identity;
+use crate::state::app_instance::AppInstance;
 use crate::state::audit;
 
 use crate::state::caching::{
@@ -54,6 +55,8 @@ pub(crate) struct OpenEntry {
     /// A persistent open: while disconnected it keeps other opens out rather than being
     /// closed for them (see [`caching::persistent_conflict`]).
     pub persistent: bool,
+    /// The application instance it was opened for (MS-SMB2 3.3.5.9.13).
+    pub app_instance: Option<AppInstance>,
 }
 
 /// Who made a file or stream delete-pending. The deletion at the last close is done as them,
@@ -597,6 +600,7 @@ mod tests {
             },
             disconnected: false,
             persistent: false,
+            app_instance: None,
         }
     }
 

@@ -7,6 +7,7 @@
 //! (`request`, `handlers`, `pipeline`, `admin`) work on it.
 
 pub(crate) mod allocation;
+pub(crate) mod app_instance;
 pub mod audit;
 pub(crate) mod caching;
 pub(crate) mod cluster_locks;

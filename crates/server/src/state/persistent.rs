@@ -662,6 +662,8 @@ fn restore_one(server: &Arc<Server>, record: &Record) -> Result<(), String> {
         route: dead_route(),
         disconnected: true,
         persistent: record.persistent,
+        // Not kept in the record: a restored open is reclaimed by its own client.
+        app_instance: None,
     };
     let shared = server.files.restore(key, &path, entry, lease);
     let host = share.posix_locking.then_some(&file as &dyn HostLocks);

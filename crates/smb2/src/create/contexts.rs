@@ -31,6 +31,18 @@ pub mod names {
     pub const DURABLE_HANDLE_REQUEST_V2: &[u8; 4] = b"DH2Q";
     /// SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2.
     pub const DURABLE_HANDLE_RECONNECT_V2: &[u8; 4] = b"DH2C";
+    /// SMB2_CREATE_APP_INSTANCE_ID: the GUID 6aa6bc45-a7ef-4af7-9008-fa462e144d74 as it is on
+    /// the wire.
+    pub const APP_INSTANCE_ID: &[u8; 16] = &[
+        0x45, 0xbc, 0xa6, 0x6a, 0xef, 0xa7, 0xf7, 0x4a, 0x90, 0x08, 0xfa, 0x46, 0x2e, 0x14, 0x4d,
+        0x74,
+    ];
+    /// SMB2_CREATE_APP_INSTANCE_VERSION: the GUID b7d082b9-563b-4f07-a07b-524a8116a010 as it
+    /// is on the wire.
+    pub const APP_INSTANCE_VERSION: &[u8; 16] = &[
+        0xb9, 0x82, 0xd0, 0xb7, 0x3b, 0x56, 0x07, 0x4f, 0xa0, 0x7b, 0x52, 0x4a, 0x81, 0x16, 0xa0,
+        0x10,
+    ];
 }
 
 /// Size of a context's fixed header (Next, NameOffset, NameLength, Reserved, DataOffset,
@@ -352,6 +364,34 @@ pub struct DurableHandleResponseV2 {
     pub flags: DurableHandleFlags,
 }
 
+/// SMB2_CREATE_APP_INSTANCE_VERSION (MS-SMB2 2.2.13.2.15): compared as the pair (high, low).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct AppInstanceVersion {
+    pub high: u64,
+    pub low: u64,
+}
+
+/// StructureSize of SMB2_CREATE_APP_INSTANCE_ID (MS-SMB2 2.2.13.2.13).
+const APP_INSTANCE_ID_SIZE: u16 = 20;
+/// StructureSize of SMB2_CREATE_APP_INSTANCE_VERSION (MS-SMB2 2.2.13.2.15).
+const APP_INSTANCE_VERSION_SIZE: u16 = 24;
+
+/// Reads a StructureSize that must be `want`: the body is already exactly that long, so
+/// another value is a malformed context (MS-SMB2 3.3.5.9.13 lets the server check it).
+fn structure_size(r: &mut Reader<'_>, want: u16, field: &'static str) -> Result<(), DecodeError> {
+    let got = r.u16(field)?;
+    if got != want {
+        return Err(DecodeError::new(
+            field,
+            DecodeErrorKind::BadSize {
+                expected: u32::from(want),
+                got: u32::from(got),
+            },
+        ));
+    }
+    Ok(())
+}
+
 /// SMB2_CREATE_QUERY_MAXIMAL_ACCESS_RESPONSE (MS-SMB2 2.2.14.2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MaximalAccessResponse {
@@ -393,7 +433,12 @@ pub enum CreateContext<'a> {
     DurableHandleRequestV2(DurableHandleRequestV2),
     /// DH2C.
     DurableHandleReconnectV2(DurableHandleReconnectV2),
-    /// Anything else (app instance ids, SVHDX, POSIX, unknown names), kept raw.
+    /// SMB2_CREATE_APP_INSTANCE_ID (MS-SMB2 2.2.13.2.13): the application instance the open
+    /// belongs to.
+    AppInstanceId(Guid),
+    /// SMB2_CREATE_APP_INSTANCE_VERSION (MS-SMB2 2.2.13.2.15).
+    AppInstanceVersion(AppInstanceVersion),
+    /// Anything else (SVHDX, POSIX, unknown names), kept raw.
     Other(RawCreateContext<'a>),
 }
 
@@ -461,6 +506,26 @@ impl<'a> CreateContext<'a> {
                     flags: DurableHandleFlags(r.u32("Flags")?),
                 })
             }
+            n if n == names::APP_INSTANCE_ID => {
+                let mut r = exact(data, 20, "AppInstanceId")?;
+                structure_size(&mut r, APP_INSTANCE_ID_SIZE, "AppInstanceId.StructureSize")?;
+                r.skip(2, "AppInstanceId.Reserved")?;
+                Self::AppInstanceId(r.guid("AppInstanceId")?)
+            }
+            n if n == names::APP_INSTANCE_VERSION => {
+                let mut r = exact(data, 24, "AppInstanceVersion")?;
+                structure_size(
+                    &mut r,
+                    APP_INSTANCE_VERSION_SIZE,
+                    "AppInstanceVersion.StructureSize",
+                )?;
+                r.skip(6, "AppInstanceVersion.Reserved")?;
+                let high = r.u64("AppInstanceVersionHigh")?;
+                Self::AppInstanceVersion(AppInstanceVersion {
+                    high,
+                    low: r.u64("AppInstanceVersionLow")?,
+                })
+            }
             _ => Self::Other(raw),
         })
     }
@@ -479,6 +544,8 @@ impl<'a> CreateContext<'a> {
             Self::RequestLease(_) => names::REQUEST_LEASE,
             Self::DurableHandleRequestV2(_) => names::DURABLE_HANDLE_REQUEST_V2,
             Self::DurableHandleReconnectV2(_) => names::DURABLE_HANDLE_RECONNECT_V2,
+            Self::AppInstanceId(_) => names::APP_INSTANCE_ID,
+            Self::AppInstanceVersion(_) => names::APP_INSTANCE_VERSION,
             Self::Other(raw) => raw.name,
         }
     }
@@ -515,6 +582,15 @@ impl<'a> CreateContext<'a> {
             Self::DurableHandleReconnectV2(d) => {
                 d.file_id.write(w);
                 w.guid(&d.create_guid).u32(d.flags.0);
+            }
+            Self::AppInstanceId(id) => {
+                w.u16(APP_INSTANCE_ID_SIZE).u16(0).guid(id);
+            }
+            Self::AppInstanceVersion(v) => {
+                w.u16(APP_INSTANCE_VERSION_SIZE)
+                    .zeros(6)
+                    .u64(v.high)
+                    .u64(v.low);
             }
             Self::Other(raw) => {
                 w.bytes(raw.data);

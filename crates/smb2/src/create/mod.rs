@@ -4,10 +4,10 @@ mod contexts;
 
 pub use crate::file_id::FileId;
 pub use contexts::{
-    ChainWriter, CreateContext, CreateContexts, DurableHandleFlags, DurableHandleReconnectV2,
-    DurableHandleRequestV2, DurableHandleResponseV2, Lease, LeaseFlags, LeaseKey, LeaseState,
-    LeaseV2, MaximalAccessResponse, QueryOnDiskIdResponse, RawContexts, RawCreateContext,
-    ResponseContext, names,
+    AppInstanceVersion, ChainWriter, CreateContext, CreateContexts, DurableHandleFlags,
+    DurableHandleReconnectV2, DurableHandleRequestV2, DurableHandleResponseV2, Lease, LeaseFlags,
+    LeaseKey, LeaseState, LeaseV2, MaximalAccessResponse, QueryOnDiskIdResponse, RawContexts,
+    RawCreateContext, ResponseContext, names,
 };
 
 use smb3d_dtyp::AccessMask;

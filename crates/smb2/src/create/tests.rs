@@ -475,6 +475,10 @@ fn typed_body_size_errors() {
         (b"MxAc", 4),
         (b"TWrp", 0),
         (b"DHnC", 15),
+        (&names::APP_INSTANCE_ID[..], 16),
+        (&names::APP_INSTANCE_ID[..], 24),
+        (&names::APP_INSTANCE_VERSION[..], 20),
+        (&names::APP_INSTANCE_VERSION[..], 32),
     ] {
         let data = vec![0u8; len];
         let raw = RawCreateContext { name, data: &data };
@@ -484,10 +488,11 @@ fn typed_body_size_errors() {
     for name in [&b"MxAc"[..], b"QFid", b"DHnQ", b"DH2Q", b"RqLs"] {
         assert!(ResponseContext::decode(RawCreateContext { name, data: &data }).is_err());
     }
+    // SVHDX_OPEN_DEVICE_CONTEXT (MS-RSVD 2.2.4.12), which the server does not type.
     let other = RawCreateContext {
         name: &[
-            0x45, 0xbc, 0xa6, 0x6a, 0xef, 0xa7, 0xf7, 0x4a, 0x90, 0x08, 0xfa, 0x46, 0x2e, 0x14,
-            0x4d, 0x74,
+            0x9c, 0xcb, 0xcf, 0x9e, 0x04, 0xc1, 0xe6, 0x43, 0x98, 0x0e, 0x15, 0x8d, 0xa1, 0xf6,
+            0xec, 0x83,
         ],
         data: &data,
     };
@@ -646,4 +651,66 @@ proptest! {
             let _ = contexts.iter().count();
         }
     }
+}
+
+// MS-SMB2 2.2.13.2.13 and 2.2.13.2.15, laid out by hand from the spec: SMB2_CREATE_APP_INSTANCE_ID
+// (StructureSize 20, AppInstanceId 00112233-4455-6677-8899-aabbccddeeff) then
+// SMB2_CREATE_APP_INSTANCE_VERSION (StructureSize 24, High 2, Low 0x0102030405060708).
+const APP_INSTANCE_CHAIN: &str = "
+    38000000 1000 1000 0000 2000 14000000
+    45bca66aefa7f74a9008fa462e144d74
+    1400 0000 33221100 5544 7766 8899aabbccddeeff 00000000
+    00000000 1000 1000 0000 2000 18000000
+    b982d0b73b56074fa07b524a8116a010
+    1800 0000 00000000 0200000000000000 0807060504030201";
+
+#[test]
+fn app_instance_contexts_golden() {
+    let chain = hex(APP_INSTANCE_CHAIN);
+    let contexts = CreateContexts::parse(&chain).unwrap();
+    let typed: Vec<_> = contexts.iter().collect::<Result<_, _>>().unwrap();
+    let id = Guid([
+        0x33, 0x22, 0x11, 0x00, 0x55, 0x44, 0x77, 0x66, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee,
+        0xff,
+    ]);
+    let version = AppInstanceVersion {
+        high: 2,
+        low: 0x0102_0304_0506_0708,
+    };
+    assert_eq!(
+        typed,
+        [
+            CreateContext::AppInstanceId(id),
+            CreateContext::AppInstanceVersion(version)
+        ]
+    );
+    // Built back byte for byte.
+    let mut rebuilt = Vec::new();
+    CreateContext::encode_chain(&typed, &mut Writer::new(&mut rebuilt));
+    assert_eq!(rebuilt, chain);
+    // The version orders by High, then Low (MS-SMB2 3.3.5.9.13).
+    assert!(
+        AppInstanceVersion {
+            high: 1,
+            low: u64::MAX
+        } < version
+    );
+    assert!(AppInstanceVersion { high: 2, low: 0 } < version);
+}
+
+#[test]
+fn app_instance_structure_size_is_checked() {
+    let decodes = |name: &[u8; 16], data: &[u8]| {
+        CreateContext::decode(RawCreateContext { name, data }).is_ok()
+    };
+    let mut id = [0u8; 20];
+    id[0] = 20;
+    assert!(decodes(names::APP_INSTANCE_ID, &id));
+    id[0] = 24;
+    assert!(!decodes(names::APP_INSTANCE_ID, &id));
+    let mut version = [0u8; 24];
+    version[0] = 24;
+    assert!(decodes(names::APP_INSTANCE_VERSION, &version));
+    version[0] = 20;
+    assert!(!decodes(names::APP_INSTANCE_VERSION, &version));
 }

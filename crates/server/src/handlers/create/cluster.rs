@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use smb3d_dtyp::NtStatus;
-use smb3d_state::{BreakNeeded, ClusterOpens, Intent, OpenError};
+use smb3d_state::{AppInstanceRecord, BreakNeeded, ClusterOpens, Intent, OpenError, TakeOver};
 
 use crate::blocking::blocking;
 use crate::request::ctx::Ctx;
@@ -111,5 +111,75 @@ impl Admission<'_> {
                 () = expired => {}
             }
         }
+    }
+}
+
+/// Other nodes' opens that a CREATE of their application instance takes over (MS-SMB2
+/// 3.3.5.9.13 across nodes, docs/cluster.md "Cluster Client Failover").
+pub(super) struct AppInstanceOpens<'a> {
+    cluster: &'a Arc<dyn ClusterOpens>,
+    file: String,
+    found: Vec<TakeOver>,
+    asking: AppInstanceRecord,
+}
+
+impl<'a> AppInstanceOpens<'a> {
+    /// Reads the records of the file's opens on other nodes that `asking` takes over;
+    /// STATUS_FILE_FORCED_CLOSED when one of them has a newer or equal version, before any
+    /// is touched.
+    pub(super) fn find(
+        cluster: &'a Arc<dyn ClusterOpens>,
+        share: &Share,
+        ino: u64,
+        stream: Option<&str>,
+        asking: AppInstanceRecord,
+    ) -> Result<Self, NtStatus> {
+        let file = file_key(share, ino);
+        let found = blocking(|| cluster.app_instance_opens(&file, stream, &asking))
+            .map_err(|e| cluster_opens::unavailable("an application instance's open", &e))?;
+        if found.iter().any(|o| o.app_instance.refuses(&asking)) {
+            return Err(NtStatus::FILE_FORCED_CLOSED);
+        }
+        Ok(Self {
+            cluster,
+            file,
+            found,
+            asking,
+        })
+    }
+
+    /// Asks their nodes to close them, and waits (async, up to the break timeout) until their
+    /// records are gone: an open its node could not close stands in the CREATE's way as any
+    /// other open does.
+    pub(super) async fn close(
+        self,
+        cx: &mut Ctx<'_>,
+        reply: &mut Reply<'_>,
+    ) -> Result<(), NtStatus> {
+        if self.found.is_empty() {
+            return Ok(());
+        }
+        let server = cx.conn.server.clone();
+        let asked: Vec<_> = self
+            .found
+            .iter()
+            .map(|open| self.cluster.request_close(&self.file, open, &self.asking))
+            .collect();
+        let expired = server
+            .settings
+            .clock
+            .sleep(server.settings.oplock_break_timeout);
+        let closed = async move {
+            let all = async {
+                for settled in asked {
+                    settled.await;
+                }
+            };
+            tokio::select! {
+                () = all => {}
+                () = expired => {}
+            }
+        };
+        wait_async(cx, reply, closed).await
     }
 }

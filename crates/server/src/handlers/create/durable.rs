@@ -64,7 +64,7 @@ pub(super) fn ask(cx: &Ctx<'_>, req: &CreateRequest<'_>) -> Result<Ask, NtStatus
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let others = req.contexts.len() - usize::from(rqls);
+    let others = req.contexts.len() - usize::from(rqls) - super::app_instance::contexts(req);
     if let Some(file_id) = dhnc {
         if others != 1 + usize::from(dhnq) {
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);

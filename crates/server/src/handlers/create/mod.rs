@@ -6,6 +6,7 @@
 //! recorded ([`Built`]) → the response with its contexts (`contexts`, `durable`).
 
 mod access;
+mod app_instance;
 mod apple;
 mod cluster;
 mod contexts;
@@ -51,6 +52,7 @@ use crate::request::malformed;
 use crate::request::reply::{Reply, go_async};
 use crate::security;
 use crate::state::allocation;
+use crate::state::app_instance::{AppInstance, take_over};
 use crate::state::audit;
 use crate::state::caching::{self, Caching, Granted, Opening, Route};
 use crate::state::cluster_notify;
@@ -116,6 +118,7 @@ pub(crate) async fn handle(
     let mut plan = Plan::of(cx, &req, &tree, &target)?;
     plan.posix = asked.posix;
     oplock::check_lease_key(cx, &req, &target.vfs_path, target.path.stream.as_deref())?;
+    let app_instance = app_instance::ask(cx, &req, &session);
     let creation = Creation {
         req: &req,
         server: &cx.conn.server,
@@ -126,6 +129,7 @@ pub(crate) async fn handle(
         target,
         plan,
         durable: durable_ask,
+        app_instance,
         counted,
     };
     // MS-FSA 2.1.5.1: open or create and check access, then share access and caching; only
@@ -369,6 +373,8 @@ struct Creation<'r> {
     target: Target,
     plan: Plan<'r>,
     durable: durable::Ask,
+    /// The application instance named (MS-SMB2 3.3.5.9.13).
+    app_instance: Option<AppInstance>,
     counted: OpenFileSlot,
 }
 
@@ -660,6 +666,46 @@ impl Creation<'_> {
         Ok(Some(opened))
     }
 
+    /// MS-SMB2 3.3.5.9.13: the earlier opens of the application instance `asking` names, of
+    /// this file by other clients, go before this open meets the file's opens: first all are
+    /// found, on this node and (on a cluster) on others, and one of a newer or equal version
+    /// refuses the CREATE with nothing closed; then this node's are closed, and other nodes
+    /// close theirs while the CREATE waits for their records to go.
+    async fn take_over(
+        &self,
+        cx: &mut Ctx<'_>,
+        reply: &mut Reply<'_>,
+        asking: &AppInstance,
+        key: FileKey,
+        stream: Option<&Arc<str>>,
+    ) -> Result<(), NtStatus> {
+        let elsewhere = match &self.server.settings.cluster_opens {
+            Some(opens) => Some(cluster::AppInstanceOpens::find(
+                opens,
+                &self.tree.share,
+                key.ino,
+                stream.map(|s| &**s),
+                asking.record(),
+            )?),
+            None => None,
+        };
+        if let Some(file) = self.server.files.get(key) {
+            let user = self.session.user().ok_or(NtStatus::USER_SESSION_DELETED)?;
+            take_over(
+                self.server,
+                Some(&self.tree.share.name),
+                &user,
+                &file,
+                asking,
+                stream,
+            )?;
+        }
+        match elsewhere {
+            Some(elsewhere) => elsewhere.close(cx, reply).await,
+            None => Ok(()),
+        }
+    }
+
     /// Registers the open with the file's other opens: share access, and the oplock or lease
     /// it is granted once the breaks it causes are answered (`oplock::register`).
     async fn register(
@@ -690,7 +736,12 @@ impl Creation<'_> {
             },
             disconnected: false,
             persistent: false,
+            app_instance: self.app_instance.clone(),
         };
+        if let Some(asking) = &self.app_instance {
+            self.take_over(cx, reply, asking, key, entry.stream.as_ref())
+                .await?;
+        }
         let opening = Opening {
             // A share without oplocks grants none, nor leases: a request is answered as none.
             request: if self.tree.share.grants_caching(self.target.leaf()) {
