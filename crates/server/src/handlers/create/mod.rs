@@ -127,6 +127,7 @@ pub(crate) async fn handle(
         plan,
         durable: durable_ask,
         counted,
+        mac_client: cx.conn.apple.get().is_some(),
     };
     // MS-FSA 2.1.5.1: open or create and check access, then share access and caching; only
     // then is an existing file overwritten or a new one given its metadata.
@@ -370,6 +371,8 @@ struct Creation<'r> {
     plan: Plan<'r>,
     durable: durable::Ask,
     counted: OpenFileSlot,
+    /// The connection negotiated AAPL: a Mac client, to whom an empty named stream is none.
+    mac_client: bool,
 }
 
 /// The file opened (or created) and the access it grants.
@@ -627,6 +630,7 @@ impl Creation<'_> {
                     name,
                     intent.disposition,
                     self.tree.share.apple.is_some(),
+                    self.mac_client,
                     fork.as_ref(),
                 )?;
                 if let Some(fork) = &fork {
