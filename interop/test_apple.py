@@ -29,7 +29,7 @@ FILE_FS_SIZE_INFORMATION = 3
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("apple")
-    dirs = {name: tmp / name for name in ("mac", "tm", "plain")}
+    dirs = {name: tmp / name for name in ("mac", "tm", "plain", "unvetoed")}
     for d in dirs.values():
         d.mkdir()
     server = start_smb3d(tmp, shares={
@@ -37,6 +37,7 @@ def server(tmp_path_factory):
         "tm": {"path": str(dirs["tm"]), "apple": True, "time_machine": True,
                "time_machine_max_size": "32K", "apple_model": "Xserve"},
         "plain": {"path": str(dirs["plain"])},
+        "unvetoed": {"path": str(dirs["unvetoed"]), "apple": True, "apple_veto_appledouble": False},
     })
     server.dirs = dirs
     yield server
@@ -469,5 +470,115 @@ def test_time_machine_size_counts_the_bands(server):
             assert total > 32
         finally:
             other.close()
+    finally:
+        client.close()
+
+
+STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
+STATUS_OBJECT_PATH_NOT_FOUND = 0xC000003A
+STATUS_NO_SUCH_FILE = 0xC000000F
+FILE_RENAME_INFORMATION = 10
+FILE_LINK_INFORMATION = 11
+
+
+def open_status(client, name, disposition=CreateDisposition.FILE_OPEN, directory=False):
+    """Opens `name` and closes it again; the status (0 when it opened)."""
+    handle = Open(client.tree, name)
+    try:
+        handle.create(ImpersonationLevel.Impersonation,
+                      FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE
+                      | FilePipePrinterAccessMask.DELETE,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      disposition,
+                      CreateOptions.FILE_DIRECTORY_FILE if directory else CreateOptions.FILE_NON_DIRECTORY_FILE)
+    except SMBResponseException as e:
+        return e.status
+    handle.close()
+    return 0
+
+
+def name_info_status(client, name, info_class, target, replace=True):
+    """SET_INFO FileRenameInformation or FileLinkInformation (MS-FSCC 2.4.42.2, 2.4.27.2) on
+    an open of `name`, naming `target`; the status."""
+    handle = Open(client.tree, name)
+    handle.create(ImpersonationLevel.Impersonation,
+                  FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.DELETE,
+                  FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_DELETE,
+                  CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+    try:
+        encoded = target.encode("utf-16-le")
+        req = SMB2SetInfoRequest()
+        req['info_type'] = InfoType.SMB2_0_INFO_FILE
+        req['file_info_class'] = info_class
+        req['file_id'] = handle.file_id
+        req['buffer'] = struct.pack("<B7xQI", int(replace), 0, len(encoded)) + encoded
+        request = client.conn.send(req, sid=client.session.session_id, tid=client.tree.tree_connect_id)
+        try:
+            client.conn.receive(request)
+        except SMBResponseException as e:
+            return e.status
+        return 0
+    finally:
+        handle.close()
+
+
+def listed(client, pattern):
+    try:
+        return set(list_id_both(client, pattern))
+    except SMBResponseException as e:
+        assert e.status == STATUS_NO_SUCH_FILE
+        return set()
+
+
+def test_appledouble_files_are_vetoed(server):
+    """On an `apple` share the `._NAME` files that hold resource forks are vetoed as vfs_fruit's
+    default `fruit:veto_appledouble = yes` vetoes them: not listed by any pattern, not opened,
+    created, renamed or linked onto by any form of their name (case variants, streams, a path
+    through one), while the fork stays the file's AFP_Resource stream. A hostile client thus
+    cannot read or overwrite another file's fork other than through that stream's own checks.
+    `apple_veto_appledouble = false` shows them (as Samba's selftest shares have it)."""
+    client = Client(server, "share")
+    root = server.dirs["mac"]
+    try:
+        write_stream(client, "v.txt", b"data")
+        write_stream(client, "v.txt:AFP_Resource", b"fork")
+        write_stream(client, "w.txt", b"other")
+        sidecar = root / "._v.txt"
+        assert sidecar.exists()
+        before = sidecar.read_bytes()
+        (root / "._dir").mkdir()
+        (root / "._orphan").write_bytes(b"left by a Mac")
+        for pattern in ("*", "._*", ".*", "._v.txt", "._V.TXT", "?_v.txt", "<v.txt", "._dir"):
+            assert not {n for n in listed(client, pattern) if n.startswith("._")}, pattern
+        assert "v.txt" in listed(client, "*")
+        for name in ("._v.txt", "._V.TXT", "._v.txt:AFP_Resource", "._v.txt::$DATA",
+                     "._v.txt:x:$DATA", "._orphan", "._V.txt:AFP_AfpInfo"):
+            assert open_status(client, name) == STATUS_OBJECT_NAME_NOT_FOUND, name
+            assert open_status(client, name, CreateDisposition.FILE_OVERWRITE_IF) == \
+                STATUS_OBJECT_NAME_NOT_FOUND, name
+        assert open_status(client, "._new", CreateDisposition.FILE_CREATE) == STATUS_OBJECT_NAME_NOT_FOUND
+        assert open_status(client, "._dir", directory=True) == STATUS_OBJECT_NAME_NOT_FOUND
+        assert open_status(client, "._dir\\x", CreateDisposition.FILE_OVERWRITE_IF) == \
+            STATUS_OBJECT_PATH_NOT_FOUND
+        for info_class in (FILE_RENAME_INFORMATION, FILE_LINK_INFORMATION):
+            for target in ("._v.txt", "._V.txt", "\\._v.txt", "._made"):
+                assert name_info_status(client, "w.txt", info_class, target) == \
+                    STATUS_OBJECT_NAME_NOT_FOUND, (info_class, target)
+        assert not (root / "._new").exists() and not (root / "._made").exists()
+        assert sidecar.read_bytes() == before
+        handle = Open(client.tree, "v.txt:AFP_Resource")
+        handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        assert handle.read(0, 4) == b"fork"
+        handle.close()
+    finally:
+        client.close()
+    client = Client(server, "unvetoed")
+    try:
+        write_stream(client, "v.txt", b"data")
+        write_stream(client, "v.txt:AFP_Resource", b"fork")
+        assert "._v.txt" in listed(client, "*")
+        assert open_status(client, "._v.txt") == 0
     finally:
         client.close()

@@ -22,6 +22,7 @@ from smbprotocol.tree import TreeConnect
 
 from conftest import interop_uid, start_smb3d, stop
 import samba
+import test_apple as apple
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0 or not samba.available(),
                                 reason="needs root (Samba serves the share as a system account) and smbd")
@@ -155,3 +156,54 @@ def test_finder_info_and_resource_fork_read_back(servers, direction):
     write_mac_folder(writer, direction)
     assert read_mac_folder(writer, direction) == EXPECTED
     assert read_mac_folder(reader, direction) == EXPECTED
+
+
+def veto_answers(server, share):
+    """What `server` answers for the forms of a `._` file's name: listings, opens, creates,
+    renames and hard links onto one."""
+    c = apple.Client(server, server.share)
+    try:
+        answers = {}
+        for pattern in ("*", "._*", "._veto.txt", "._VETO.TXT"):
+            answers["list " + pattern] = sorted(n for n in apple.listed(c, pattern) if n.startswith("._"))
+        for name in ("._veto.txt", "._VETO.TXT", "._veto.txt:AFP_Resource", "._veto.txt::$DATA",
+                     "._veto-orphan", "._VETO.txt:AFP_AfpInfo"):
+            answers["open " + name] = apple.open_status(c, name)
+            answers["overwrite " + name] = apple.open_status(c, name, CreateDisposition.FILE_OVERWRITE_IF)
+        answers["create"] = apple.open_status(c, "._veto-new", CreateDisposition.FILE_CREATE)
+        answers["directory"] = apple.open_status(c, "._veto-dir", directory=True)
+        answers["through"] = apple.open_status(c, "._veto-dir\\x", CreateDisposition.FILE_OVERWRITE_IF)
+        for info_class in (apple.FILE_RENAME_INFORMATION, apple.FILE_LINK_INFORMATION):
+            for target in ("._veto.txt", "._Veto.txt", "\\._veto.txt", "._veto-made"):
+                answers[f"set {info_class} {target}"] = apple.name_info_status(c, "veto-w.txt", info_class, target)
+        return answers
+    finally:
+        c.close()
+
+
+def test_appledouble_files_are_vetoed_as_samba_vetoes_them(servers):
+    """With vfs_fruit's defaults (`fruit:veto_appledouble = yes`) and smb3d's, side by side on
+    the same directory: no `._` file is listed, and every form of its name - case, stream
+    suffix, a path through one, a rename or hard link onto one - gets the same status from both
+    (OBJECT_NAME_NOT_FOUND, OBJECT_PATH_NOT_FOUND on the way); nothing is made or replaced."""
+    ours, theirs = servers
+    share = theirs.share_dir
+    c = Client(theirs)
+    try:
+        c.write("veto.txt", b"data")
+        c.write("veto.txt:AFP_Resource", RESOURCE_FORK)
+        c.write("veto-w.txt", b"other")
+    finally:
+        c.close()
+    (share / "._veto-dir").mkdir()
+    (share / "._veto-orphan").write_bytes(b"left by a Mac")
+    for made in ("._veto-dir", "._veto-orphan"):
+        os.chown(share / made, interop_uid(), -1)
+    sidecar = (share / "._veto.txt").read_bytes()
+    samba_answers = veto_answers(theirs, share)
+    assert samba_answers == veto_answers(ours, share)
+    statuses = {v for v in samba_answers.values() if not isinstance(v, list)}
+    assert statuses == {apple.STATUS_OBJECT_NAME_NOT_FOUND, apple.STATUS_OBJECT_PATH_NOT_FOUND}
+    assert all(v == [] for v in samba_answers.values() if isinstance(v, list))
+    assert (share / "._veto.txt").read_bytes() == sidecar
+    assert not (share / "._veto-new").exists() and not (share / "._veto-made").exists()

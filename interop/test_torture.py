@@ -92,15 +92,22 @@ def test_kernel_oplocks(tmp_path):
 # source3/selftest/tests.py), with `apple = true` shares standing for Samba's vfs_fruit shares
 # (`fruit:metadata = netatalk`, `fruit:resource = file`, `fruit:encoding = native`) and a
 # plain share of the same directory for the second share some tests open (`vfs_wo_fruit`:
-# "invalid AFP_AfpInfo" writes a stream through it that the apple share must not show).
+# "invalid AFP_AfpInfo" writes a stream through it that the apple share must not show). As
+# there (`fruit:veto_appledouble = no`), the `._` files are not vetoed on the fruit share.
 FRUIT_SUITES = [
     ("vfs.fruit", "fruit", ["--option=torture:share2=fruit_wo"]),
     ("vfs.fruit_netatalk", "fruit", []),
     ("vfs.fruit_file_id", "fruit", []),
     ("vfs.fruit_timemachine", "timemachine", []),
-    ("vfs.fruit_conversion", "plain", ["--option=torture:share2=fruit",
+    # Its two runs there: `._` files converted with the blank resource fork wiped, once keeping
+    # the emptied `._` file and once deleting it.
+    ("vfs.fruit_conversion", "plain", ["--option=torture:share2=fruit_convert",
                                        "--option=torture:delete_empty_adfiles=false"]),
+    ("vfs.fruit_conversion", "plain", ["--option=torture:share2=fruit_convert_delete",
+                                       "--option=torture:delete_empty_adfiles=true"]),
 ]
+FRUIT_IDS = ["vfs.fruit", "vfs.fruit_netatalk", "vfs.fruit_file_id", "vfs.fruit_timemachine",
+             "vfs.fruit_conversion", "vfs.fruit_conversion-delete"]
 
 
 @pytest.fixture(scope="module")
@@ -110,18 +117,24 @@ def fruit_smb3d(tmp_path_factory):
     for d in dirs.values():
         d.mkdir()
     server = start_smb3d(tmp, shares={
-        "fruit": {"path": str(dirs["fruit"]), "apple": True},
+        "fruit": {"path": str(dirs["fruit"]), "apple": True, "apple_veto_appledouble": False},
         "timemachine": {"path": str(dirs["timemachine"]), "apple": True, "time_machine": True,
                         "time_machine_max_size": "32K"},
         "plain": {"path": str(dirs["plain"])},
         "fruit_wo": {"path": str(dirs["fruit"])},
+        "fruit_convert": {"path": str(dirs["plain"]), "apple": True, "apple_veto_appledouble": False,
+                          "apple_wipe_intentionally_left_blank_rfork": True},
+        "fruit_convert_delete": {"path": str(dirs["plain"]), "apple": True,
+                                 "apple_veto_appledouble": False,
+                                 "apple_wipe_intentionally_left_blank_rfork": True,
+                                 "apple_delete_empty_adfiles": True},
     })
     server.dirs = dirs
     yield server
     stop(server)
 
 
-@pytest.mark.parametrize("suite,share,options", FRUIT_SUITES, ids=[s for s, _, _ in FRUIT_SUITES])
+@pytest.mark.parametrize("suite,share,options", FRUIT_SUITES, ids=FRUIT_IDS)
 def test_fruit_suite(fruit_smb3d, suite, share, options):
     server = dataclasses.replace(fruit_smb3d, share=share, share_dir=fruit_smb3d.dirs[share])
     results, output = run_suite(server, suite, extra=[

@@ -146,6 +146,11 @@ pub fn build_share(
                 model: share.apple_model.clone(),
                 time_machine: share.time_machine,
                 time_machine_max_size: share.time_machine_max_size,
+                zero_file_id: share.apple_zero_file_id,
+                conversion: smb3d_server::AppleConversion {
+                    wipe_blank_fork: share.apple_wipe_intentionally_left_blank_rfork,
+                    delete_empty: share.apple_delete_empty_adfiles,
+                },
             })
         }),
         posix: share.posix,
@@ -157,12 +162,17 @@ pub fn build_share(
     Ok(built)
 }
 
-/// The share's `veto_files`, and on a share with snapshots their directory: clients reach
-/// snapshots only read-only, through @GMT tokens and TWrp contexts.
+/// The share's `veto_files`; on a share with snapshots their directory (clients reach
+/// snapshots only read-only, through @GMT tokens and TWrp contexts); on an apple share the
+/// `._` AppleDouble files unless `apple_veto_appledouble` is off (clients reach a resource
+/// fork as its file's AFP_Resource stream, as vfs_fruit's `fruit:veto_appledouble` has it).
 fn vetoed_names(share: &ShareConfig) -> Vec<String> {
     let mut names = share.veto_files.clone();
     if share.snapshots.is_some() {
         names.push(smb3d_server::SNAPSHOT_DIR.to_owned());
+    }
+    if share.apple && share.apple_veto_appledouble {
+        names.push(format!("{}*", smb3d_server::SIDECAR_PREFIX));
     }
     names
 }

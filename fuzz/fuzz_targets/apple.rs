@@ -2,7 +2,8 @@
 //! The decoders of what Mac clients and their files hand the server: the AAPL create context
 //! (byte 0 = 0: a request; 1: a response; either must re-encode to what decodes the same) and a Time
 //! Machine `Info.plist` (2: the band size must be all digits in the file) and an AppleDouble
-//! header (3: a Netatalk metadata xattr or `._` file on the share).
+//! header (3: a Netatalk metadata xattr or `._` file on the share, also as a Mac's `._` file
+//! with its embedded extended attributes).
 
 use libfuzzer_sys::fuzz_target;
 use smb3d_smb2::aapl::{AaplRequest, ServerQueryResponse};

@@ -590,6 +590,25 @@ pub struct ShareConfig {
     /// The model macOS shows for the server (Samba's `fruit:model`).
     #[serde(default = "default_apple_model")]
     pub apple_model: String,
+    /// With `apple`: the `._NAME` AppleDouble files, where resource forks are kept, are vetoed
+    /// (Samba's `fruit:veto_appledouble`, on by default as there): clients reach a fork only
+    /// as its file's AFP_Resource stream, never the file that holds it.
+    #[serde(default = "yes")]
+    pub apple_veto_appledouble: bool,
+    /// With `apple`: converting a Mac's `._` file empties the resource fork macOS writes for a
+    /// file without one ("This resource fork intentionally left blank"; Samba's
+    /// `fruit:wipe_intentionally_left_blank_rfork`, off by default as there).
+    #[serde(default)]
+    pub apple_wipe_intentionally_left_blank_rfork: bool,
+    /// With `apple`: converting a Mac's `._` file deletes it when its resource fork is empty
+    /// (Samba's `fruit:delete_empty_adfiles`, off by default as there).
+    #[serde(default)]
+    pub apple_delete_empty_adfiles: bool,
+    /// With `apple`: file ids are 0 to Mac clients (those that negotiated AAPL), which then
+    /// do not take a reused inode number for a file's lasting id (Samba's
+    /// `fruit:zero_file_id`, on by default as there).
+    #[serde(default = "yes")]
+    pub apple_zero_file_id: bool,
     /// With `apple`: the share is a Time Machine destination (Samba's `fruit:time machine`).
     #[serde(default)]
     pub time_machine: bool,
@@ -708,6 +727,10 @@ impl ShareConfig {
             scale_out: None,
             apple: false,
             apple_model: default_apple_model(),
+            apple_veto_appledouble: true,
+            apple_wipe_intentionally_left_blank_rfork: false,
+            apple_delete_empty_adfiles: false,
+            apple_zero_file_id: true,
             time_machine: false,
             time_machine_max_size: 0,
             posix: false,
@@ -1798,11 +1821,22 @@ access_based_share_enum = true
     fn apple_options_and_time_machine_sizes() {
         let c = parse("[share.s]\npath = \"/s\"\n").unwrap();
         let s = c.share("s").unwrap();
-        assert!(!s.apple && !s.time_machine);
+        assert!(!s.apple && !s.time_machine && s.apple_veto_appledouble);
         assert_eq!(
             (s.apple_model.as_str(), s.time_machine_max_size),
             ("MacSamba", 0)
         );
+        assert!(!s.apple_wipe_intentionally_left_blank_rfork && !s.apple_delete_empty_adfiles);
+        assert!(s.apple_zero_file_id);
+        let c = parse(
+            "[share.s]\npath = \"/s\"\napple = true\napple_veto_appledouble = false\n\
+             apple_wipe_intentionally_left_blank_rfork = true\napple_delete_empty_adfiles = true\n\
+             apple_zero_file_id = false\n",
+        )
+        .unwrap();
+        let s = c.share("s").unwrap();
+        assert!(!s.apple_veto_appledouble && !s.apple_zero_file_id);
+        assert!(s.apple_wipe_intentionally_left_blank_rfork && s.apple_delete_empty_adfiles);
         let c = parse(
             "[share.tm]\npath = \"/tm\"\napple = true\ntime_machine = true\ntime_machine_max_size = \"32K\"\napple_model = \"Xserve\"\n[share.n]\npath = \"/n\"\ntime_machine_max_size = 4096\n",
         )

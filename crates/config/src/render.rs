@@ -244,6 +244,18 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     if share.apple {
         let _ = writeln!(out, "apple = true");
         let _ = writeln!(out, "apple_model = {}", toml_string(&share.apple_model));
+        if !share.apple_veto_appledouble {
+            let _ = writeln!(out, "apple_veto_appledouble = false");
+        }
+        if share.apple_wipe_intentionally_left_blank_rfork {
+            let _ = writeln!(out, "apple_wipe_intentionally_left_blank_rfork = true");
+        }
+        if share.apple_delete_empty_adfiles {
+            let _ = writeln!(out, "apple_delete_empty_adfiles = true");
+        }
+        if !share.apple_zero_file_id {
+            let _ = writeln!(out, "apple_zero_file_id = false");
+        }
     }
     if share.time_machine {
         let _ = writeln!(out, "time_machine = true");

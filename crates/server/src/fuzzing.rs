@@ -24,8 +24,8 @@ pub fn time_machine_band_size(plist: &str) -> Option<u64> {
 
 /// Decodes `bytes` as an AppleDouble header (a Netatalk metadata xattr or a `._` file on a
 /// share): an accepted header's entries lie inside the buffer, replacing its Finder info
-/// yields a header that reads back the new Finder info, and a resource fork found in a `._`
-/// file lies inside it.
+/// yields a header that reads back the new Finder info, a resource fork found in a `._`
+/// file lies inside it, and so do the extended attributes a Mac's `._` file embeds.
 pub fn apple_double(bytes: &[u8]) {
     use crate::fs::apple_double::{AppleDouble, finder_info_of, with_finder_info};
     if let Ok(ad) = AppleDouble::decode(bytes) {
@@ -47,5 +47,15 @@ pub fn apple_double(bytes: &[u8]) {
         assert!(offset + len <= bytes.len() as u64);
         assert!(len_field + 4 <= head.len() as u64);
         assert!(len == 0 || len_field + 4 <= offset);
+    }
+    // As a Mac's `._` file read up to its fork, for a conversion: the fork and every embedded
+    // attribute lie inside the file, the names are short enough for a stream's xattr.
+    if let Ok(mac) = crate::fs::apple_double::mac_sidecar(bytes, bytes.len()) {
+        assert!(mac.fork_offset + mac.fork_len <= bytes.len() as u64);
+        for (name, value) in &mac.xattrs {
+            assert!(!name.is_empty() && name.len() <= 234);
+            assert!(value.len() <= bytes.len());
+        }
+        assert!(crate::fs::apple_double::from_mac_or_embedded(bytes, bytes.len()).is_some());
     }
 }

@@ -42,6 +42,8 @@ mod tasks;
 mod throttle;
 
 pub use clock::{Clock, SystemClock};
+pub use fs::apple_convert::Conversion as AppleConversion;
+pub use fs::resource_fork::SIDECAR_PREFIX;
 pub use fs::snapshots::SNAPSHOT_DIR;
 pub use fs::{names, recycle};
 pub use limits::{ClientKey, Limit, Limits};

@@ -169,6 +169,10 @@ struct FruitParams {
     model: Option<String>,
     time_machine: Option<bool>,
     time_machine_max_size: Option<u64>,
+    veto_appledouble: Option<bool>,
+    wipe_blank_rfork: Option<bool>,
+    delete_empty_adfiles: Option<bool>,
+    zero_file_id: Option<bool>,
 }
 
 /// The Apple options of an imported share, with vfs_fruit's defaults where unset.
@@ -182,6 +186,10 @@ fn apply_fruit(share: &mut ShareConfig, fruit: FruitParams) {
     }
     share.time_machine = fruit.time_machine.unwrap_or(false);
     share.time_machine_max_size = fruit.time_machine_max_size.unwrap_or(0);
+    share.apple_veto_appledouble = fruit.veto_appledouble.unwrap_or(true);
+    share.apple_wipe_intentionally_left_blank_rfork = fruit.wipe_blank_rfork.unwrap_or(false);
+    share.apple_delete_empty_adfiles = fruit.delete_empty_adfiles.unwrap_or(false);
+    share.apple_zero_file_id = fruit.zero_file_id.unwrap_or(true);
 }
 
 /// Whether `vfs objects` names vfs_shadow_copy2, and whether its `shadow:*` parameters describe
@@ -854,6 +862,18 @@ impl Converter {
             },
             "fruit:timemachine" => {
                 out.time_machine = self.bool_param(section, p).or(out.time_machine);
+            }
+            "fruit:veto_appledouble" => {
+                out.veto_appledouble = self.bool_param(section, p).or(out.veto_appledouble);
+            }
+            "fruit:wipe_intentionally_left_blank_rfork" => {
+                out.wipe_blank_rfork = self.bool_param(section, p).or(out.wipe_blank_rfork);
+            }
+            "fruit:zero_file_id" => {
+                out.zero_file_id = self.bool_param(section, p).or(out.zero_file_id);
+            }
+            "fruit:delete_empty_adfiles" => {
+                out.delete_empty_adfiles = self.bool_param(section, p).or(out.delete_empty_adfiles);
             }
             "fruit:timemachinemaxsize" => match crate::model::parse_byte_size(&p.value) {
                 Some(size) => out.time_machine_max_size = Some(size),
@@ -1537,6 +1557,9 @@ mod tests {
             "[global]\nfruit:model = Xserve\n\
              [mac]\npath = /srv/mac\nvfs objects = catia fruit streams_xattr\nfruit:metadata = netatalk\n\
              fruit:resource = file\n\
+             [mac2]\npath = /srv/mac2\nvfs objects = fruit streams_xattr\nfruit:veto_appledouble = no\n\
+             fruit:wipe_intentionally_left_blank_rfork = yes\nfruit:delete_empty_adfiles = yes\n\
+             fruit:zero_file_id = no\n\
              [tm]\npath = /srv/tm\nvfs objects = fruit streams_xattr\nfruit:time machine = yes\n\
              fruit:resource = stream\nfruit:metadata = stream\n\
              fruit:time machine max size = 2 T\n\
@@ -1547,6 +1570,13 @@ mod tests {
         let mac = c.share("mac").unwrap();
         assert!(mac.apple && !mac.time_machine);
         assert_eq!(mac.apple_model, "Xserve");
+        // vfs_fruit vetoes `._` files unless told not to.
+        assert!(mac.apple_veto_appledouble);
+        let mac2 = c.share("mac2").unwrap();
+        assert!(!mac2.apple_veto_appledouble);
+        assert!(mac2.apple_wipe_intentionally_left_blank_rfork && mac2.apple_delete_empty_adfiles);
+        assert!(!mac.apple_wipe_intentionally_left_blank_rfork && !mac.apple_delete_empty_adfiles);
+        assert!(mac.apple_zero_file_id && !mac2.apple_zero_file_id);
         let tm = c.share("tm").unwrap();
         assert!(tm.apple && tm.time_machine);
         assert_eq!(tm.time_machine_max_size, 2 << 40);
@@ -1579,6 +1609,10 @@ mod tests {
             "{warnings:?}"
         );
         let back = crate::Config::parse(Path::new("i.toml"), &c.to_toml()).unwrap();
+        assert!(back.share("mac").unwrap().apple_veto_appledouble);
+        let mac2 = back.share("mac2").unwrap();
+        assert!(!mac2.apple_veto_appledouble && !mac2.apple_zero_file_id);
+        assert!(mac2.apple_wipe_intentionally_left_blank_rfork && mac2.apple_delete_empty_adfiles);
         let tm = back.share("tm").unwrap();
         assert!(tm.apple && tm.time_machine);
         assert_eq!(

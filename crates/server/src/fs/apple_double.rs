@@ -83,6 +83,161 @@ pub(crate) fn fork_placement(head: &[u8], total: usize) -> Option<(u64, u64, u64
     last.then_some((fork.offset as u64, fork.len as u64, len_field as u64))
 }
 
+/// The filler macOS writes in its `._` files (others write Netatalk's or zeros).
+const MAC_FILLER: &[u8; 16] = b"Mac OS X        ";
+/// macOS keeps a file's extended attributes in its `._` file as an `ATTR` block after the 32
+/// bytes of Finder info and 2 of padding, inside the Finder info entry: a 36-byte header
+/// (magic, debug tag, total size, data start, data length, 12 reserved bytes, flags, count),
+/// then entries (value offset into the file, value length, flags, name length, NUL-terminated
+/// UTF-8 name), each starting at a multiple of 4 bytes of the file.
+const ATTR_MAGIC: u32 = 0x4154_5452;
+const ATTR_AT: usize = FINDER_INFO_LEN + 2;
+const ATTR_ENTRY_FIXED: usize = 11;
+/// The most of a `._` file read before its resource fork for a conversion (Samba reads as
+/// much); a header reaching further is not converted.
+pub(crate) const MAC_HEADER_MAX: usize = 64 * 1024;
+/// The longest attribute name converted: a stream's xattr (`user.DosStream.NAME:$DATA`) must
+/// keep to Linux's 255 bytes.
+const MAX_ATTR_NAME: usize = 255 - 21;
+
+/// What a `._` file holds for a conversion to the streams an `apple` share keeps.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct MacSidecar<'a> {
+    /// The Finder info (kept in the rewritten header).
+    pub(crate) finder_info: [u8; FINDER_INFO_LEN],
+    /// Whether macOS wrote the file (its filler), so that its Finder info is the file's.
+    pub(crate) from_mac: bool,
+    /// The extended attributes embedded after the Finder info: (name, value).
+    pub(crate) xattrs: Vec<(&'a str, &'a [u8])>,
+    /// Where the resource fork lies, and its length.
+    pub(crate) fork_offset: u64,
+    pub(crate) fork_len: u64,
+    /// Whether the Finder info entry holds more than the Finder info (macOS's `ATTR` block).
+    pub(crate) embedded: bool,
+}
+
+/// Whether the `._` file whose first bytes are `head` (of `total`) has something for
+/// [`mac_sidecar`] to convert: macOS wrote it, or its Finder info entry holds more than the
+/// Finder info. `None` for a malformed one or one without a resource fork.
+pub(crate) fn from_mac_or_embedded(head: &[u8], total: usize) -> Option<bool> {
+    let ad = AppleDouble::decode_in(head, total).ok()?;
+    fork_placement(head, total)?;
+    let embedded = ad
+        .entries()
+        .iter()
+        .any(|e| e.id == FINDER_INFO && e.len > FINDER_INFO_LEN);
+    Some(embedded || head.get(8..24) == Some(MAC_FILLER.as_slice()))
+}
+
+/// Decodes `head`, the first bytes of a `._` file of `total` bytes, up to at least its
+/// resource fork, for a conversion. Refused: a malformed header, no Finder info or resource
+/// fork, an entry after the fork, and an `ATTR` block whose header, entries or values leave
+/// the Finder info entry or whose names are not UTF-8 of at most [`MAX_ATTR_NAME`] bytes.
+/// Allocates at most one pair per 12 bytes of input.
+pub(crate) fn mac_sidecar(head: &[u8], total: usize) -> Result<MacSidecar<'_>, DecodeError> {
+    let out_of_bounds = |field| DecodeError::new(field, DecodeErrorKind::OutOfBounds);
+    let ad = AppleDouble::decode_in(head, total)?;
+    let (fork_offset, fork_len, _) = fork_placement(head, total).ok_or(out_of_bounds("fork"))?;
+    let finder_entry = ad
+        .entries()
+        .iter()
+        .find(|e| e.id == FINDER_INFO)
+        .copied()
+        .ok_or(out_of_bounds("finder info"))?;
+    let finder_bytes = ad.entry(FINDER_INFO).ok_or(out_of_bounds("finder info"))?;
+    let finder_info: [u8; FINDER_INFO_LEN] = finder_bytes
+        .get(..FINDER_INFO_LEN)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(DecodeError::truncated("finder info"))?;
+    let xattrs = if finder_bytes.len() > FINDER_INFO_LEN {
+        embedded_xattrs(finder_bytes, finder_entry.offset)?
+    } else {
+        Vec::new()
+    };
+    Ok(MacSidecar {
+        finder_info,
+        from_mac: head.get(8..24) == Some(MAC_FILLER.as_slice()),
+        xattrs,
+        fork_offset,
+        fork_len,
+        embedded: finder_bytes.len() > FINDER_INFO_LEN,
+    })
+}
+
+/// The attributes of the `ATTR` block in `entry`, the Finder info entry found at file offset
+/// `at`; every offset in the block is one into the file, checked to fall inside the entry.
+fn embedded_xattrs(entry: &[u8], at: usize) -> Result<Vec<(&str, &[u8])>, DecodeError> {
+    let bad = |field| DecodeError::new(field, DecodeErrorKind::InvalidValue);
+    let mut r = Reader::new(entry);
+    r.seek(ATTR_AT, "attr header")?;
+    if r.u32_be("attr magic")? != ATTR_MAGIC {
+        return Err(bad("attr magic"));
+    }
+    r.skip(4 + 4 + 4 + 4 + 12 + 2, "attr header")?;
+    let count = usize::from(r.u16_be("attr count")?);
+    let mut out = Vec::with_capacity(count.min(entry.len() / (ATTR_ENTRY_FIXED + 1)));
+    for _ in 0..count {
+        // Entries start at multiples of 4 of the file, not of the entry.
+        let file_pos = at
+            .checked_add(r.pos())
+            .and_then(|p| p.checked_next_multiple_of(4))
+            .ok_or(DecodeError::new("attr entry", DecodeErrorKind::Overflow))?;
+        r.seek(file_pos - at, "attr entry")?;
+        let offset = r.u32_be("attr offset")? as usize;
+        let len = r.u32_be("attr length")? as usize;
+        r.skip(2, "attr flags")?;
+        let name_len = usize::from(r.u8("attr name length")?);
+        let name = r.bytes(name_len, "attr name")?;
+        let name = name.split(|&b| b == 0).next().unwrap_or_default();
+        let name = std::str::from_utf8(name).map_err(|_| bad("attr name"))?;
+        if name.is_empty() || name.len() > MAX_ATTR_NAME {
+            return Err(bad("attr name"));
+        }
+        let value = offset
+            .checked_sub(at)
+            .ok_or(DecodeError::new("attr value", DecodeErrorKind::OutOfBounds))
+            .and_then(|start| Reader::new(entry).buffer_at(start, len, "attr value"))?;
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// The header of a `._` file in Samba's layout ([`new_sidecar`]) holding `finder` and naming
+/// a resource fork of `fork_len` bytes at [`SIDECAR_FORK_AT`].
+pub(crate) fn sidecar_header(finder: &[u8; FINDER_INFO_LEN], fork_len: u32) -> Vec<u8> {
+    let mut out = new_sidecar();
+    let fork_len_at = HEADER_LEN + 8;
+    let finder_at = SIDECAR_FINDER_AT as usize;
+    if let Some(slot) = out.get_mut(fork_len_at..fork_len_at + 4) {
+        slot.copy_from_slice(&fork_len.to_be_bytes());
+    }
+    if let Some(slot) = out.get_mut(finder_at..finder_at + FINDER_INFO_LEN) {
+        slot.copy_from_slice(finder);
+    }
+    out
+}
+
+/// The resource fork macOS writes for a file that has none, "intentionally left blank": a
+/// resource header (data and map at 256, no data, a 30-byte map), the sentence, and an empty
+/// map repeating the header (type list at 28, name list at 30, no types).
+pub(crate) fn blank_resource_fork() -> [u8; 286] {
+    let mut fork = [0u8; 286];
+    let header: [u8; 16] = [0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0x1E];
+    let map_rest: [u8; 14] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1C, 0, 0x1E, 0xFF, 0xFF];
+    let text = b"This resource fork intentionally left blank   ";
+    for (at, bytes) in [
+        (0, header.as_slice()),
+        (16, text.as_slice()),
+        (256, header.as_slice()),
+        (272, map_rest.as_slice()),
+    ] {
+        if let Some(slot) = fork.get_mut(at..at + bytes.len()) {
+            slot.copy_from_slice(bytes);
+        }
+    }
+    fork
+}
+
 /// One entry of a decoded header: where its bytes lie in the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -204,7 +359,7 @@ fn netatalk_metadata(finder: &[u8; FINDER_INFO_LEN]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The metadata xattr of a file Netatalk gave the type/creator "BARRFOOO" and the Finder
@@ -308,6 +463,98 @@ mod tests {
         mac[46..50].copy_from_slice(&0xECEu32.to_be_bytes());
         assert_eq!(fork_placement(&mac[..0x52], 0xF03), Some((0xF00, 3, 34)));
         assert_eq!(fork_placement(&mac[..0x52], 0xF02), None);
+    }
+
+    /// A `._` file as macOS writes it (filler "Mac OS X", the Finder info entry running up to
+    /// the fork with an `ATTR` block after the Finder info): type/creator "TYPECRTR", one
+    /// extended attribute "a:b" = "xy", the resource fork "RF".
+    pub(crate) fn mac_golden() -> Vec<u8> {
+        let mut v = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        \x00\x02".to_vec();
+        v.extend_from_slice(&[0, 0, 0, 9, 0, 0, 0, 0x32, 0, 0, 0, 0x5A]);
+        v.extend_from_slice(&[0, 0, 0, 2, 0, 0, 0, 0x8C, 0, 0, 0, 2]);
+        v.extend_from_slice(b"TYPECRTR");
+        v.resize(0x54, 0);
+        v.extend_from_slice(b"ATTR\x00\x00\x00\x00");
+        v.extend_from_slice(&[0, 0, 0, 0x8C, 0, 0, 0, 0x88, 0, 0, 0, 2]);
+        v.extend_from_slice(&[0; 12]);
+        v.extend_from_slice(&[0, 0, 0, 1]);
+        v.extend_from_slice(&[0, 0, 0, 0x88, 0, 0, 0, 2, 0, 0, 4]);
+        v.extend_from_slice(b"a:b\x00\x00xy\x00\x00RF");
+        assert_eq!(v.len(), 0x8E);
+        v
+    }
+
+    #[test]
+    fn reads_a_macs_sidecar() {
+        let golden = mac_golden();
+        let mac = mac_sidecar(&golden, golden.len()).unwrap();
+        let mut finder = [0u8; 32];
+        finder[..8].copy_from_slice(b"TYPECRTR");
+        assert_eq!(
+            mac,
+            MacSidecar {
+                finder_info: finder,
+                from_mac: true,
+                xattrs: vec![("a:b", b"xy".as_slice())],
+                fork_offset: 0x8C,
+                fork_len: 2,
+                embedded: true,
+            }
+        );
+        assert_eq!(from_mac_or_embedded(&golden, golden.len()), Some(true));
+        // Samba's layout has nothing to convert.
+        let samba = new_sidecar();
+        assert_eq!(from_mac_or_embedded(&samba, samba.len()), Some(false));
+        let plain = mac_sidecar(&samba, samba.len()).unwrap();
+        assert!(!plain.from_mac && !plain.embedded && plain.xattrs.is_empty());
+        // The rewritten header is Samba's, with the Finder info and the fork's length.
+        let mut expected = samba.clone();
+        expected[34..38].copy_from_slice(&2u32.to_be_bytes());
+        expected[0x32..0x52].copy_from_slice(&finder);
+        assert_eq!(sidecar_header(&finder, 2), expected);
+    }
+
+    #[test]
+    fn hostile_attr_blocks_are_refused() {
+        let golden = mac_golden();
+        let set = |at: usize, bytes: &[u8]| {
+            let mut v = golden.clone();
+            v[at..at + bytes.len()].copy_from_slice(bytes);
+            v
+        };
+        let cases = [
+            ("magic", set(0x54, b"ATTX")),
+            // 0xFFFF entries: the table runs out of the entry long before.
+            ("count", set(0x76, &[0xFF, 0xFF])),
+            // The value before the Finder info entry, or past its end.
+            ("value before", set(0x78, &[0, 0, 0, 0x10])),
+            ("value past", set(0x7C, &[0, 0, 0, 0x10])),
+            ("value wraps", set(0x78, &[0xFF, 0xFF, 0xFF, 0xFF])),
+            // A name running past the entry, an empty one, one not UTF-8.
+            ("name past", set(0x82, &[0xFF])),
+            ("name empty", set(0x83, &[0])),
+            ("name not utf-8", set(0x83, &[0xFF])),
+            // The Finder info entry past the end of the file.
+            ("finder info past", set(0x22, &[0, 0, 0, 0x8E])),
+        ];
+        for (what, bytes) in cases {
+            assert!(mac_sidecar(&bytes, bytes.len()).is_err(), "{what}");
+        }
+        // Read short of the fork: refused, never a panic.
+        for n in 0..0x8C {
+            assert!(mac_sidecar(&golden[..n], golden.len()).is_err(), "{n}");
+        }
+    }
+
+    #[test]
+    fn the_blank_fork_is_macs() {
+        let fork = blank_resource_fork();
+        assert_eq!(
+            &fork[16..59],
+            b"This resource fork intentionally left blank"
+        );
+        assert_eq!(fork[..16], fork[256..272]);
+        assert_eq!(&fork[282..], &[0, 0x1E, 0xFF, 0xFF]);
     }
 
     #[test]

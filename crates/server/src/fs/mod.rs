@@ -6,6 +6,7 @@
 //! hold descriptors) and under `state`.
 
 pub(crate) mod apple;
+pub(crate) mod apple_convert;
 pub(crate) mod apple_double;
 pub(crate) mod eas;
 pub(crate) mod fileinfo;

@@ -13,7 +13,7 @@ use smb3d_vfs::{
 use crate::fs::apple_double;
 
 /// What names a `._` AppleDouble file: the prefix to the name of the file it belongs to.
-pub(crate) const SIDECAR_PREFIX: &str = "._";
+pub const SIDECAR_PREFIX: &str = "._";
 /// The most of a `._` file's header read: room for 16 entries (Samba and macOS write 2).
 const HEADER_READ: usize = 26 + 16 * 12;
 

@@ -91,6 +91,17 @@ pub(crate) fn check_credit_charge(cx: &Ctx<'_>, payload: u32) -> Result<(), NtSt
 
 /// The AAPL ServerCaps the connection negotiated, in force on `apple` shares only (none
 /// elsewhere, and none before a Mac client's first server query).
+/// Whether file ids are 0 for this request: an `apple` share with `apple_zero_file_id` (Samba's
+/// `fruit:zero_file_id`) to a connection that negotiated AAPL. A Mac takes a file id for an
+/// HFS+ catalog node id, which is never reused; an inode number is, so the Mac is told none.
+pub(crate) fn zero_file_ids(cx: &Ctx<'_>) -> bool {
+    cx.tree
+        .as_ref()
+        .and_then(|t| t.share.apple.as_ref())
+        .is_some_and(|apple| apple.zero_file_id)
+        && cx.conn.apple.get().is_some()
+}
+
 pub(crate) fn mac_caps(cx: &Ctx<'_>) -> u64 {
     let apple_share = cx.tree.as_ref().is_some_and(|t| t.share.apple.is_some());
     match cx.conn.apple.get() {

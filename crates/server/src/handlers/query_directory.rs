@@ -17,6 +17,7 @@ use smb3d_vfs::{self as vfs, FileType, VfsError};
 use smb3d_wire::Writer;
 
 use crate::fs::apple;
+use crate::fs::apple_convert;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta};
 use crate::fs::posix_info;
@@ -217,6 +218,20 @@ fn mac_extras(open: &Open, name: &str, meta: &Meta, mac: MacListing<'_>) -> MacD
         }
         _ => 0,
     };
+    // A Mac's `._` file of the entry is converted first, as vfs_fruit converts it when it
+    // lists the directory for a Mac, by a client who may write the file anyway.
+    if let (Some(apple), Ok(path)) = (&open.share.apple, open.path().join(name))
+        && meta.stat.file_type == FileType::File
+    {
+        let may_write = || {
+            AccessMask(max_access).contains(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_WRITE_EA)
+        };
+        let converted =
+            apple_convert::convert(open.vfs.as_ref(), &path, None, apple.conversion, may_write);
+        if let Err(e) = converted {
+            tracing::debug!(%path, error = %e, "._ file not converted");
+        }
+    }
     let (resource_fork_len, finder_info) = apple::listed_extras(
         open.vfs.as_ref(),
         &open.path(),

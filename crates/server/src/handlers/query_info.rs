@@ -76,6 +76,7 @@ pub(crate) async fn handle(
                 limit,
                 dialect,
                 &*cx.conn.server.settings.clock,
+                cx.conn.apple.get().is_some(),
                 w,
             )
         })?,
@@ -204,6 +205,7 @@ fn file_info(
     limit: u32,
     dialect: u16,
     clock: &dyn Clock,
+    mac: bool,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let size = class.query_size().ok_or(NtStatus::INVALID_INFO_CLASS)?;
@@ -260,7 +262,7 @@ fn file_info(
         }
         .encode(w),
         FileInformationClass::FILE_ID_INFORMATION => id_information(stat).encode(w),
-        FileInformationClass::FILE_STREAM_INFORMATION => stream_info(open, stat, w)?,
+        FileInformationClass::FILE_STREAM_INFORMATION => stream_info(open, stat, mac, w)?,
         FileInformationClass::FILE_ALTERNATE_NAME_INFORMATION => FileNameInformation {
             file_name: alternate_name(name)?,
         }
@@ -406,14 +408,24 @@ fn full_ea(open: &Open, limit: u32, w: &mut Writer<'_>) -> Result<NtStatus, NtSt
 
 /// FileStreamInformation (MS-FSCC 2.4.44): a file's unnamed data stream (a directory has
 /// none), then its named streams, whichever of them the open is on. The list is encoded whole
-/// and cut to the client's buffer like any variable-length answer.
-fn stream_info(open: &Open, stat: &FileStat, w: &mut Writer<'_>) -> Result<(), NtStatus> {
+/// and cut to the client's buffer like any variable-length answer. To a Mac client (`mac`: the
+/// connection negotiated AAPL) on an `apple` share empty named streams are not there, as
+/// vfs_fruit lists them.
+fn stream_info(
+    open: &Open,
+    stat: &FileStat,
+    mac: bool,
+    w: &mut Writer<'_>,
+) -> Result<(), NtStatus> {
     let (file, default) = match &open.stream {
         Some(stream) => (stream.base(), stream.base().stat().status()?),
         None => (open.file.as_ref(), *stat),
     };
     let mut named = streams::list(file).status()?;
     if open.share.apple.is_some() {
+        if mac {
+            named.retain(|(_, size)| *size > 0);
+        }
         let fork_len = (default.file_type != FileType::Directory)
             .then(|| apple::resource_fork_len(open.vfs.as_ref(), &open.path()));
         named = apple::listed_streams(file, named, fork_len).status()?;

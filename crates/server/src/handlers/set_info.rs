@@ -482,6 +482,12 @@ fn link(
     if target.is_root() || target.stream.is_some() || target.default_stream {
         return Err(NtStatus::OBJECT_NAME_INVALID);
     }
+    // A vetoed name is neither made nor replaced by a link (a `._` file on an apple share
+    // holds a resource fork), as by a rename.
+    let components = target.components.iter().map(String::as_str);
+    if let Some(status) = open.share.presentation.vetoed_path(components) {
+        return Err(status);
+    }
     let to = VfsPath::from_components(target.components.iter())
         .map_err(|_| NtStatus::OBJECT_NAME_INVALID)?;
     let from = open.path();

@@ -12,6 +12,7 @@ use smb3d_vfs::{
 use smb3d_wire::FileTime;
 
 use crate::blocking::Wait;
+use crate::fs::apple_convert::Conversion;
 pub use crate::fs::fileinfo::Presentation;
 use crate::fs::resource_fork;
 use crate::hosts::HostRules;
@@ -141,6 +142,11 @@ pub struct Apple {
     pub time_machine: bool,
     /// With `time_machine`, the bytes backups may take (0: the file system's size).
     pub time_machine_max_size: u64,
+    /// What converting a Mac's `._` files does beyond moving its Finder info and xattrs
+    /// (fs::apple_convert).
+    pub conversion: Conversion,
+    /// File ids are 0 to connections that negotiated AAPL (handlers::zero_file_ids).
+    pub zero_file_id: bool,
 }
 
 /// How deep [`Share::remove_vetoed`] goes into a vetoed directory: a deeper tree stays, with

@@ -8,11 +8,13 @@ use smb3d_smb2::create::{
 use crate::fs::fileinfo::Meta;
 
 /// The response contexts the request's contexts call for; `maximal_access` is the file's,
-/// computed when the request asked for it.
+/// computed when the request asked for it; with `zero_ids` the on-disk id is 0 (a Mac client
+/// on an `apple` share, fruit:zero_file_id).
 pub(super) fn responses<'a>(
     req: &CreateRequest<'_>,
     maximal_access: Option<AccessMask>,
     meta: &Meta,
+    zero_ids: bool,
 ) -> Vec<ResponseContext<'a>> {
     let mut contexts = Vec::new();
     for context in req.contexts.iter().flatten() {
@@ -25,7 +27,7 @@ pub(super) fn responses<'a>(
             }
             CreateContext::QueryOnDiskId => {
                 contexts.push(ResponseContext::QueryOnDiskId(QueryOnDiskIdResponse {
-                    file_id: meta.stat.ino,
+                    file_id: if zero_ids { 0 } else { meta.stat.ino },
                     volume_id: meta.stat.dev,
                 }));
             }

@@ -36,6 +36,7 @@ use smb3d_wire::FileTime;
 
 use crate::blocking::as_user;
 use crate::fs::apple as apple_fs;
+use crate::fs::apple_convert;
 use crate::fs::eas;
 use crate::fs::fileinfo::{self, Meta, SETTABLE_ATTRIBUTES};
 use crate::fs::names::{SmbPath, parse_path};
@@ -131,6 +132,7 @@ pub(crate) async fn handle(
         durable: durable_ask,
         app_instance,
         counted,
+        mac_client: cx.conn.apple.get().is_some(),
     };
     // MS-FSA 2.1.5.1: open or create and check access, then share access and caching; only
     // then is an existing file overwritten or a new one given its metadata.
@@ -376,6 +378,8 @@ struct Creation<'r> {
     /// The application instance named (MS-SMB2 3.3.5.9.13).
     app_instance: Option<AppInstance>,
     counted: OpenFileSlot,
+    /// The connection negotiated AAPL: a Mac client, to whom an empty named stream is none.
+    mac_client: bool,
 }
 
 /// The file opened (or created) and the access it grants.
@@ -531,6 +535,40 @@ impl Creation<'_> {
         Ok(Some(fork))
     }
 
+    /// Before an `apple` share's AFP_AfpInfo or AFP_Resource of a file is opened, converts the
+    /// `._` file a Mac left for it (fs::apple_convert), as vfs_fruit does at that point, as
+    /// the user and only when `maximal` (their rights on the file) lets them write its data
+    /// and extended attributes. A conversion that fails leaves the open as it would be without.
+    fn convert_mac_sidecar(
+        &self,
+        base: &dyn VfsFile,
+        meta: &Meta,
+        maximal: impl FnOnce() -> AccessMask,
+    ) {
+        let Some(apple) = &self.tree.share.apple else {
+            return;
+        };
+        let apple_stream = self.target.path.stream.as_deref().is_some_and(|name| {
+            eq_ignore_case(name, apple_fs::AFPINFO_STREAM)
+                || eq_ignore_case(name, apple_fs::RESOURCE_STREAM)
+        });
+        if !apple_stream || meta.is_directory() {
+            return;
+        }
+        let may_write =
+            || maximal().contains(AccessMask::FILE_WRITE_DATA | AccessMask::FILE_WRITE_EA);
+        let converted = apple_convert::convert(
+            self.vfs.as_ref(),
+            &self.target.vfs_path,
+            Some(base),
+            apple.conversion,
+            may_write,
+        );
+        if let Err(e) = converted {
+            tracing::debug!(path = %self.target.vfs_path, error = %e, "._ file not converted");
+        }
+    }
+
     /// Creates the fork's `._` file when the open may write the fork: here, as the user, so
     /// that the user owns it as the file.
     fn ready_to_write(&self, fork: &ResourceFork, granted: AccessMask) -> Result<(), NtStatus> {
@@ -586,6 +624,11 @@ impl Creation<'_> {
             .plan
             .wants_maximal_access
             .then(|| security::maximal(&sd, &self.identity, &check.parent));
+        if !opened.created {
+            self.convert_mac_sidecar(opened.file.as_ref(), &meta, || {
+                security::maximal(&sd, &self.identity, &check.parent)
+            });
+        }
         let (stream, stream_created, fork) = match &self.target.path.stream {
             None => (None, false, None),
             Some(name) => match self.resource_fork(&meta, granted).and_then(|fork| {
@@ -594,6 +637,7 @@ impl Creation<'_> {
                     name,
                     intent.disposition,
                     self.tree.share.apple.is_some(),
+                    self.mac_client,
                     fork.as_ref(),
                 )?;
                 if let Some(fork) = &fork {
@@ -1039,7 +1083,12 @@ fn respond(
     let posix_answer = asked
         .posix
         .map(|_| posix_info::cc_bytes(&meta.stat, &cx.conn.server.ids));
-    let mut contexts = contexts::responses(req, outcome.maximal, &meta);
+    let mut contexts = contexts::responses(
+        req,
+        outcome.maximal,
+        &meta,
+        crate::handlers::zero_file_ids(cx),
+    );
     if let Some(data) = &posix_answer {
         contexts.push(ResponseContext::Other(RawCreateContext {
             name: &smb3d_smb2::posix::TAG,

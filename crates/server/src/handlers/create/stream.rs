@@ -51,6 +51,7 @@ pub(super) fn resolve(
     name: &str,
     disposition: CreateDisposition,
     apple: bool,
+    mac_client: bool,
     fork: Option<&ResourceFork>,
 ) -> Result<(String, bool), NtStatus> {
     if apple && eq_ignore_case(name, apple::AFPINFO_STREAM) {
@@ -72,6 +73,22 @@ pub(super) fn resolve(
             (None, stored)
         }
         other => (other, name.to_owned()),
+    };
+    // To a Mac client on an `apple` share an empty named stream is not there to open (as
+    // vfs_fruit answers once AAPL is negotiated); it may still be created over or overwritten.
+    let existing = match existing {
+        Some(stored)
+            if apple
+                && mac_client
+                && disposition == CreateDisposition::OPEN
+                && base
+                    .get_xattr(&streams::xattr_name(&stored))
+                    .status()?
+                    .is_none_or(|v| streams::data_len(&v) == 0) =>
+        {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        other => other,
     };
     match (existing, disposition) {
         (Some(_), CreateDisposition::CREATE) => Err(NtStatus::OBJECT_NAME_COLLISION),
