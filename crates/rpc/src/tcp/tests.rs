@@ -504,3 +504,33 @@ fn every_truncation_and_byte_flip_of_the_exchange_is_handled() {
         }
     }
 }
+
+#[test]
+fn rpcclient_s_bind_verifier_decodes() {
+    // The auth_info of rpcclient 4.17's witness bind ('ncacn_ip_tcp:ADDRESS[seal]', captured
+    // with -d 10): NTLMSSP at privacy, context id 1, its NEGOTIATE_MESSAGE (flags 0x62088235).
+    let auth_info = [
+        0x0a, 0x06, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x4e, 0x54, 0x4c, 0x4d, 0x53, 0x53, 0x50,
+        0x00, 0x01, 0x00, 0x00, 0x00, 0x35, 0x82, 0x08, 0x62, 0x00, 0x00, 0x00, 0x00, 0x28, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x28, 0x00, 0x00, 0x00, 0x06, 0x01, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x0f,
+    ];
+    let (trailer, token) = AuthTrailer::decode(&auth_info).unwrap();
+    assert_eq!(
+        trailer,
+        AuthTrailer {
+            auth_type: AUTH_TYPE_NTLMSSP,
+            auth_level: AUTH_LEVEL_PRIVACY,
+            pad_length: 0,
+            context_id: 1,
+        }
+    );
+    assert_eq!(token.len(), 40);
+    assert!(token.starts_with(b"NTLMSSP\0"));
+    let mut again = Vec::new();
+    trailer.encode(&mut again);
+    assert_eq!(again, auth_info[..8]);
+    for len in 0..8 {
+        assert!(AuthTrailer::decode(&auth_info[..len]).is_err());
+    }
+}
