@@ -121,9 +121,22 @@ def test_witness_through_another_node_with_rpcclient(cluster):
     moved = rpcclient(n2.address, "AsyncNotify %s" % handles[1], user)
     assert "Client move with 1 messages" in moved.stdout, moved.stdout + moved.stderr
     assert "%s Online" % pub1 in moved.stdout, moved.stdout
-    for handle in handles:
+    # A held AsyncNotify ends when its registration goes.
+    r = rpcclient(n2.address, "Register --net=SMB3D --ip=%s --client=witness-test" % pub1, user)
+    found = re.search(r"^([0-9a-f]+:[0-9a-f-]{36})$", r.stdout, re.M)
+    assert r.returncode == 0 and found, r.stdout + r.stderr
+    waiting = subprocess.Popen(["rpcclient", "-U", user, "ncacn_ip_tcp:%s[seal]" % n2.address, "-c",
+                                "AsyncNotify %s" % found.group(1)], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    time.sleep(0.5)
+    assert waiting.poll() is None, waiting.communicate()[0]
+    for handle in [found.group(1)] + handles:
         r = rpcclient(n2.address, "UnRegister %s" % handle, user)
         assert r.returncode == 0, r.stdout + r.stderr
+    out, _ = waiting.communicate(timeout=10)
+    assert "WERR_NOT_FOUND" in out, out
+    r = rpcclient(n2.address, "UnRegister %s" % handles[0], user)
+    assert "WERR_NOT_FOUND" in r.stdout + r.stderr, r.stdout + r.stderr
     print("witness test body took %.1f s" % (time.monotonic() - started))
 
 

@@ -317,7 +317,11 @@ impl WitnessService {
             }
             witness::Call::UnRegister(handle) => {
                 let status = match self.registrations.lock().unregister(&handle_key(&handle)) {
-                    Ok(()) => error::SUCCESS,
+                    Ok(()) => {
+                        // An AsyncNotify held for it ends with ERROR_NOT_FOUND.
+                        self.queued.notify_waiters();
+                        error::SUCCESS
+                    }
                     Err(witness::Refused(status)) => status,
                 };
                 witness::encode_status(&mut out, status);
