@@ -72,23 +72,32 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
 }
 
 /// Starts taking this node's share of the public addresses, served at `port`: what comes up
-/// and goes down arrives on the returned channel. `None` without `[cluster]` or without public
-/// addresses.
+/// and goes down arrives on the returned channel, with the node's witness service that
+/// serves them too. `None` without `[cluster]` or without public addresses.
 pub fn serve_public_addresses(
     server: &Arc<smb3d_server::Server>,
     port: u16,
-) -> Option<tokio::sync::mpsc::UnboundedReceiver<crate::public_addresses::Listen>> {
+) -> Option<(
+    tokio::sync::mpsc::UnboundedReceiver<crate::public_addresses::Listen>,
+    Arc<crate::witness::WitnessService>,
+)> {
     let (etcd, name, cluster) = JOINED.get()?;
     let membership = MEMBERSHIP.get()?;
     if cluster.public_addresses.is_empty() {
         return None;
     }
     let (listen, requests) = tokio::sync::mpsc::unbounded_channel();
+    let witness = crate::witness::WitnessService::new(
+        server.clone(),
+        cluster.public_addresses.clone(),
+        cluster.witness_port,
+    );
     let host = crate::public_addresses::NodeAddresses {
         interface: cluster.public_interface.clone(),
         port,
         server: server.clone(),
         listen,
+        witness: witness.clone(),
     };
     let public = PublicAddresses::start(
         etcd.clone(),
@@ -98,7 +107,7 @@ pub fn serve_public_addresses(
         Arc::new(host),
     );
     let _ = PUBLIC.set(public);
-    Some(requests)
+    Some((requests, witness))
 }
 
 /// Returns when this node's etcd lease is gone (never without `[cluster]`).

@@ -23,6 +23,8 @@ mod serve;
 mod status;
 pub mod systemd;
 mod users;
+#[cfg(feature = "cluster")]
+mod witness;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -5,7 +5,7 @@
 //! `lo`) and is only listened on. A held address gets a listener of its own, served until the
 //! address is taken down, which ends its connections.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::process::Command;
@@ -15,21 +15,25 @@ use smb3d_cluster::AddressHost;
 use smb3d_server::Server;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::witness::WitnessService;
+
 /// What the serving loop is asked to do with a public address.
 pub enum Listen {
-    /// Serve SMB on this listener.
-    Up(IpAddr, TcpListener),
+    /// Serve SMB on this listener, and the witness service's ports on these.
+    Up(IpAddr, TcpListener, Vec<TcpListener>),
     /// Stop serving the address, then answer.
     Down(IpAddr, std::sync::mpsc::SyncSender<()>),
 }
 
 /// A node's [`AddressHost`]: brings addresses up on `interface` (if any), listens on them at
-/// `port`, and restores the persistent handles of a node that left.
+/// `port` (and the witness service's ports), restores the persistent handles of a node that
+/// left, and tells the witness service what the cluster looks like.
 pub struct NodeAddresses {
     pub interface: Option<String>,
     pub port: u16,
     pub server: Arc<Server>,
     pub listen: mpsc::UnboundedSender<Listen>,
+    pub witness: Arc<WitnessService>,
 }
 
 impl AddressHost for NodeAddresses {
@@ -39,8 +43,9 @@ impl AddressHost for NodeAddresses {
         }
         let listener = TcpListener::bind(SocketAddr::new(ip, self.port))?;
         listener.set_nonblocking(true)?;
+        let rpc = self.witness.listeners(ip);
         self.listen
-            .send(Listen::Up(ip, listener))
+            .send(Listen::Up(ip, listener, rpc))
             .map_err(|_| io::Error::other("the server is stopping"))
     }
 
@@ -59,6 +64,19 @@ impl AddressHost for NodeAddresses {
         tracing::info!(
             "cluster: {restored} durable and persistent open(s) of node {name} restored here for their clients"
         );
+    }
+
+    fn cluster_read(&self, live: &[String], holders: &BTreeMap<IpAddr, String>) {
+        self.witness.cluster_changed(live, holders);
+    }
+}
+
+/// Aborts a task when dropped: the witness listeners of an address end with its entry.
+pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -128,12 +146,20 @@ fn remove_address(interface: &str, ip: IpAddr) {
 }
 
 /// Serves the public addresses the cluster gives this node until `requests` ends.
-pub async fn serve(server: Arc<Server>, mut requests: mpsc::UnboundedReceiver<Listen>) {
-    let mut serving: HashMap<IpAddr, (oneshot::Sender<()>, tokio::task::JoinHandle<()>)> =
-        HashMap::new();
+pub async fn serve(
+    server: Arc<Server>,
+    mut requests: mpsc::UnboundedReceiver<Listen>,
+    witness: Arc<WitnessService>,
+) {
+    type Serving = (
+        oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+        AbortOnDrop,
+    );
+    let mut serving: HashMap<IpAddr, Serving> = HashMap::new();
     while let Some(request) = requests.recv().await {
         match request {
-            Listen::Up(ip, listener) => {
+            Listen::Up(ip, listener, rpc) => {
                 let listener = match tokio::net::TcpListener::from_std(listener) {
                     Ok(listener) => listener,
                     Err(e) => {
@@ -155,15 +181,19 @@ pub async fn serve(server: Arc<Server>, mut requests: mpsc::UnboundedReceiver<Li
                         tracing::warn!("cluster: serving public address {ip}: {e}");
                     }
                 });
+                let rpc = AbortOnDrop(tokio::spawn(
+                    witness.clone().serve(rpc, std::future::pending()),
+                ));
                 tracing::info!("listening on public address {ip}");
-                serving.insert(ip, (stop, task));
+                serving.insert(ip, (stop, task, rpc));
             }
             Listen::Down(ip, done) => {
-                let Some((stop, task)) = serving.remove(&ip) else {
+                let Some((stop, task, rpc)) = serving.remove(&ip) else {
                     let _ = done.send(());
                     continue;
                 };
                 let _ = stop.send(());
+                drop(rpc);
                 tokio::spawn(async move {
                     let _ = task.await;
                     tracing::info!("stopped listening on public address {ip}");

@@ -301,11 +301,20 @@ fn public_addresses(
     listen: &[SocketAddr],
 ) -> Option<tokio::task::JoinHandle<()>> {
     let port = listen.first().map_or(445, SocketAddr::port);
-    let requests = crate::cluster::serve_public_addresses(server, port)?;
-    Some(tokio::spawn(crate::public_addresses::serve(
-        server.clone(),
-        requests,
-    )))
+    let (requests, witness) = crate::cluster::serve_public_addresses(server, port)?;
+    // The witness service also answers on the node's own addresses.
+    let own: Vec<std::net::TcpListener> = listen
+        .iter()
+        .flat_map(|addr| witness.listeners(addr.ip()))
+        .collect();
+    let own = crate::public_addresses::AbortOnDrop(tokio::spawn(
+        witness.clone().serve(own, std::future::pending()),
+    ));
+    let server = server.clone();
+    Some(tokio::spawn(async move {
+        let _own = own;
+        crate::public_addresses::serve(server, requests, witness).await;
+    }))
 }
 
 /// Returns when etcd says this cluster node's lease is gone; never for a single server.

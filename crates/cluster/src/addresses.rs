@@ -37,6 +37,9 @@ pub trait AddressHost: Send + Sync + 'static {
     /// Node `name` left the cluster (its lease ended): called before any of its addresses is
     /// brought up here, so that what its clients reclaim is ready when they reconnect.
     fn node_left(&self, name: &str);
+    /// The cluster as read at each change of `nodes/` or `addresses/`: the live nodes
+    /// (sorted) and who holds each held address (the witness service's view).
+    fn cluster_read(&self, _live: &[String], _holders: &BTreeMap<IpAddr, String>) {}
 }
 
 /// This node's share of the public addresses, kept until dropped.
@@ -231,6 +234,7 @@ impl Balancer {
         live_before: &mut Option<Vec<String>>,
     ) -> Result<i64, etcd_client::Error> {
         let view = self.view().await?;
+        self.host.cluster_read(&view.live, &view.holders);
         if let Some(before) = live_before.as_ref() {
             for gone in before.iter().filter(|n| !view.live.contains(n)) {
                 if *gone != self.node {

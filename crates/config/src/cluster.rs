@@ -20,6 +20,11 @@ pub const DEFAULT_NODE_TTL: Duration = Duration::from_secs(3);
 pub const MIN_NODE_TTL: Duration = Duration::from_secs(1);
 /// The longest `node_ttl`: a dead node's addresses must not stay silent for minutes.
 pub const MAX_NODE_TTL: Duration = Duration::from_secs(60);
+/// The TCP port of a node's witness service (MS-SWN) unless configured; clients learn it
+/// from the endpoint mapper on port 135.
+pub const DEFAULT_WITNESS_PORT: u16 = 4135;
+/// The endpoint mapper's port, which the witness service cannot share.
+pub const EPMAPPER_PORT: u16 = 135;
 /// The longest node name (a DNS label's length).
 pub const MAX_NODE_NAME: usize = 63;
 
@@ -38,6 +43,8 @@ pub(crate) struct RawCluster {
     node_ttl: Option<Spanned<Interval>>,
     #[serde(default)]
     public_interface: Option<Spanned<String>>,
+    #[serde(default)]
+    witness_port: Option<Spanned<i64>>,
 }
 
 /// A checked `[cluster]` section.
@@ -56,6 +63,8 @@ pub struct ClusterConfig {
     /// The interface a node adds the public addresses it takes to (with a gratuitous ARP);
     /// `None`: they are on the host already (tests) and only listened on.
     pub public_interface: Option<String>,
+    /// The TCP port of the witness service (MS-SWN) on each address the node serves.
+    pub witness_port: u16,
 }
 
 impl ClusterConfig {
@@ -183,6 +192,21 @@ pub(crate) fn checked_cluster(raw: RawCluster, problems: &mut Vec<Problem>) -> C
             ),
         ));
     }
+    let witness_port = raw.witness_port.map_or(DEFAULT_WITNESS_PORT, |port| {
+        match u16::try_from(*port.get_ref()) {
+            Ok(p) if p != 0 && p != EPMAPPER_PORT => p,
+            _ => {
+                problems.push(Problem::at(
+                    port.span(),
+                    format!(
+                        "cluster.witness_port {} is not a TCP port other than 0 and 135 (the endpoint mapper's)",
+                        port.get_ref()
+                    ),
+                ));
+                DEFAULT_WITNESS_PORT
+            }
+        }
+    });
     ClusterConfig {
         etcd,
         node: raw.node.map(Spanned::into_inner),
@@ -190,6 +214,7 @@ pub(crate) fn checked_cluster(raw: RawCluster, problems: &mut Vec<Problem>) -> C
         max_dialect: raw.max_dialect,
         node_ttl,
         public_interface: raw.public_interface.map(Spanned::into_inner),
+        witness_port,
     }
 }
 
@@ -259,6 +284,7 @@ pub(crate) fn from_ctdb(ctdb_dir: &std::path::Path) -> (ClusterConfig, Vec<Strin
         max_dialect: None,
         node_ttl: DEFAULT_NODE_TTL,
         public_interface: None,
+        witness_port: DEFAULT_WITNESS_PORT,
     };
     (cluster, notes)
 }
@@ -283,6 +309,9 @@ pub(crate) fn render_cluster(out: &mut String, cluster: &ClusterConfig) {
     let _ = writeln!(out, "node_ttl = \"{}\"", Interval(cluster.node_ttl));
     if let Some(interface) = &cluster.public_interface {
         let _ = writeln!(out, "public_interface = {}", toml_string(interface));
+    }
+    if cluster.witness_port != DEFAULT_WITNESS_PORT {
+        let _ = writeln!(out, "witness_port = {}", cluster.witness_port);
     }
 }
 
@@ -328,6 +357,30 @@ mod tests {
         assert_eq!(cluster.public_addresses.len(), 2);
         assert_eq!(cluster.max_dialect, Some(crate::Dialect::Smb302));
         assert_eq!(cluster.node_ttl, std::time::Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn the_witness_port_defaults_is_checked_and_renders_back() {
+        let config = Config::parse(
+            Path::new("c.toml"),
+            "[cluster]\netcd = [\"http://e1:2379\"]\n",
+        )
+        .unwrap();
+        assert_eq!(config.cluster.unwrap().witness_port, 4135);
+        let config = Config::parse(
+            Path::new("c.toml"),
+            "[cluster]\netcd = [\"http://e1:2379\"]\nwitness_port = 5135\n",
+        )
+        .unwrap();
+        assert_eq!(config.cluster.as_ref().unwrap().witness_port, 5135);
+        let again = Config::parse(Path::new("c.toml"), &config.to_toml()).unwrap();
+        assert_eq!(again.cluster, config.cluster);
+        for bad in ["0", "135", "65536", "-1"] {
+            let text = format!("[cluster]\netcd = [\"http://e1:2379\"]\nwitness_port = {bad}\n");
+            let found = errors(&text);
+            assert_eq!(found.len(), 1, "{bad}: {found:#?}");
+            assert!(found[0].message.contains("witness_port"), "{found:#?}");
+        }
     }
 
     #[test]

@@ -26,7 +26,9 @@ mod render;
 pub mod smbconf;
 
 pub use auth::{AuthConfig, NetlogonConfig};
-pub use cluster::{ClusterConfig, DEFAULT_NODE_TTL, MAX_NODE_TTL, MIN_NODE_TTL, host_name};
+pub use cluster::{
+    ClusterConfig, DEFAULT_NODE_TTL, DEFAULT_WITNESS_PORT, MAX_NODE_TTL, MIN_NODE_TTL, host_name,
+};
 pub use env::{ENV_PREFIX, ENV_SHARE_PREFIX, is_override_variable};
 pub use error::ConfigError;
 pub use faults::{FaultErrno, FaultOpName, FaultRuleConfig, MAX_FAULT_DELAY_MS};

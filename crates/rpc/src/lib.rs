@@ -27,6 +27,7 @@ pub mod pdu;
 pub mod samr;
 mod service;
 mod srvsvc;
+pub mod tcp;
 pub mod witness;
 mod wkssvc;
 

@@ -2,6 +2,7 @@
 
 pub mod crypto;
 pub mod messages;
+pub mod rpc;
 pub mod server;
 
 pub use crypto::{Direction, Key16, SessionSecurity};

@@ -230,6 +230,18 @@ impl RandomBatch {
 }
 
 impl Server {
+    /// An NTLM acceptor for a logon outside SMB (the witness service's RPC binds): the same
+    /// user database and domain logons as a session setup, and never a guest.
+    pub fn logon_acceptor(&self) -> smb3d_auth::Acceptor {
+        smb3d_auth::Acceptor::new(self.identity.clone(), self.credentials.clone())
+            .with_netlogon(self.settings.netlogon.clone())
+    }
+
+    /// The names the server announces (its NetBIOS and DNS names).
+    pub fn server_identity(&self) -> &ServerIdentity {
+        &self.identity
+    }
+
     pub fn new(
         settings: Settings,
         identity: ServerIdentity,
