@@ -14,10 +14,11 @@ use smb3d_wire::Writer;
 
 use crate::ndr::NdrWriter;
 use crate::pdu::{
-    self, Bind, BindAck, ContextElement, ContextResult, Fault, HEADER_LEN, Header, PacketType,
-    PfcFlags, RESPONSE_HEADER_LEN, Request, Response, SyntaxId, nak_reason, reason, result,
+    self, Bind, BindAck, Fault, HEADER_LEN, Header, PacketType, PfcFlags, RESPONSE_HEADER_LEN,
+    Request, Response, SyntaxId, nak_reason,
 };
-use crate::service::{CallContext, Service, fault_status, interface_matches};
+use crate::presentation::Contexts;
+use crate::service::{CallContext, Service, fault_status};
 use crate::{CallerInfo, Directory, pipe_kind};
 
 /// The largest fragment either side may send over SMB named pipes; Windows negotiates no more
@@ -35,9 +36,6 @@ const MAX_REQUEST_FRAGMENTS: u32 = 4096;
 const MAX_CONTEXTS: usize = 64;
 /// Unread answer bytes after which writes are refused until the client reads.
 const MAX_BACKLOG: usize = 8 * 1024 * 1024;
-/// Bind time features this server supports (MS-RPCE 2.2.2.14): security context multiplexing
-/// and keeping the connection on orphaned calls, as Windows answers.
-const SUPPORTED_FEATURES: u64 = 0x03;
 /// The auth_type/auth_level pair of an auth_verifier that asks for no security at all.
 const AUTH_TYPE_NONE: u8 = 0;
 const AUTH_LEVEL_NONE: u8 = 1;
@@ -91,8 +89,8 @@ pub struct PipeEndpoint {
     /// Client bytes not handled yet: the start of a PDU whose end has not arrived, or PDUs
     /// held back while the backlog is full.
     input: Vec<u8>,
-    /// Accepted presentation context ids (all for the pipe's one interface).
-    contexts: Vec<u16>,
+    /// Accepted presentation contexts (all for the pipe's one interface).
+    contexts: Contexts,
     call: Option<PartialCall>,
     /// The negotiated fragment size, used for both directions.
     max_frag: u16,
@@ -131,7 +129,7 @@ impl PipeEndpoint {
             caller,
             state: State::AwaitingBind,
             input: Vec::new(),
-            contexts: Vec::new(),
+            contexts: Contexts::new(MAX_CONTEXTS),
             call: None,
             max_frag: MAX_FRAGMENT_LEN,
             // Windows' ids are small non-zero numbers; keep the low 24 bits and never 0.
@@ -348,13 +346,21 @@ impl PipeEndpoint {
         let negotiations = bind
             .contexts
             .iter()
-            .filter(|c| first_feature_bits(c).is_some())
+            .filter(|c| {
+                c.transfer_syntaxes
+                    .first()
+                    .and_then(SyntaxId::feature_bits)
+                    .is_some()
+            })
             .count();
         if negotiations > 1 || bind.contexts.iter().any(|c| c.transfer_syntaxes.is_empty()) {
             self.nak_and_close(nak_reason::NOT_SPECIFIED, header);
             return;
         }
-        let Ok(results) = self.present(&bind.contexts, true) else {
+        let Ok(results) = self
+            .contexts
+            .present(&[self.service.interface()], &bind.contexts, true)
+        else {
             self.nak_and_close(nak_reason::NOT_SPECIFIED, header);
             return;
         };
@@ -388,7 +394,10 @@ impl PipeEndpoint {
             self.protocol_error(header.call_id);
             return;
         }
-        let Ok(results) = self.present(&alter.contexts, false) else {
+        let Ok(results) =
+            self.contexts
+                .present(&[self.service.interface()], &alter.contexts, false)
+        else {
             self.protocol_error(header.call_id);
             return;
         };
@@ -404,67 +413,6 @@ impl PipeEndpoint {
             self.rpc_vers_minor,
             header.call_id,
         ));
-    }
-
-    /// Decides each proposed presentation context, as Windows does: the pipe's interface with
-    /// NDR is accepted (NDR64 is not supported), other interfaces are rejected, and in a bind
-    /// a context whose first transfer syntax is the feature negotiation syntax is answered with
-    /// negotiate_ack. `Err` is a protocol error: an established context presented again with a
-    /// different known transfer syntax.
-    fn present(
-        &mut self,
-        contexts: &[ContextElement],
-        in_bind: bool,
-    ) -> Result<Vec<ContextResult>, ()> {
-        let interface = self.service.interface();
-        let mut seen: Vec<u16> = Vec::with_capacity(contexts.len());
-        let mut results = Vec::with_capacity(contexts.len());
-        for ctx in contexts {
-            if in_bind && let Some(bits) = first_feature_bits(ctx) {
-                results.push(ContextResult {
-                    result: result::NEGOTIATE_ACK,
-                    reason: u16::try_from(bits & SUPPORTED_FEATURES).unwrap_or(0),
-                    transfer_syntax: SyntaxId::NULL,
-                });
-                continue;
-            }
-            let reject = |why| ContextResult {
-                result: result::PROVIDER_REJECTION,
-                reason: why,
-                transfer_syntax: SyntaxId::NULL,
-            };
-            // The same id twice in one PDU: only the first counts.
-            if seen.contains(&ctx.context_id) {
-                results.push(reject(reason::PROPOSED_TRANSFER_SYNTAXES_NOT_SUPPORTED));
-                continue;
-            }
-            seen.push(ctx.context_id);
-            let existing = self.contexts.contains(&ctx.context_id);
-            if !interface_matches(&interface, &ctx.abstract_syntax) {
-                results.push(reject(reason::ABSTRACT_SYNTAX_NOT_SUPPORTED));
-                continue;
-            }
-            if !ctx.transfer_syntaxes.contains(&SyntaxId::NDR) {
-                if existing && ctx.transfer_syntaxes.contains(&SyntaxId::NDR64) {
-                    return Err(());
-                }
-                results.push(reject(reason::PROPOSED_TRANSFER_SYNTAXES_NOT_SUPPORTED));
-                continue;
-            }
-            if !existing {
-                if self.contexts.len() >= MAX_CONTEXTS {
-                    results.push(reject(reason::LOCAL_LIMIT_EXCEEDED));
-                    continue;
-                }
-                self.contexts.push(ctx.context_id);
-            }
-            results.push(ContextResult {
-                result: result::ACCEPTANCE,
-                reason: reason::NOT_SPECIFIED,
-                transfer_syntax: SyntaxId::NDR,
-            });
-        }
-        Ok(results)
     }
 
     /// C706 12.6.4.9: reassembles a request from its fragments and runs it. Fragments of one
@@ -568,7 +516,7 @@ impl PipeEndpoint {
 
     /// Runs a complete call and queues its response fragments or its fault.
     fn dispatch(&mut self, call_id: u32, context_id: u16, opnum: u16, stub: &[u8]) {
-        if !self.contexts.contains(&context_id) {
+        if self.contexts.interface(context_id).is_none() {
             self.push_fault(
                 call_id,
                 0,
@@ -738,10 +686,6 @@ fn pdu_length(bytes: &[u8]) -> Option<usize> {
 
 /// The feature bits of a context element whose first transfer syntax is the bind time feature
 /// negotiation syntax (only the first counts, MS-RPCE 3.3.1.5.3).
-fn first_feature_bits(ctx: &ContextElement) -> Option<u64> {
-    ctx.transfer_syntaxes.first()?.feature_bits()
-}
-
 /// The fragment size both directions use: the smaller of the client's two, at least 2,048, at
 /// most what pipes carry, rounded down to 8 bytes (as Windows negotiates).
 fn negotiate_fragment(max_xmit: u16, max_recv: u16) -> u16 {

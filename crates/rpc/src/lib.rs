@@ -24,6 +24,7 @@ pub mod epmapper;
 mod lsarpc;
 pub mod ndr;
 pub mod pdu;
+mod presentation;
 pub mod samr;
 mod service;
 mod srvsvc;

@@ -13,10 +13,11 @@ use std::ops::Range;
 use smb3d_wire::{DecodeError, Reader, Writer};
 
 use crate::pdu::{
-    self, Bind, BindAck, ContextResult, Fault, HEADER_LEN, Header, PacketType, PfcFlags,
-    RESPONSE_HEADER_LEN, Request, Response, SyntaxId, nak_reason, reason, result,
+    self, Bind, BindAck, Fault, HEADER_LEN, Header, PacketType, PfcFlags, RESPONSE_HEADER_LEN,
+    Request, Response, SyntaxId, nak_reason,
 };
-use crate::service::{fault_status, interface_matches};
+use crate::presentation::Contexts;
+use crate::service::fault_status;
 
 /// The largest fragment either side sends on ncacn_ip_tcp (Windows' default for TCP).
 pub const MAX_FRAGMENT_LEN: u16 = 5840;
@@ -29,9 +30,6 @@ pub const MAX_REQUEST_LEN: usize = 64 * 1024;
 const MAX_REQUEST_FRAGMENTS: u32 = 64;
 /// Presentation contexts one association may hold.
 const MAX_CONTEXTS: usize = 16;
-/// Bind time features supported (MS-RPCE 2.2.2.14): security context multiplexing and
-/// keeping the connection on orphaned calls.
-const SUPPORTED_FEATURES: u64 = 0x03;
 
 /// auth_type of NTLMSSP (MS-RPCE 2.2.1.1.7).
 pub const AUTH_TYPE_NTLMSSP: u8 = 10;
@@ -174,7 +172,7 @@ pub struct Association {
     served: Vec<SyntaxId>,
     new_authenticator: Box<dyn FnMut() -> Box<dyn Authenticator> + Send>,
     bound: bool,
-    contexts: Vec<(u16, SyntaxId)>,
+    contexts: Contexts,
     auth: Auth,
     call: Option<PartialCall>,
     max_frag: u16,
@@ -207,7 +205,7 @@ impl Association {
             served,
             new_authenticator,
             bound: false,
-            contexts: Vec::new(),
+            contexts: Contexts::new(MAX_CONTEXTS),
             auth: Auth::None,
             call: None,
             max_frag: MAX_FRAGMENT_LEN,
@@ -281,7 +279,9 @@ impl Association {
             };
             auth_token = Some((trailer, challenge));
         }
-        let results = self.present(&bind.contexts, true);
+        let Ok(results) = self.contexts.present(&self.served, &bind.contexts, true) else {
+            return self.nak(nak_reason::NOT_SPECIFIED, header);
+        };
         self.max_frag = bind
             .max_xmit_frag
             .min(bind.max_recv_frag)
@@ -354,7 +354,9 @@ impl Association {
         {
             return self.protocol_error(header.call_id);
         }
-        let results = self.present(&alter.contexts, false);
+        let Ok(results) = self.contexts.present(&self.served, &alter.contexts, false) else {
+            return self.protocol_error(header.call_id);
+        };
         let ack = BindAck {
             max_xmit_frag: self.max_frag,
             max_recv_frag: self.max_frag,
@@ -367,58 +369,6 @@ impl Association {
             self.rpc_vers_minor,
             header.call_id,
         ))
-    }
-
-    /// Accepts each proposed context whose interface this listener serves with NDR 2.0;
-    /// answers bind time feature negotiation in a bind.
-    fn present(&mut self, contexts: &[pdu::ContextElement], in_bind: bool) -> Vec<ContextResult> {
-        let mut results = Vec::with_capacity(contexts.len());
-        for ctx in contexts {
-            let features = ctx
-                .transfer_syntaxes
-                .first()
-                .and_then(SyntaxId::feature_bits);
-            if in_bind && let Some(bits) = features {
-                results.push(ContextResult {
-                    result: result::NEGOTIATE_ACK,
-                    reason: u16::try_from(bits & SUPPORTED_FEATURES).unwrap_or(0),
-                    transfer_syntax: SyntaxId::NULL,
-                });
-                continue;
-            }
-            let reject = |why| ContextResult {
-                result: result::PROVIDER_REJECTION,
-                reason: why,
-                transfer_syntax: SyntaxId::NULL,
-            };
-            let Some(interface) = self
-                .served
-                .iter()
-                .find(|s| interface_matches(s, &ctx.abstract_syntax))
-                .copied()
-            else {
-                results.push(reject(reason::ABSTRACT_SYNTAX_NOT_SUPPORTED));
-                continue;
-            };
-            if !ctx.transfer_syntaxes.contains(&SyntaxId::NDR) {
-                results.push(reject(reason::PROPOSED_TRANSFER_SYNTAXES_NOT_SUPPORTED));
-                continue;
-            }
-            let known = self.contexts.iter().any(|(id, _)| *id == ctx.context_id);
-            if !known {
-                if self.contexts.len() >= MAX_CONTEXTS {
-                    results.push(reject(reason::LOCAL_LIMIT_EXCEEDED));
-                    continue;
-                }
-                self.contexts.push((ctx.context_id, interface));
-            }
-            results.push(ContextResult {
-                result: result::ACCEPTANCE,
-                reason: reason::NOT_SPECIFIED,
-                transfer_syntax: SyntaxId::NDR,
-            });
-        }
-        results
     }
 
     /// A request fragment: its verifier checked and stub unsealed (MS-RPCE 3.3.1.5.2.2),
@@ -480,12 +430,7 @@ impl Association {
             self.call = Some(call);
             return Outcome::Nothing;
         }
-        let Some(interface) = self
-            .contexts
-            .iter()
-            .find(|(id, _)| *id == call.context_id)
-            .map(|(_, i)| *i)
-        else {
+        let Some(interface) = self.contexts.interface(call.context_id) else {
             return Outcome::Send(self.fault_pdu(
                 call.call_id,
                 0,

@@ -1,6 +1,6 @@
 use super::*;
 use crate::epmapper::EPMAPPER;
-use crate::pdu::ContextElement;
+use crate::pdu::{ContextElement, result};
 use crate::witness::WITNESS;
 
 /// A stand-in security package: "sealing" XORs with 0x5a, the signature is a keyed sum of
