@@ -18,7 +18,7 @@ from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, 
                               ImpersonationLevel, Open, RequestedOplockLevel)
 
 from conftest import interop_uid, start_smb3d, stop
-from test_cluster_opens import two_nodes, tree_of  # noqa: F401 (the fixture)
+from test_cluster_opens import cluster_nodes, tree_of
 from test_two_clients import durable_v2_context
 
 import smbprotocol_client
@@ -102,6 +102,14 @@ def takes_over(tree1, tree2, tree3):
     assert refused(tree3, "held.vhdx", other_app, (9, 0)) == STATUS_SHARING_VIOLATION
     held.write(b"still open", 0)
     held.close()
+
+
+@pytest.fixture
+def two_nodes(tmp_path):
+    # A general cluster share: on a scale-out share an SMB 3 client's batch oplock is level II
+    # and its durable v2 request without persistence is not granted (MS-SMB2 3.3.5.9.10).
+    with cluster_nodes(tmp_path, scale_out=False) as nodes:
+        yield nodes
 
 
 def test_a_restarted_instance_on_node_2_takes_over_node_1_s_open(two_nodes):
