@@ -273,11 +273,12 @@ impl Balancer {
             .iter()
             .copied()
             .filter(|ip| !view.holders.contains_key(ip));
+        let mut holders = view.holders.clone();
         for ip in free {
             if kept >= quota {
                 break;
             }
-            if self.take(ip).await? {
+            if self.take(ip, &view.live, &mut holders).await? {
                 kept += 1;
             }
         }
@@ -311,8 +312,14 @@ impl Balancer {
     }
 
     /// Takes `ip` if no node holds it (a create-only transaction under this node's lease) and
-    /// brings it up; false when another node was first.
-    async fn take(&self, ip: IpAddr) -> Result<bool, etcd_client::Error> {
+    /// brings it up; false when another node was first. `holders` (of `live` nodes) is what
+    /// this round read, and learns the taking.
+    async fn take(
+        &self,
+        ip: IpAddr,
+        live: &[String],
+        holders: &mut BTreeMap<IpAddr, String>,
+    ) -> Result<bool, etcd_client::Error> {
         let key = format!("{}{ip}", addresses_prefix(&self.etcd));
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
@@ -324,6 +331,10 @@ impl Balancer {
         if !self.etcd.client().txn(txn).await?.succeeded() {
             return Ok(false);
         }
+        // The host's view (the witness service's interface list) names this node before the
+        // address answers, not only after the next round reads the taking back from etcd.
+        holders.insert(ip, self.node.clone());
+        self.host.cluster_read(live, holders);
         self.bring_up(ip).await?;
         Ok(self.held.lock().contains(&ip))
     }

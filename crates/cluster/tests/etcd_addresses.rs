@@ -20,12 +20,16 @@ use smb3d_cluster::{AddressHost, Etcd, Membership, NodeInfo, PublicAddresses, ho
 struct Hosts {
     up: Mutex<BTreeMap<IpAddr, BTreeSet<String>>>,
     doubles: Mutex<Vec<String>>,
+    /// Addresses brought up while the node's last view of the cluster did not name it.
+    unannounced: Mutex<Vec<String>>,
     left: Mutex<Vec<(String, String)>>,
 }
 
 struct Host {
     node: String,
     hosts: Arc<Hosts>,
+    /// The holders this node's host was last told of.
+    view: Mutex<BTreeMap<IpAddr, String>>,
 }
 
 impl AddressHost for Host {
@@ -39,7 +43,17 @@ impl AddressHost for Host {
                 .push(format!("{ip} up on {} and {on:?}", self.node));
         }
         on.insert(self.node.clone());
+        if self.view.lock().get(&ip) != Some(&self.node) {
+            self.hosts
+                .unannounced
+                .lock()
+                .push(format!("{ip} up on {} before its view named it", self.node));
+        }
         Ok(())
+    }
+
+    fn cluster_read(&self, _live: &[String], holders: &BTreeMap<IpAddr, String>) {
+        *self.view.lock() = holders.clone();
     }
 
     fn take_down(&self, ip: IpAddr) {
@@ -88,6 +102,7 @@ fn node(etcd: &EtcdCluster, name: &str, hosts: &Arc<Hosts>) -> Node {
     let host = Arc::new(Host {
         node: name.to_owned(),
         hosts: hosts.clone(),
+        view: Mutex::default(),
     });
     Node {
         addresses: PublicAddresses::start(cluster, name, &membership, addresses(), host),
@@ -160,4 +175,5 @@ fn two_nodes_split_four_addresses_and_take_over_a_dead_one_s() {
         Duration::from_secs(10),
     );
     assert_eq!(*hosts.doubles.lock(), Vec::<String>::new());
+    assert_eq!(*hosts.unannounced.lock(), Vec::<String>::new());
 }
