@@ -70,13 +70,13 @@ enum State {
     Closed,
 }
 
-/// A request whose first fragments arrived.
-struct PartialCall {
-    call_id: u32,
-    context_id: u16,
-    opnum: u16,
-    stub: Vec<u8>,
-    fragments: u32,
+/// A request whose first fragments arrived (on a pipe or a TCP association).
+pub(crate) struct PartialCall {
+    pub call_id: u32,
+    pub context_id: u16,
+    pub opnum: u16,
+    pub stub: Vec<u8>,
+    pub fragments: u32,
 }
 
 /// One open pipe (one per SMB2 CREATE on `IPC$`): the DCE/RPC association state and the bound

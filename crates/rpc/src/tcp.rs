@@ -12,6 +12,7 @@ use std::ops::Range;
 
 use smb3d_wire::{DecodeError, Reader, Writer};
 
+use crate::endpoint::PartialCall;
 use crate::pdu::{
     self, Bind, BindAck, Fault, HEADER_LEN, Header, PacketType, PfcFlags, RESPONSE_HEADER_LEN,
     Request, Response, SyntaxId, nak_reason,
@@ -157,14 +158,6 @@ enum Auth {
         user: String,
         security: Box<dyn PacketSecurity>,
     },
-}
-
-struct PartialCall {
-    call_id: u32,
-    context_id: u16,
-    opnum: u16,
-    stub: Vec<u8>,
-    fragments: u32,
 }
 
 /// The server side of one ncacn_ip_tcp connection.
