@@ -136,21 +136,41 @@ fn deliver(server: &Server, event: &DirEvent) {
         );
         return;
     };
-    let Ok(path) = VfsPath::parse(&event.path) else {
-        tracing::warn!(
-            "cluster: ignoring a change of the malformed path {:?}",
-            event.path
-        );
-        return;
+    let path = || {
+        let parsed = VfsPath::parse(&event.path);
+        if parsed.is_err() {
+            tracing::warn!(
+                "cluster: ignoring a change of the malformed path {:?}",
+                event.path
+            );
+        }
+        parsed.ok()
     };
     match event.change {
         DirChange::Notify { action, filter } => {
-            server
-                .notify
-                .report_here(share, &path, NotifyAction(action), CompletionFilter(filter));
+            if let Some(path) = path() {
+                server.notify.report_here(
+                    share,
+                    &path,
+                    NotifyAction(action),
+                    CompletionFilter(filter),
+                );
+            }
         }
         DirChange::Listing { spared } => {
-            dir_leases::child_changed_here(server, share, &path, spared.map(LeaseKey));
+            if let Some(path) = path() {
+                dir_leases::child_changed_here(server, share, &path, spared.map(LeaseKey));
+            }
+        }
+        // Changes sent to this node were lost: its watches of the share list again and its
+        // directory leases there break, as when the host's watch overflows.
+        DirChange::Lost => {
+            tracing::info!(
+                "cluster: changes in {} made through another node were lost; watches list again",
+                event.share
+            );
+            server.notify.lost(share);
+            dir_leases::break_directory_leases(server, share, None, None);
         }
     }
 }
