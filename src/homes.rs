@@ -31,7 +31,10 @@ impl HomeTemplate {
             cluster: config.cluster.is_some(),
         };
         let comment = share.comment.clone();
-        Some(Homes::new(Box::new(template), comment, share.browseable))
+        Some(
+            Homes::new(Box::new(template), comment, share.browseable)
+                .with_scale_out(share.is_scale_out()),
+        )
     }
 }
 
