@@ -60,6 +60,30 @@ pub(crate) fn closed(server: &Server, id: u64) {
     }
 }
 
+/// The directory `before` of `share` was renamed through this node to `after`: the interests
+/// in it and below it move with it, so that other nodes send changes under its new path.
+pub(crate) fn renamed(server: &Server, share: &Share, before: &VfsPath, after: &VfsPath) {
+    let Some(cluster) = &server.settings.cluster_notify else {
+        return;
+    };
+    let (from, to) = (before.as_str(), after.as_str());
+    let moved = |dir: &str| -> Option<String> {
+        let rest = dir.strip_prefix(from)?;
+        (rest.is_empty() || rest.starts_with('/')).then(|| format!("{to}{rest}"))
+    };
+    let mut by_open = server.cluster_interests.by_open.lock();
+    for (interest_share, dir, tree) in by_open.values_mut().flatten() {
+        if *interest_share != share.path {
+            continue;
+        }
+        if let Some(new_dir) = moved(dir) {
+            cluster.interested(interest_share, &new_dir, *tree);
+            cluster.uninterested(interest_share, dir, *tree);
+            *dir = new_dir;
+        }
+    }
+}
+
 /// Whether another node is interested in some directory (one atomic load on a cluster node).
 pub(crate) fn others_interested(server: &Server) -> bool {
     server
