@@ -6,7 +6,8 @@ packet privacy. Through n2's witness: GetInterfaceList lists both public address
 nodes; Register and RegisterEx (with IP notification) on n1's public address; an AsyncNotify
 held until n1 is killed returns RESOURCE_CHANGE (unavailable), and the RegisterEx then reads
 its CLIENT_MOVE to the address on n2. Refused: a bind without sealing, sealing with a wrong
-password, and garbage PDUs (the service goes on answering)."""
+password, garbage PDUs (the service goes on answering), and a connection beyond the 32 that
+one address may hold without authenticating."""
 
 import os
 import random
@@ -163,3 +164,26 @@ def test_unsealed_wrong_password_and_garbage_are_refused(cluster):
     r = rpcclient(n2.address, "GetInterfaceList", user)
     assert r.returncode == 0 and "*+ n2" in r.stdout, r.stdout + r.stderr + n2.log_tail()
     assert n2.proc.poll() is None
+    # One address holds at most `max_connections_per_address` (32) connections nobody has
+    # authenticated on: the next is closed at once, and the node serves again once they go.
+    held = [socket.create_connection((n2.address, cluster["witness_port"]), timeout=5) for _ in range(32)]
+    try:
+        with socket.create_connection((n2.address, cluster["witness_port"]), timeout=5) as s:
+            s.settimeout(5)
+            try:
+                assert s.recv(16) == b""
+            except ConnectionResetError:
+                pass
+        r = rpcclient(n2.address, "GetInterfaceList", user)
+        assert r.returncode != 0, r.stdout
+    finally:
+        for s in held:
+            s.close()
+    deadline = time.monotonic() + 5
+    while True:
+        r = rpcclient(n2.address, "GetInterfaceList", user)
+        if r.returncode == 0:
+            break
+        assert time.monotonic() < deadline, r.stdout + r.stderr
+        time.sleep(0.1)
+    assert "*+ n2" in r.stdout

@@ -48,8 +48,6 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
     let locks = EtcdLocks::new(etcd.clone(), &info.name, &membership)
         .map_err(|e| format!("cluster: etcd byte-range locks: {e}"))?;
     let notify = EtcdNotify::new(etcd.clone(), &info.name, &membership);
-    // Other nodes' changes arrive through etcd: the host watch ignores theirs (docs/cluster.md).
-    smb3d_vfs_posix::ignore_other_nodes_changes();
     let _ = MEMBERSHIP.set(membership);
     let _ = JOINED.set((etcd.clone(), info.name.clone(), cluster.clone()));
     let own = max_dialect(config, cluster).revision();

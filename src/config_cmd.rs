@@ -146,7 +146,9 @@ pub fn share_warnings(config: &Config) -> Vec<String> {
         if smb3d_config::is_homes(name) {
             continue;
         }
-        if let Err(why) = crate::reload::build_share(name, share, &config.server) {
+        if let Err(why) =
+            crate::reload::build_share(name, share, &config.server, config.cluster.is_some())
+        {
             warnings.push(format!("{why}: smb3d serve leaves this share out"));
         }
     }

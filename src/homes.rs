@@ -17,6 +17,8 @@ use crate::reload::build_share;
 pub struct HomeTemplate {
     share: ShareConfig,
     server: ServerConfig,
+    /// Whether the homes are served by a cluster node.
+    cluster: bool,
 }
 
 impl HomeTemplate {
@@ -26,9 +28,13 @@ impl HomeTemplate {
         let template = Self {
             share: share.clone(),
             server: config.server.clone(),
+            cluster: config.cluster.is_some(),
         };
         let comment = share.comment.clone();
-        Some(Homes::new(Box::new(template), comment, share.browseable))
+        Some(
+            Homes::new(Box::new(template), comment, share.browseable)
+                .with_scale_out(share.is_scale_out()),
+        )
     }
 }
 
@@ -59,7 +65,7 @@ impl HomeBuilder for HomeTemplate {
                 }
             }
         }
-        build_share(&owner.user, &share, &self.server)
+        build_share(&owner.user, &share, &self.server, self.cluster)
     }
 }
 

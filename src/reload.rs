@@ -68,16 +68,21 @@ pub fn host_rules(allow: &[HostPattern], deny: &[HostPattern]) -> HostRules {
     }
 }
 
-/// A disk share as configured; fails when its directory cannot be opened or an account it
-/// forces does not exist.
+/// A disk share as configured, served by a cluster node when `cluster` (the configuration has
+/// a `[cluster]`); fails when its directory cannot be opened or an account it forces does not
+/// exist.
 pub fn build_share(
     name: &str,
     share: &ShareConfig,
     server: &ServerConfig,
+    cluster: bool,
 ) -> Result<Share, String> {
     let path = share.path.get_ref();
-    let posix =
-        PosixVfs::new(path).map_err(|e| format!("share {name}: {}: {e}", path.display()))?;
+    // Other nodes' changes arrive through etcd: the host watch ignores theirs
+    // (docs/cluster.md).
+    let posix = PosixVfs::new(path)
+        .map_err(|e| format!("share {name}: {}: {e}", path.display()))?
+        .with_other_nodes_ignored(cluster);
     let vfs: Arc<dyn Vfs> = if share.testing_fault_injection.is_empty() {
         Arc::new(posix)
     } else {
@@ -267,7 +272,7 @@ pub fn build_shares(config: &Config) -> (Vec<Arc<Share>>, ShareHealth) {
             health.shares.push((name.clone(), None));
             continue;
         }
-        let why = match build_share(name, share, &config.server) {
+        let why = match build_share(name, share, &config.server, config.cluster.is_some()) {
             Ok(built) => {
                 shares.push(Arc::new(built));
                 None
@@ -402,7 +407,7 @@ pub fn apply(
                 shares.push(running.clone());
                 None
             }
-            _ => match build_share(name, share, &new.server) {
+            _ => match build_share(name, share, &new.server, new.cluster.is_some()) {
                 Ok(built) => {
                     if running.is_some() {
                         outcome.changed.push(name.clone());

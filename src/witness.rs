@@ -14,7 +14,8 @@ use smb3d_rpc::epmapper::{self, EPMAPPER, OP_EPT_MAP};
 use smb3d_rpc::ndr::NdrWriter;
 use smb3d_rpc::tcp::{AUTH_LEVEL_PRIVACY, Association, Call, Outcome, pdu_length};
 use smb3d_rpc::witness::{self, Event, InterfaceInfo, Notification, Registrations, WITNESS, error};
-use smb3d_server::Server;
+use smb3d_server::address_slots::{AddressSlot, AddressSlots};
+use smb3d_server::{ClientKey, Server};
 use smb3d_wire::FileTime;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -26,13 +27,18 @@ pub const EPMAPPER_PORT: u16 = 135;
 const MAX_CONNECTIONS: usize = 256;
 /// A connection silent this long (no PDU, no call held) is closed.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// The same for a connection no user has authenticated on (the endpoint mapper's, or a
+/// witness bind not yet through its auth3): clients send their next PDU at once.
+const UNPROVEN_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A PDU must arrive whole within this time once its header has.
 const PDU_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long WitnessrAsyncNotify of a registration without a KeepAliveTimeout (WitnessrRegister,
 /// or RegisterEx with 0) is held before it ends with ERROR_TIMEOUT and the client asks again.
 const DEFAULT_NOTIFY_WAIT: Duration = Duration::from_secs(600);
-/// Registrations one client computer may hold, and all clients together.
+/// Registrations one client computer may hold, one account whatever client names it gives
+/// (a service account on many machines), and all clients together.
 const PER_CLIENT: usize = 64;
+const PER_USER: usize = 1_024;
 const TOTAL: usize = 16_384;
 /// nca_s_op_rng_error and RPC_X_BAD_STUB_DATA (MS-RPCE 2.3.1).
 const FAULT_OP_RANGE: u32 = 0x1c01_0002;
@@ -58,6 +64,9 @@ pub struct WitnessService {
     /// Woken when a notification is queued.
     queued: Notify,
     connections: Arc<Semaphore>,
+    /// Connections no user has authenticated on, per client address (the SMB server's
+    /// `max_connections_per_address`): one address cannot hold every connection slot.
+    unproven: Arc<AddressSlots>,
 }
 
 /// The registration checks' view of the cluster (MS-SWN 3.1.4.2).
@@ -84,14 +93,16 @@ impl witness::Cluster for Names<'_> {
 
 impl WitnessService {
     pub fn new(server: Arc<Server>, public_addresses: Vec<IpAddr>, port: u16) -> Arc<Self> {
+        let per_address = server.limits().max_connections_per_address;
         Arc::new(Self {
             server,
             public_addresses,
             port,
-            registrations: Mutex::new(Registrations::new(PER_CLIENT, TOTAL)),
+            registrations: Mutex::new(Registrations::new(PER_CLIENT, PER_USER, TOTAL)),
             view: Mutex::new(View::default()),
             queued: Notify::new(),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            unproven: AddressSlots::new(per_address),
         })
     }
 
@@ -178,12 +189,17 @@ impl WitnessService {
             let Ok(permit) = self.connections.clone().acquire_owned().await else {
                 return;
             };
-            let Ok((stream, _peer)) = listener.accept().await else {
+            let Ok((stream, peer)) = listener.accept().await else {
+                continue;
+            };
+            // Over its address's limit, a connection is closed at once and frees its slot.
+            let Ok(slot) = self.unproven.take(ClientKey::of(peer.ip())) else {
+                tracing::debug!("witness: {peer} holds too many connections; closing one");
                 continue;
             };
             let service = self.clone();
             connections.spawn(async move {
-                service.connection(stream, local).await;
+                service.connection(stream, local, slot).await;
                 drop(permit);
             });
             while connections.try_join_next().is_some() {}
@@ -191,8 +207,10 @@ impl WitnessService {
     }
 
     /// One association: PDUs read one at a time, each bounded by the negotiated fragment
-    /// size, answered in order.
-    async fn connection(&self, mut stream: TcpStream, local: SocketAddr) {
+    /// size, answered in order. It counts against its client's address (`slot`) until a user
+    /// authenticates on it.
+    async fn connection(&self, mut stream: TcpStream, local: SocketAddr, slot: AddressSlot) {
+        let mut slot = Some(slot);
         let served = if local.port() == EPMAPPER_PORT {
             vec![EPMAPPER]
         } else {
@@ -213,7 +231,12 @@ impl WitnessService {
         let mut pdu = Vec::new();
         loop {
             let mut header = [0u8; smb3d_rpc::pdu::HEADER_LEN];
-            match tokio::time::timeout(IDLE_TIMEOUT, stream.read_exact(&mut header)).await {
+            let idle = if slot.is_some() {
+                UNPROVEN_IDLE_TIMEOUT
+            } else {
+                IDLE_TIMEOUT
+            };
+            match tokio::time::timeout(idle, stream.read_exact(&mut header)).await {
                 Ok(Ok(_)) => {}
                 _ => return,
             }
@@ -232,6 +255,9 @@ impl WitnessService {
             }
             // The auth3 leg may ask the domain's DC, which blocks.
             let outcome = tokio::task::block_in_place(|| association.handle(&pdu));
+            if association.authenticated() {
+                slot = None;
+            }
             let (bytes, close) = match outcome {
                 Outcome::Nothing => continue,
                 Outcome::Send(bytes) => (bytes, false),
@@ -297,7 +323,9 @@ impl WitnessService {
                             server: &self.server,
                             holders: &view.holders,
                         };
-                        self.registrations.lock().register(&args, &names, key)
+                        // Witness calls come at privacy only, so an account is known.
+                        let user = call.user.as_deref().unwrap_or_default();
+                        self.registrations.lock().register(user, &args, &names, key)
                     });
                 match registered {
                     Ok(()) => {

@@ -4,14 +4,14 @@
 //! their bound, and an accepted event re-encodes to bytes that decode to the same event.
 
 use libfuzzer_sys::fuzz_target;
-use smb3d_state::{DirEvent, MAX_EVENT_TEXT};
+use smb3d_state::{DirChange, DirEvent, MAX_EVENT_TEXT};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(event) = DirEvent::decode(data) else {
         return;
     };
     assert!(event.share.len() <= MAX_EVENT_TEXT && event.path.len() <= MAX_EVENT_TEXT);
-    assert!(!event.path.is_empty());
+    assert_eq!(event.path.is_empty(), event.change == DirChange::Lost);
     let again = event.encode().expect("a decoded event encodes");
     assert_eq!(DirEvent::decode(&again), Ok(event));
 });

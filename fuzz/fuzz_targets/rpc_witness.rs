@@ -28,10 +28,10 @@ fuzz_target!(|data: &[u8]| {
     let Some(Ok(call)) = decode_call(u16::from(opnum), stub) else {
         return;
     };
-    let mut table = Registrations::new(2, 4);
+    let mut table = Registrations::new(2, 3, 4);
     match call {
         Call::Register(args) => {
-            if table.register(&args, &OneNode, [1; 16]).is_ok() {
+            if table.register("fuzzer", &args, &OneNode, [1; 16]).is_ok() {
                 table.publish(&Event::NodeDown("n1".into()));
                 table.publish(&Event::AddressMoved { address: ADDRESS, to: Some("n2".into()) });
                 let _ = table.take(&[1; 16]);

@@ -11,8 +11,13 @@
 //! receiver's lease (so that what it never read goes with it); each node watches only its
 //! own `events/<node>/`, hands each event to the server and deletes it. A node's interest
 //! keys go with its lease when it dies.
+//!
+//! Changes that cannot be sent (the outbox is full while etcd does not answer, etcd refused
+//! their transaction, or their path is too long for a [`DirEvent`]) are remembered per receiver and share, and once the outbox has
+//! drained each such receiver is sent one [`DirChange::Lost`](smb3d_state::DirChange::Lost) event for the share: its watches
+//! there complete with STATUS_NOTIFY_ENUM_DIR, so their clients list again (MS-SMB2 3.3.4.4).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -30,8 +35,8 @@ const FORMAT: u32 = 1;
 /// How long a broken watch waits before it reads and watches again, and a failed write
 /// before it is tried again.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
-/// Events waiting to be sent; beyond, changes are dropped (and logged): a node whose etcd
-/// does not answer keeps no unbounded queue.
+/// Events waiting to be sent; beyond, changes are dropped (logged, and their receivers told
+/// once the outbox drains): a node whose etcd does not answer keeps no unbounded queue.
 const OUTBOX: usize = 4096;
 /// Events sent in one transaction at most.
 const BATCH: usize = 64;
@@ -146,6 +151,16 @@ impl Interests {
         self.keys.len()
     }
 
+    /// Whether `node` is still interested in some directory under `lease` (a node that died
+    /// is not: its keys went with its lease).
+    fn holds(&self, node: &str, lease: i64) -> bool {
+        self.shares
+            .values()
+            .flat_map(HashMap::values)
+            .flatten()
+            .any(|peer| peer.node == node && peer.lease == lease)
+    }
+
     /// The nodes (and their leases) interested in a change in the directory `dir` of `share`,
     /// each once.
     fn targets(&self, share: &str, dir: &str) -> Vec<(String, i64)> {
@@ -182,14 +197,32 @@ struct Shared {
     /// Interest keys to write (`Some`) or delete (`None`) next.
     dirty: Mutex<HashMap<String, Option<Vec<u8>>>>,
     wake: Notify,
-    /// The outbox was full once: said in the log once.
+    /// The outbox was full since the receivers were last told: said in the log once.
     overflowed: AtomicBool,
+    /// Receivers (node, lease) and the shares of theirs whose changes were not sent, to be
+    /// sent a [`DirChange::Lost`](smb3d_state::DirChange::Lost) each. At most one entry per receiver and share.
+    lost: Mutex<HashSet<Lost>>,
+    /// Wakes the sender when `lost` gained an entry.
+    lost_wake: Notify,
+}
+
+/// A receiver (node, lease) and a share of which it missed changes.
+type Lost = (String, i64, String);
+
+impl Shared {
+    fn lose(&self, node: String, lease: i64, share: String) {
+        if self.lost.lock().insert((node, lease, share)) {
+            self.lost_wake.notify_one();
+        }
+    }
 }
 
 /// One event for one node.
 struct Outgoing {
     node: String,
     lease: i64,
+    /// The share of the change, for the [`DirChange::Lost`](smb3d_state::DirChange::Lost) the node is sent if this is not.
+    share: String,
     bytes: Vec<u8>,
 }
 
@@ -228,7 +261,7 @@ impl EtcdNotify {
                 shared.clone(),
             )),
             etcd.spawn(publish(etcd.clone(), lease, shared.clone())),
-            etcd.spawn(send(etcd.clone(), lease, outgoing)),
+            etcd.spawn(send(etcd.clone(), lease, outgoing, shared.clone())),
         ];
         Self {
             etcd,
@@ -326,21 +359,28 @@ impl ClusterNotify for EtcdNotify {
             return;
         }
         let Some(bytes) = event.encode() else {
-            tracing::debug!("cluster: a change of a path too long to send: not sent");
+            // A path too long to send: its receivers list again instead.
+            tracing::debug!("cluster: a change of a path too long to send: sent as lost");
+            for (node, lease) in targets {
+                self.shared.lose(node, lease, event.share.clone());
+            }
             return;
         };
         for (node, lease) in targets {
             let outgoing = Outgoing {
                 node,
                 lease,
+                share: event.share.clone(),
                 bytes: bytes.clone(),
             };
-            if self.outbox.try_send(outgoing).is_err()
-                && !self.shared.overflowed.swap(true, Ordering::Relaxed)
-            {
-                tracing::warn!(
-                    "cluster: more than {OUTBOX} directory changes wait for etcd; other nodes' watches miss some"
-                );
+            if let Err(full) = self.outbox.try_send(outgoing) {
+                if !self.shared.overflowed.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "cluster: more than {OUTBOX} directory changes wait for etcd; other nodes' watches will be told to list again"
+                    );
+                }
+                let missed = full.into_inner();
+                self.shared.lose(missed.node, missed.lease, missed.share);
             }
         }
     }
@@ -425,39 +465,119 @@ async fn publish(etcd: Arc<Etcd>, lease: i64, shared: Arc<Shared>) {
     }
 }
 
+/// A batch's events for one receiver: node, lease, the shares of its events, their puts.
+type ForNode = (String, i64, HashSet<String>, Vec<TxnOp>);
+
 /// Puts the events of the outbox, each under its receiver's lease, one transaction per
-/// receiver and batch. An event for a node whose lease is gone is dropped with its batch.
-async fn send(etcd: Arc<Etcd>, lease: i64, mut outgoing: mpsc::Receiver<Outgoing>) {
+/// receiver and batch. A transaction refused (etcd does not answer, or the receiver's lease is
+/// gone) loses its events: its receiver is owed a [`DirChange::Lost`](smb3d_state::DirChange::Lost) for their shares. When
+/// the outbox is empty, what is owed is sent ([`send_lost`]).
+async fn send(
+    etcd: Arc<Etcd>,
+    lease: i64,
+    mut outgoing: mpsc::Receiver<Outgoing>,
+    shared: Arc<Shared>,
+) {
     let sequence = AtomicU64::new(0);
+    let key = |node: &str| {
+        let n = sequence.fetch_add(1, Ordering::Relaxed);
+        format!("{}events/{node}/{lease:016x}-{n:016x}", etcd.prefix())
+    };
     let mut batch = Vec::with_capacity(BATCH);
-    while outgoing.recv_many(&mut batch, BATCH).await > 0 {
-        let mut by_node: Vec<(String, i64, Vec<TxnOp>)> = Vec::new();
+    loop {
+        tokio::select! {
+            received = outgoing.recv_many(&mut batch, BATCH) => if received == 0 {
+                return;
+            },
+            () = shared.lost_wake.notified() => {}
+        }
+        let mut by_node: Vec<ForNode> = Vec::new();
         for event in batch.drain(..) {
-            let n = sequence.fetch_add(1, Ordering::Relaxed);
-            let key = format!(
-                "{}events/{}/{lease:016x}-{n:016x}",
-                etcd.prefix(),
-                event.node
-            );
             let put = TxnOp::put(
-                key,
+                key(&event.node),
                 event.bytes,
                 Some(PutOptions::new().with_lease(event.lease)),
             );
             match by_node
                 .iter_mut()
-                .find(|(node, l, _)| *node == event.node && *l == event.lease)
+                .find(|(node, l, _, _)| *node == event.node && *l == event.lease)
             {
-                Some((_, _, ops)) => ops.push(put),
-                None => by_node.push((event.node, event.lease, vec![put])),
+                Some((_, _, shares, ops)) => {
+                    shares.insert(event.share);
+                    ops.push(put);
+                }
+                None => by_node.push((
+                    event.node,
+                    event.lease,
+                    HashSet::from([event.share]),
+                    vec![put],
+                )),
             }
         }
-        for (node, _, ops) in by_node {
+        for (node, lease, shares, ops) in by_node {
             if let Err(e) = etcd.client().txn(Txn::new().and_then(ops)).await {
                 tracing::warn!("cluster: directory changes for node {node} not sent: {e}");
+                for share in shares {
+                    shared.lose(node.clone(), lease, share);
+                }
+            }
+        }
+        if outgoing.is_empty() && !send_lost(&etcd, &shared, &key).await {
+            tokio::time::sleep(RETRY_DELAY).await;
+        }
+    }
+}
+
+/// Sends each receiver still alive the [`DirChange::Lost`](smb3d_state::DirChange::Lost) events it is owed, one transaction
+/// per receiver; returns false when one failed (it stays owed, and the sender is woken to try
+/// again). A receiver whose interests are gone (it died) is owed nothing.
+async fn send_lost(etcd: &Etcd, shared: &Shared, key: &impl Fn(&str) -> String) -> bool {
+    let owed: Vec<Lost> = shared.lost.lock().drain().collect();
+    if owed.is_empty() {
+        return true;
+    }
+    let mut by_node: Vec<(String, i64, Vec<TxnOp>, Vec<String>)> = Vec::new();
+    {
+        let interests = shared.interests.lock();
+        for (node, lease, share) in owed {
+            if !interests.holds(&node, lease) {
+                continue;
+            }
+            let Some(bytes) = DirEvent::lost(&share).encode() else {
+                continue;
+            };
+            let put = TxnOp::put(key(&node), bytes, Some(PutOptions::new().with_lease(lease)));
+            match by_node
+                .iter_mut()
+                .find(|(n, l, _, _)| *n == node && *l == lease)
+            {
+                Some((_, _, ops, shares)) => {
+                    ops.push(put);
+                    shares.push(share);
+                }
+                None => by_node.push((node, lease, vec![put], vec![share])),
             }
         }
     }
+    let mut all_sent = true;
+    for (node, lease, ops, shares) in by_node {
+        match etcd.client().txn(Txn::new().and_then(ops)).await {
+            Ok(_) => tracing::info!(
+                "cluster: node {node} told that it missed directory changes; its watches list again"
+            ),
+            Err(e) => {
+                tracing::warn!("cluster: telling node {node} of missed directory changes: {e}");
+                all_sent = false;
+                for share in shares {
+                    shared.lose(node.clone(), lease, share);
+                }
+            }
+        }
+    }
+    if all_sent {
+        shared.overflowed.store(false, Ordering::Relaxed);
+    }
+    all_sent
 }
 
 /// Hands the events other nodes put for this node to `sink`, in order, and deletes them.

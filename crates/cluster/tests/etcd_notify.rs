@@ -1,5 +1,7 @@
 //! Change notify and directory leases across nodes against a real etcd 3.4 (issue 18 item
-//! 3): two "nodes" in one test, each with its own connection and membership lease.
+//! 3): two "nodes" in one test, each with its own connection and membership lease. Changes a
+//! node could not send (its outbox full while etcd did not answer) reach the receiver as one
+//! lost event for their share.
 
 mod etcd;
 
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use etcd::EtcdCluster;
 use smb3d_cluster::{Etcd, EtcdNotify, Membership, NodeInfo};
-use smb3d_state::{ClusterNotify, DirChange, DirEvent};
+use smb3d_state::{ClusterNotify, DirChange, DirEvent, MAX_EVENT_TEXT};
 
 struct Node {
     notify: EtcdNotify,
@@ -178,4 +180,57 @@ fn a_malformed_event_is_ignored_and_a_dead_node_s_interest_goes_with_its_lease()
         !b.notify.anyone_else()
     });
     assert!(keys(&b.etcd, "interest/").is_empty());
+}
+
+#[test]
+fn changes_an_overflowing_outbox_drops_reach_the_receiver_as_one_lost_event() {
+    const CHANGES: usize = 5000;
+    let mut etcd = EtcdCluster::start(1);
+    let a = node(&etcd, "/n3/", "a");
+    let b = node(&etcd, "/n3/", "b");
+    a.notify.interested("/srv/s", "d", false);
+    until("b learns a's interest", || b.notify.anyone_else());
+    // etcd answers nothing: b's sender waits on its first batch, its outbox (4096) fills and
+    // the rest of the changes are dropped.
+    etcd.pause_member(0);
+    std::thread::sleep(Duration::from_millis(100));
+    for i in 0..CHANGES {
+        b.notify.changed(added(&format!("d/{i}")));
+    }
+    etcd.resume_member(0);
+    let mut changes = 0;
+    let lost = loop {
+        let event = a
+            .events
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a lost event after the changes that were sent");
+        if event.change == DirChange::Lost {
+            break event;
+        }
+        assert_eq!(
+            event,
+            added(&format!("d/{changes}")),
+            "in order, none twice"
+        );
+        changes += 1;
+    };
+    assert_eq!(lost, DirEvent::lost("/srv/s"));
+    assert!(changes < CHANGES, "some changes were dropped: {changes}");
+    assert!(
+        a.events.recv_timeout(Duration::from_millis(500)).is_err(),
+        "the receiver is told once"
+    );
+    // Once the outbox drained, changes are sent again as they come.
+    b.notify.changed(added("d/after"));
+    assert_eq!(
+        a.events.recv_timeout(Duration::from_secs(10)).unwrap(),
+        added("d/after")
+    );
+    // A change whose path is too long to send is sent as lost.
+    b.notify
+        .changed(added(&format!("d/{}", "x".repeat(MAX_EVENT_TEXT))));
+    assert_eq!(
+        a.events.recv_timeout(Duration::from_secs(10)).unwrap(),
+        DirEvent::lost("/srv/s")
+    );
 }

@@ -114,7 +114,7 @@ fn parse_metrics_listen(value: &str) -> Result<SocketAddr, String> {
 
 /// `<path>[;read_only][;guest_ok][;hidden][;audit][;users=a,b][;comment=text][;encrypt=P]
 /// [;signing=P][;read_list=a,b][;write_list=a,b][;force_user=U][;force_group=G]
-/// [;hide_unreadable][;access_based_share_enum]`.
+/// [;hide_unreadable][;access_based_share_enum][;scale_out[=true|false]]`.
 fn parse_share(value: &str) -> Result<ShareConfig, String> {
     let mut parts = value.split(';');
     let path = PathBuf::from(parts.next().unwrap_or_default().trim());
@@ -142,6 +142,15 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
             ("force_group", Some(group)) => share.force_group = Some(group.to_owned()),
             ("hide_unreadable", None) => share.hide_unreadable = true,
             ("access_based_share_enum", None) => share.access_based_share_enum = true,
+            // On a cluster node shares are scale-out ones unless told otherwise.
+            ("scale_out", None) => share.scale_out = Some(true),
+            ("scale_out", Some(b)) => {
+                share.scale_out = Some(match b.to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(format!("scale_out={b}: expected true or false")),
+                });
+            }
             ("comment", Some(text)) => share.comment = text.to_owned(),
             ("encrypt", Some(p)) => {
                 share.encrypt = Some(EncryptPolicy::parse(p).ok_or_else(|| {
@@ -157,7 +166,7 @@ fn parse_share(value: &str) -> Result<ShareConfig, String> {
                     "unknown share option {option:?}; expected read_only, guest_ok, hidden, \
                      audit, users=a,b, comment=text, encrypt=policy, signing=policy, \
                      read_list=a,b, write_list=a,b, force_user=name, force_group=name, \
-                     hide_unreadable or access_based_share_enum"
+                     hide_unreadable, access_based_share_enum or scale_out=true|false"
                 ));
             }
         }
@@ -419,6 +428,18 @@ mod tests {
         assert_eq!(team.force_user.as_deref(), Some("files"));
         assert_eq!(team.force_group.as_deref(), Some("staff"));
         assert!(team.hide_unreadable && team.access_based_share_enum);
+        assert_eq!(
+            team.scale_out, None,
+            "unset: the default, scale-out on a cluster"
+        );
+        let general = base()
+            .with_env(vars(&[("SMB3D_SHARE_G", "/srv/g;scale_out=False")]))
+            .unwrap();
+        assert_eq!(general.share("g").unwrap().scale_out, Some(false));
+        let scale = base()
+            .with_env(vars(&[("SMB3D_SHARE_S", "/srv/s;scale_out")]))
+            .unwrap();
+        assert_eq!(scale.share("s").unwrap().scale_out, Some(true));
         let bad = base().with_env(vars(&[("SMB3D_SHARE_X", "/x;force_user=a:b")]));
         assert!(bad.is_err());
     }
@@ -477,6 +498,7 @@ mod tests {
             ("SMB3D_SHARE_X", "/x;encrypt=always", "encrypt=always"),
             ("SMB3D_SHARE_IPC$", "/x", "reserved"),
             ("SMB3D_SHARE_X", "/x;users=a:b", "invalid user name"),
+            ("SMB3D_SHARE_X", "/x;scale_out=no", "scale_out=no"),
         ];
         for (name, value, reason) in cases {
             let e = base().with_env(vars(&[(name, value)])).unwrap_err();

@@ -58,6 +58,12 @@ pub struct ServerInfo {
 pub enum ShareKind {
     /// A disk share: STYPE_DISKTREE.
     Disk,
+    /// A cluster node's general cluster share (`scale_out = false`): STYPE_DISKTREE |
+    /// STYPE_CLUSTER_FS, announced to SMB 3 as SMB2_SHARE_CAP_CLUSTER (MS-SMB2 3.3.5.7).
+    ClusterDisk,
+    /// A cluster node's scale-out share: STYPE_DISKTREE | STYPE_CLUSTER_SOFS, announced as
+    /// SMB2_SHARE_CAP_CLUSTER and SMB2_SHARE_CAP_SCALEOUT.
+    ScaleOutDisk,
     /// `IPC$`: STYPE_IPC | STYPE_SPECIAL.
     Ipc,
 }

@@ -17,6 +17,10 @@ const NETR_SERVER_GET_INFO: u16 = 21;
 
 /// STYPE_DISKTREE (MS-SRVS 2.2.2.4).
 const STYPE_DISKTREE: u32 = 0;
+/// STYPE_CLUSTER_FS: a cluster share (MS-SRVS 2.2.2.4).
+const STYPE_CLUSTER_FS: u32 = 0x0200_0000;
+/// STYPE_CLUSTER_SOFS: a scale-out cluster share (MS-SRVS 2.2.2.4).
+const STYPE_CLUSTER_SOFS: u32 = 0x0400_0000;
 /// STYPE_IPC | STYPE_SPECIAL, the type Windows reports for `IPC$`.
 const STYPE_IPC_SPECIAL: u32 = 0x8000_0003;
 /// SHI_USES_UNLIMITED (MS-SRVS 2.2.4.24).
@@ -165,6 +169,8 @@ impl ShareLevel {
 const fn share_type(share: &ShareEntry) -> u32 {
     match share.kind {
         ShareKind::Disk => STYPE_DISKTREE,
+        ShareKind::ClusterDisk => STYPE_DISKTREE | STYPE_CLUSTER_FS,
+        ShareKind::ScaleOutDisk => STYPE_DISKTREE | STYPE_CLUSTER_SOFS,
         ShareKind::Ipc => STYPE_IPC_SPECIAL,
     }
 }
@@ -418,4 +424,27 @@ fn server_get_info(
     }
     out.u32(werror::SUCCESS);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: ShareKind) -> ShareEntry {
+        ShareEntry {
+            name: "s".into(),
+            comment: String::new(),
+            kind,
+            path: String::new(),
+            browseable: true,
+        }
+    }
+
+    #[test]
+    fn cluster_shares_carry_the_cluster_types_and_others_do_not() {
+        assert_eq!(share_type(&entry(ShareKind::Disk)), 0);
+        assert_eq!(share_type(&entry(ShareKind::ClusterDisk)), 0x0200_0000);
+        assert_eq!(share_type(&entry(ShareKind::ScaleOutDisk)), 0x0400_0000);
+        assert_eq!(share_type(&entry(ShareKind::Ipc)), 0x8000_0003);
+    }
 }

@@ -213,6 +213,11 @@ impl Association {
         self.max_frag
     }
 
+    /// Whether a user has proven who they are on this association (the auth3 leg succeeded).
+    pub fn authenticated(&self) -> bool {
+        matches!(self.auth, Auth::Established { .. })
+    }
+
     /// Handles one whole PDU (`pdu_length` bytes).
     pub fn handle(&mut self, pdu: &[u8]) -> Outcome {
         let Ok(header) = Header::decode(pdu) else {

@@ -338,6 +338,8 @@ pub enum Event {
 /// One WitnessRegistration (3.1.1.2).
 #[derive(Debug)]
 struct Registration {
+    /// The account that registered (as the association authenticated it).
+    user: String,
     client: String,
     net_name: String,
     ip_address: IpAddr,
@@ -362,12 +364,14 @@ pub trait Cluster {
 }
 
 /// The WitnessRegistrationList (3.1.1.2), bounded: a client (by ClientComputerName) holds at
-/// most `per_client` registrations and the table `total`; each keeps at most [`MAX_PENDING`]
+/// most `per_client` registrations, an account at most `per_user` whatever client names it
+/// gives, and the table `total`; each keeps at most [`MAX_PENDING`]
 /// undelivered notifications, the oldest dropped first.
 #[derive(Debug)]
 pub struct Registrations {
     by_key: HashMap<[u8; 16], Registration>,
     per_client: usize,
+    per_user: usize,
     total: usize,
 }
 
@@ -375,10 +379,11 @@ pub struct Registrations {
 pub const MAX_PENDING: usize = 16;
 
 impl Registrations {
-    pub fn new(per_client: usize, total: usize) -> Self {
+    pub fn new(per_client: usize, per_user: usize, total: usize) -> Self {
         Self {
             by_key: HashMap::new(),
             per_client,
+            per_user,
             total,
         }
     }
@@ -393,10 +398,13 @@ impl Registrations {
         self.by_key.is_empty()
     }
 
-    /// WitnessrRegister / WitnessrRegisterEx's checks (3.1.4.2, 3.1.4.5), then a new entry
-    /// under `key` (a fresh random context handle GUID from the caller).
+    /// WitnessrRegister / WitnessrRegisterEx's checks (3.1.4.2, 3.1.4.5), then a new entry of
+    /// the account `user` under `key` (a fresh random context handle GUID from the caller).
+    /// A bound reached is ERROR_NO_SYSTEM_RESOURCES: MS-SWN names no status for it, and this
+    /// MS-ERREF one says the server, not the request, is short.
     pub fn register(
         &mut self,
+        user: &str,
         args: &RegisterArgs,
         cluster: &dyn Cluster,
         key: [u8; 16],
@@ -417,12 +425,14 @@ impl Registrations {
         let node = cluster
             .node_of(ip_address)
             .ok_or(Refused(error::INVALID_STATE))?;
-        let held = self
-            .by_key
-            .values()
-            .filter(|r| r.client.eq_ignore_ascii_case(client))
-            .count();
-        if held >= self.per_client
+        let (by_client, by_user) = self.by_key.values().fold((0, 0), |(c, u), r| {
+            (
+                c + usize::from(r.client.eq_ignore_ascii_case(client)),
+                u + usize::from(r.user.eq_ignore_ascii_case(user)),
+            )
+        });
+        if by_client >= self.per_client
+            || by_user >= self.per_user
             || self.by_key.len() >= self.total
             || self.by_key.contains_key(&key)
         {
@@ -431,6 +441,7 @@ impl Registrations {
         self.by_key.insert(
             key,
             Registration {
+                user: user.to_owned(),
                 client: client.clone(),
                 net_name: net_name.clone(),
                 ip_address,

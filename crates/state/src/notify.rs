@@ -8,9 +8,10 @@
 //! Encoding (little-endian), version 1:
 //! `version u8 = 1 | kind u8 | kind's fields | share_len u16 | share | path_len u16 | path`,
 //! kind 1 (notify): `action u32 | filter u32`; kind 2 (listing): `spared u8 (0 or 1) | key
-//! [16] when 1`. `share` is the share's path on the host, `path` the changed entry's path in
-//! the share (`/`-separated, UTF-8, not empty); each at most [`MAX_EVENT_TEXT`] bytes. Bytes
-//! after the path are ignored, so that a later version may append fields.
+//! [16] when 1`; kind 3 (lost): no fields. `share` is the share's path on the host, `path` the
+//! changed entry's path in the share (`/`-separated, UTF-8, not empty; empty for kind 3); each
+//! at most [`MAX_EVENT_TEXT`] bytes. Bytes after the path are ignored, so that a later version
+//! may append fields.
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ pub const MAX_EVENT_TEXT: usize = 4096;
 const VERSION: u8 = 1;
 const KIND_NOTIFY: u8 = 1;
 const KIND_LISTING: u8 = 2;
+const KIND_LOST: u8 = 3;
 
 /// What changed, as the receiving node's watches and leases need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +36,11 @@ pub enum DirChange {
     /// A child changed as a listing shows it: the directory's leases break (MS-SMB2 3.3.4.7),
     /// except the one whose key the changing open named as its parent (`spared`).
     Listing { spared: Option<[u8; 16]> },
+    /// Changes in the share were not sent (the sender's outbox was full, or etcd refused
+    /// them): the receiver's watches of the share complete with STATUS_NOTIFY_ENUM_DIR
+    /// (MS-SMB2 3.3.4.4, MS-FSA 2.1.5.11) and its directory leases there break. Its `path` is
+    /// empty.
+    Lost,
 }
 
 /// A change of the entry `path` of the share whose path is `share`.
@@ -45,10 +52,21 @@ pub struct DirEvent {
 }
 
 impl DirEvent {
-    /// The event's bytes; `None` when a path is longer than [`MAX_EVENT_TEXT`] or empty.
+    /// Changes in the share at `share` were lost.
+    pub fn lost(share: &str) -> Self {
+        Self {
+            share: share.to_owned(),
+            path: String::new(),
+            change: DirChange::Lost,
+        }
+    }
+
+    /// The event's bytes; `None` when a path is longer than [`MAX_EVENT_TEXT`], or empty but
+    /// for [`DirChange::Lost`] (whose path is always empty).
     pub fn encode(&self) -> Option<Vec<u8>> {
         let (share, path) = (self.share.as_bytes(), self.path.as_bytes());
-        if share.len() > MAX_EVENT_TEXT || path.is_empty() || path.len() > MAX_EVENT_TEXT {
+        let lost = self.change == DirChange::Lost;
+        if share.len() > MAX_EVENT_TEXT || path.is_empty() != lost || path.len() > MAX_EVENT_TEXT {
             return None;
         }
         let mut out = Vec::with_capacity(32 + share.len() + path.len());
@@ -69,6 +87,7 @@ impl DirEvent {
                     None => out.push(0),
                 }
             }
+            DirChange::Lost => out.push(KIND_LOST),
         }
         for text in [share, path] {
             out.extend_from_slice(&u16::try_from(text.len()).ok()?.to_le_bytes());
@@ -78,7 +97,8 @@ impl DirEvent {
     }
 
     /// Reads an event; anything malformed (another version, an unknown kind, a length beyond
-    /// the bytes or the bound, text that is not UTF-8, an empty path) is refused.
+    /// the bytes or the bound, text that is not UTF-8, an empty path but for a lost event's, a
+    /// lost event's path not empty) is refused.
     pub fn decode(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes);
         if r.u8("DirEvent.Version")? != VERSION {
@@ -96,11 +116,12 @@ impl DirEvent {
                     _ => return Err(DecodeError::invalid("DirEvent.Spared")),
                 },
             },
+            KIND_LOST => DirChange::Lost,
             _ => return Err(DecodeError::invalid("DirEvent.Kind")),
         };
         let share = text(&mut r, "DirEvent.Share")?;
         let path = text(&mut r, "DirEvent.Path")?;
-        if path.is_empty() {
+        if path.is_empty() != (change == DirChange::Lost) {
             return Err(DecodeError::invalid("DirEvent.Path"));
         }
         Ok(Self {
@@ -211,6 +232,32 @@ mod tests {
         let mut longer = none.to_vec();
         longer.extend_from_slice(b"more");
         assert_eq!(DirEvent::decode(&longer).unwrap(), event);
+        let lost = DirEvent::lost("/srv/a");
+        let bytes = lost.encode().unwrap();
+        assert_eq!(bytes, b"\x01\x03\x06\x00/srv/a\x00\x00");
+        assert_eq!(DirEvent::decode(&bytes).unwrap(), lost);
+        assert_eq!(lost.dir(), "");
+    }
+
+    #[test]
+    fn a_lost_event_has_an_empty_path_and_only_it() {
+        assert!(
+            DirEvent::decode(b"\x01\x03\x02\x00/s\x01\x00f").is_err(),
+            "a lost event naming a path"
+        );
+        let named = DirEvent {
+            path: "f".into(),
+            ..DirEvent::lost("/s")
+        };
+        assert_eq!(named.encode(), None);
+        let empty = DirEvent {
+            path: String::new(),
+            ..notify()
+        };
+        assert_eq!(empty.encode(), None);
+        for cut in 0..6 {
+            assert!(DirEvent::decode(&b"\x01\x03\x02\x00/s\x00\x00"[..cut]).is_err());
+        }
     }
 
     #[test]

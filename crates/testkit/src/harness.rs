@@ -155,6 +155,13 @@ impl TestServer {
             .block_on(async { self.server.restore_persistent_handles() })
     }
 
+    /// Starts following the cluster (`Settings::cluster_opens`, `cluster_notify`) on this
+    /// server's runtime, as a cluster node does before it listens.
+    pub fn follow_cluster(&self) {
+        self.runtime
+            .block_on(async { self.server.follow_cluster_breaks() });
+    }
+
     /// A new client connection from an unknown address.
     pub fn connect(&self) -> TestConnection<'_> {
         let sink = Arc::new(Collector::default());

@@ -298,7 +298,7 @@ fn fsctl_body(ctl_code: CtlCode, input: &[u8], max_output: u32) -> Vec<u8> {
 }
 
 /// A RENAME (FILE_RENAME_INFORMATION_TYPE_2) buffer naming `target`.
-fn rename_buffer(target: &str) -> Vec<u8> {
+pub fn rename_buffer(target: &str) -> Vec<u8> {
     let name = utf16(target);
     let mut out = vec![0u8; 8];
     out.extend_from_slice(&0u64.to_le_bytes());

@@ -64,7 +64,6 @@ use crate::caseless::NameRules;
 use crate::errno::{map_errno, map_resolve_errno};
 pub use crate::file::PosixFile;
 pub use crate::listing_cache::ListingCacheLimits;
-pub use crate::outside::ignore_other_nodes_changes;
 pub use crate::resolve::Resolver;
 use crate::resolve::{DirFd, Root};
 use crate::stat::statx_fd;
@@ -83,6 +82,9 @@ pub struct PosixVfs {
     can_clone: bool,
     /// Whether the share's file system records who owns a file (see [`OWNERLESS`]).
     records_owners: bool,
+    /// Whether the host watch drops changes made by other smb3d processes of this host (a
+    /// cluster node: theirs arrive through the cluster).
+    ignore_other_nodes: bool,
 }
 
 /// `statfs` types of file systems that record no owners (every file shows the mount's uid):
@@ -132,6 +134,7 @@ impl PosixVfs {
             switch_credentials: smb3d_credentials::can_switch(),
             can_clone,
             records_owners,
+            ignore_other_nodes: false,
         }
     }
 
@@ -156,6 +159,15 @@ impl PosixVfs {
     #[must_use]
     pub fn with_credential_switching(mut self, switch: bool) -> Self {
         self.switch_credentials = switch && smb3d_credentials::can_switch();
+        self
+    }
+
+    /// This share on a cluster node (`true`): its host watch drops changes made by other smb3d
+    /// processes of this host, other nodes sharing its file system, whose changes arrive
+    /// through the cluster.
+    #[must_use]
+    pub fn with_other_nodes_ignored(mut self, ignore: bool) -> Self {
+        self.ignore_other_nodes = ignore;
         self
     }
 
@@ -703,6 +715,7 @@ impl Vfs for PosixVfs {
                 switch_credentials: self.switch_credentials,
                 can_clone: self.can_clone,
                 records_owners,
+                ignore_other_nodes: self.ignore_other_nodes,
             }) as Arc<dyn Vfs>)
         })
     }
@@ -710,7 +723,9 @@ impl Vfs for PosixVfs {
     fn watch_outside(&self, sink: OutsideSink) -> Option<OutsideWatch> {
         // fanotify needs the service's capabilities, also when a user's work starts the watch
         // (a directory lease granted in a CREATE), and so does its reader thread.
-        smb3d_credentials::privileged(|service| outside::watch(service, self.root.fd(), sink))
+        smb3d_credentials::privileged(|service| {
+            outside::watch(service, self.root.fd(), self.ignore_other_nodes, sink)
+        })
     }
 
     fn link(&self, existing: &VfsPath, new: &VfsPath) -> VfsResult<()> {

@@ -9,10 +9,13 @@
 //! and reading the descriptor's link in /proc; directories outside the share are ignored, and
 //! both answers are cached until a directory is renamed or removed.
 //!
-//! On a cluster node ([`ignore_other_nodes_changes`]) changes made by other smb3d processes
-//! of this host are dropped too: they are other nodes of the cluster sharing this file system
-//! (tests, the demo), whose changes arrive through the cluster, once. On a shared network file
-//! system the host does not see other nodes' changes at all.
+//! On a cluster node (a share built with [`crate::PosixVfs::with_other_nodes_ignored`])
+//! changes made by other smb3d processes of this host are dropped too: they are other nodes of
+//! the cluster sharing this file system (tests, the demo), whose changes arrive through the
+//! cluster, once. On a shared network file system the host does not see other nodes' changes
+//! at all. Such a process runs this program's binary under this process's real user (a local
+//! user starting a copy of the binary does not hide their changes); see [`Nodes`] for why a
+//! reused pid is not misjudged as one.
 //!
 //! The mark needs CAP_SYS_ADMIN and `open_by_handle_at` CAP_DAC_READ_SEARCH: a server without
 //! them sees no outside changes.
@@ -22,12 +25,12 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use rustix::event::{PollFd, PollFlags, poll};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{Mode, OFlags, fstat};
 use rustix::io::{Errno, read};
 use rustix::pipe::{PipeFlags, pipe_with};
+use rustix::process::{Pid, PidfdFlags, getuid, pidfd_open};
 use smb3d_credentials::ServiceCreds;
 use smb3d_vfs::{OutsideChange, OutsideSink, OutsideWatch, VfsPath};
 
@@ -52,22 +55,16 @@ const INFO_HEADER_LEN: usize = 4 + 8;
 /// `struct file_handle` before its bytes: handle_bytes u32, handle_type i32.
 const HANDLE_HEADER_LEN: usize = 8;
 
-/// Whether changes of other smb3d processes are dropped as well as this one's.
-static IGNORE_OTHER_NODES: AtomicBool = AtomicBool::new(false);
-
-/// From now on, the host watch drops changes made by other smb3d processes (cluster nodes on
-/// this host), as it drops this process's own.
-pub fn ignore_other_nodes_changes() {
-    IGNORE_OTHER_NODES.store(true, Ordering::Relaxed);
-}
-
 /// Starts watching the file system of the share whose root is `root`, or says why not once.
+/// With `ignore_other_nodes` (a cluster node), changes made by other smb3d processes of this
+/// host are dropped as well as this process's own.
 pub(crate) fn watch(
     service: ServiceCreds<'_>,
     root: BorrowedFd<'_>,
+    ignore_other_nodes: bool,
     sink: OutsideSink,
 ) -> Option<OutsideWatch> {
-    match start(service, root, sink) {
+    match start(service, root, ignore_other_nodes, sink) {
         Ok(watch) => Some(watch),
         Err(error) => {
             static ONCE: Once = Once::new();
@@ -84,6 +81,7 @@ pub(crate) fn watch(
 fn start(
     service: ServiceCreds<'_>,
     root: BorrowedFd<'_>,
+    ignore_other_nodes: bool,
     sink: OutsideSink,
 ) -> io::Result<OutsideWatch> {
     let group = fanotify_init(service)?;
@@ -101,8 +99,10 @@ fn start(
         group,
         stop,
         own_pid: i32::try_from(std::process::id()).unwrap_or(-1),
-        own_exe: std::fs::read_link("/proc/self/exe").ok(),
-        nodes: HashMap::new(),
+        nodes: ignore_other_nodes
+            .then(|| std::fs::read_link("/proc/self/exe").ok())
+            .flatten()
+            .map(Nodes::new),
         places: HashMap::new(),
         sink,
     };
@@ -198,11 +198,8 @@ struct Reader {
     /// Read end of the pipe whose write end the watch holds.
     stop: OwnedFd,
     own_pid: i32,
-    /// This program, to know other smb3d processes by.
-    own_exe: Option<PathBuf>,
-    /// Whether a pid is another smb3d process (asked once per pid, forgotten beyond
-    /// CACHE_LIMIT entries).
-    nodes: HashMap<i32, bool>,
+    /// Other smb3d processes of this host, whose changes are dropped: on a cluster node only.
+    nodes: Option<Nodes>,
     /// Directory handle (type and bytes) -> its path in the share, `None` outside it.
     places: HashMap<Vec<u8>, Option<VfsPath>>,
     sink: OutsideSink,
@@ -253,7 +250,9 @@ impl Reader {
             return;
         }
         let directory = event.mask & libc::FAN_ONDIR != 0;
-        if event.pid != self.own_pid && !self.other_node(event.pid) {
+        let own =
+            event.pid == self.own_pid || self.nodes.as_mut().is_some_and(|n| n.is_node(event.pid));
+        if !own {
             let (mut entry, mut old, mut new) = (None, None, None);
             for record in Record::all(event.records) {
                 let path = self.path_of(service, &record);
@@ -270,22 +269,6 @@ impl Reader {
         if directory && event.mask & (libc::FAN_RENAME | libc::FAN_DELETE) != 0 {
             self.places.clear();
         }
-    }
-
-    /// Whether `pid` is another smb3d process, on a cluster node.
-    fn other_node(&mut self, pid: i32) -> bool {
-        if !IGNORE_OTHER_NODES.load(Ordering::Relaxed) {
-            return false;
-        }
-        let Some(own) = &self.own_exe else {
-            return false;
-        };
-        if self.nodes.len() >= CACHE_LIMIT {
-            self.nodes.clear();
-        }
-        *self.nodes.entry(pid).or_insert_with(|| {
-            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == *own)
-        })
     }
 
     fn report(
@@ -380,6 +363,86 @@ impl Reader {
     }
 }
 
+/// Which pids are other smb3d processes of this host (other cluster nodes), asked of /proc once
+/// per process.
+///
+/// A pid the kernel gives again to a new process is never taken for the node that had it: a
+/// node is remembered with a pidfd, which tells when that process has ended, and is then
+/// forgotten and asked again. A pid that was not a node is remembered as such (up to
+/// CACHE_LIMIT pids, then all are forgotten) and may, once reused by a new node, be taken for
+/// a process that is not one: that node's changes are then reported twice (from the host and
+/// through the cluster), never lost. The pid of an event is that of its process when the
+/// change was made; a process that ends and whose pid is reused before the event is read is
+/// judged as the new process.
+struct Nodes {
+    /// This program, to know other smb3d processes by.
+    own_exe: PathBuf,
+    /// This process's real user; a node runs as it.
+    own_uid: u32,
+    /// Pid -> a pidfd of the node that has it, or `None` for a pid that is not a node.
+    known: HashMap<i32, Option<OwnedFd>>,
+}
+
+impl Nodes {
+    fn new(own_exe: PathBuf) -> Self {
+        Self {
+            own_exe,
+            own_uid: getuid().as_raw(),
+            known: HashMap::new(),
+        }
+    }
+
+    /// Whether `pid` is another process of this program running as this process's user.
+    fn is_node(&mut self, pid: i32) -> bool {
+        match self.known.get(&pid) {
+            Some(None) => return false,
+            Some(Some(pidfd)) if !ended(pidfd) => return true,
+            Some(Some(_)) => {
+                self.known.remove(&pid);
+            }
+            None => {}
+        }
+        if self.known.len() >= CACHE_LIMIT {
+            self.known.clear();
+        }
+        let node = self.ask(pid);
+        let is_node = node.is_some();
+        self.known.insert(pid, node);
+        is_node
+    }
+
+    /// A pidfd of `pid` if it is a node. The pidfd is taken first, and the answer kept only if
+    /// its process has not ended meanwhile: then /proc's answers were about that process.
+    fn ask(&self, pid: i32) -> Option<OwnedFd> {
+        // 0 (a process this pid namespace cannot see) and below name no process.
+        let pid_of = (pid > 0).then(|| Pid::from_raw(pid)).flatten()?;
+        let pidfd = pidfd_open(pid_of, PidfdFlags::empty()).ok()?;
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        (exe == self.own_exe && real_uid(&status) == Some(self.own_uid) && !ended(&pidfd))
+            .then_some(pidfd)
+    }
+}
+
+/// Whether the process of `pidfd` has ended (a pidfd polls readable from then on).
+fn ended(pidfd: &OwnedFd) -> bool {
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // A pidfd whose state cannot be read is taken as ended: asked again, not trusted.
+    poll(&mut fds, Some(&now)).map_or(true, |_| {
+        fds.first().is_none_or(|fd| !fd.revents().is_empty())
+    })
+}
+
+/// The real uid on the `Uid:` line of a /proc/PID/status text.
+fn real_uid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_whitespace().next()?.parse().ok()
+}
+
 /// One event from the group, its info records not yet parsed.
 struct Event<'a> {
     mask: u64,
@@ -455,6 +518,56 @@ fn array<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child running `sleep`, and the binary it runs (standing for this program).
+    fn sleeper() -> (std::process::Child, PathBuf) {
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap();
+        (child, exe)
+    }
+
+    #[test]
+    fn a_node_that_ended_is_forgotten_not_judged_by_its_old_pid() {
+        let (mut child, exe) = sleeper();
+        let pid = i32::try_from(child.id()).unwrap();
+        let mut nodes = Nodes::new(exe);
+        assert!(nodes.is_node(pid));
+        assert!(nodes.is_node(pid), "remembered while it runs");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Its pid may now go to any process: before pidfds, the cached answer said "a node"
+        // and that process's changes were dropped.
+        assert!(!nodes.is_node(pid));
+    }
+
+    #[test]
+    fn other_programs_and_users_are_not_nodes() {
+        let (mut child, _) = sleeper();
+        let pid = i32::try_from(child.id()).unwrap();
+        let mut nodes = Nodes::new(PathBuf::from("/nonexistent/smb3d"));
+        assert!(!nodes.is_node(pid));
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+        let mut other_user = Nodes::new(exe);
+        other_user.own_uid = other_user.own_uid.wrapping_add(1);
+        assert!(!other_user.is_node(pid));
+        assert!(!Nodes::new(PathBuf::from("/")).is_node(-1));
+        assert!(!Nodes::new(PathBuf::from("/")).is_node(0));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn the_real_uid_is_read_from_the_status_line() {
+        assert_eq!(
+            real_uid("Name:\tx\nUid:\t1000\t0\t0\t0\nGid:\t5\n"),
+            Some(1000)
+        );
+        assert_eq!(real_uid("Name:\tx\n"), None);
+        assert_eq!(real_uid("Uid:\tx\n"), None);
+    }
 
     /// An event as the kernel lays it out (`fanotify.h`): metadata, then one DFID_NAME record.
     fn event(mask: u64, pid: i32, handle: &[u8], name: &str) -> Vec<u8> {

@@ -119,6 +119,17 @@ impl EtcdCluster {
         }
     }
 
+    /// Lets member `i` run again after [`EtcdCluster::pause_member`] (SIGCONT).
+    pub fn resume_member(&mut self, i: usize) {
+        if let Some(child) = &self.members[i] {
+            let status = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    }
+
     /// Waits (up to 30 s) until every running member answers `/health` as healthy.
     pub fn wait_healthy(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);

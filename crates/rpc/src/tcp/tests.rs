@@ -174,7 +174,9 @@ fn established() -> Association {
         (trailer.auth_level, trailer.context_id, token),
         (6, 7, &b"CHALLENGE"[..])
     );
+    assert!(!a.authenticated(), "challenged is not proven");
     assert_eq!(a.handle(&auth3_pdu(b"alice:right")), Outcome::Nothing);
+    assert!(a.authenticated());
     a
 }
 
@@ -206,6 +208,10 @@ fn unauthenticated_bind_and_call() {
     );
     assert_eq!(call.stub, [1, 2, 3, 4]);
     assert_eq!(call.auth_level, AUTH_LEVEL_NONE);
+    assert!(
+        !a.authenticated(),
+        "a call without authentication proves nobody"
+    );
     let resp = a.response(&call, &[9; 8]);
     let h = Header::decode(&resp).unwrap();
     assert_eq!(h.auth_length, 0);

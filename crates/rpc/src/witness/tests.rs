@@ -219,8 +219,8 @@ fn interface_list_layout() {
 
 #[test]
 fn register_checks_follow_3_1_4_2_and_3_1_4_5() {
-    let mut t = Registrations::new(4, 100);
-    let refused = |t: &mut Registrations, a: &RegisterArgs| t.register(a, &TwoNodes, [9; 16]);
+    let mut t = Registrations::new(4, 100, 100);
+    let refused = |t: &mut Registrations, a: &RegisterArgs| t.register("u", a, &TwoNodes, [9; 16]);
     assert_eq!(
         refused(&mut t, &args(false, VERSION_2, "FS", "127.0.0.21", 0)),
         Err(Refused(error::REVISION_MISMATCH))
@@ -253,6 +253,7 @@ fn register_checks_follow_3_1_4_2_and_3_1_4_5() {
     );
     assert!(t.is_empty());
     t.register(
+        "u",
         &args(false, VERSION_1, "fs.EXAMPLE.org", "127.0.0.21", 0),
         &TwoNodes,
         [1; 16],
@@ -266,46 +267,49 @@ fn register_checks_follow_3_1_4_2_and_3_1_4_5() {
 
 #[test]
 fn registrations_are_bounded_per_client_and_in_all() {
-    let mut t = Registrations::new(2, 3);
+    let mut t = Registrations::new(2, 3, 3);
     let a = args(false, VERSION_1, "FS", "127.0.0.21", 0);
-    t.register(&a, &TwoNodes, [1; 16]).unwrap();
-    t.register(&a, &TwoNodes, [2; 16]).unwrap();
+    t.register("u", &a, &TwoNodes, [1; 16]).unwrap();
+    t.register("u", &a, &TwoNodes, [2; 16]).unwrap();
     assert_eq!(
-        t.register(&a, &TwoNodes, [3; 16]),
+        t.register("u", &a, &TwoNodes, [3; 16]),
         Err(Refused(error::NO_SYSTEM_RESOURCES))
     );
     let mut other = a.clone();
     other.client_computer_name = Some("CLIENT2".into());
-    t.register(&other, &TwoNodes, [3; 16]).unwrap();
+    t.register("u", &other, &TwoNodes, [3; 16]).unwrap();
     other.client_computer_name = Some("CLIENT3".into());
     assert_eq!(
-        t.register(&other, &TwoNodes, [4; 16]),
+        t.register("u", &other, &TwoNodes, [4; 16]),
         Err(Refused(error::NO_SYSTEM_RESOURCES))
     );
     // A key already handed out is never handed out twice.
     t.unregister(&[3; 16]).unwrap();
     assert_eq!(
-        t.register(&other, &TwoNodes, [1; 16]),
+        t.register("u", &other, &TwoNodes, [1; 16]),
         Err(Refused(error::NO_SYSTEM_RESOURCES))
     );
 }
 
 #[test]
 fn a_node_dying_then_its_address_moving() {
-    let mut t = Registrations::new(4, 100);
+    let mut t = Registrations::new(4, 100, 100);
     t.register(
+        "u",
         &args(false, VERSION_1, "FS", "127.0.0.22", 0),
         &TwoNodes,
         [1; 16],
     )
     .unwrap();
     t.register(
+        "u",
         &args(true, VERSION_2, "FS", "127.0.0.22", 1),
         &TwoNodes,
         [2; 16],
     )
     .unwrap();
     t.register(
+        "u",
         &args(false, VERSION_1, "FS", "127.0.0.21", 0),
         &TwoNodes,
         [3; 16],
@@ -338,8 +342,9 @@ fn a_node_dying_then_its_address_moving() {
 
 #[test]
 fn pending_notifications_are_bounded() {
-    let mut t = Registrations::new(4, 100);
+    let mut t = Registrations::new(4, 100, 100);
     t.register(
+        "u",
         &args(false, VERSION_1, "FS", "127.0.0.21", 0),
         &TwoNodes,
         [1; 16],
@@ -357,4 +362,24 @@ fn pending_notifications_are_bounded() {
         delivered += 1;
     }
     assert_eq!(delivered, MAX_PENDING);
+}
+
+#[test]
+fn registrations_are_bounded_per_user_whatever_client_names_they_invent() {
+    let mut t = Registrations::new(4, 2, 100);
+    let mut a = args(false, VERSION_1, "FS", "127.0.0.21", 0);
+    for (n, client) in ["C1", "C2"].into_iter().enumerate() {
+        a.client_computer_name = Some(client.into());
+        t.register("alice", &a, &TwoNodes, [n as u8 + 1; 16])
+            .unwrap();
+    }
+    a.client_computer_name = Some("INVENTED".into());
+    assert_eq!(
+        t.register("ALICE", &a, &TwoNodes, [3; 16]),
+        Err(Refused(error::NO_SYSTEM_RESOURCES)),
+        "user names compare without case"
+    );
+    t.register("bob", &a, &TwoNodes, [3; 16]).unwrap();
+    t.unregister(&[1; 16]).unwrap();
+    t.register("alice", &a, &TwoNodes, [4; 16]).unwrap();
 }

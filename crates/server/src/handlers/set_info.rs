@@ -108,6 +108,10 @@ pub(crate) async fn handle(
     }
     if renames {
         crate::state::persistent::renamed(&cx.conn.server, &open.shared);
+        if open.is_directory {
+            let after = open.path();
+            crate::state::cluster_notify::renamed(&cx.conn.server, &open.share, &before, &after);
+        }
     }
     crate::state::notify::set_info_done(&cx.conn.server.notify, &open, &before, &req);
     crate::state::dir_leases::set_info_done(&cx.conn.server, &open, &before, &req);

@@ -60,6 +60,30 @@ pub(crate) fn closed(server: &Server, id: u64) {
     }
 }
 
+/// The directory `before` of `share` was renamed through this node to `after`: the interests
+/// in it and below it move with it, so that other nodes send changes under its new path.
+pub(crate) fn renamed(server: &Server, share: &Share, before: &VfsPath, after: &VfsPath) {
+    let Some(cluster) = &server.settings.cluster_notify else {
+        return;
+    };
+    let (from, to) = (before.as_str(), after.as_str());
+    let moved = |dir: &str| -> Option<String> {
+        let rest = dir.strip_prefix(from)?;
+        (rest.is_empty() || rest.starts_with('/')).then(|| format!("{to}{rest}"))
+    };
+    let mut by_open = server.cluster_interests.by_open.lock();
+    for (interest_share, dir, tree) in by_open.values_mut().flatten() {
+        if *interest_share != share.path {
+            continue;
+        }
+        if let Some(new_dir) = moved(dir) {
+            cluster.interested(interest_share, &new_dir, *tree);
+            cluster.uninterested(interest_share, dir, *tree);
+            *dir = new_dir;
+        }
+    }
+}
+
 /// Whether another node is interested in some directory (one atomic load on a cluster node).
 pub(crate) fn others_interested(server: &Server) -> bool {
     server
@@ -136,21 +160,41 @@ fn deliver(server: &Server, event: &DirEvent) {
         );
         return;
     };
-    let Ok(path) = VfsPath::parse(&event.path) else {
-        tracing::warn!(
-            "cluster: ignoring a change of the malformed path {:?}",
-            event.path
-        );
-        return;
+    let path = || {
+        let parsed = VfsPath::parse(&event.path);
+        if parsed.is_err() {
+            tracing::warn!(
+                "cluster: ignoring a change of the malformed path {:?}",
+                event.path
+            );
+        }
+        parsed.ok()
     };
     match event.change {
         DirChange::Notify { action, filter } => {
-            server
-                .notify
-                .report_here(share, &path, NotifyAction(action), CompletionFilter(filter));
+            if let Some(path) = path() {
+                server.notify.report_here(
+                    share,
+                    &path,
+                    NotifyAction(action),
+                    CompletionFilter(filter),
+                );
+            }
         }
         DirChange::Listing { spared } => {
-            dir_leases::child_changed_here(server, share, &path, spared.map(LeaseKey));
+            if let Some(path) = path() {
+                dir_leases::child_changed_here(server, share, &path, spared.map(LeaseKey));
+            }
+        }
+        // Changes sent to this node were lost: its watches of the share list again and its
+        // directory leases there break, as when the host's watch overflows.
+        DirChange::Lost => {
+            tracing::info!(
+                "cluster: changes in {} made through another node were lost; watches list again",
+                event.share
+            );
+            server.notify.lost(share);
+            dir_leases::break_directory_leases(server, share, None, None);
         }
     }
 }

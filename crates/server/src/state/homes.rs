@@ -63,6 +63,8 @@ pub struct Homes {
     /// home is listed to them either way, as Samba lists it.
     pub browseable: bool,
     pub comment: String,
+    /// Whether the homes are scale-out shares on a cluster node (the template's `scale_out`).
+    pub scale_out: bool,
     /// Keyed by uid; a reload replaces the whole `Homes`, so changed templates apply.
     made: Mutex<HashMap<u32, Arc<Share>>>,
 }
@@ -73,8 +75,17 @@ impl Homes {
             builder,
             browseable,
             comment,
+            scale_out: true,
             made: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// These homes with the template's `scale_out` (by default they are scale-out shares, as
+    /// a share's `scale_out` is).
+    #[must_use]
+    pub fn with_scale_out(mut self, scale_out: bool) -> Self {
+        self.scale_out = scale_out;
+        self
     }
 
     /// The home share `name` means for a session of `user` acting as `who`: the user's own

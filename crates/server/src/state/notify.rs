@@ -402,8 +402,9 @@ impl NotifyHub {
         }
     }
 
-    /// Changes in `share` went unseen: every watch of it answers STATUS_NOTIFY_ENUM_DIR.
-    fn lost(&self, share: ShareKey) {
+    /// Changes in `share` went unseen (by the host's watch, or sent by another node and lost):
+    /// every watch of it answers STATUS_NOTIFY_ENUM_DIR.
+    pub fn lost(&self, share: ShareKey) {
         let watches: Vec<Arc<Watch>> = self
             .watches
             .lock()

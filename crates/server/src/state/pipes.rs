@@ -201,6 +201,18 @@ pub(crate) struct ServerDirectory {
     hold: AnswerHold,
 }
 
+/// The type srvsvc reports for a disk share (MS-SRVS 2.2.2.4): on a cluster node a cluster
+/// share, STYPE_CLUSTER_SOFS when it is a scale-out share and STYPE_CLUSTER_FS otherwise, as
+/// its TREE_CONNECT announces SCALEOUT and CLUSTER (MS-SMB2 3.3.5.7); a plain disk share on a
+/// single server.
+fn disk_kind(cluster: bool, scale_out: bool) -> RpcShareKind {
+    match (cluster, scale_out) {
+        (false, _) => RpcShareKind::Disk,
+        (true, false) => RpcShareKind::ClusterDisk,
+        (true, true) => RpcShareKind::ScaleOutDisk,
+    }
+}
+
 impl ServerDirectory {
     pub fn new(server: &Arc<Server>) -> Self {
         Self {
@@ -231,11 +243,11 @@ impl ServerDirectory {
     /// What share listings show of the homes: `homes` itself where its template is browseable,
     /// and the viewer's own home to the viewer alone (as Samba adds it at logon), without
     /// making it.
-    fn home_entries(&self, homes: &Homes) -> Vec<ShareEntry> {
+    fn home_entries(&self, homes: &Homes, cluster: bool) -> Vec<ShareEntry> {
         let entry = |name: String| ShareEntry {
             name,
             comment: homes.comment.clone(),
-            kind: RpcShareKind::Disk,
+            kind: disk_kind(cluster, homes.scale_out),
             path: String::new(),
             browseable: true,
         };
@@ -290,6 +302,8 @@ impl Directory for ServerDirectory {
         let Some(server) = self.server.upgrade() else {
             return Vec::new();
         };
+        // A cluster node's disk shares are its cluster shares, as TREE_CONNECT announces them.
+        let cluster = server.settings.cluster_dialect.is_some();
         // Access-based share enumeration: such a share is listed only to those it admits.
         let listed = |share: &Share| {
             !share.access_based_share_enum
@@ -306,7 +320,7 @@ impl Directory for ServerDirectory {
                 name: share.name.clone(),
                 comment: share.comment.clone(),
                 kind: match share.kind {
-                    ShareKind::Disk(_) => RpcShareKind::Disk,
+                    ShareKind::Disk(_) => disk_kind(cluster, share.scale_out),
                     ShareKind::Ipc => RpcShareKind::Ipc,
                 },
                 path: windows_path(&share.path),
@@ -314,7 +328,7 @@ impl Directory for ServerDirectory {
             })
             .collect();
         if let Some(homes) = server.homes() {
-            entries.extend(self.home_entries(&homes));
+            entries.extend(self.home_entries(&homes, cluster));
         }
         entries
     }
