@@ -26,10 +26,18 @@ use crate::state::share::Share;
 /// share's path, which every node of a cluster configures alike (issue 18 item 1); it is
 /// written in hex so that no path can make one file's keys a prefix of another's.
 pub(crate) fn file_key(share: &Share, ino: u64) -> String {
+    key_of(&share.path, ino)
+}
+
+/// [`file_key`] of the share at `path`. Every open and close of a cluster node names its
+/// file: no formatting call per byte.
+fn key_of(path: &str, ino: u64) -> String {
     use std::fmt::Write;
-    let mut key = String::with_capacity(share.path.len() * 2 + 17);
-    for byte in share.path.as_bytes() {
-        let _ = write!(key, "{byte:02x}");
+    let digit = |nibble: u8| char::from_digit(u32::from(nibble), 16).unwrap_or('0');
+    let mut key = String::with_capacity(path.len() * 2 + 17);
+    for byte in path.as_bytes() {
+        key.push(digit(byte >> 4));
+        key.push(digit(byte & 0xf));
     }
     let _ = write!(key, "-{ino:x}");
     key
@@ -232,14 +240,41 @@ pub(crate) fn carry_delete_pending(server: &Server, open: &Open) {
     }
 }
 
+/// Whether another node marked the file of inode `ino` in `share` delete-pending, as this
+/// node's watch knows it: a listing leaves such a file out (issue 18 item 7). Without a
+/// cluster one test of an `Option`; on a cluster node one atomic load while no other node
+/// marks any file.
+pub(crate) fn marked_elsewhere(server: &Server, share: &Share, ino: u64) -> bool {
+    let Some(cluster) = &server.settings.cluster_opens else {
+        return false;
+    };
+    cluster.any_marked_elsewhere() && cluster.marked_elsewhere(&file_key(share, ino))
+}
+
 /// Removes the record of `open`, which closed. A record that cannot be removed now goes
 /// with this node's lease.
 pub(crate) fn closed(server: &Server, share: &Share, ino: u64, persistent_id: u64) {
     let Some(cluster) = &server.settings.cluster_opens else {
         return;
     };
+    if cluster.closed_at_once(persistent_id) {
+        return;
+    }
     let key = file_key(share, ino);
     if let Err(e) = blocking(|| cluster.close(&key, persistent_id)) {
         tracing::warn!("cluster: the record of a closed open stays until this node leaves: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_keys_are_the_share_path_in_hex_and_the_inode() {
+        assert_eq!(key_of("/srv/a", 0x1a), "2f7372762f61-1a");
+        assert_eq!(key_of("/\u{e9}", 0), "2fc3a9-0");
+        assert_eq!(key_of("", u64::MAX), "-ffffffffffffffff");
+        assert_eq!(ino_of(&key_of("/srv/a", 77)), Some(77));
     }
 }
