@@ -321,3 +321,18 @@ pub fn run(action: ClusterAction, config_path: &std::path::Path) -> Result<(), A
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::route_source;
+
+    #[test]
+    fn the_liveness_endpoint_of_a_node_listening_everywhere_is_where_it_reaches_etcd_from() {
+        assert_eq!(
+            route_source("http://127.0.0.1:2379"),
+            Some([127, 0, 0, 1].into())
+        );
+        assert_eq!(route_source("no-scheme:2379"), None);
+        assert_eq!(route_source("http://"), None);
+    }
+}
