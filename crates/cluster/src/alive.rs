@@ -263,16 +263,27 @@ async fn watch_node(etcd: Arc<Etcd>, name: String, lease: i64, at: SocketAddr) {
                 tracing::warn!(
                     "cluster: node {name} is dead (its liveness endpoint {at} refuses connections): revoking its etcd lease {lease:x}"
                 );
-                let revoked = etcd
-                    .members()
-                    .call(move |mut client| async move { client.lease_revoke(lease).await })
-                    .await;
-                match revoked {
-                    Ok(_) => tracing::info!("cluster: node {name}'s lease revoked"),
-                    // Gone already (it ran out, or another node revoked it first).
-                    Err(e) => tracing::debug!("cluster: revoking node {name}'s lease: {e}"),
+                // Until etcd takes it: a revocation etcd could not take (no quorum) is tried
+                // again, and this task ends with the node's record (the lease gone, whoever
+                // ended it: the record's deletion aborts it).
+                loop {
+                    let revoked = etcd
+                        .members()
+                        .call(move |mut client| async move { client.lease_revoke(lease).await })
+                        .await;
+                    match revoked {
+                        Ok(_) => {
+                            tracing::info!("cluster: node {name}'s lease revoked");
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::warn!(
+                                "cluster: revoking node {name}'s lease: {e}; trying again"
+                            );
+                            tokio::time::sleep(RETRY).await;
+                        }
+                    }
                 }
-                return;
             }
             (Probe::Refused, _) => {
                 tracing::debug!(

@@ -103,6 +103,32 @@ fn a_node_whose_endpoint_closes_and_refuses_is_revoked_at_once() {
 }
 
 #[test]
+fn a_revocation_etcd_could_not_take_is_tried_again_when_it_answers() {
+    let mut etcd = EtcdCluster::start(1);
+    let endpoint = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (cluster, _node, _observer) = observed(&etcd, "/alive-down/", &endpoint);
+    let held = accept(&endpoint);
+    // etcd down (killed: the revocation is refused, not queued) when the node dies, for longer
+    // than one call keeps trying (REQUEST_TIMEOUT); started again, etcd gives every lease its
+    // full TTL (10 s) again.
+    etcd.kill_member(0);
+    drop(endpoint);
+    drop(held);
+    std::thread::sleep(smb3d_cluster::REQUEST_TIMEOUT + Duration::from_secs(1));
+    etcd.start_member(0);
+    etcd.wait_healthy();
+    let back = Instant::now();
+    while live(&cluster, "victim") {
+        assert!(
+            back.elapsed() < LATE,
+            "the revocation was not tried again once etcd answered"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("victim revoked {:?} after etcd came back", back.elapsed());
+}
+
+#[test]
 fn a_connection_that_ends_while_the_endpoint_accepts_proves_nothing() {
     let etcd = EtcdCluster::start(1);
     let endpoint = TcpListener::bind("127.0.0.1:0").unwrap();
