@@ -73,9 +73,15 @@ def cluster(tmp_path):
     yield from run_cluster(tmp_path, "continuous_availability = true\n")
 
 
-def run_cluster(tmp_path, share_options):
+@pytest.fixture
+def default_ttl_cluster(tmp_path):
+    yield from run_cluster(tmp_path, "continuous_availability = true\n", node_ttl=None)
+
+
+def run_cluster(tmp_path, share_options, node_ttl=NODE_TTL):
     """Starts etcd and nodes n1 and n2 (n1 holding the public address) sharing one directory
-    as "share" with `share_options`; yields what the tests need, and stops them after."""
+    as "share" with `share_options` and `node_ttl` seconds (None: the default, 3 s); yields
+    what the tests need, and stops them after."""
     net = "127.%d.%d." % (random.randint(100, 250), random.randint(1, 250))
     public = net + "10"
     port = free_port()
@@ -97,10 +103,10 @@ def run_cluster(tmp_path, share_options):
                 config = home / "smb3d.toml"
                 config.write_text(
                     '[server]\nlisten = ["%s%d:%d"]\nuser_db = "%s"\nadmin_socket = "%s"\nstate_dir = "%s"\n\n'
-                    '[cluster]\netcd = ["%s"]\nnode = "%s"\nnode_ttl = "%ds"\npublic_addresses = ["%s"]\n\n'
+                    '[cluster]\netcd = ["%s"]\nnode = "%s"\n%spublic_addresses = ["%s"]\n\n'
                     '[share.share]\npath = "%s"\n%s'
-                    % (net, i, port, db, home / "admin.sock", home / "state", etcd.endpoints[0], name, NODE_TTL,
-                       public, shared, share_options))
+                    % (net, i, port, db, home / "admin.sock", home / "state", etcd.endpoints[0], name,
+                       "" if node_ttl is None else 'node_ttl = "%ds"\n' % node_ttl, public, shared, share_options))
                 node = Node(name, net + str(i), port, config, home / "smb3d.log")
                 nodes.append(node)
                 node.start()
@@ -192,3 +198,45 @@ def test_a_killed_node_s_address_moves_and_its_persistent_handle_is_reclaimed_th
         conn_o.disconnect()
     assert n2.proc.poll() is None, n2.log_tail()
     assert "persistent open(s) of node n1 restored here" in n2.log.read_text(errors="replace")
+
+
+def test_a_killed_node_is_noticed_before_its_lease_could_run_out(default_ttl_cluster):
+    """At the default node_ttl (3 s, renewed every second) n1's lease cannot run out sooner
+    than 2 s after its kill: its address answering SMB with the persistent handle reclaimed
+    before that shows n2 noticed the kill itself (n1's liveness endpoint refused), as its log
+    says."""
+    cluster = default_ttl_cluster
+    n1, n2 = cluster["nodes"]
+    client_guid = uuid.uuid4()
+    data = os.urandom(4096)
+    conn_a, tree_a = connect(cluster, client_guid, persistent=True)
+    request, create_guid = persistent_request()
+    a, _ = create(tree_a, [request], CreateDisposition.FILE_OVERWRITE_IF)
+    file_id = a.file_id
+    a.write(data, 0)
+    # n2 holds a connection to n1's liveness endpoint (it connects when it sees n1's record).
+    time.sleep(0.5)
+    n1.proc.kill()
+    n1.proc.wait(10)
+    killed = time.monotonic()
+    bound = 2.0
+    while True:
+        try:
+            conn_b, tree_b = connect(cluster, client_guid, persistent=True)
+            break
+        except (OSError, SMBResponseException, ValueError):
+            pass
+        assert time.monotonic() - killed < bound, \
+            "the address did not answer SMB before n1's lease could run out:\n" + n2.log_tail()
+        time.sleep(0.02)
+    try:
+        reclaimed, _ = create(tree_b, [persistent_reconnect(file_id, create_guid)])
+        took = time.monotonic() - killed
+        assert reclaimed.read(0, len(data)) == data
+        reclaimed.close()
+    finally:
+        conn_b.disconnect()
+    print("address %s answered SMB through n2 with the handle reclaimed %.2f s after n1 was killed (node_ttl 3 s)"
+          % (cluster["public"], took))
+    assert took < bound, "reclaimed %.2f s after the kill" % took
+    assert "node n1 is dead" in n2.log.read_text(errors="replace")

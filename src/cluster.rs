@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use smb3d_cluster::{
-    DEFAULT_PREFIX, DialectWatch, Etcd, EtcdLocks, EtcdNotify, EtcdOpens, EtcdStore, Membership,
-    NodeInfo, PublicAddresses,
+    DEFAULT_PREFIX, DialectWatch, Etcd, EtcdLocks, EtcdNotify, EtcdOpens, EtcdStore, Liveness,
+    Membership, NodeInfo, PublicAddresses,
 };
 use smb3d_config::{ClusterConfig, Config, Dialect};
 use smb3d_server::ClusterDialect;
@@ -25,6 +25,9 @@ static JOINED: OnceLock<(Arc<Etcd>, String, ClusterConfig)> = OnceLock::new();
 static PUBLIC: OnceLock<PublicAddresses> = OnceLock::new();
 /// The watch of the members' dialects that keeps the dialect fence current.
 static DIALECTS: OnceLock<DialectWatch> = OnceLock::new();
+/// This node's liveness endpoint and its watch of the others' (a killed node is noticed at
+/// once, not when its lease runs out).
+static LIVENESS: OnceLock<Liveness> = OnceLock::new();
 
 /// The state store and the open table of a cluster node, once it has joined; `None`
 /// without `[cluster]`.
@@ -36,8 +39,16 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
         Etcd::connect(&cluster.etcd, DEFAULT_PREFIX)
             .map_err(|e| format!("cluster: etcd at {}: {e}", cluster.etcd.join(", ")))?,
     );
-    let info = node_info(config, cluster);
+    let mut info = node_info(config, cluster);
+    let alive = alive_endpoint(config, cluster);
+    info.alive = alive
+        .as_ref()
+        .and_then(|l| l.local_addr().ok())
+        .map(|a| a.to_string());
     let membership = join_when_free(&etcd, &info, cluster.node_ttl)?;
+    if let Some(listener) = alive {
+        let _ = LIVENESS.set(Liveness::start(etcd.clone(), &info.name, listener));
+    }
     tracing::info!(
         "cluster: joined as node {} (etcd lease {:x}, node_ttl {:?}); persistent handles are kept in etcd",
         info.name,
@@ -149,7 +160,48 @@ fn node_info(config: &Config, cluster: &ClusterConfig) -> NodeInfo {
         started: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
+        alive: None,
     }
+}
+
+/// Binds this node's liveness endpoint (docs/cluster.md) on the address of its first
+/// `server.listen` entry, or, when that is unspecified (`0.0.0.0`), on the address this host
+/// reaches the first etcd member from, which the other nodes reach it at too. `None` (logged:
+/// then only its lease tells the others it died) when neither gives an address.
+fn alive_endpoint(config: &Config, cluster: &ClusterConfig) -> Option<std::net::TcpListener> {
+    let listen = config.server.listen.first().map(std::net::SocketAddr::ip);
+    let ip = match listen {
+        Some(ip) if !ip.is_unspecified() => Some(ip),
+        _ => cluster.etcd.first().and_then(|e| route_source(e)),
+    };
+    let bound = ip
+        .ok_or_else(|| "no address to bind it at".to_owned())
+        .and_then(|ip| smb3d_cluster::bind_alive(ip).map_err(|e| format!("{ip}: {e}")));
+    match bound {
+        Ok(listener) => Some(listener),
+        Err(e) => {
+            tracing::warn!(
+                "cluster: no liveness endpoint ({e}): the other nodes notice this node's death only when its lease runs out"
+            );
+            None
+        }
+    }
+}
+
+/// The local address the kernel would send from to etcd's `endpoint` (`http://host:port`):
+/// a UDP socket's connect only picks the route, nothing is sent.
+fn route_source(endpoint: &str) -> Option<std::net::IpAddr> {
+    use std::net::ToSocketAddrs;
+    let authority = endpoint.split("://").nth(1)?.split('/').next()?;
+    let target = authority.to_socket_addrs().ok()?.next()?;
+    let any: std::net::SocketAddr = if target.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = std::net::UdpSocket::bind(any).ok()?;
+    socket.connect(target).ok()?;
+    Some(socket.local_addr().ok()?.ip())
 }
 
 /// The highest dialect this node serves cluster shares at: `[cluster] max_dialect`, else the
@@ -269,4 +321,19 @@ pub fn run(action: ClusterAction, config_path: &std::path::Path) -> Result<(), A
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::route_source;
+
+    #[test]
+    fn the_liveness_endpoint_of_a_node_listening_everywhere_is_where_it_reaches_etcd_from() {
+        assert_eq!(
+            route_source("http://127.0.0.1:2379"),
+            Some([127, 0, 0, 1].into())
+        );
+        assert_eq!(route_source("no-scheme:2379"), None);
+        assert_eq!(route_source("http://"), None);
+    }
 }

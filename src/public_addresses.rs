@@ -46,7 +46,11 @@ impl AddressHost for NodeAddresses {
         let rpc = self.witness.listeners(ip);
         self.listen
             .send(Listen::Up(ip, listener, rpc))
-            .map_err(|_| io::Error::other("the server is stopping"))
+            .map_err(|_| io::Error::other("the server is stopping"))?;
+        if let Some(interface) = &self.interface {
+            announce(interface, ip);
+        }
+        Ok(())
     }
 
     fn take_down(&self, ip: IpAddr) {
@@ -93,10 +97,7 @@ fn run(command: &mut Command) -> io::Result<std::process::Output> {
     })
 }
 
-/// `ip addr add IP/32 dev IFACE` (an address already there is taken as it is), then one
-/// gratuitous ARP so that neighbours and switches send its traffic here at once. IPv6 gets no
-/// unsolicited neighbour advertisement from us: the kernel sends one when the interface has
-/// `net.ipv6.conf.IFACE.ndisc_notify = 1`.
+/// `ip addr add IP/32 dev IFACE` (an address already there is taken as it is).
 fn add_address(interface: &str, ip: IpAddr) -> io::Result<()> {
     let cidr = format!("{ip}/{}", prefix_len(ip));
     let mut add = Command::new("ip");
@@ -112,20 +113,41 @@ fn add_address(interface: &str, ip: IpAddr) -> io::Result<()> {
             stderr.trim()
         )));
     }
-    if ip.is_ipv4() {
-        let ip = ip.to_string();
-        match run(Command::new("arping").args(["-U", "-c", "1", "-I", interface, &ip])) {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => tracing::warn!(
-                "cluster: gratuitous ARP for {ip} on {interface}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-            Err(e) => tracing::warn!(
-                "cluster: no gratuitous ARP for {ip} ({e}; install iputils-arping): neighbours learn the move when their ARP entries expire"
-            ),
-        }
-    }
     Ok(())
+}
+
+/// One gratuitous ARP for `ip` on `interface`, once it is listened on, so that neighbours and
+/// switches send its traffic here at once. `arping` is not waited for (it lingers a second
+/// after sending, which a takeover must not wait); a thread reaps it and logs a failure. IPv6
+/// gets no unsolicited neighbour advertisement from us: the kernel sends one when the
+/// interface has `net.ipv6.conf.IFACE.ndisc_notify = 1`.
+fn announce(interface: &str, ip: IpAddr) {
+    if !ip.is_ipv4() {
+        return;
+    }
+    let ip = ip.to_string();
+    let arping = Command::new("arping")
+        .args(["-U", "-c", "1", "-I", interface, &ip])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    match arping {
+        Ok(child) => {
+            let interface = interface.to_owned();
+            std::thread::spawn(move || match child.wait_with_output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => tracing::warn!(
+                    "cluster: gratuitous ARP for {ip} on {interface}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+                Err(e) => tracing::warn!("cluster: gratuitous ARP for {ip}: {e}"),
+            });
+        }
+        Err(e) => tracing::warn!(
+            "cluster: no gratuitous ARP for {ip} (arping: {e}; install iputils-arping): neighbours learn the move when their ARP entries expire"
+        ),
+    }
 }
 
 fn remove_address(interface: &str, ip: IpAddr) {

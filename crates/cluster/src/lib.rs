@@ -17,6 +17,7 @@
 )]
 
 mod addresses;
+mod alive;
 mod failover;
 mod fence;
 mod locks;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use addresses::{AddressHost, PublicAddresses, holders};
+pub use alive::{Liveness, MAX_HELD, bind_alive};
 pub use etcd_client::Client;
 use etcd_client::{
     Event, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,

@@ -1,7 +1,8 @@
 //! Node membership: each node holds an etcd lease of `node_ttl` and keeps it alive every
 //! third of that; its key `<prefix>nodes/<name>` lives under the lease, so a node that dies or
 //! falls silent disappears from the cluster by itself once the lease runs out, with no
-//! election and no heartbeat protocol of ours (docs/cluster.md).
+//! election and no heartbeat protocol of ours (docs/cluster.md); a killed one's lease is
+//! revoked sooner by the node that notices it (`alive`).
 
 use std::io;
 use std::sync::Arc;
@@ -24,6 +25,10 @@ pub struct NodeInfo {
     pub pid: u32,
     /// When it joined, in seconds since the Unix epoch.
     pub started: u64,
+    /// Its liveness endpoint (`ip:port`, see `alive`), if it has one: absent in records of
+    /// nodes that predate it, which only their lease ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alive: Option<String>,
 }
 
 fn node_key(etcd: &Etcd, name: &str) -> String {

@@ -89,6 +89,7 @@ fn node(etcd: &EtcdCluster, name: &str, hosts: &Arc<Hosts>) -> Node {
         max_dialect: "3.1.1".into(),
         pid: std::process::id(),
         started: 0,
+        alive: None,
     };
     let deadline = Instant::now() + TTL * 3;
     let membership = loop {

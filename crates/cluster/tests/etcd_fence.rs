@@ -32,6 +32,7 @@ fn join(etcd: &EtcdCluster, prefix: &str, name: &str, dialect: &str) -> (Arc<Etc
         max_dialect: dialect.to_owned(),
         pid: std::process::id(),
         started: 0,
+        alive: None,
     };
     let membership = Membership::join(cluster.clone(), &info, TTL).unwrap();
     (cluster, membership)

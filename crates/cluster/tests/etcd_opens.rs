@@ -30,6 +30,7 @@ fn node(etcd: &EtcdCluster, prefix: &str, name: &str, ttl: Duration) -> Node {
         max_dialect: "3.1.1".into(),
         pid: std::process::id(),
         started: 0,
+        alive: None,
     };
     let membership = Membership::join(cluster.clone(), &info, ttl).unwrap();
     Node {

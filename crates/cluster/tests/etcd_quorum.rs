@@ -36,6 +36,7 @@ fn node(etcd: &EtcdCluster, prefix: &str, name: &str) -> Node {
         max_dialect: "3.1.1".into(),
         pid: std::process::id(),
         started: 0,
+        alive: None,
     };
     let membership = Membership::join(cluster.clone(), &info, Duration::from_secs(2)).unwrap();
     Node {

@@ -168,6 +168,7 @@ fn node(name: &str) -> NodeInfo {
         max_dialect: "3.1.1".to_owned(),
         pid: std::process::id(),
         started: 0,
+        alive: None,
     }
 }
 
@@ -257,6 +258,7 @@ fn member(etcd: &Arc<Etcd>, name: &str) -> smb3d_cluster::Membership {
         max_dialect: "3.1.1".into(),
         pid: std::process::id(),
         started: 0,
+        alive: None,
     };
     smb3d_cluster::Membership::join(etcd.clone(), &info, Duration::from_secs(1)).unwrap()
 }
