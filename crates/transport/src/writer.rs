@@ -107,9 +107,17 @@ impl SocketSink {
     }
 
     /// Holds responses back until [`SocketSink::uncork`]; the reader corks before it runs a
-    /// frame that has more requests behind it in its buffer.
+    /// frame that has more requests behind it in its buffer. A burst that never lets the
+    /// buffer empty still sends a batch whenever one is full, so no response waits for more
+    /// than [`MAX_BATCH`] others.
     pub(crate) fn cork(&self) {
-        self.outbox.lock().corked = true;
+        let mut outbox = self.outbox.lock();
+        if outbox.corked && outbox.queue.len() >= MAX_BATCH {
+            drop(outbox);
+            self.uncork();
+            outbox = self.outbox.lock();
+        }
+        outbox.corked = true;
     }
 
     /// Sends what waited while corked: in one `writev` here, when the socket takes it all,
