@@ -70,6 +70,9 @@ class Table:
                 samples = results.get(label)
                 if samples:
                     runs = ", ".join("error" if s.error or pick(s) is None else fmt(pick(s), unit) for s in samples)
+                    if workload.throughput and key is None:
+                        runs += "; server CPU s/GiB " + ", ".join(
+                            "-" if s.error or s.cpu_per_gib is None else "%.2f" % s.cpu_per_gib for s in samples)
                     self.raw.append("%s, %s (%s): %s; load %.1f" % (title, label, unit, runs, load))
 
     def markdown(self):

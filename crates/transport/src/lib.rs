@@ -257,10 +257,10 @@ async fn run_connection(
     let _writer = AbortOnDrop(tokio::spawn(async move { writer_sink.run_writer().await }));
     // Responses still being produced may hold the send side; the peer learns now that the
     // connection is over.
-    let _shut = ShutDown(sink);
+    let _shut = ShutDown(sink.clone());
 
     tokio::select! {
-        result = reader::read_frames(&mut reader, &conn, &server, pipes) => result,
+        result = reader::read_frames(&mut reader, &conn, &server, pipes, &sink) => result,
         () = closing.notified() => Ok(()),
         () = stopping => {
             // The server stops: nothing more is read, but the requests already taken finish

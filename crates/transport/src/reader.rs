@@ -7,6 +7,9 @@
 //! the data of a large plain WRITE is not copied at all, but passed to a pipe (`piped`).
 //! The buffer exists only while bytes wait in it: an idle connection waits for readiness
 //! holding none, and its buffer becomes the thread's spare for the next connection.
+//! A frame with more bytes behind it in the buffer runs corked (`SocketSink::cork`): the
+//! responses of a burst leave together once the buffer is empty, or before the reader waits
+//! for anything.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -25,6 +28,7 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::time::{Instant, Sleep};
 
 use crate::piped::{self, PipeBudget, Received};
+use crate::writer::SocketSink;
 
 /// What one `recv` asks for when frames are cut from the buffer: room for a burst of small
 /// requests (an ECHO is 72 bytes, a compound CREATE a few hundred) or the start of a large one.
@@ -39,6 +43,7 @@ pub(crate) async fn read_frames(
     conn: &Arc<Connection>,
     server: &Server,
     pipes: &Arc<PipeBudget>,
+    sink: &SocketSink,
 ) -> io::Result<()> {
     let frame_timeout = enabled(server.limits().frame_timeout);
     let mut buffer = BytesMut::new();
@@ -46,45 +51,42 @@ pub(crate) async fn read_frames(
     loop {
         // The start of the next frame: while nothing is buffered the connection is idle and
         // its timers run; once a frame has begun it must arrive within the frame timeout.
-        if buffer.is_empty() && wait_for_data(reader, conn, &mut buffer, &mut timer).await? == 0 {
-            return Ok(());
+        if buffer.is_empty() {
+            sink.uncork();
+            if wait_for_data(reader, conn, &mut buffer, &mut timer).await? == 0 {
+                return Ok(());
+            }
         }
         let prefix = loop {
             if let Some(prefix) = buffer.get(..PREFIX_LEN).and_then(|p| p.try_into().ok()) {
                 break prefix;
             }
             buffer.reserve(RECEIVE_CHUNK);
-            receive_some(frame_timeout, server, conn, reader, &mut buffer).await?;
+            uncorked(
+                sink,
+                receive_some(frame_timeout, server, conn, reader, &mut buffer),
+            )
+            .await?;
         };
         let len = smb3d_smb2::framing::frame_len(prefix, conn.max_frame()).map_err(|e| {
             server.limit_reached(Limit::FrameSize, &format_args!("{e:?}"));
             io::Error::new(io::ErrorKind::InvalidData, format!("{e:?}"))
         })?;
-        conn.wait_for_room(len).await;
+        uncorked(sink, conn.wait_for_room(len)).await;
         buffer.advance(PREFIX_LEN);
         let mut frame = Vec::new();
         if len >= piped_write::MIN_FRAME_LEN && buffer.len() < len {
             while buffer.len() < piped_write::HEAD_LEN {
                 buffer.reserve(piped_write::HEAD_LEN);
                 let missing = len - buffer.len();
-                within(
-                    frame_timeout,
-                    server,
-                    conn,
-                    receive_at_most(reader, &mut buffer, missing),
-                )
-                .await?;
+                let receive = receive_at_most(reader, &mut buffer, missing);
+                uncorked(sink, within(frame_timeout, server, conn, receive)).await?;
             }
             if piped_write::may_pipe(&buffer, len) {
                 let head = buffer.split_to(piped_write::HEAD_LEN).to_vec();
                 let data_len = len - head.len();
-                let received = within(
-                    frame_timeout,
-                    server,
-                    conn,
-                    piped::receive(reader, &mut buffer, data_len, pipes),
-                )
-                .await?;
+                let receive = piped::receive(reader, &mut buffer, data_len, pipes);
+                let received = uncorked(sink, within(frame_timeout, server, conn, receive)).await?;
                 match received {
                     Received::Piped(data) => {
                         server.metrics().received(PREFIX_LEN + len);
@@ -111,22 +113,32 @@ pub(crate) async fn read_frames(
                 frame.extend_from_slice(&buffer);
                 buffer.clear();
             }
-            within(
-                frame_timeout,
-                server,
-                conn,
-                receive_rest(reader, &mut frame, len),
-            )
-            .await?;
+            let receive = receive_rest(reader, &mut frame, len);
+            uncorked(sink, within(frame_timeout, server, conn, receive)).await?;
             frame
         };
         server.metrics().received(PREFIX_LEN + len);
+        if !buffer.is_empty() {
+            sink.cork();
+        }
         deliver(conn, || conn.on_frame(frame))?;
         if buffer.is_empty() {
             // What the burst used goes to the next connection this thread receives for.
             recycle(std::mem::take(&mut buffer));
         }
     }
+}
+
+/// Awaits `work`, first sending the responses held back by a cork if it cannot finish at once:
+/// a response must not wait for the reader to wait.
+async fn uncorked<T>(sink: &SocketSink, work: impl Future<Output = T>) -> T {
+    let mut work = std::pin::pin!(work);
+    if let Poll::Ready(done) = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await
+    {
+        return done;
+    }
+    sink.uncork();
+    work.await
 }
 
 /// Hands a frame to the core; an error ends the connection.

@@ -1,7 +1,11 @@
 //! The sending side of a connection. A response is written to the socket by the task that
 //! produced it when nothing else is waiting to go out and the socket takes it whole: one
 //! `send`, no hand-over to another task. Otherwise it joins a queue that the connection's
-//! writer task drains, several frames to a `writev`, in order. READ responses with data in a
+//! writer task drains, several frames to a `writev`, in order. While the reader runs a burst
+//! of requests that arrived together, the sink is corked: their responses wait in the queue
+//! and leave together in one `writev` once the burst is done ([`SocketSink::uncork`]), so a
+//! burst of ECHOs or 4 KiB READs costs one pass through the loopback and one wake-up of the
+//! client instead of one per response. READ responses with data in a
 //! file (`FileTail`) always go through the writer task: their header goes with `MSG_MORE`,
 //! their data with `sendfile`. A frame counts against its connection's in-flight budget until
 //! it is dropped, which is once the socket has taken all of it: the reader stops while a
@@ -43,6 +47,8 @@ struct Outbox {
     writing: bool,
     /// No more frames go out; the writer task shuts the socket once the queue is drained.
     closed: bool,
+    /// The reader is running a burst of requests: responses wait for [`SocketSink::uncork`].
+    corked: bool,
 }
 
 struct Pending {
@@ -98,6 +104,79 @@ impl SocketSink {
             }
         }
         let _ = socket2::SockRef::from(self.socket.as_ref().as_ref()).shutdown(Shutdown::Write);
+    }
+
+    /// Holds responses back until [`SocketSink::uncork`]; the reader corks before it runs a
+    /// frame that has more requests behind it in its buffer. A burst that never lets the
+    /// buffer empty still sends a batch whenever one is full, so no response waits for more
+    /// than [`MAX_BATCH`] others.
+    pub(crate) fn cork(&self) {
+        let mut outbox = self.outbox.lock();
+        if outbox.corked && outbox.queue.len() >= MAX_BATCH {
+            drop(outbox);
+            self.uncork();
+            outbox = self.outbox.lock();
+        }
+        outbox.corked = true;
+    }
+
+    /// Sends what waited while corked: in one `writev` here, when the socket takes it all,
+    /// else what is left goes to the writer task. The reader uncorks before anything that may
+    /// make it wait, so a response never waits on the next request.
+    pub(crate) fn uncork(&self) {
+        let mut outbox = self.outbox.lock();
+        if !outbox.corked {
+            return;
+        }
+        outbox.corked = false;
+        if outbox.writing || outbox.closed || outbox.queue.is_empty() {
+            return;
+        }
+        let mut slices = [IoSlice::new(&[]); MAX_BATCH];
+        let mut count = 0;
+        for (slot, pending) in slices.iter_mut().zip(&outbox.queue) {
+            if pending.frame.tail.is_some() {
+                break;
+            }
+            *slot = IoSlice::new(
+                pending
+                    .frame
+                    .bytes()
+                    .get(pending.sent..)
+                    .unwrap_or_default(),
+            );
+            count += 1;
+        }
+        let mut written = match self
+            .socket
+            .try_write_vectored(slices.get(..count).unwrap_or_default())
+        {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(_) => {
+                // The peer is gone: the reader sees it too and ends the connection.
+                outbox.closed = true;
+                drop(outbox);
+                self.wake.notify_one();
+                self.closing.notify_one();
+                return;
+            }
+        };
+        self.server.metrics().sent(written);
+        while let Some(front) = outbox.queue.front_mut() {
+            let left = front.frame.bytes().len() - front.sent;
+            if front.frame.tail.is_some() || written < left {
+                front.sent += written;
+                break;
+            }
+            written -= left;
+            outbox.queue.pop_front();
+        }
+        if !outbox.queue.is_empty() {
+            outbox.writing = true;
+            drop(outbox);
+            self.wake.notify_one();
+        }
     }
 
     /// Ends the connection: nothing more is sent, and the socket closes both ways.
@@ -188,6 +267,10 @@ impl FrameSink for SocketSink {
             return;
         }
         let mut sent = 0;
+        if outbox.corked {
+            outbox.queue.push_back(Pending { frame, sent });
+            return;
+        }
         if !outbox.writing && frame.tail.is_none() {
             let bytes = frame.bytes();
             match self.socket.try_write(bytes) {

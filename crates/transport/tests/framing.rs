@@ -44,11 +44,15 @@ struct Running {
 }
 
 fn start() -> Running {
+    start_with(Limits {
+        logon_failure_delay: Duration::ZERO,
+        ..Limits::default()
+    })
+}
+
+fn start_with(limits: Limits) -> Running {
     let settings = Settings {
-        limits: Limits {
-            logon_failure_delay: Duration::ZERO,
-            ..Limits::default()
-        },
+        limits,
         ..Settings::default()
     };
     let identity = ServerIdentity {
@@ -231,6 +235,37 @@ fn requests_together_in_one_segment_and_byte_by_byte() {
         (response.header.message_id, response.status()),
         (id, NtStatus::SUCCESS)
     );
+}
+
+/// The responses of a burst wait (corked) while the reader runs its requests; when the
+/// in-flight budget, which those responses hold, has no room for the next request, they must
+/// go out before the reader waits for room, or the connection stalls for good.
+#[test]
+fn a_burst_beyond_the_inflight_budget_is_answered() {
+    // A held ECHO response counts its 68 bytes: three fit, the fourth request waits.
+    let running = start_with(Limits {
+        logon_failure_delay: Duration::ZERO,
+        max_inflight_bytes: 256,
+        ..Limits::default()
+    });
+    let mut client = Client::connect(running.addr);
+    client.call(
+        Command::NEGOTIATE,
+        &seeds::negotiate_body(&[Dialect::SMB2_1]),
+    );
+    let mut together = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        let (id, frame) = client.frame(Command::ECHO, &echo_body(), 0);
+        ids.push(id);
+        together.extend_from_slice(&frame);
+    }
+    client.stream.write_all(&together).unwrap();
+    let mut answered: Vec<u64> = (0..20)
+        .map(|_| client.receive().header.message_id)
+        .collect();
+    answered.sort_unstable();
+    assert_eq!(answered, ids);
 }
 
 #[test]
