@@ -126,7 +126,10 @@ fn reads_and_writes_meet_other_nodes_locks_without_asking_etcd() {
     assert!(!b.locks.any_held());
     assert!(granted(a.locks.lock("f", 1, x(0, 10))));
     assert!(granted(a.locks.lock("f", 1, s(20, 10))));
-    eventually("b learns a's locks", || b.locks.stops_io("f", 5, 1, false));
+    // Each lock reaches b in its own watch event: wait for the later one too.
+    eventually("b learns a's locks", || {
+        b.locks.stops_io("f", 5, 1, false) && b.locks.stops_io("f", 20, 5, true)
+    });
     assert!(b.locks.any_held());
     assert!(b.locks.stops_io("f", 5, 1, true));
     assert!(
