@@ -3,7 +3,9 @@ on two ports of 127.0.0.1, each with its own state_dir, serve one directory as o
 one etcd; a Python smbprotocol client on each. An exclusive open through one node keeps the
 other node's client out (STATUS_SHARING_VIOLATION) until it closes; a file made delete-pending
 through one node takes no new open through the other (STATUS_DELETE_PENDING); a node killed
-with SIGKILL takes its opens with it when its etcd lease runs out."""
+with SIGKILL takes its opens with it when its etcd lease runs out. A stat open (attributes only,
+no caching) is not recorded in etcd: it passes another node's exclusive open and breaks no oplock
+there, but meets that node's pending delete through the watch of `files/`."""
 
 import contextlib
 import time
@@ -13,15 +15,18 @@ import pytest
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.file_info import FileInformationClass, InfoType
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
-                              ImpersonationLevel, Open, ShareAccess)
+                              ImpersonationLevel, Open, RequestedOplockLevel, ShareAccess)
 
 import smbprotocol_client
 from conftest import start_smb3d, stop
 from crash_loop import set_info
 from etcd import EtcdCluster
+from test_two_clients import UNSOLICITED, listen_for_break
+from test_two_clients import open_file as open_shared
 
 STATUS_SHARING_VIOLATION = 0xC0000043
 STATUS_DELETE_PENDING = 0xC0000056
+READ_ATTRIBUTES = FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
 READ_WRITE = FilePipePrinterAccessMask.FILE_READ_DATA | FilePipePrinterAccessMask.FILE_WRITE_DATA
 SHARE_ALL = ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
 NODE_TTL = 2
@@ -44,6 +49,7 @@ def cluster_nodes(tmp_path, cluster_options=None, **share_options):
                 share = {"path": str(shared), **share_options}
                 node = start_smb3d(home, extra_config=extra, shares={"share": share})
                 node.shared = shared
+                node.etcd = etcd
                 nodes.append(node)
             yield nodes
         finally:
@@ -174,3 +180,83 @@ def test_a_killed_node_s_opens_are_released_with_its_lease(two_nodes):
             conn1.disconnect()
         except Exception:
             pass
+
+
+def listed(tree):
+    """The names a listing of the share's root shows."""
+    root = Open(tree, "")
+    root.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.FILE_READ_DATA,
+                FileAttributes.FILE_ATTRIBUTE_DIRECTORY, SHARE_ALL, CreateDisposition.FILE_OPEN,
+                CreateOptions.FILE_DIRECTORY_FILE)
+    try:
+        return {e["file_name"].get_value().decode("utf-16-le")
+                for e in root.query_directory("*", FileInformationClass.FILE_DIRECTORY_INFORMATION)}
+    finally:
+        root.close()
+
+
+def open_records(node):
+    """The open records etcd holds now, of every node."""
+    return [k for k in node.etcd.keys("/smb3d/files/") if "/open/" in k]
+
+
+def test_stat_opens_through_one_node_meet_only_the_other_node_s_pending_delete(tmp_path):
+    # A general cluster share, where node 1's client gets the batch oplock it asks for.
+    with cluster_nodes(tmp_path, scale_out=False) as (n1, n2):
+        conn1, tree1 = tree_of(n1)
+        conn2, tree2 = tree_of(n2)
+        try:
+            # Node 1's exclusive open takes no stat open of node 2's client; node 2 records none.
+            exclusive = open_file(tree1, "x.txt", READ_WRITE, 0)
+            stat = open_file(tree2, "x.txt", READ_ATTRIBUTES, SHARE_ALL, CreateDisposition.FILE_OPEN)
+            assert len(open_records(n1)) == 1, open_records(n1)
+            # An open with data access through node 2 still meets node 1's share mode.
+            assert refused(tree2, "x.txt", FilePipePrinterAccessMask.FILE_READ_DATA, SHARE_ALL) \
+                == STATUS_SHARING_VIOLATION
+            stat.close()
+            exclusive.close()
+
+            # Node 1's batch oplock is not broken by node 2's stat open.
+            batch = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
+            holder, _ = open_shared(tree1, "batch.dat", CreateDisposition.FILE_OVERWRITE_IF, oplock=batch)
+            assert holder.oplock_level == batch
+            listener = listen_for_break(conn1)
+            stat = open_file(tree2, "batch.dat", READ_ATTRIBUTES, SHARE_ALL, CreateDisposition.FILE_OPEN)
+            assert not listener.response_event.wait(1), "node 2's stat open broke node 1's batch oplock"
+            del conn1.outstanding_requests[UNSOLICITED]
+            stat.close()
+            holder.close()
+
+            # A file delete-pending through node 1 takes no stat open through node 2, as soon
+            # as node 2's watch of etcd has told it (milliseconds).
+            deleting = open_file(tree1, "gone.txt", FilePipePrinterAccessMask.DELETE | READ_WRITE, SHARE_ALL)
+            set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
+                     FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x01")
+            marked = time.monotonic()
+            while True:
+                try:
+                    open_file(tree2, "gone.txt", READ_ATTRIBUTES, SHARE_ALL, CreateDisposition.FILE_OPEN).close()
+                except SMBResponseException as e:
+                    assert e.status == STATUS_DELETE_PENDING
+                    break
+                assert time.monotonic() - marked < 5, "node 2 never learnt of the pending delete"
+            print("node 2 refused stat opens %.3f s after the mark" % (time.monotonic() - marked))
+            # Node 2's listings leave it out too, from the same watch (issue 18 item 7).
+            assert "gone.txt" not in listed(tree2)
+            assert "x.txt" in listed(tree2)
+            set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
+                     FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x00")
+            cleared = time.monotonic()
+            while True:
+                try:
+                    open_file(tree2, "gone.txt", READ_ATTRIBUTES, SHARE_ALL, CreateDisposition.FILE_OPEN).close()
+                    break
+                except SMBResponseException as e:
+                    assert e.status == STATUS_DELETE_PENDING
+                assert time.monotonic() - cleared < 5, "node 2 kept a cleared pending delete"
+            assert "gone.txt" in listed(tree2)
+            deleting.close()
+        finally:
+            conn1.disconnect()
+            conn2.disconnect()
+        assert n1.alive() and n2.alive()

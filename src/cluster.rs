@@ -44,9 +44,12 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
         membership.lease(),
         cluster.node_ttl
     );
-    let opens = EtcdOpens::new(etcd.clone(), &info.name, &membership);
     let locks = EtcdLocks::new(etcd.clone(), &info.name, &membership)
         .map_err(|e| format!("cluster: etcd byte-range locks: {e}"))?;
+    // Opens no other node needs to see answer from the watch of `files/` the lock table
+    // keeps, without a round trip (docs/cluster.md "Stat opens go unrecorded").
+    let opens = EtcdOpens::new(etcd.clone(), &info.name, &membership)
+        .with_marks(locks.delete_pending_marks());
     let notify = EtcdNotify::new(etcd.clone(), &info.name, &membership);
     let _ = MEMBERSHIP.set(membership);
     let _ = JOINED.set((etcd.clone(), info.name.clone(), cluster.clone()));

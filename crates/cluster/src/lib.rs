@@ -20,6 +20,7 @@ mod addresses;
 mod failover;
 mod fence;
 mod locks;
+mod marks;
 mod membership;
 mod notify;
 mod opens;
@@ -39,6 +40,7 @@ use etcd_client::{
 pub use failover::ATTEMPT_TIMEOUT;
 pub use fence::{DialectWatch, ParseDialect, follow_dialects};
 pub use locks::EtcdLocks;
+pub use marks::DeletePendingMarks;
 pub use membership::{Membership, NodeInfo, members};
 pub use notify::EtcdNotify;
 pub use opens::EtcdOpens;

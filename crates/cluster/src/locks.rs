@@ -8,7 +8,8 @@
 //!
 //! Other nodes' locks are also kept in memory, current through a watch of `files/`: READ and
 //! WRITE are checked against them without a round trip, and a blocking lock waits on the
-//! watch's news of a release (never polling).
+//! watch's news of a release (never polling). The same watch keeps other nodes'
+//! delete-pending marks ([`DeletePendingMarks`]) for the opens that go unrecorded.
 
 use std::collections::HashMap;
 use std::io;
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use smb3d_state::{ByteRange, ClusterLocks, LockError, Released};
 use tokio::sync::watch;
 
-use crate::{Etcd, Membership, change};
+use crate::{DeletePendingMarks, Etcd, Membership, change};
 
 /// The record format this node writes; a reader takes any version and the fields it knows.
 const FORMAT: u32 = 1;
@@ -128,6 +129,7 @@ pub struct EtcdLocks {
     foreign: Arc<Mutex<Foreign>>,
     /// How many locks `foreign` holds, read without its mutex by every READ and WRITE.
     foreign_count: Arc<AtomicUsize>,
+    marks: Arc<DeletePendingMarks>,
     watch: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -144,6 +146,7 @@ impl EtcdLocks {
             mine: Mutex::new(HashMap::new()),
             foreign: Arc::new(Mutex::new(Foreign::default())),
             foreign_count: Arc::new(AtomicUsize::new(0)),
+            marks: Arc::new(DeletePendingMarks::default()),
             watch: None,
         };
         let follower = Follower {
@@ -151,10 +154,17 @@ impl EtcdLocks {
             node: locks.node.clone(),
             foreign: locks.foreign.clone(),
             count: locks.foreign_count.clone(),
+            marks: locks.marks.clone(),
         };
         let revision = follower.read_all()?;
         locks.watch = Some(locks.etcd.spawn(follower.follow(revision)));
         Ok(locks)
+    }
+
+    /// The other nodes' delete-pending marks this table's watch of `files/` keeps current
+    /// ([`crate::EtcdOpens::with_marks`]).
+    pub fn delete_pending_marks(&self) -> Arc<DeletePendingMarks> {
+        self.marks.clone()
     }
 
     fn lock_prefix(&self, file: &str) -> String {
@@ -262,6 +272,11 @@ impl ClusterLocks for EtcdLocks {
         Ok(())
     }
 
+    fn holds_any(&self, open: u64) -> bool {
+        let mine = self.mine.lock();
+        !mine.is_empty() && mine.keys().any(|(_, held)| *held == open)
+    }
+
     fn any_held(&self) -> bool {
         self.foreign_count.load(Ordering::Relaxed) != 0
     }
@@ -296,6 +311,7 @@ struct Follower {
     node: String,
     foreign: Arc<Mutex<Foreign>>,
     count: Arc<AtomicUsize>,
+    marks: Arc<DeletePendingMarks>,
 }
 
 impl Follower {
@@ -303,19 +319,23 @@ impl Follower {
         format!("{}files/", self.etcd.prefix())
     }
 
-    /// Reads every lock record of other nodes anew; returns the revision read at. Waiters
-    /// are woken: a release may have been missed while the watch was broken.
+    /// Reads every lock record and delete-pending mark of other nodes anew; returns the
+    /// revision read at. Waiters are woken: a release may have been missed while the watch
+    /// was broken. The marks count as current from here.
     fn read_all(&self) -> io::Result<i64> {
         let prefix = self.files_prefix();
         let found = self.etcd.get_prefix(prefix)?;
         let mut foreign = self.foreign.lock();
         foreign.files.clear();
         self.count.store(0, Ordering::Relaxed);
+        self.marks.clear();
         for kv in found.kvs() {
             if let Ok(key) = std::str::from_utf8(kv.key()) {
                 foreign.learn(&self.node, key, Some(kv.value()), &self.count);
+                self.marks.learn(&self.node, key, Some(kv.value()));
             }
         }
+        self.marks.set_current(true);
         let files: Vec<String> = foreign.waiters.keys().cloned().collect();
         for file in files {
             foreign.wake(&file);
@@ -325,7 +345,10 @@ impl Follower {
 
     async fn follow(self, mut revision: i64) {
         loop {
-            if let Err(e) = self.watch_from(&mut revision).await {
+            let watched = self.watch_from(&mut revision).await;
+            // Until everything is read again, changes may be missed: opens are recorded.
+            self.marks.set_current(false);
+            if let Err(e) = watched {
                 tracing::warn!("etcd watch of byte-range locks broke: {e}; watching again");
             }
             tokio::time::sleep(REWATCH_DELAY).await;
@@ -334,6 +357,7 @@ impl Follower {
                 node: self.node.clone(),
                 foreign: self.foreign.clone(),
                 count: self.count.clone(),
+                marks: self.marks.clone(),
             };
             if let Ok(Ok(read)) = tokio::task::spawn_blocking(move || this.read_all()).await {
                 revision = read;
@@ -348,6 +372,7 @@ impl Follower {
                 for (key, value, _) in events.iter().filter_map(change) {
                     if let Ok(key) = std::str::from_utf8(key) {
                         foreign.learn(&self.node, key, value, &self.count);
+                        self.marks.learn(&self.node, key, value);
                     }
                 }
             })

@@ -13,6 +13,7 @@
 //! the open's record; the breaker watches that one record (never polling) and deletes its
 //! request when it is done or when it stops waiting.
 
+use std::collections::HashSet;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +29,7 @@ use smb3d_state::{
     OpenError, OpenRecord, Refusal, Settled, TakeOver,
 };
 
-use crate::{Etcd, Membership, change};
+use crate::{DeletePendingMarks, Etcd, Membership, change};
 
 /// The record format this node writes; a reader takes any version and the fields it knows,
 /// so that later versions can add fields (reconnect data) without a flag day. Version 2
@@ -171,6 +172,16 @@ impl Stored {
     }
 }
 
+/// The node and the marked stream (`None`: the file) of a stored open record that carries a
+/// delete-pending mark; `None` for any other record, and for one this node cannot read (as
+/// [`EtcdOpens::open`]'s judgement takes it: an open that shares nothing, not a mark).
+pub(crate) fn mark_of(value: &[u8]) -> Option<(String, Option<String>)> {
+    let stored: Stored = serde_json::from_slice(value).ok()?;
+    stored
+        .delete_pending
+        .then_some((stored.node, stored.stream))
+}
+
 /// The open id at the end of a record key (`.../open/<16 hex>`).
 fn open_id(key: &str) -> Option<u64> {
     let (_, id) = key.rsplit_once("/open/")?;
@@ -195,6 +206,14 @@ pub struct EtcdOpens {
     healthy: Arc<AtomicBool>,
     /// The watch of this node's break requests, once [`ClusterOpens::on_break`] started it.
     orders: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Other nodes' delete-pending marks from the watch of `files/`, when this node follows
+    /// it ([`EtcdOpens::with_marks`]): opens no other node needs to see are then not
+    /// recorded.
+    marks: Option<Arc<DeletePendingMarks>>,
+    /// The persistent FileIds of this node's opens that have no record (docs/cluster.md
+    /// "Stat opens go unrecorded"): their close makes no round trip, and a change that others
+    /// must see records them first.
+    unrecorded: Mutex<HashSet<u64>>,
 }
 
 impl Drop for EtcdOpens {
@@ -214,7 +233,24 @@ impl EtcdOpens {
             lease: membership.lease(),
             healthy: membership.health(),
             orders: Mutex::new(None),
+            marks: None,
+            unrecorded: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Answers opens that no other node needs to see ([`OpenRecord::unseen`]) without a
+    /// round trip, from `marks` (the watch of `files/` that [`crate::EtcdLocks`] keeps):
+    /// refused when another node's record marks the file delete-pending, otherwise admitted
+    /// with no record. Without it every open is recorded.
+    #[must_use]
+    pub fn with_marks(mut self, marks: Arc<DeletePendingMarks>) -> Self {
+        self.marks = Some(marks);
+        self
+    }
+
+    /// Whether open `id` has no record.
+    fn is_unrecorded(&self, id: u64) -> bool {
+        self.marks.is_some() && self.unrecorded.lock().contains(&id)
     }
 
     fn orders_prefix(etcd: &Etcd, node: &str) -> String {
@@ -357,6 +393,9 @@ impl ClusterOpens for EtcdOpens {
         record: &OpenRecord,
         intent: Intent,
     ) -> Result<Admitted, OpenError> {
+        if let Some(answer) = self.open_at_once(file, id, record, intent) {
+            return answer;
+        }
         self.usable().map_err(OpenError::Unavailable)?;
         let key = self.key(file, id);
         let value = self.value(record).map_err(OpenError::Unavailable)?;
@@ -381,12 +420,60 @@ impl ClusterOpens for EtcdOpens {
         judged
     }
 
+    fn open_at_once(
+        &self,
+        file: &str,
+        id: u64,
+        record: &OpenRecord,
+        intent: Intent,
+    ) -> Option<Result<Admitted, OpenError>> {
+        let marks = self.marks.as_ref()?;
+        if !marks.current() || !record.unseen(intent) {
+            return None;
+        }
+        if let Err(e) = self.usable() {
+            return Some(Err(OpenError::Unavailable(e)));
+        }
+        // Share modes, breaks and caching never involve this open (MS-FSA 2.1.5.1.2.2,
+        // 2.1.4.12); a pending delete elsewhere still refuses it (2.1.5.1.2), as far as the
+        // watch has told this node.
+        if marks.refuses(file, record) {
+            return Some(Err(OpenError::Refused(Refusal::DeletePending)));
+        }
+        self.unrecorded.lock().insert(id);
+        Some(Ok(Admitted {
+            breaks: Vec::new(),
+            keep: record.caching_beside(&[]),
+        }))
+    }
+
+    fn closed_at_once(&self, id: u64) -> bool {
+        self.marks.is_some() && self.unrecorded.lock().remove(&id)
+    }
+
     /// A compare-and-swap on the record's existence: a record the cluster released (this
-    /// node's lease ran out) is not brought back by a late change.
+    /// node's lease ran out) is not brought back by a late change. An open without a record
+    /// that now says what others must see (a delete-pending mark carried to it) is recorded
+    /// first, created under this node's lease.
     fn update(&self, file: &str, id: u64, record: &OpenRecord) -> io::Result<()> {
         self.usable()?;
         let key = self.key(file, id);
         let value = self.value(record)?;
+        if self.is_unrecorded(id) {
+            if record.unseen(Intent::default()) {
+                return Ok(());
+            }
+            let txn = Txn::new()
+                .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(
+                    key,
+                    value,
+                    Some(PutOptions::new().with_lease(self.lease)),
+                )]);
+            self.etcd.txn(txn)?;
+            self.unrecorded.lock().remove(&id);
+            return Ok(());
+        }
         let txn = Txn::new()
             .when([Compare::version(key.clone(), CompareOp::Greater, 0)])
             .and_then([TxnOp::put(
@@ -440,6 +527,14 @@ impl ClusterOpens for EtcdOpens {
             .collect())
     }
 
+    fn any_marked_elsewhere(&self) -> bool {
+        self.marks.as_ref().is_some_and(|m| m.any())
+    }
+
+    fn marked_elsewhere(&self, file: &str) -> bool {
+        self.marks.as_ref().is_some_and(|m| m.file_marked(file))
+    }
+
     fn request_close(&self, file: &str, open: &TakeOver, asking: &AppInstanceRecord) -> Settled {
         let request = Request {
             v: 1,
@@ -450,8 +545,12 @@ impl ClusterOpens for EtcdOpens {
         self.ask(file, &open.node, open.id, request, None)
     }
 
-    /// Never fails: a delete etcd cannot take now is retried until it can.
+    /// Never fails: a delete etcd cannot take now is retried until it can. An open without
+    /// a record costs nothing.
     fn close(&self, file: &str, id: u64) -> io::Result<()> {
+        if self.closed_at_once(id) {
+            return Ok(());
+        }
         self.etcd.delete_surely(self.key(file, id), false);
         Ok(())
     }
@@ -479,6 +578,9 @@ impl ClusterOpens for EtcdOpens {
     }
 
     fn lowered(&self, file: &str, id: u64, caching: u32) -> io::Result<()> {
+        if self.is_unrecorded(id) {
+            return Ok(());
+        }
         self.usable()?;
         let key = self.key(file, id);
         for _ in 0..3 {

@@ -108,9 +108,13 @@ fn locks_conflict_both_ways_and_shared_ones_coexist() {
     // Refused locks left nothing behind, and an unlock frees the range.
     a.locks.unlock("f", 1, x(0, 10)).unwrap();
     assert!(granted(b.locks.lock("f", 2, x(5, 1))));
-    // A close releases every lock of the open.
+    // A close releases every lock of the open; only an open holding some needs it.
+    assert!(b.locks.holds_any(2) && !b.locks.holds_any(1) && !b.locks.holds_any(9));
     b.locks.release("f", 2).unwrap();
+    b.locks.release("g", 2).unwrap();
+    assert!(!b.locks.holds_any(2));
     assert!(granted(a.locks.lock("f", 3, x(0, 2000))));
+    assert!(a.locks.holds_any(3));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use etcd::EtcdCluster;
-use smb3d_cluster::{Etcd, EtcdOpens, Membership, NodeInfo};
+use smb3d_cluster::{Etcd, EtcdLocks, EtcdOpens, Membership, NodeInfo};
 use smb3d_state::{
     Admitted, AppInstanceRecord, ClusterOpens, Intent, OpenError, OpenRecord, Refusal,
 };
@@ -399,5 +399,242 @@ fn an_application_instance_s_open_is_closed_by_its_node_for_a_new_open_elsewhere
     // Now b's open of the file with share mode none goes on.
     b.opens
         .open("f", 3, &b.record(READ | WRITE, 0), Intent::default())
+        .unwrap();
+}
+
+/// A node that follows `files/` (its lock table's watch) and so answers opens no other node
+/// needs to see without recording them, as `serve` builds it.
+struct Watching {
+    opens: EtcdOpens,
+    etcd: Arc<Etcd>,
+    _locks: EtcdLocks,
+    membership: Membership,
+}
+
+fn watching_node(etcd: &EtcdCluster, prefix: &str, name: &str) -> Watching {
+    let plain = node(etcd, prefix, name, Duration::from_secs(3));
+    let cluster = Arc::new(Etcd::connect(&etcd.endpoints, prefix).unwrap());
+    let locks = EtcdLocks::new(cluster.clone(), name, &plain.membership).unwrap();
+    Watching {
+        opens: EtcdOpens::new(cluster.clone(), name, &plain.membership)
+            .with_marks(locks.delete_pending_marks()),
+        etcd: cluster,
+        _locks: locks,
+        membership: plain.membership,
+    }
+}
+
+impl Watching {
+    fn record(&self, access: u32, share: u32) -> OpenRecord {
+        OpenRecord {
+            access,
+            share,
+            stream: None,
+            delete_pending: false,
+            caching: 0,
+            lease: None,
+            app_instance: None,
+        }
+    }
+
+    /// etcd's revision now: unchanged when nothing was written.
+    fn revision(&self) -> i64 {
+        self.etcd
+            .run(|mut client| async move { client.get("none", None).await })
+            .unwrap()
+            .header()
+            .unwrap()
+            .revision()
+    }
+
+    /// How many open records etcd holds under the test's prefix.
+    fn records(&self) -> usize {
+        self.etcd
+            .run(|mut client| async move {
+                client
+                    .get("", Some(etcd_client::GetOptions::new().with_from_key()))
+                    .await
+            })
+            .unwrap()
+            .kvs()
+            .iter()
+            .filter(|kv| String::from_utf8_lossy(kv.key()).contains("/open/"))
+            .count()
+    }
+}
+
+/// FILE_READ_ATTRIBUTES: smbtorture's smb2.bench.path-contention-shared opens for this only.
+const READ_ATTRIBUTES: u32 = 0x80;
+
+#[test]
+fn a_stat_open_costs_no_etcd_write_and_meets_no_share_mode() {
+    let etcd = EtcdCluster::start(1);
+    let a = node(&etcd, "/st1/", "a", Duration::from_secs(3));
+    let b = watching_node(&etcd, "/st1/", "b");
+    a.opens
+        .open(
+            "f",
+            1,
+            &a.record(READ | WRITE | DELETE, 0),
+            Intent::default(),
+        )
+        .unwrap();
+    let before = b.revision();
+    let stat = b.record(READ_ATTRIBUTES, SHARE_ALL);
+    for id in 10..20 {
+        let admitted = b.opens.open("f", id, &stat, Intent::default()).unwrap();
+        assert_eq!(admitted.breaks, Vec::new());
+        b.opens.close("f", id).unwrap();
+    }
+    let kept = b.opens.open("f", 20, &stat, Intent::default()).unwrap();
+    assert_eq!(kept.breaks, Vec::new());
+    assert_eq!(b.revision(), before, "stat opens and closes wrote to etcd");
+    assert_eq!(b.records(), 1, "only a's open is recorded");
+    // b's open with data access still meets a's share mode through etcd, and a's new
+    // exclusive open is not held back by b's stat open.
+    assert_eq!(
+        refusal(
+            b.opens
+                .open("f", 21, &b.record(READ, SHARE_ALL), Intent::default())
+        ),
+        Some(Refusal::SharingViolation)
+    );
+    a.opens
+        .open(
+            "g",
+            2,
+            &a.record(READ | WRITE | DELETE, 0),
+            Intent::default(),
+        )
+        .unwrap();
+    // A stat open with READ_CONTROL, or one asking a lease, is recorded as before.
+    let control = b.record(READ_ATTRIBUTES | 0x0002_0000, SHARE_ALL);
+    b.opens.open("g", 22, &control, Intent::default()).unwrap();
+    let leased = OpenRecord {
+        lease: Some([9; 32]),
+        ..stat.clone()
+    };
+    b.opens.open("g", 23, &leased, Intent::default()).unwrap();
+    assert_eq!(b.records(), 4);
+    b.opens.close("g", 22).unwrap();
+    b.opens.close("g", 23).unwrap();
+    b.opens.close("f", 20).unwrap();
+    assert_eq!(b.records(), 2);
+    drop(b.membership);
+}
+
+#[test]
+fn a_stat_open_breaks_no_oplock_held_on_another_node() {
+    let etcd = EtcdCluster::start(1);
+    let a = node(&etcd, "/st2/", "a", Duration::from_secs(3));
+    let b = watching_node(&etcd, "/st2/", "b");
+    let (orders, received) = std::sync::mpsc::channel();
+    let orders = std::sync::Mutex::new(orders);
+    a.opens.on_break(Arc::new(move |order| {
+        let _ = orders.lock().unwrap().send(order);
+    }));
+    let batch = OpenRecord {
+        caching: R | W | H,
+        ..a.record(READ | WRITE, 0)
+    };
+    a.opens.open("f", 1, &batch, Intent::default()).unwrap();
+    let admitted = b
+        .opens
+        .open(
+            "f",
+            2,
+            &b.record(READ_ATTRIBUTES, SHARE_ALL),
+            Intent::default(),
+        )
+        .unwrap();
+    assert_eq!(admitted.breaks, Vec::new());
+    assert!(
+        received.recv_timeout(Duration::from_millis(500)).is_err(),
+        "a was asked to break"
+    );
+    // A later open of a beside b's stat open keeps write caching (nothing of b is seen).
+    let second = OpenRecord {
+        caching: R | W | H,
+        ..a.record(READ, SHARE_ALL)
+    };
+    a.opens.close("f", 1).unwrap();
+    let kept = a.opens.open("f", 3, &second, Intent::default()).unwrap();
+    assert_eq!(kept.keep, R | W | H);
+}
+
+#[test]
+fn a_stat_open_meets_another_node_s_delete_pending_through_the_watch() {
+    let etcd = EtcdCluster::start(1);
+    let a = node(&etcd, "/st3/", "a", Duration::from_secs(3));
+    let b = watching_node(&etcd, "/st3/", "b");
+    let stat = b.record(READ_ATTRIBUTES, SHARE_ALL);
+    let mut deleting = a.record(DELETE, SHARE_ALL);
+    a.opens.open("f", 1, &deleting, Intent::default()).unwrap();
+    b.opens.open("f", 2, &stat, Intent::default()).unwrap();
+    deleting.delete_pending = true;
+    a.opens.update("f", 1, &deleting).unwrap();
+    let marked = Instant::now();
+    let revision = b.revision();
+    // The watch tells b within its delay; until then a stat open may pass, as docs say.
+    let mut id = 10;
+    while refusal(b.opens.open("f", id, &stat, Intent::default())) != Some(Refusal::DeletePending) {
+        b.opens.close("f", id).unwrap();
+        id += 1;
+        assert!(
+            marked.elapsed() < LATE,
+            "b never learnt of the pending delete"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    eprintln!(
+        "the pending delete reached b's watch in {:?}",
+        marked.elapsed()
+    );
+    assert_eq!(b.revision(), revision, "b's stat opens wrote to etcd");
+    // Another file is not refused, and the mark goes with a's close.
+    b.opens.open("g", 3, &stat, Intent::default()).unwrap();
+    a.opens.close("f", 1).unwrap();
+    let closed = Instant::now();
+    while b.opens.open("f", 4, &stat, Intent::default()).is_err() {
+        assert!(closed.elapsed() < LATE, "the mark outlived a's close");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(b.membership);
+}
+
+#[test]
+fn an_unrecorded_open_that_carries_a_delete_pending_mark_is_recorded_first() {
+    let etcd = EtcdCluster::start(1);
+    let a = node(&etcd, "/st4/", "a", Duration::from_secs(3));
+    let b = watching_node(&etcd, "/st4/", "b");
+    let mut stat = b.record(READ_ATTRIBUTES, SHARE_ALL);
+    b.opens.open("f", 1, &stat, Intent::default()).unwrap();
+    assert_eq!(b.records(), 0);
+    // b's marking open closed while this one remains: the server carries the mark to it.
+    stat.delete_pending = true;
+    b.opens.update("f", 1, &stat).unwrap();
+    assert_eq!(b.records(), 1);
+    assert_eq!(
+        refusal(a.opens.open(
+            "f",
+            2,
+            &a.record(READ_ATTRIBUTES, SHARE_ALL),
+            Intent::default()
+        )),
+        Some(Refusal::DeletePending)
+    );
+    b.opens.close("f", 1).unwrap();
+    assert_eq!(
+        b.records(),
+        0,
+        "the recorded open's close deletes its record"
+    );
+    a.opens
+        .open(
+            "f",
+            2,
+            &a.record(READ_ATTRIBUTES, SHARE_ALL),
+            Intent::default(),
+        )
         .unwrap();
 }

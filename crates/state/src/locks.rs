@@ -97,6 +97,10 @@ pub trait ClusterLocks: Send + Sync + fmt::Debug {
     /// costs nothing (most opens never lock).
     fn release(&self, file: &str, open: u64) -> io::Result<()>;
 
+    /// Whether this node recorded any lock of `open` (at once, no round trip): a close of an
+    /// open that holds none need not call [`Self::release`], nor name its file.
+    fn holds_any(&self, open: u64) -> bool;
+
     /// Whether any other node holds a lock of any file, as far as this node knows: when not,
     /// READ and WRITE need not even name their file.
     fn any_held(&self) -> bool;

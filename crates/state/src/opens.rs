@@ -273,6 +273,35 @@ impl OpenRecord {
         }
     }
 
+    /// Whether other nodes need no record of this open at all (docs/cluster.md "Stat opens
+    /// go unrecorded"): no other open, wherever it is, is ever refused, broken or granted
+    /// less because of it. That holds for an open whose access is within SYNCHRONIZE,
+    /// FILE_READ_ATTRIBUTES and FILE_WRITE_ATTRIBUTES (MS-FSA 2.1.5.1.2.2 skips opens
+    /// without data or DELETE access on both sides; 2.1.4.12 lets such an open break no
+    /// oplock or lease; [`Self::caching_beside`] leaves others write caching beside it), of
+    /// the default stream or sharing delete (a named stream's open that does not share
+    /// delete refuses the file's DELETE opens, whatever its access), caching nothing, with
+    /// no lease (a lease key's later open could raise the state it shares), no application
+    /// instance, no delete-pending mark, and no overwrite or delete-on-close. READ_CONTROL
+    /// is left out: such an open breaks another open's oplock.
+    pub fn unseen(&self, intent: Intent) -> bool {
+        self.access & !STAT_RIGHTS == 0
+            && (self.stream.is_none() || self.share & SHARE_DELETE != 0)
+            && self.caching == 0
+            && self.lease.is_none()
+            && self.app_instance.is_none()
+            && !self.delete_pending
+            && !intent.overwrite
+            && !intent.delete_on_close
+    }
+
+    /// Whether a delete-pending mark of another open, on `marked` (`None`: the file), keeps
+    /// this new open out (MS-FSA 2.1.5.1.2: a pending delete of the file refuses every new
+    /// open of it, of a stream only new opens of that stream).
+    pub fn refused_by_mark(&self, marked: Option<&str>) -> bool {
+        marked.is_none() || marked == self.stream.as_deref()
+    }
+
     fn same_lease(&self, other: &Self) -> bool {
         self.lease.is_some() && self.lease == other.lease
     }
@@ -363,6 +392,22 @@ pub trait ClusterOpens: Send + Sync + fmt::Debug {
         intent: Intent,
     ) -> Result<Admitted, OpenError>;
 
+    /// Answers at once, without waiting on the network, an open that needs no record
+    /// ([`OpenRecord::unseen`]) when the node can decide it from memory; `None` when it must
+    /// be asked through [`Self::open`] (which answers such an open the same way). Lets the
+    /// server skip handing its worker's tasks off for a call that does not block.
+    fn open_at_once(
+        &self,
+        file: &str,
+        id: u64,
+        record: &OpenRecord,
+        intent: Intent,
+    ) -> Option<Result<Admitted, OpenError>>;
+
+    /// Forgets open `id`, which closed, when it had no record, at once; `false` when it has
+    /// one, which [`Self::close`] removes.
+    fn closed_at_once(&self, id: u64) -> bool;
+
     /// Changes the record of open `id` (its delete-pending mark, its caching).
     fn update(&self, file: &str, id: u64, record: &OpenRecord) -> io::Result<()>;
 
@@ -393,6 +438,16 @@ pub trait ClusterOpens: Send + Sync + fmt::Debug {
     /// gone (closed, or its node dead) or the request failed. The caller bounds the wait;
     /// dropping the future withdraws the request.
     fn request_close(&self, file: &str, open: &TakeOver, asking: &AppInstanceRecord) -> Settled;
+
+    /// Whether any other node's record marks a file or stream delete-pending, as this node's
+    /// watch knows them: one atomic load, so that a listing asks [`Self::marked_elsewhere`]
+    /// only while there is such a mark.
+    fn any_marked_elsewhere(&self) -> bool;
+
+    /// Whether another node's record marks `file` itself delete-pending, as this node's
+    /// watch knows them (in memory, no round trip): a listing leaves it out, as it leaves
+    /// out this node's own (item 7 of issue 18). `false` when the node does not follow them.
+    fn marked_elsewhere(&self, file: &str) -> bool;
 }
 
 #[cfg(test)]
@@ -452,6 +507,98 @@ mod tests {
         stream_pending.delete_pending = true;
         stream_pending.share = ALL;
         assert_eq!(record(READ, ALL).admitted_beside(&stream_pending), Ok(()));
+    }
+
+    #[test]
+    fn only_opens_nobody_else_meets_go_unrecorded() {
+        let stat = record(0x80, ALL);
+        let plain = Intent::default();
+        assert!(stat.unseen(plain));
+        assert!(record(0x0010_0000 | 0x80 | 0x100, 0).unseen(plain));
+        // Every right that shares data, or breaks an oplock, must be seen.
+        for access in [
+            READ,
+            WRITE,
+            0x4,
+            0x20,
+            DELETE,
+            READ_CONTROL,
+            0x8,
+            0x0004_0000,
+        ] {
+            assert!(!record(0x80 | access, ALL).unseen(plain), "{access:#x}");
+        }
+        assert!(!stat.unseen(Intent {
+            overwrite: true,
+            ..plain
+        }));
+        assert!(!stat.unseen(Intent {
+            delete_on_close: true,
+            ..plain
+        }));
+        let cached = OpenRecord {
+            caching: CACHE_READ,
+            ..stat.clone()
+        };
+        assert!(!cached.unseen(plain));
+        let leased = OpenRecord {
+            lease: Some([1; 32]),
+            ..stat.clone()
+        };
+        assert!(
+            !leased.unseen(plain),
+            "a lease of state none may be raised later"
+        );
+        let instance = OpenRecord {
+            app_instance: Some(AppInstanceRecord {
+                id: [1; 16],
+                client: [2; 16],
+                version: None,
+                user: None,
+            }),
+            ..stat.clone()
+        };
+        assert!(!instance.unseen(plain));
+        // A named stream's stat open that does not share delete refuses the file's DELETE
+        // opens: it must be seen; one that shares delete need not.
+        let stream = |share| OpenRecord {
+            stream: Some("s".into()),
+            ..record(0x80, share)
+        };
+        assert!(!stream(SHARE_READ).unseen(plain));
+        assert_eq!(
+            record(DELETE, ALL).admitted_beside(&stream(SHARE_READ)),
+            Err(Refusal::SharingViolation)
+        );
+        assert!(stream(SHARE_DELETE).unseen(plain));
+        // Whatever an unseen open is, no other open is refused, broken or limited by it.
+        for other in [
+            record(READ | WRITE | DELETE, 0),
+            holding(R | W | H, Some(3)),
+        ] {
+            for new in [stat.clone(), stream(SHARE_DELETE)] {
+                assert_eq!(other.admitted_beside(&new), Ok(()));
+                assert_eq!(other.break_of(&new, plain), None);
+                assert_eq!(
+                    other.caching_beside(std::slice::from_ref(&new)),
+                    other.caching_beside(&[])
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_delete_pending_mark_refuses_the_file_s_opens_or_its_stream_s() {
+        let stat = record(0x80, ALL);
+        assert!(stat.refused_by_mark(None));
+        assert!(!stat.refused_by_mark(Some("s")));
+        let on_stream = OpenRecord {
+            stream: Some("s".into()),
+            ..stat
+        };
+        assert!(on_stream.refused_by_mark(Some("s")));
+        assert!(on_stream.refused_by_mark(None));
+        assert!(!on_stream.refused_by_mark(Some("t")));
     }
 
     const R: u32 = CACHE_READ;

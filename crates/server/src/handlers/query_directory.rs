@@ -27,8 +27,10 @@ use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::security;
-use crate::state::files::{FileKey, FileTable};
+use crate::state::cluster_opens;
+use crate::state::files::FileKey;
 use crate::state::open::{DirCursor, Open};
+use crate::state::server::Server;
 use crate::status_map::VfsResultExt;
 
 /// A search pattern names (at most) one name component.
@@ -78,7 +80,7 @@ pub(crate) async fn handle(
 
     let max_buffer = cx.conn.server.limits().max_directory_buffer;
     let pending = QueryDirectoryResponse::begin(w);
-    let files = &cx.conn.server.files;
+    let server = &cx.conn.server;
     let ids = &cx.conn.server.ids;
     let share = cx.tree.as_ref().map(|t| &t.share);
     let hide_unreadable = share.is_some_and(|s| s.hide_unreadable);
@@ -115,7 +117,7 @@ pub(crate) async fn handle(
         }
         let single = req.flags.contains(QueryDirectoryFlags::RETURN_SINGLE_ENTRY);
         fill(
-            files,
+            server,
             &open,
             &mut cursor,
             class,
@@ -259,7 +261,7 @@ type Visible<'a> = dyn Fn(&vfs::DirEntry, &Meta) -> bool + 'a;
 /// given) are skipped.
 #[allow(clippy::too_many_arguments)]
 fn fill(
-    files: &FileTable,
+    server: &Server,
     open: &Open,
     cursor: &mut DirCursor,
     class: FileInformationClass,
@@ -298,13 +300,16 @@ fn fill(
         }
         let listed = if needs_stat {
             match entry_meta(open, entry, with_ea_size) {
-                // Files with delete pending are gone as far as listings go.
+                // Files with delete pending, here or on another node of a cluster (as its
+                // watch knows), are gone as far as listings go.
                 Some((meta, _))
-                    if files.is_delete_pending(FileKey {
+                    if server.files.is_delete_pending(FileKey {
                         dev: meta.stat.dev,
                         ino: meta.stat.ino,
                         snapshot: open.shared.key.snapshot,
-                    }) || visible.is_some_and(|v| !v(entry, &meta)) =>
+                    }) || (open.shared.key.snapshot.is_none()
+                        && cluster_opens::marked_elsewhere(server, &open.share, meta.stat.ino))
+                        || visible.is_some_and(|v| !v(entry, &meta)) =>
                 {
                     cursor.next += 1;
                     continue;

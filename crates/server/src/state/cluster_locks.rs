@@ -42,11 +42,14 @@ pub(crate) fn unlock(server: &Server, open: &Open, lock: RangeLock) {
 }
 
 /// Removes every lock record of `open`, which closed (the back end knows its own opens' locks:
-/// one that held none costs no round trip).
+/// one that held none costs no round trip, nor a hand-off of the worker's tasks).
 pub(crate) fn closed(server: &Server, open: &Open) {
     let Some(cluster) = &server.settings.cluster_locks else {
         return;
     };
+    if !cluster.holds_any(open.file_id.persistent) {
+        return;
+    }
     let key = file_key(&open.share, open.shared.key.ino);
     if let Err(e) = blocking(|| cluster.release(&key, open.file_id.persistent)) {
         tracing::warn!("cluster: the locks of a closed open stay until this node leaves: {e}");

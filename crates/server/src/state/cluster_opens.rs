@@ -232,12 +232,26 @@ pub(crate) fn carry_delete_pending(server: &Server, open: &Open) {
     }
 }
 
+/// Whether another node marked the file of inode `ino` in `share` delete-pending, as this
+/// node's watch knows it: a listing leaves such a file out (issue 18 item 7). Without a
+/// cluster one test of an `Option`; on a cluster node one atomic load while no other node
+/// marks any file.
+pub(crate) fn marked_elsewhere(server: &Server, share: &Share, ino: u64) -> bool {
+    let Some(cluster) = &server.settings.cluster_opens else {
+        return false;
+    };
+    cluster.any_marked_elsewhere() && cluster.marked_elsewhere(&file_key(share, ino))
+}
+
 /// Removes the record of `open`, which closed. A record that cannot be removed now goes
 /// with this node's lease.
 pub(crate) fn closed(server: &Server, share: &Share, ino: u64, persistent_id: u64) {
     let Some(cluster) = &server.settings.cluster_opens else {
         return;
     };
+    if cluster.closed_at_once(persistent_id) {
+        return;
+    }
     let key = file_key(share, ino);
     if let Err(e) = blocking(|| cluster.close(&key, persistent_id)) {
         tracing::warn!("cluster: the record of a closed open stays until this node leaves: {e}");

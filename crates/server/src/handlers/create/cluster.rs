@@ -46,8 +46,14 @@ impl Admission<'_> {
         entry.caching = granted.caching.clone();
         let mut record = cluster_opens::record(&entry, false, caching::granted_bits(granted));
         let mut broke_handles = false;
+        // An open the node answers from memory makes no call that blocks.
+        let mut at_once = self.cluster.open_at_once(&key, id, &record, self.intent);
         let admitted = loop {
-            match blocking(|| self.cluster.open(&key, id, &record, self.intent)) {
+            let answer = match at_once.take() {
+                Some(answer) => answer,
+                None => blocking(|| self.cluster.open(&key, id, &record, self.intent)),
+            };
+            match answer {
                 Ok(admitted) => break admitted,
                 // Handle caching elsewhere in the way: its clients may close their cached
                 // handles, then the open tries once more (MS-FSA 2.1.5.1.2).
