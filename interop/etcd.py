@@ -104,6 +104,12 @@ class EtcdCluster:
                            {"key": b64(prefix.encode()), "range_end": b64(end), "keys_only": True}, timeout)
         return [base64.b64decode(kv["key"]).decode() for kv in found.get("kvs") or []]
 
+    def revision(self, member=0, timeout=5):
+        """etcd's revision now: it grows with every write."""
+        found = self._call(self.endpoints[member], "/v3/kv/range",
+                           {"key": base64.b64encode(b"revision").decode()}, timeout)
+        return int(found["header"]["revision"])
+
     def healthy(self, member):
         try:
             with urllib.request.urlopen(self.endpoints[member] + "/health", timeout=2) as response:
