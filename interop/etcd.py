@@ -59,7 +59,9 @@ class EtcdCluster:
                 "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer_ports[i],
                 "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.peer_ports[i],
                 "--initial-cluster", initial, "--initial-cluster-token", self.token,
-                "--initial-cluster-state", "new", "--logger", "zap", "--log-outputs", "stderr"]
+                "--initial-cluster-state", "new", "--logger", "zap", "--log-outputs", "stderr",
+                # smb3d pings every second (docs/cluster.md "Configuration").
+                "--grpc-keepalive-min-time", "1s"]
 
     def log(self, i):
         return self.directory / ("%s.log" % self.names[i])
