@@ -15,7 +15,8 @@ import pytest
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.file_info import FileInformationClass, InfoType
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
-                              ImpersonationLevel, Open, RequestedOplockLevel, ShareAccess)
+                              ImpersonationLevel, Open, RequestedOplockLevel, ShareAccess,
+                              SMB2QueryInfoRequest, SMB2QueryInfoResponse)
 
 import smbprotocol_client
 from conftest import start_smb3d, stop
@@ -195,6 +196,19 @@ def listed(tree):
         root.close()
 
 
+def delete_pending(conn, tree, handle):
+    """FileStandardInformation.DeletePending of `handle` (MS-FSCC 2.4.41: the byte at 20)."""
+    req = SMB2QueryInfoRequest()
+    req["info_type"] = InfoType.SMB2_0_INFO_FILE
+    req["file_info_class"] = FileInformationClass.FILE_STANDARD_INFORMATION
+    req["output_buffer_length"] = 24
+    req["file_id"] = handle.file_id
+    request = conn.send(req, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    resp = SMB2QueryInfoResponse()
+    resp.unpack(conn.receive(request)["data"].get_value())
+    return resp["buffer"].get_value()[20] == 1
+
+
 def open_records(node):
     """The open records etcd holds now, of every node."""
     return [k for k in node.etcd.keys("/smb3d/files/") if "/open/" in k]
@@ -230,6 +244,8 @@ def test_stat_opens_through_one_node_meet_only_the_other_node_s_pending_delete(t
             # A file delete-pending through node 1 takes no stat open through node 2, as soon
             # as node 2's watch of etcd has told it (milliseconds).
             deleting = open_file(tree1, "gone.txt", FilePipePrinterAccessMask.DELETE | READ_WRITE, SHARE_ALL)
+            watching = open_file(tree2, "gone.txt", READ_ATTRIBUTES, SHARE_ALL, CreateDisposition.FILE_OPEN)
+            assert not delete_pending(conn2, tree2, watching)
             set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
                      FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x01")
             marked = time.monotonic()
@@ -241,8 +257,10 @@ def test_stat_opens_through_one_node_meet_only_the_other_node_s_pending_delete(t
                     break
                 assert time.monotonic() - marked < 5, "node 2 never learnt of the pending delete"
             print("node 2 refused stat opens %.3f s after the mark" % (time.monotonic() - marked))
-            # Node 2's listings leave it out too, from the same watch (issue 18 item 7).
+            # Node 2's listings leave it out too, and its open of the file reports it
+            # delete-pending (FileStandardInformation), from the same watch (issue 18 item 7).
             assert "gone.txt" not in listed(tree2)
+            assert delete_pending(conn2, tree2, watching)
             assert "x.txt" in listed(tree2)
             set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
                      FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x00")
@@ -255,6 +273,8 @@ def test_stat_opens_through_one_node_meet_only_the_other_node_s_pending_delete(t
                     assert e.status == STATUS_DELETE_PENDING
                 assert time.monotonic() - cleared < 5, "node 2 kept a cleared pending delete"
             assert "gone.txt" in listed(tree2)
+            assert not delete_pending(conn2, tree2, watching)
+            watching.close()
             deleting.close()
         finally:
             conn1.disconnect()

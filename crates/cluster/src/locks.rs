@@ -201,6 +201,8 @@ impl Drop for EtcdLocks {
         if let Some(watch) = self.watch.take() {
             watch.abort();
         }
+        // Nothing follows `files/` any more: opens that used the marks are recorded again.
+        self.marks.set_current(false);
     }
 }
 

@@ -407,7 +407,7 @@ fn an_application_instance_s_open_is_closed_by_its_node_for_a_new_open_elsewhere
 struct Watching {
     opens: EtcdOpens,
     etcd: Arc<Etcd>,
-    _locks: EtcdLocks,
+    locks: Option<EtcdLocks>,
     membership: Membership,
 }
 
@@ -419,7 +419,7 @@ fn watching_node(etcd: &EtcdCluster, prefix: &str, name: &str) -> Watching {
         opens: EtcdOpens::new(cluster.clone(), name, &plain.membership)
             .with_marks(locks.delete_pending_marks()),
         etcd: cluster,
-        _locks: locks,
+        locks: Some(locks),
         membership: plain.membership,
     }
 }
@@ -470,7 +470,7 @@ const READ_ATTRIBUTES: u32 = 0x80;
 fn a_stat_open_costs_no_etcd_write_and_meets_no_share_mode() {
     let etcd = EtcdCluster::start(1);
     let a = node(&etcd, "/st1/", "a", Duration::from_secs(3));
-    let b = watching_node(&etcd, "/st1/", "b");
+    let mut b = watching_node(&etcd, "/st1/", "b");
     a.opens
         .open(
             "f",
@@ -520,6 +520,11 @@ fn a_stat_open_costs_no_etcd_write_and_meets_no_share_mode() {
     b.opens.close("g", 23).unwrap();
     b.opens.close("f", 20).unwrap();
     assert_eq!(b.records(), 2);
+    // Once nothing follows `files/` (here: the lock table and its watch gone), a stat open is
+    // recorded and judged by etcd again.
+    drop(b.locks.take());
+    b.opens.open("f", 24, &stat, Intent::default()).unwrap();
+    assert_eq!(b.records(), 3);
     drop(b.membership);
 }
 

@@ -36,6 +36,7 @@ use crate::identity::IdMap;
 use crate::request::ctx::Ctx;
 use crate::request::malformed;
 use crate::security;
+use crate::state::cluster_opens;
 use crate::state::open::Open;
 use crate::status_map::VfsResultExt;
 
@@ -70,6 +71,14 @@ pub(crate) async fn handle(
             open.io(|| posix_info(&open, limit, clock, ids, w))?
         }
         InfoType::FILE => open.io(|| {
+            // Another node's pending delete of the file, as this node's watch knows it
+            // (issue 18 item 7); a single server tests an `Option`.
+            let elsewhere = open.shared.key.snapshot.is_none()
+                && cluster_opens::marked_elsewhere(
+                    &cx.conn.server,
+                    &open.share,
+                    open.shared.key.ino,
+                );
             file_info(
                 &open,
                 FileInformationClass(req.file_info_class),
@@ -77,6 +86,7 @@ pub(crate) async fn handle(
                 dialect,
                 &*cx.conn.server.settings.clock,
                 cx.conn.apple.get().is_some(),
+                elsewhere,
                 w,
             )
         })?,
@@ -199,6 +209,7 @@ fn full_name(open: &Open) -> String {
     name
 }
 
+#[allow(clippy::too_many_arguments)]
 fn file_info(
     open: &Open,
     class: FileInformationClass,
@@ -206,6 +217,7 @@ fn file_info(
     dialect: u16,
     clock: &dyn Clock,
     mac: bool,
+    pending_elsewhere: bool,
     w: &mut Writer<'_>,
 ) -> Result<NtStatus, NtStatus> {
     let size = class.query_size().ok_or(NtStatus::INVALID_INFO_CLASS)?;
@@ -219,9 +231,9 @@ fn file_info(
     let start = w.offset();
     match class {
         FileInformationClass::FILE_BASIC_INFORMATION => meta.basic().encode(w),
-        FileInformationClass::FILE_STANDARD_INFORMATION => {
-            meta.standard(open.shared.delete_pending()).encode(w)
-        }
+        FileInformationClass::FILE_STANDARD_INFORMATION => meta
+            .standard(pending_elsewhere || open.shared.delete_pending())
+            .encode(w),
         FileInformationClass::FILE_INTERNAL_INFORMATION => FileInternalInformation {
             index_number: stat.ino,
         }
@@ -240,7 +252,9 @@ fn file_info(
             alignment_requirement: 0,
         }
         .encode(w),
-        FileInformationClass::FILE_ALL_INFORMATION => all_information(open, &meta)?.encode(w),
+        FileInformationClass::FILE_ALL_INFORMATION => {
+            all_information(open, &meta, pending_elsewhere)?.encode(w)
+        }
         FileInformationClass::FILE_NETWORK_OPEN_INFORMATION => meta.network_open().encode(w),
         FileInformationClass::FILE_ATTRIBUTE_TAG_INFORMATION => FileAttributeTagInformation {
             file_attributes: meta.attributes(),
@@ -337,10 +351,14 @@ fn required_access(class: FileInformationClass) -> Option<AccessMask> {
     }
 }
 
-fn all_information(open: &Open, meta: &Meta) -> Result<FileAllInformation, NtStatus> {
+fn all_information(
+    open: &Open,
+    meta: &Meta,
+    pending_elsewhere: bool,
+) -> Result<FileAllInformation, NtStatus> {
     Ok(FileAllInformation {
         basic: meta.basic(),
-        standard: meta.standard(open.shared.delete_pending()),
+        standard: meta.standard(pending_elsewhere || open.shared.delete_pending()),
         internal: FileInternalInformation {
             index_number: meta.stat.ino,
         },

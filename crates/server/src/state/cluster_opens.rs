@@ -26,10 +26,18 @@ use crate::state::share::Share;
 /// share's path, which every node of a cluster configures alike (issue 18 item 1); it is
 /// written in hex so that no path can make one file's keys a prefix of another's.
 pub(crate) fn file_key(share: &Share, ino: u64) -> String {
+    key_of(&share.path, ino)
+}
+
+/// [`file_key`] of the share at `path`. Every open and close of a cluster node names its
+/// file: no formatting call per byte.
+fn key_of(path: &str, ino: u64) -> String {
     use std::fmt::Write;
-    let mut key = String::with_capacity(share.path.len() * 2 + 17);
-    for byte in share.path.as_bytes() {
-        let _ = write!(key, "{byte:02x}");
+    let digit = |nibble: u8| char::from_digit(u32::from(nibble), 16).unwrap_or('0');
+    let mut key = String::with_capacity(path.len() * 2 + 17);
+    for byte in path.as_bytes() {
+        key.push(digit(byte >> 4));
+        key.push(digit(byte & 0xf));
     }
     let _ = write!(key, "-{ino:x}");
     key
@@ -255,5 +263,18 @@ pub(crate) fn closed(server: &Server, share: &Share, ino: u64, persistent_id: u6
     let key = file_key(share, ino);
     if let Err(e) = blocking(|| cluster.close(&key, persistent_id)) {
         tracing::warn!("cluster: the record of a closed open stays until this node leaves: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_keys_are_the_share_path_in_hex_and_the_inode() {
+        assert_eq!(key_of("/srv/a", 0x1a), "2f7372762f61-1a");
+        assert_eq!(key_of("/\u{e9}", 0), "2fc3a9-0");
+        assert_eq!(key_of("", u64::MAX), "-ffffffffffffffff");
+        assert_eq!(ino_of(&key_of("/srv/a", 77)), Some(77));
     }
 }
