@@ -59,7 +59,9 @@ class EtcdCluster:
                 "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer_ports[i],
                 "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.peer_ports[i],
                 "--initial-cluster", initial, "--initial-cluster-token", self.token,
-                "--initial-cluster-state", "new", "--logger", "zap", "--log-outputs", "stderr"]
+                "--initial-cluster-state", "new", "--logger", "zap", "--log-outputs", "stderr",
+                # smb3d pings every second (docs/cluster.md "Configuration").
+                "--grpc-keepalive-min-time", "1s"]
 
     def log(self, i):
         return self.directory / ("%s.log" % self.names[i])
@@ -103,6 +105,12 @@ class EtcdCluster:
         found = self._call(self.endpoints[member], "/v3/kv/range",
                            {"key": b64(prefix.encode()), "range_end": b64(end), "keys_only": True}, timeout)
         return [base64.b64decode(kv["key"]).decode() for kv in found.get("kvs") or []]
+
+    def revision(self, member=0, timeout=5):
+        """etcd's revision now: it grows with every write."""
+        found = self._call(self.endpoints[member], "/v3/kv/range",
+                           {"key": base64.b64encode(b"revision").decode()}, timeout)
+        return int(found["header"]["revision"])
 
     def healthy(self, member):
         try:

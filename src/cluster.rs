@@ -16,6 +16,10 @@ use smb3d_server::ClusterDialect;
 use crate::AnyError;
 use crate::serve::NodeState;
 
+/// How many closed opens' records a node keeps in etcd for reuse: a listing's directories
+/// (docs/cluster.md "Retained records"), each a key in etcd and about 200 bytes here.
+const RETAINED_RECORDS: usize = 4096;
+
 /// This process's membership: it lives as long as the process (a killed node's lease runs
 /// out by itself).
 static MEMBERSHIP: OnceLock<Membership> = OnceLock::new();
@@ -58,9 +62,11 @@ pub fn join(config: &Config) -> Result<Option<NodeState>, AnyError> {
     let locks = EtcdLocks::new(etcd.clone(), &info.name, &membership)
         .map_err(|e| format!("cluster: etcd byte-range locks: {e}"))?;
     // Opens no other node needs to see answer from the watch of `files/` the lock table
-    // keeps, without a round trip (docs/cluster.md "Stat opens go unrecorded").
+    // keeps, without a round trip (docs/cluster.md "Stat opens go unrecorded"); plain opens
+    // leave their records behind for the next equal open (docs/cluster.md "Retained records").
     let opens = EtcdOpens::new(etcd.clone(), &info.name, &membership)
-        .with_marks(locks.delete_pending_marks());
+        .with_marks(locks.delete_pending_marks())
+        .with_retention(RETAINED_RECORDS);
     let notify = EtcdNotify::new(etcd.clone(), &info.name, &membership);
     let _ = MEMBERSHIP.set(membership);
     let _ = JOINED.set((etcd.clone(), info.name.clone(), cluster.clone()));

@@ -120,6 +120,9 @@ impl Demo {
             .args(["--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", &format!("demo={peer}")])
             .args(["--logger", "zap", "--log-outputs", "stderr"])
+            // The nodes ping every second (docs/cluster.md "Configuration"); etcd's default
+            // allows a ping every 5 s and closes connections that ping more often.
+            .args(["--grpc-keepalive-min-time", "1s"])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -26,6 +26,7 @@ mod membership;
 mod notify;
 mod opens;
 mod pending;
+mod retained;
 mod store;
 
 use std::future::Future;

@@ -29,13 +29,20 @@ use smb3d_state::{
     OpenError, OpenRecord, Refusal, Settled, TakeOver,
 };
 
+use crate::retained::{Closed, Release, Retained, retainable};
 use crate::{DeletePendingMarks, Etcd, Membership, change};
 
 /// The record format this node writes; a reader takes any version and the fields it knows,
 /// so that later versions can add fields (reconnect data) without a flag day. Version 2
 /// added `caching` and `lease`, which a version 1 record lacks: no caching. Version 3 added
-/// `app_instance`, which older readers ignore (they never take such an open over).
-const FORMAT: u32 = 3;
+/// `app_instance`, which older readers ignore (they never take such an open over). Version 4
+/// added `retained`, which older readers take for an ordinary open (they refuse beside it
+/// what they would beside a live one, and never ask for its release).
+const FORMAT: u32 = 4;
+
+/// How long a node waits for other nodes to release their retained records before it takes
+/// them for live opens (MS-SMB2 3.3.2.1's bound on a break, for an order no client answers).
+const RELEASE_WAIT: Duration = Duration::from_secs(35);
 
 /// How long a broken watch of break requests waits before it reads and watches again.
 const REWATCH_DELAY: Duration = Duration::from_secs(1);
@@ -60,6 +67,16 @@ struct Stored {
     /// The application instance the open was made for (MS-SMB2 3.3.5.9.13).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     app_instance: Option<StoredAppInstance>,
+    /// Left behind by a closed open for its node to reuse (docs/cluster.md "Retained
+    /// records"): another node its presence would refuse or cost caching asks for it to be
+    /// released first.
+    #[serde(default, skip_serializing_if = "is_false")]
+    retained: bool,
+}
+
+/// serde's test for fields left out when false (it hands a reference).
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// An [`AppInstanceRecord`] as stored: the ids in hex (32 digits each).
@@ -104,6 +121,20 @@ struct Request {
     by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     close: Option<StoredAppInstance>,
+    /// An order to release a retained record (only nodes that retain records get one).
+    #[serde(default, skip_serializing_if = "is_false")]
+    release: bool,
+}
+
+/// What an asker waits for in the record it asked about.
+#[derive(Debug, Clone, Copy)]
+enum Until {
+    /// The record goes.
+    Gone,
+    /// Its caching is within these bits (or it goes).
+    Within(u32),
+    /// It loses its retained mark (or goes).
+    Unretained,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -147,6 +178,7 @@ impl Stored {
             caching: record.caching,
             lease: record.lease.as_ref().map(|l| hex(l)),
             app_instance: record.app_instance.as_ref().map(StoredAppInstance::of),
+            retained: false,
         }
     }
 
@@ -214,6 +246,9 @@ pub struct EtcdOpens {
     /// "Stat opens go unrecorded"): their close makes no round trip, and a change that others
     /// must see records them first.
     unrecorded: Mutex<HashSet<u64>>,
+    /// The records this node leaves behind at a close and reuses, when it does
+    /// ([`EtcdOpens::with_retention`]).
+    retained: Option<Arc<Retained>>,
 }
 
 impl Drop for EtcdOpens {
@@ -235,7 +270,21 @@ impl EtcdOpens {
             orders: Mutex::new(None),
             marks: None,
             unrecorded: Mutex::new(HashSet::new()),
+            retained: None,
         }
+    }
+
+    /// Leaves the records of plain opens ([`retainable`]) in etcd when they close, marked
+    /// as retained, up to `capacity` of them (the least recently used goes first), and
+    /// reuses one for a later open of this node with the same record, with no etcd call
+    /// (docs/cluster.md "Retained records"). Another node that meets one asks this node to
+    /// release it; this node retains nothing while it does not follow those orders
+    /// ([`ClusterOpens::on_break`]), and reuses only while the marks of
+    /// [`EtcdOpens::with_marks`] are current.
+    #[must_use]
+    pub fn with_retention(mut self, capacity: usize) -> Self {
+        self.retained = Some(Arc::new(Retained::new(capacity)));
+        self
     }
 
     /// Answers opens that no other node needs to see ([`OpenRecord::unseen`]) without a
@@ -281,9 +330,9 @@ impl EtcdOpens {
     }
 
     /// Writes `request` for open `id` of `file` held by `node`, and resolves once the open's
-    /// record shows caching within `to` (`None`: once the record is gone); the request is
-    /// deleted then, or when the future is dropped.
-    fn ask(&self, file: &str, node: &str, id: u64, request: Request, to: Option<u32>) -> Settled {
+    /// record is as `until` says; the request is deleted then, or when the future is
+    /// dropped.
+    fn ask(&self, file: &str, node: &str, id: u64, request: Request, until: Until) -> Settled {
         let order = format!("{}{file}/{id:016x}", Self::orders_prefix(&self.etcd, node));
         let record = self.key(file, id);
         let (done, settled) = tokio::sync::oneshot::channel::<()>();
@@ -293,7 +342,7 @@ impl EtcdOpens {
             let mut done = done;
             let mut client = etcd.client();
             tokio::select! {
-                outcome = ask_and_wait(&etcd, order.clone(), request, record, to, lease) => {
+                outcome = ask_and_wait(&etcd, order.clone(), request, record, until, lease) => {
                     if let Err(e) = outcome {
                         tracing::warn!("cluster: a request to another node failed: {e}; not waiting for it");
                     }
@@ -310,14 +359,124 @@ impl EtcdOpens {
         })
     }
 
+    /// Open `id` of `file` takes a record this node retained, equal to `record`, if there is
+    /// one and no other node marked the file delete-pending as far as the watch knows
+    /// (a mark is written only after every retained record of the file was released).
+    fn reuse(
+        &self,
+        file: &str,
+        id: u64,
+        record: &OpenRecord,
+        intent: Intent,
+        marks: &DeletePendingMarks,
+    ) -> Option<Result<Admitted, OpenError>> {
+        let retained = self.retained.as_ref()?;
+        if !retainable(record, intent)
+            || !self.healthy.load(Ordering::Acquire)
+            || marks.refuses(file, record)
+            || !retained.reuse(file, id, record)
+        {
+            return None;
+        }
+        Some(Ok(Admitted {
+            breaks: Vec::new(),
+            keep: record.caching_beside(&[]),
+        }))
+    }
+
+    /// Leaves the record of open `id`, which closed, in etcd marked as retained; a record
+    /// that is gone (this node's lease ran out) is not written again. Records the bound
+    /// evicts, and one whose mark was not written, are deleted.
+    fn mark_retained(&self, file: &str, id: u64, record: &OpenRecord) {
+        let Some(retained) = &self.retained else {
+            return;
+        };
+        let key = self.key(file, id);
+        let mut stored = Stored::of(&self.node, record);
+        stored.retained = true;
+        let marked = serde_json::to_vec(&stored)
+            .map_err(io::Error::other)
+            .and_then(|value| {
+                let txn = Txn::new()
+                    .when([Compare::version(key.clone(), CompareOp::Greater, 0)])
+                    .and_then([TxnOp::put(
+                        key.clone(),
+                        value,
+                        Some(PutOptions::new().with_lease(self.lease)),
+                    )]);
+                self.etcd.txn(txn)
+            })
+            .is_ok_and(|answer| answer.succeeded());
+        for (file, gone) in retained.marked(id, marked) {
+            self.etcd.delete_surely(self.key(&file, gone), false);
+        }
+        if !marked {
+            self.etcd.delete_surely(key, false);
+        }
+    }
+
+    /// Asks the nodes of `holders` (node, record id) to release their retained records of
+    /// `file`, and waits until each is gone or unmarked, or [`RELEASE_WAIT`] passed.
+    fn release(&self, file: &str, holders: &[(String, u64)]) {
+        let asked: Vec<_> = holders
+            .iter()
+            .map(|(node, id)| {
+                let request = Request {
+                    v: 1,
+                    to: 0,
+                    by: self.node.clone(),
+                    close: None,
+                    release: true,
+                };
+                self.ask(file, node, *id, request, Until::Unretained)
+            })
+            .collect();
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        self.etcd.spawn(async move {
+            let all = async {
+                for settled in asked {
+                    settled.await;
+                }
+            };
+            if tokio::time::timeout(RELEASE_WAIT, all).await.is_err() {
+                tracing::warn!(
+                    "cluster: a retained record was not released in time; it counts as an open"
+                );
+            }
+            let _ = done.send(());
+        });
+        let _ = wait.recv();
+    }
+
+    /// Releases every other node's retained record of `file`.
+    fn release_retained(&self, file: &str) -> io::Result<()> {
+        let found = self.etcd.get_prefix(self.file_prefix(file))?;
+        let holders: Vec<_> = found
+            .kvs()
+            .iter()
+            .filter_map(|kv| {
+                let id = open_id(std::str::from_utf8(kv.key()).ok()?)?;
+                let stored: Stored = serde_json::from_slice(kv.value()).ok()?;
+                (stored.retained && stored.node != self.node).then_some((stored.node, id))
+            })
+            .collect();
+        if !holders.is_empty() {
+            self.release(file, &holders);
+        }
+        Ok(())
+    }
+
     /// Whether the records of other nodes found beside `record` let it stand, and the
-    /// breaks of their caching it needs.
+    /// breaks of their caching it needs. With `release`, the retained records that would
+    /// refuse it or cost it caching are collected there (their nodes and ids) instead of
+    /// judged: once released, the open tries again.
     fn judge(
         &self,
         own: &str,
         record: &OpenRecord,
         intent: Intent,
         found: &[(String, Vec<u8>)],
+        mut release: Option<&mut Vec<(String, u64)>>,
     ) -> Result<Admitted, OpenError> {
         let mut admitted = Admitted::default();
         let mut first = Vec::new();
@@ -330,6 +489,17 @@ impl EtcdOpens {
             // nothing rather than let a conflicting open through.
             let (node, other) = match serde_json::from_slice::<Stored>(value) {
                 Ok(stored) if stored.node == self.node => continue,
+                Ok(stored) if stored.retained && release.is_some() => {
+                    let other = stored.node.clone();
+                    let held = stored.record();
+                    if in_the_way(record, &held, intent)
+                        && let (Some(list), Some(id)) = (release.as_deref_mut(), open_id(key))
+                    {
+                        list.push((other, id));
+                        continue;
+                    }
+                    (other, held)
+                }
                 Ok(stored) => (stored.node.clone(), stored.record()),
                 Err(_) => (
                     String::new(),
@@ -399,11 +569,16 @@ impl ClusterOpens for EtcdOpens {
         self.usable().map_err(OpenError::Unavailable)?;
         let key = self.key(file, id);
         let value = self.value(record).map_err(OpenError::Unavailable)?;
-        let found =
-            match self
-                .etcd
-                .put_and_read(key.clone(), value, self.lease, self.file_prefix(file))
-            {
+        // Other nodes' retained records in the way are released once, then the open is
+        // judged again; one still there (its node did not answer) counts as a live open.
+        let mut asked = false;
+        loop {
+            let found = match self.etcd.put_and_read(
+                key.clone(),
+                value.clone(),
+                self.lease,
+                self.file_prefix(file),
+            ) {
                 Ok(found) => found,
                 Err(e) => {
                     // An unanswered put may still be committed when quorum returns.
@@ -411,13 +586,31 @@ impl ClusterOpens for EtcdOpens {
                     return Err(OpenError::Unavailable(e));
                 }
             };
-        let judged = self.judge(&key, record, intent, &found);
-        if judged.is_err() {
-            // Until this delete, later opens see the withdrawn record and may be refused for
-            // it: a moment's false conflict, never a missed one.
-            self.etcd.delete_surely(key, false);
+            let mut in_way = Vec::new();
+            let judged = self.judge(
+                &key,
+                record,
+                intent,
+                &found,
+                (!asked).then_some(&mut in_way),
+            );
+            if judged.is_err() || !in_way.is_empty() {
+                // Until this delete, later opens see the withdrawn record and may be refused
+                // for it: a moment's false conflict, never a missed one.
+                self.etcd.delete_surely(key.clone(), false);
+            }
+            if !in_way.is_empty() && judged.is_ok() {
+                asked = true;
+                self.release(file, &in_way);
+                continue;
+            }
+            if let (Ok(_), Some(retained)) = (&judged, &self.retained)
+                && retainable(record, intent)
+            {
+                retained.admitted(file, id, record);
+            }
+            return judged;
         }
-        judged
     }
 
     fn open_at_once(
@@ -428,8 +621,11 @@ impl ClusterOpens for EtcdOpens {
         intent: Intent,
     ) -> Option<Result<Admitted, OpenError>> {
         let marks = self.marks.as_ref()?;
-        if !marks.current() || !record.unseen(intent) {
+        if !marks.current() {
             return None;
+        }
+        if !record.unseen(intent) {
+            return self.reuse(file, id, record, intent, marks);
         }
         if let Err(e) = self.usable() {
             return Some(Err(OpenError::Unavailable(e)));
@@ -448,7 +644,8 @@ impl ClusterOpens for EtcdOpens {
     }
 
     fn closed_at_once(&self, id: u64) -> bool {
-        self.marks.is_some() && self.unrecorded.lock().remove(&id)
+        (self.marks.is_some() && self.unrecorded.lock().remove(&id))
+            || self.retained.as_ref().is_some_and(|r| r.closed_at_once(id))
     }
 
     /// A compare-and-swap on the record's existence: a record the cluster released (this
@@ -457,6 +654,12 @@ impl ClusterOpens for EtcdOpens {
     /// first, created under this node's lease.
     fn update(&self, file: &str, id: u64, record: &OpenRecord) -> io::Result<()> {
         self.usable()?;
+        if record.delete_pending {
+            // Every later open must meet the mark in etcd: none may be a reuse of a record
+            // retained beside a DELETE open that shared delete (MS-FSA 2.1.5.1.2).
+            self.release_retained(file)?;
+        }
+        let id = self.retained.as_ref().map_or(id, |r| r.changed(id));
         let key = self.key(file, id);
         let value = self.value(record)?;
         if self.is_unrecorded(id) {
@@ -541,8 +744,9 @@ impl ClusterOpens for EtcdOpens {
             to: 0,
             by: self.node.clone(),
             close: Some(StoredAppInstance::of(asking)),
+            release: false,
         };
-        self.ask(file, &open.node, open.id, request, None)
+        self.ask(file, &open.node, open.id, request, Until::Gone)
     }
 
     /// Never fails: a delete etcd cannot take now is retried until it can. An open without
@@ -551,7 +755,12 @@ impl ClusterOpens for EtcdOpens {
         if self.closed_at_once(id) {
             return Ok(());
         }
-        self.etcd.delete_surely(self.key(file, id), false);
+        let retain = self.orders.lock().is_some() && self.healthy.load(Ordering::Acquire);
+        match self.retained.as_ref().and_then(|r| r.closed(id, retain)) {
+            None => self.etcd.delete_surely(self.key(file, id), false),
+            Some(Closed::Delete(key)) => self.etcd.delete_surely(self.key(file, key), false),
+            Some(Closed::Mark(record)) => self.mark_retained(file, id, &record),
+        }
         Ok(())
     }
 
@@ -561,8 +770,9 @@ impl ClusterOpens for EtcdOpens {
             to: need.to,
             by: self.node.clone(),
             close: None,
+            release: false,
         };
-        self.ask(file, &need.node, need.id, request, Some(need.to))
+        self.ask(file, &need.node, need.id, request, Until::Within(need.to))
     }
 
     fn on_break(&self, sink: BreakSink) {
@@ -571,9 +781,15 @@ impl ClusterOpens for EtcdOpens {
             old.abort();
         }
         let prefix = Self::orders_prefix(&self.etcd, &self.node);
+        let releases = self.retained.clone().map(|retained| Releases {
+            retained,
+            files: format!("{}files/", self.etcd.prefix()),
+            node: self.node.clone(),
+            lease: self.lease,
+        });
         *orders = Some(
             self.etcd
-                .spawn(follow_orders(self.etcd.clone(), prefix, sink)),
+                .spawn(follow_orders(self.etcd.clone(), prefix, sink, releases)),
         );
     }
 
@@ -621,14 +837,73 @@ impl ClusterOpens for EtcdOpens {
     }
 }
 
+/// What a node that retains records needs to release one when another node asks.
+struct Releases {
+    retained: Arc<Retained>,
+    /// `<prefix>files/`.
+    files: String,
+    node: String,
+    lease: i64,
+}
+
+impl Releases {
+    /// Releases this node's retained record `id` of `file` (from the watch of orders, on the
+    /// etcd runtime): an idle one is deleted, one an open uses loses its mark. Decided under
+    /// the table's lock, so a reuse of it is either before (the record stays, unmarked) or
+    /// never.
+    fn release(&self, etcd: &Arc<Etcd>, file: &str, id: u64) {
+        let key = format!("{}{file}/open/{id:016x}", self.files);
+        let mut client = etcd.client();
+        match self.retained.release(file, id) {
+            Release::Nothing => {}
+            Release::Delete => {
+                tokio::spawn(async move {
+                    if let Err(e) = client.delete(key, None).await {
+                        tracing::warn!(
+                            "cluster: a released record stays until this node leaves: {e}"
+                        );
+                    }
+                });
+            }
+            Release::Unmark(record) => {
+                let Ok(value) = serde_json::to_vec(&Stored::of(&self.node, &record)) else {
+                    return;
+                };
+                let txn = Txn::new()
+                    .when([Compare::version(key.clone(), CompareOp::Greater, 0)])
+                    .and_then([TxnOp::put(
+                        key,
+                        value,
+                        Some(PutOptions::new().with_lease(self.lease)),
+                    )]);
+                tokio::spawn(async move {
+                    if let Err(e) = client.txn(txn).await {
+                        tracing::warn!("cluster: a released record keeps its mark: {e}");
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// Whether another node's retained record `held` would refuse the new open `record` or cost
+/// it anything a closed open must not (MS-FSA 2.1.5.1.2 share access and delete-pending,
+/// 2.1.4.12 breaks, MS-SMB2 3.3.5.9 / MS-FSA 2.1.5.18 the caching it may keep, which a live
+/// open without caching would lower): then it is released first rather than counted.
+fn in_the_way(record: &OpenRecord, held: &OpenRecord, intent: Intent) -> bool {
+    record.admitted_beside(held).is_err()
+        || record.break_of(held, intent).is_some()
+        || record.caching & !record.caching_beside(std::slice::from_ref(held)) != 0
+}
+
 /// Writes a request and reads the holder's record at the same revision, then watches that
-/// record until it shows caching within `to` (`None`: any record waits) or goes.
+/// record until it is as `until` says (an unreadable one ends a wait for its mark).
 async fn ask_and_wait(
     etcd: &Etcd,
     order: String,
     request: Request,
     record: String,
-    to: Option<u32>,
+    until: Until,
     lease: i64,
 ) -> Result<(), etcd_client::Error> {
     let value = serde_json::to_vec(&request).unwrap_or_default();
@@ -642,11 +917,15 @@ async fn ask_and_wait(
         TxnOpResponse::Get(get) => Some(get.kvs().first().map(|kv| kv.value().to_vec())),
         _ => None,
     });
-    let settled = |value: Option<&[u8]>| match value {
-        None => true,
-        Some(value) => to.is_some_and(|to| {
+    let settled = |value: Option<&[u8]>| match (value, until) {
+        (None, _) => true,
+        (Some(_), Until::Gone) => false,
+        (Some(value), Until::Within(to)) => {
             serde_json::from_slice::<Stored>(value).is_ok_and(|s| s.caching & !to == 0)
-        }),
+        }
+        (Some(value), Until::Unretained) => {
+            serde_json::from_slice::<Stored>(value).map_or(true, |s| !s.retained)
+        }
     };
     if settled(current.flatten().as_deref()) {
         return Ok(());
@@ -673,7 +952,12 @@ async fn ask_and_wait(
 /// Hands every break request for this node to `sink`: those already there, then each new
 /// one as the watch of `prefix` sees it. A broken watch reads them all again (a request
 /// handed over twice is a break already under way: nothing more happens).
-async fn follow_orders(etcd: Arc<Etcd>, prefix: String, sink: BreakSink) {
+async fn follow_orders(
+    etcd: Arc<Etcd>,
+    prefix: String,
+    sink: BreakSink,
+    releases: Option<Releases>,
+) {
     let hand = |key: &[u8], value: &[u8]| {
         let Some(rest) = std::str::from_utf8(key)
             .ok()
@@ -686,6 +970,12 @@ async fn follow_orders(etcd: Arc<Etcd>, prefix: String, sink: BreakSink) {
         else {
             return;
         };
+        if request.release {
+            if let Some(releases) = &releases {
+                releases.release(&etcd, &file, id);
+            }
+            return;
+        }
         sink(BreakOrder {
             file,
             id,

@@ -644,3 +644,150 @@ fn an_unrecorded_open_that_carries_a_delete_pending_mark_is_recorded_first() {
         )
         .unwrap();
 }
+
+/// A node as `serve` builds it: it follows `files/` and other nodes' orders, and leaves its
+/// plain opens' records behind for reuse (docs/cluster.md "Retained records").
+fn retaining_node(etcd: &EtcdCluster, prefix: &str, name: &str) -> Watching {
+    let plain = watching_node(etcd, prefix, name);
+    let opens = plain.opens.with_retention(16);
+    opens.on_break(Arc::new(|_| {}));
+    Watching { opens, ..plain }
+}
+
+/// smbclient's listing opens each directory for FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES,
+/// sharing read and write.
+const LIST: u32 = 0x81;
+const SHARE_RW: u32 = 0x3;
+
+#[test]
+fn a_plain_open_reopened_on_its_node_makes_no_etcd_write() {
+    let etcd = EtcdCluster::start(1);
+    let a = retaining_node(&etcd, "/rt1/", "a");
+    let list = a.record(LIST, SHARE_RW);
+    a.opens.open("d", 1, &list, Intent::default()).unwrap();
+    a.opens.close("d", 1).unwrap();
+    assert_eq!(a.records(), 1, "the closed open's record stays, retained");
+    let before = a.revision();
+    for id in 2..12 {
+        a.opens.open("d", id, &list, Intent::default()).unwrap();
+        a.opens.close("d", id).unwrap();
+    }
+    assert_eq!(a.revision(), before, "reopening wrote to etcd");
+    // Two at once: the second has a record of its own, as any open.
+    a.opens.open("d", 20, &list, Intent::default()).unwrap();
+    a.opens.open("d", 21, &list, Intent::default()).unwrap();
+    assert_eq!(a.records(), 2);
+    a.opens.close("d", 20).unwrap();
+    a.opens.close("d", 21).unwrap();
+    // Another record (more access) is written; an open with an overwrite is never reused.
+    let before = a.revision();
+    a.opens
+        .open(
+            "d",
+            22,
+            &a.record(LIST | WRITE, SHARE_RW),
+            Intent::default(),
+        )
+        .unwrap();
+    assert!(a.revision() > before);
+    a.opens.close("d", 22).unwrap();
+    let before = a.revision();
+    let overwrite = Intent {
+        overwrite: true,
+        ..Intent::default()
+    };
+    a.opens.open("d", 23, &list, overwrite).unwrap();
+    assert!(a.revision() > before, "an overwrite took a retained record");
+    a.opens.close("d", 23).unwrap();
+    drop(a.membership);
+}
+
+#[test]
+fn another_node_s_conflicting_open_gets_a_retained_record_released() {
+    let etcd = EtcdCluster::start(1);
+    let a = retaining_node(&etcd, "/rt2/", "a");
+    let b = retaining_node(&etcd, "/rt2/", "b");
+    let list = a.record(LIST, SHARE_RW);
+    a.opens.open("d", 1, &list, Intent::default()).unwrap();
+    a.opens.close("d", 1).unwrap();
+    // b's open that shares nothing meets a's retained record: released, then admitted.
+    let exclusive = b.record(READ | DELETE, 0);
+    let started = Instant::now();
+    b.opens.open("d", 2, &exclusive, Intent::default()).unwrap();
+    eprintln!("a retained record was released in {:?}", started.elapsed());
+    assert_eq!(b.records(), 1, "a's record is gone, b's is there");
+    // a's next open goes to etcd again and meets b's.
+    assert_eq!(
+        refusal(a.opens.open("d", 3, &list, Intent::default())),
+        Some(Refusal::SharingViolation)
+    );
+    b.opens.close("d", 2).unwrap();
+    // While a really has the directory open through a reused record, b is refused, and the
+    // record, unmarked, goes with a's close.
+    a.opens.open("d", 4, &list, Intent::default()).unwrap();
+    a.opens.close("d", 4).unwrap();
+    a.opens.open("d", 5, &list, Intent::default()).unwrap();
+    assert_eq!(
+        refusal(b.opens.open("d", 6, &exclusive, Intent::default())),
+        Some(Refusal::SharingViolation)
+    );
+    a.opens.close("d", 5).unwrap();
+    assert_eq!(a.records(), 0, "the unmarked record outlived its open");
+    b.opens.open("d", 6, &exclusive, Intent::default()).unwrap();
+    drop(a.membership);
+    drop(b.membership);
+}
+
+#[test]
+fn a_delete_pending_mark_releases_the_retained_records_it_did_not_conflict_with() {
+    let etcd = EtcdCluster::start(1);
+    let a = retaining_node(&etcd, "/rt3/", "a");
+    let b = retaining_node(&etcd, "/rt3/", "b");
+    let shared = a.record(LIST, SHARE_ALL);
+    a.opens.open("d", 1, &shared, Intent::default()).unwrap();
+    a.opens.close("d", 1).unwrap();
+    // b's DELETE open shares with the retained record and is admitted beside it.
+    let mut deleting = b.record(DELETE, SHARE_ALL);
+    b.opens.open("d", 2, &deleting, Intent::default()).unwrap();
+    assert_eq!(b.records(), 2);
+    deleting.delete_pending = true;
+    b.opens.update("d", 2, &deleting).unwrap();
+    assert_eq!(b.records(), 1, "the retained record outlived the mark");
+    // a's next open cannot take the record it retained: it meets the mark in etcd.
+    assert_eq!(
+        refusal(a.opens.open("d", 3, &shared, Intent::default())),
+        Some(Refusal::DeletePending)
+    );
+    drop(a.membership);
+    drop(b.membership);
+}
+
+#[test]
+fn a_retained_record_costs_no_caching_elsewhere() {
+    let etcd = EtcdCluster::start(1);
+    let a = retaining_node(&etcd, "/rt4/", "a");
+    let b = retaining_node(&etcd, "/rt4/", "b");
+    let list = a.record(LIST, SHARE_ALL);
+    a.opens.open("f", 1, &list, Intent::default()).unwrap();
+    a.opens.close("f", 1).unwrap();
+    // Beside a live open without caching b keeps no write caching (MS-FSA 2.1.5.18); beside
+    // a closed open's retained record it keeps it all, once a released it.
+    let leased = OpenRecord {
+        caching: 0x7,
+        lease: Some([5; 32]),
+        ..b.record(READ | WRITE, SHARE_ALL)
+    };
+    let admitted = b.opens.open("f", 2, &leased, Intent::default()).unwrap();
+    assert_eq!(admitted.keep & 0x7, 0x7);
+    assert_eq!(b.records(), 1);
+    b.opens.close("f", 2).unwrap();
+    // A read-only open without caching is not held back by it: the record stays.
+    a.opens.open("f", 3, &list, Intent::default()).unwrap();
+    a.opens.close("f", 3).unwrap();
+    b.opens
+        .open("f", 4, &b.record(READ, SHARE_ALL), Intent::default())
+        .unwrap();
+    assert_eq!(b.records(), 2);
+    drop(a.membership);
+    drop(b.membership);
+}

@@ -69,6 +69,9 @@ impl EtcdCluster {
                     &token,
                     "--initial-cluster-state",
                     "new",
+                    // Nodes ping every second (docs/cluster.md "Configuration").
+                    "--grpc-keepalive-min-time",
+                    "1s",
                 ]
                 .iter()
                 .map(|s| (*s).to_owned())
