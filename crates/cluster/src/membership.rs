@@ -181,9 +181,13 @@ async fn keep_alive(
     let mut renewed = Instant::now();
     loop {
         let (member, mut client) = etcd.members().caller();
-        if let Ok(Ok((mut keeper, mut answers))) =
-            tokio::time::timeout(every, client.lease_keep_alive(lease)).await
-        {
+        let opened = tokio::time::timeout(every, client.lease_keep_alive(lease)).await;
+        // etcd-client refuses to open a keepalive for a lease that is gone rather than
+        // answering it: ask etcd once whether that is why, or the node would go on trying.
+        if matches!(opened, Ok(Err(_))) && lease_is_gone(&mut client, lease, every).await {
+            return mark_gone(&healthy, &gone);
+        }
+        if let Ok(Ok((mut keeper, mut answers))) = opened {
             loop {
                 let answered = async {
                     keeper.keep_alive().await?;
@@ -199,11 +203,7 @@ async fn keep_alive(
                         }
                     }
                     Ok(Ok(Some(_))) => {
-                        tracing::error!("the etcd lease of this node is gone: it left the cluster");
-                        healthy.store(false, Ordering::Release);
-                        gone.flag.store(true, Ordering::Release);
-                        gone.told.notify_waiters();
-                        return;
+                        return mark_gone(&healthy, &gone);
                     }
                     // A slow answer is waited for on this stream; a member silent for half
                     // the TTL hands the keepalive to the next, before the lease is at risk.
@@ -221,6 +221,23 @@ async fn keep_alive(
         }
         tokio::time::sleep(every.min(Duration::from_millis(300))).await;
     }
+}
+
+/// etcd said the lease is gone: the node is no member any more, and [`Membership::lost`] returns.
+fn mark_gone(healthy: &AtomicBool, gone: &Gone) {
+    tracing::error!("the etcd lease of this node is gone: it left the cluster");
+    healthy.store(false, Ordering::Release);
+    gone.flag.store(true, Ordering::Release);
+    gone.told.notify_waiters();
+}
+
+/// Whether etcd answers that `lease` no longer exists (TimeToLive gives -1 for a lease that was
+/// revoked or ran out); no answer within `bound` is not that.
+async fn lease_is_gone(client: &mut etcd_client::Client, lease: i64, bound: Duration) -> bool {
+    matches!(
+        tokio::time::timeout(bound, client.lease_time_to_live(lease, None)).await,
+        Ok(Ok(answer)) if answer.ttl() <= 0
+    )
 }
 
 /// The live members of the cluster, by name.
