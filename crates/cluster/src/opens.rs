@@ -214,6 +214,15 @@ pub(crate) fn mark_of(value: &[u8]) -> Option<(String, Option<String>)> {
         .then_some((stored.node, stored.stream))
 }
 
+/// A put of `key` under the etcd `lease`, made only when `when` holds.
+fn put_when(lease: i64, when: Compare, key: String, value: impl Into<Vec<u8>>) -> Txn {
+    Txn::new().when([when]).and_then([TxnOp::put(
+        key,
+        value,
+        Some(PutOptions::new().with_lease(lease)),
+    )])
+}
+
 /// The open id at the end of a record key (`.../open/<16 hex>`).
 fn open_id(key: &str) -> Option<u64> {
     let (_, id) = key.rsplit_once("/open/")?;
@@ -397,13 +406,12 @@ impl EtcdOpens {
         let marked = serde_json::to_vec(&stored)
             .map_err(io::Error::other)
             .and_then(|value| {
-                let txn = Txn::new()
-                    .when([Compare::version(key.clone(), CompareOp::Greater, 0)])
-                    .and_then([TxnOp::put(
-                        key.clone(),
-                        value,
-                        Some(PutOptions::new().with_lease(self.lease)),
-                    )]);
+                let txn = put_when(
+                    self.lease,
+                    Compare::version(key.clone(), CompareOp::Greater, 0),
+                    key.clone(),
+                    value,
+                );
                 self.etcd.txn(txn)
             })
             .is_ok_and(|answer| answer.succeeded());
@@ -666,24 +674,22 @@ impl ClusterOpens for EtcdOpens {
             if record.unseen(Intent::default()) {
                 return Ok(());
             }
-            let txn = Txn::new()
-                .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(
-                    key,
-                    value,
-                    Some(PutOptions::new().with_lease(self.lease)),
-                )]);
+            let txn = put_when(
+                self.lease,
+                Compare::version(key.clone(), CompareOp::Equal, 0),
+                key,
+                value,
+            );
             self.etcd.txn(txn)?;
             self.unrecorded.lock().remove(&id);
             return Ok(());
         }
-        let txn = Txn::new()
-            .when([Compare::version(key.clone(), CompareOp::Greater, 0)])
-            .and_then([TxnOp::put(
-                key,
-                value,
-                Some(PutOptions::new().with_lease(self.lease)),
-            )]);
+        let txn = put_when(
+            self.lease,
+            Compare::version(key.clone(), CompareOp::Greater, 0),
+            key,
+            value,
+        );
         let answer = self.etcd.txn(txn)?;
         if answer.succeeded() {
             Ok(())
@@ -816,17 +822,12 @@ impl ClusterOpens for EtcdOpens {
             stored.v = FORMAT;
             stored.caching &= caching;
             let value = serde_json::to_vec(&stored).map_err(io::Error::other)?;
-            let txn = Txn::new()
-                .when([Compare::mod_revision(
-                    key.clone(),
-                    CompareOp::Equal,
-                    kv.mod_revision(),
-                )])
-                .and_then([TxnOp::put(
-                    key.clone(),
-                    value,
-                    Some(PutOptions::new().with_lease(self.lease)),
-                )]);
+            let txn = put_when(
+                self.lease,
+                Compare::mod_revision(key.clone(), CompareOp::Equal, kv.mod_revision()),
+                key.clone(),
+                value,
+            );
             if self.etcd.txn(txn)?.succeeded() {
                 return Ok(());
             }
@@ -869,13 +870,12 @@ impl Releases {
                 let Ok(value) = serde_json::to_vec(&Stored::of(&self.node, &record)) else {
                     return;
                 };
-                let txn = Txn::new()
-                    .when([Compare::version(key.clone(), CompareOp::Greater, 0)])
-                    .and_then([TxnOp::put(
-                        key,
-                        value,
-                        Some(PutOptions::new().with_lease(self.lease)),
-                    )]);
+                let txn = put_when(
+                    self.lease,
+                    Compare::version(key.clone(), CompareOp::Greater, 0),
+                    key,
+                    value,
+                );
                 tokio::spawn(async move {
                     if let Err(e) = client.txn(txn).await {
                         tracing::warn!("cluster: a released record keeps its mark: {e}");
