@@ -153,14 +153,7 @@ impl SocketSink {
         {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-            Err(_) => {
-                // The peer is gone: the reader sees it too and ends the connection.
-                outbox.closed = true;
-                drop(outbox);
-                self.wake.notify_one();
-                self.closing.notify_one();
-                return;
-            }
+            Err(_) => return self.peer_gone(outbox),
         };
         self.server.metrics().sent(written);
         while let Some(front) = outbox.queue.front_mut() {
@@ -180,6 +173,15 @@ impl SocketSink {
     }
 
     /// Ends the connection: nothing more is sent, and the socket closes both ways.
+    /// A send failed: the peer is gone. The reader sees it too and ends the connection; the
+    /// writer and whoever waits for the outbox to close are woken.
+    fn peer_gone(&self, mut outbox: parking_lot::MutexGuard<'_, Outbox>) {
+        outbox.closed = true;
+        drop(outbox);
+        self.wake.notify_one();
+        self.closing.notify_one();
+    }
+
     pub(crate) fn shut_down(&self) {
         self.outbox.lock().closed = true;
         self.wake.notify_one();
@@ -281,14 +283,7 @@ impl FrameSink for SocketSink {
                 }
                 Ok(n) => sent = n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => {
-                    // The peer is gone: the reader sees it too and ends the connection.
-                    outbox.closed = true;
-                    drop(outbox);
-                    self.wake.notify_one();
-                    self.closing.notify_one();
-                    return;
-                }
+                Err(_) => return self.peer_gone(outbox),
             }
         }
         outbox.queue.push_back(Pending { frame, sent });
