@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use etcd::EtcdCluster;
 use parking_lot::Mutex;
-use smb3d_cluster::{AddressHost, Etcd, Membership, NodeInfo, PublicAddresses, holders};
+use smb3d_cluster::{AddressHost, Etcd, Membership, PublicAddresses, holders};
 
 /// Which node has each address up, as the hosts would see it, and every moment where an
 /// address came up while another node had it up.
@@ -83,14 +83,7 @@ fn addresses() -> Vec<IpAddr> {
 
 fn node(etcd: &EtcdCluster, name: &str, hosts: &Arc<Hosts>) -> Node {
     let cluster = Arc::new(Etcd::connect(&etcd.endpoints, "/addr/").unwrap());
-    let info = NodeInfo {
-        name: name.to_owned(),
-        addresses: Vec::new(),
-        max_dialect: "3.1.1".into(),
-        pid: std::process::id(),
-        started: 0,
-        alive: None,
-    };
+    let info = etcd::node_info(name);
     let deadline = Instant::now() + TTL * 3;
     let membership = loop {
         match Membership::join(cluster.clone(), &info, TTL) {

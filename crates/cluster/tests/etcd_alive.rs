@@ -28,12 +28,8 @@ fn connect(etcd: &EtcdCluster, prefix: &str) -> Arc<Etcd> {
 /// Joins as `name` naming `alive` as its endpoint.
 fn join(cluster: &Arc<Etcd>, name: &str, alive: Option<String>) -> Membership {
     let info = NodeInfo {
-        name: name.to_owned(),
-        addresses: Vec::new(),
-        max_dialect: "3.1.1".into(),
-        pid: std::process::id(),
-        started: 0,
         alive,
+        ..etcd::node_info(name)
     };
     Membership::join(cluster.clone(), &info, TTL).unwrap()
 }

@@ -27,12 +27,8 @@ fn parse(dialect: &str) -> Option<u16> {
 fn join(etcd: &EtcdCluster, prefix: &str, name: &str, dialect: &str) -> (Arc<Etcd>, Membership) {
     let cluster = Arc::new(Etcd::connect(&etcd.endpoints, prefix).unwrap());
     let info = NodeInfo {
-        name: name.to_owned(),
-        addresses: Vec::new(),
         max_dialect: dialect.to_owned(),
-        pid: std::process::id(),
-        started: 0,
-        alive: None,
+        ..etcd::node_info(name)
     };
     let membership = Membership::join(cluster.clone(), &info, TTL).unwrap();
     (cluster, membership)

@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use etcd::EtcdCluster;
-use smb3d_cluster::{Etcd, EtcdLocks, Membership, NodeInfo};
+use smb3d_cluster::{Etcd, EtcdLocks, Membership};
 use smb3d_state::{ByteRange, ClusterLocks, LockError};
 
 struct Node {
@@ -17,14 +17,7 @@ struct Node {
 
 fn node(etcd: &EtcdCluster, prefix: &str, name: &str, ttl: Duration) -> Node {
     let cluster = Arc::new(Etcd::connect(&etcd.endpoints, prefix).unwrap());
-    let info = NodeInfo {
-        name: name.to_owned(),
-        addresses: Vec::new(),
-        max_dialect: "3.1.1".into(),
-        pid: std::process::id(),
-        started: 0,
-        alive: None,
-    };
+    let info = etcd::node_info(name);
     let membership = Membership::join(cluster.clone(), &info, ttl).unwrap();
     Node {
         locks: EtcdLocks::new(cluster, name, &membership).unwrap(),

@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use etcd::EtcdCluster;
-use smb3d_cluster::{Etcd, EtcdNotify, Membership, NodeInfo};
+use smb3d_cluster::{Etcd, EtcdNotify, Membership};
 use smb3d_state::{ClusterNotify, DirChange, DirEvent, MAX_EVENT_TEXT};
 
 struct Node {
@@ -22,14 +22,7 @@ struct Node {
 
 fn node(etcd: &EtcdCluster, prefix: &str, name: &str) -> Node {
     let cluster = Arc::new(Etcd::connect(&etcd.endpoints, prefix).unwrap());
-    let info = NodeInfo {
-        name: name.to_owned(),
-        addresses: Vec::new(),
-        max_dialect: "3.1.1".into(),
-        pid: std::process::id(),
-        started: 0,
-        alive: None,
-    };
+    let info = etcd::node_info(name);
     let membership = Membership::join(cluster.clone(), &info, Duration::from_secs(2)).unwrap();
     let notify = EtcdNotify::new(cluster.clone(), name, &membership);
     let (send, events) = channel();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd::EtcdCluster;
-use smb3d_cluster::{Etcd, EtcdLocks, EtcdOpens, Membership, NodeInfo};
+use smb3d_cluster::{Etcd, EtcdLocks, EtcdOpens, Membership};
 use smb3d_state::{
     ByteRange, ClusterLocks, ClusterOpens, Intent, LockError, OpenError, OpenRecord, Refusal,
 };
@@ -30,14 +30,7 @@ struct Node {
 
 fn node(etcd: &EtcdCluster, prefix: &str, name: &str) -> Node {
     let cluster = Arc::new(Etcd::connect(&etcd.endpoints, prefix).unwrap());
-    let info = NodeInfo {
-        name: name.to_owned(),
-        addresses: Vec::new(),
-        max_dialect: "3.1.1".into(),
-        pid: std::process::id(),
-        started: 0,
-        alive: None,
-    };
+    let info = etcd::node_info(name);
     let membership = Membership::join(cluster.clone(), &info, Duration::from_secs(2)).unwrap();
     Node {
         opens: EtcdOpens::new(cluster.clone(), name, &membership),

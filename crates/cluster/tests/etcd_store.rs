@@ -163,12 +163,8 @@ fn records_over_etcd_s_limit_are_refused_before_reaching_it() {
 
 fn node(name: &str) -> NodeInfo {
     NodeInfo {
-        name: name.to_owned(),
         addresses: vec!["127.0.0.21".to_owned()],
-        max_dialect: "3.1.1".to_owned(),
-        pid: std::process::id(),
-        started: 0,
-        alive: None,
+        ..etcd::node_info(name)
     }
 }
 
@@ -252,14 +248,7 @@ fn a_node_learns_that_its_lease_was_revoked() {
 }
 
 fn member(etcd: &Arc<Etcd>, name: &str) -> smb3d_cluster::Membership {
-    let info = smb3d_cluster::NodeInfo {
-        name: name.to_owned(),
-        addresses: Vec::new(),
-        max_dialect: "3.1.1".into(),
-        pid: std::process::id(),
-        started: 0,
-        alive: None,
-    };
+    let info = etcd::node_info(name);
     smb3d_cluster::Membership::join(etcd.clone(), &info, Duration::from_secs(1)).unwrap()
 }
 

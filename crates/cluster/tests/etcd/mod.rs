@@ -9,6 +9,19 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A test node's membership record: its name, this process's pid, SMB 3.1.1, no public
+/// address and no liveness endpoint; tests change what they are about.
+pub fn node_info(name: &str) -> smb3d_cluster::NodeInfo {
+    smb3d_cluster::NodeInfo {
+        name: name.to_owned(),
+        addresses: Vec::new(),
+        max_dialect: "3.1.1".into(),
+        pid: std::process::id(),
+        started: 0,
+        alive: None,
+    }
+}
+
 pub const ETCD: &str = "/usr/bin/etcd";
 
 pub struct EtcdCluster {
