@@ -200,6 +200,23 @@ fn echo_body() -> Vec<u8> {
     vec![4, 0, 0, 0]
 }
 
+/// Sends `count` ECHOs in one write and checks that each is answered.
+fn echoes_in_one_write_are_all_answered(client: &mut Client, count: usize) {
+    let mut together = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..count {
+        let (id, frame) = client.frame(Command::ECHO, &echo_body(), 0);
+        ids.push(id);
+        together.extend_from_slice(&frame);
+    }
+    client.stream.write_all(&together).unwrap();
+    let mut answered: Vec<u64> = (0..count)
+        .map(|_| client.receive().header.message_id)
+        .collect();
+    answered.sort_unstable();
+    assert_eq!(answered, ids);
+}
+
 #[test]
 fn requests_together_in_one_segment_and_byte_by_byte() {
     let running = start();
@@ -209,19 +226,7 @@ fn requests_together_in_one_segment_and_byte_by_byte() {
         &seeds::negotiate_body(&[Dialect::SMB2_1]),
     );
     // Twenty ECHOs in one write: the reader cuts them out of one receive.
-    let mut together = Vec::new();
-    let mut ids = Vec::new();
-    for _ in 0..20 {
-        let (id, frame) = client.frame(Command::ECHO, &echo_body(), 0);
-        ids.push(id);
-        together.extend_from_slice(&frame);
-    }
-    client.stream.write_all(&together).unwrap();
-    let mut answered: Vec<u64> = (0..20)
-        .map(|_| client.receive().header.message_id)
-        .collect();
-    answered.sort_unstable();
-    assert_eq!(answered, ids);
+    echoes_in_one_write_are_all_answered(&mut client, 20);
 
     // One ECHO a byte at a time, the prefix split too.
     client.stream.set_nodelay(true).unwrap();
@@ -253,19 +258,7 @@ fn a_burst_beyond_the_inflight_budget_is_answered() {
         Command::NEGOTIATE,
         &seeds::negotiate_body(&[Dialect::SMB2_1]),
     );
-    let mut together = Vec::new();
-    let mut ids = Vec::new();
-    for _ in 0..20 {
-        let (id, frame) = client.frame(Command::ECHO, &echo_body(), 0);
-        ids.push(id);
-        together.extend_from_slice(&frame);
-    }
-    client.stream.write_all(&together).unwrap();
-    let mut answered: Vec<u64> = (0..20)
-        .map(|_| client.receive().header.message_id)
-        .collect();
-    answered.sort_unstable();
-    assert_eq!(answered, ids);
+    echoes_in_one_write_are_all_answered(&mut client, 20);
 }
 
 #[test]
