@@ -77,10 +77,7 @@ class Smb3d:
         keeps its owner (an unprivileged server must still read it)."""
         db = self.config.parent / "users"
         owner = os.stat(db)
-        password = "pw-" + secrets.token_hex(8)
-        r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", name, "--uid", str(uid), "--password-stdin"],
-                           input=password + "\n", text=True, capture_output=True)
-        assert r.returncode == 0, r.stderr
+        password = add_db_user(db, name, uid)
         os.chown(db, owner.st_uid, owner.st_gid)
         return password
 
@@ -124,6 +121,16 @@ def system_account(name):
         return pwd.getpwnam(name).pw_uid
 
 
+def add_db_user(db, name, uid):
+    """Adds the user `name` acting as `uid` to the user database `db` (made if absent);
+    returns its password."""
+    password = "pw-" + secrets.token_hex(8)
+    r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", name, "--uid", str(uid), "--password-stdin"],
+                       input=password + "\n", text=True, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    return password
+
+
 def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto", service_account=None):
     """Starts smb3d serving `shares` (default: `share` on tmp/share) for the user `tester`, as
     root, or with `service_account` as that system account (unprivileged; the shares, the
@@ -131,11 +138,9 @@ def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto", service
     share_dir = tmp / "share"
     share_dir.mkdir(parents=True, exist_ok=True)
     uid = interop_uid()
-    user, password = "tester", "pw-" + secrets.token_hex(8)
+    user = "tester"
     db = tmp / "users"
-    r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", user, "--uid", str(uid), "--password-stdin"],
-                       input=password + "\n", text=True, capture_output=True)
-    assert r.returncode == 0, r.stderr
+    password = add_db_user(db, user, uid)
     port = free_port()
     config = tmp / "smb3d.toml"
     share_blocks = shares or {"share": {"path": str(share_dir)}}

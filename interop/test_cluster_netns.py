@@ -37,7 +37,7 @@ from smbprotocol.open import CreateDisposition
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from conftest import BINARY, end_process, interop_uid
+from conftest import add_db_user, BINARY, end_process, interop_uid
 from etcd import ETCD
 from test_persistent import create, durable_v2_flags, persistent_reconnect, persistent_request
 
@@ -123,11 +123,8 @@ def cluster(tmp_path, namespaces):
     shared.mkdir()
     uid = interop_uid()
     os.chown(shared, uid, os.getgid())
-    password = "pw-" + uuid.uuid4().hex[:16]
     db = tmp_path / "users"
-    r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", USER, "--uid", str(uid), "--password-stdin"],
-                       input=password + "\n", text=True, capture_output=True)
-    assert r.returncode == 0, r.stderr
+    password = add_db_user(db, USER, uid)
     procs = []
     with inside(namespaces["hub"]):
         try:

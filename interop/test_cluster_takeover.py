@@ -26,7 +26,7 @@ from smbprotocol.open import CreateDisposition
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from conftest import BINARY, end_process, free_port, interop_uid
+from conftest import add_db_user, BINARY, end_process, free_port, interop_uid
 from etcd import EtcdCluster
 from test_cluster_opens import READ_WRITE, STATUS_SHARING_VIOLATION, open_file
 from test_persistent import (STATUS_LOCK_NOT_GRANTED, create, durable_v2_flags, lock_element,
@@ -89,11 +89,8 @@ def run_cluster(tmp_path, share_options, node_ttl=NODE_TTL):
     shared.mkdir()
     uid = interop_uid()
     os.chown(shared, uid, os.getgid())
-    password = "pw-" + uuid.uuid4().hex[:16]
     db = tmp_path / "users"
-    r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", USER, "--uid", str(uid), "--password-stdin"],
-                       input=password + "\n", text=True, capture_output=True)
-    assert r.returncode == 0, r.stderr
+    password = add_db_user(db, USER, uid)
     with EtcdCluster(tmp_path / "etcd") as etcd:
         nodes = []
         try:

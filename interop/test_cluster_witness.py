@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from conftest import BINARY, end_process, free_port, interop_uid
+from conftest import add_db_user, BINARY, end_process, free_port, interop_uid
 from etcd import EtcdCluster
 from test_cluster_takeover import Node, holders, wait_for
 
@@ -35,11 +35,8 @@ def cluster(tmp_path):
     witness_port = free_port()
     shared = tmp_path / "shared"
     shared.mkdir()
-    password = "pw-" + uuid.uuid4().hex[:16]
     db = tmp_path / "users"
-    r = subprocess.run([str(BINARY), "user", "--db", str(db), "add", USER, "--uid", str(interop_uid()),
-                        "--password-stdin"], input=password + "\n", text=True, capture_output=True)
-    assert r.returncode == 0, r.stderr
+    password = add_db_user(db, USER, interop_uid())
     with EtcdCluster(tmp_path / "etcd") as etcd:
         nodes = []
         try:
