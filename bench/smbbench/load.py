@@ -8,6 +8,7 @@ import json
 import subprocess
 
 from .clients import ClientError, tail
+from .floor import floor_workloads
 from .servers import SHARE, USER
 from .workloads import GIB, MIB, Sample, Workload
 
@@ -66,6 +67,7 @@ class Load(Workload):
             "p99_us": report["latency_us"]["p99"],
             "p50_us": report["latency_us"]["p50"],
             "tool_cores_per_10k": report.get("client_cores_per_10k_ops"),
+            "tool_cpu_per_gib": report.get("client_cpu_s_per_gib") if self.throughput else None,
             "mismatches": report.get("status_mismatches"),
             "entries_per_s": report.get("entries_per_s"),
         }
@@ -100,7 +102,9 @@ class Nbench(Load):
 
 
 def load_workloads(sizes):
-    """Issue 21's rows, in the order they run."""
+    """Issue 21's rows, in the order they run; each 1 MiB row is followed by the machine's floor
+    under it, so that both see the same moment of a shared machine."""
+    floors = floor_workloads(sizes)
     rows = [
         Load(sizes, "load-echo", "ECHO", "echo", 4, 16),
         Load(sizes, "load-open-close", "open+close of one path", "open-close", 16, 1),
@@ -109,8 +113,9 @@ def load_workloads(sizes):
     ]
     for protection, label in (("plain", "plain"), ("sign", "signed (AES-GMAC)"), ("encrypt", "encrypted (AES-128-GCM)")):
         for op in ("read", "write"):
-            rows.append(Load(sizes, "load-%s-1m-%s" % (op, protection), "1 MiB %s %s" % (op, label), "%s-1m" % op,
-                             2, 8, protection))
+            name = "load-%s-1m-%s" % (op, protection)
+            rows.append(Load(sizes, name, "1 MiB %s %s" % (op, label), "%s-1m" % op, 2, 8, protection))
+            rows += floors.get(name, [])
     rows.append(Load(sizes, "load-querydir", "listing of %d entries" % sizes.load_entries, "querydir", 1, 1,
                      args=("--entries", str(sizes.load_entries))))
     memory = (("rss_kib_per_conn", "server RSS growth per connection", "KiB/conn", False),

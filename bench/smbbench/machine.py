@@ -11,7 +11,9 @@ from .servers import free_port
 
 
 def loopback_tcp(seconds):
-    """Single-stream TCP over loopback with iperf3, in bytes/s received."""
+    """Single-stream TCP over loopback with iperf3: (bytes/s received, the sending iperf3's CPU
+    seconds per GiB sent). iperf3 sends from a buffer with write(), so its CPU per GiB is a copy
+    into the socket plus the TCP transmit and, on loopback, the receive that runs in it."""
     port = free_port()
     server = subprocess.Popen(["iperf3", "--server", "--bind", "127.0.0.1", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -21,7 +23,10 @@ def loopback_tcp(seconds):
             r = subprocess.run(["iperf3", "--client", "127.0.0.1", "--port", str(port), "--time", str(seconds), "--json"],
                                capture_output=True, text=True, timeout=seconds + 30)
             try:
-                return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 8
+                end = json.loads(r.stdout)["end"]
+                sent = end["sum_sent"]
+                cpu = end["cpu_utilization_percent"]["host_total"] / 100 * sent["seconds"]
+                return end["sum_received"]["bits_per_second"] / 8, cpu / (sent["bytes"] / (1 << 30))
             except (ValueError, KeyError):
                 # Most likely the server did not listen yet.
                 if time.monotonic() > deadline:

@@ -69,9 +69,10 @@ class Context:
     """What workloads share: sizes, the scratch directory outside the shares, and the account
     that owns the share contents."""
 
-    def __init__(self, sizes: Sizes, scratch: Path, uid: int, gid: int, smbload=None):
+    def __init__(self, sizes: Sizes, scratch: Path, uid: int, gid: int, smbload=None, smbfloor=None):
         self.sizes = sizes
         self.smbload = smbload
+        self.smbfloor = smbfloor
         self.scratch = scratch
         self.uid = uid
         self.gid = gid
@@ -132,6 +133,8 @@ class Workload(abc.ABC):
     fresh_server = False
     # (extras key, title, unit, higher_is_better) for further rows taken from the same samples.
     extra_rows = ()
+    # A row of the machine's (smbfloor), sampled once per run rather than once per server.
+    machine = False
 
     def prepare(self, ctx: Context, server):
         """Untimed setup on server's share."""
