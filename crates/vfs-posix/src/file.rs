@@ -512,10 +512,14 @@ impl VfsFile for PosixFile {
                     &self.fd,
                     Some(&mut position),
                     rest,
-                    SpliceFlags::MOVE,
+                    // Never waits for the pipe: all its bytes are there (the transport keeps
+                    // its write end open to reuse it).
+                    SpliceFlags::MOVE | SpliceFlags::NONBLOCK,
                 ) {
                     // The pipe ran dry before its promised length.
-                    Ok(0) => return Err(VfsError::Io(Errno::IO.raw_os_error())),
+                    Ok(0) | Err(Errno::AGAIN) => {
+                        return Err(VfsError::Io(Errno::IO.raw_os_error()));
+                    }
                     Ok(_) | Err(Errno::INTR) => {}
                     Err(error) => return Err(map_errno(error)),
                 }

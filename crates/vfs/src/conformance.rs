@@ -464,7 +464,7 @@ fn piped(data: &[u8]) -> PipedData {
         let (reader, mut writer) = std::io::pipe().unwrap();
         writer.write_all(part).unwrap();
         drop(writer);
-        piped.push(reader.into(), part.len());
+        piped.push(std::os::fd::OwnedFd::from(reader), part.len());
     }
     piped
 }
@@ -488,7 +488,7 @@ pub fn write_piped(vfs: &dyn Vfs) {
     let mut short = piped(b"12345");
     let (reader, writer) = std::io::pipe().unwrap();
     drop(writer);
-    short.push(reader.into(), 10);
+    short.push(std::os::fd::OwnedFd::from(reader), 10);
     assert!(file.write_piped(&mut short, 0).is_err());
     let read_only = open_file(vfs, "f", Access::Read);
     assert_eq!(
