@@ -448,6 +448,13 @@ pub fn try_read_append(vfs: &dyn Vfs) {
         }
         assert_eq!(&buf[..4], b"head");
     }
+    // A spare capacity larger than asked for is not filled.
+    let mut roomy = Vec::with_capacity(20_000);
+    roomy.extend_from_slice(b"head");
+    if let Some(read) = file.try_read_append(&mut roomy, 10, 0) {
+        assert_eq!(read.unwrap(), 10);
+        assert_eq!(&roomy[4..], &data[..10]);
+    }
     let write_only = open_file(vfs, "f", Access::Write);
     let mut buf = Vec::new();
     if let Some(read) = write_only.try_read_append(&mut buf, 10, 0) {
