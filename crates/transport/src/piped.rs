@@ -10,11 +10,12 @@
 //! would take too many, the payload is received into memory as any other frame.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::BytesMut;
+use parking_lot::Mutex;
 use rustix::pipe::{PipeFlags, SpliceFlags};
 use smb3d_vfs::PipedData;
 use tokio::io::Interest;
@@ -59,6 +60,82 @@ impl Drop for PipePlace {
 }
 /// Pipes a payload may take beyond one per [`PIPE_SIZE`] bytes, for pipes that filled early.
 const SPARE_PIPES: usize = 8;
+/// Emptied pipes a connection keeps for its next WRITEs (each keeps its place in the budget):
+/// enough for the payloads of a client's usual WRITEs in flight, of 1 MiB or a few.
+const PIPES_KEPT: usize = 16;
+
+/// A pipe, both ends open, and its place in the budget.
+struct Pipe {
+    _place: PipePlace,
+    read_end: OwnedFd,
+    write_end: OwnedFd,
+    capacity: usize,
+}
+
+impl Pipe {
+    fn new(budget: &Arc<PipeBudget>, wanted: usize) -> Option<Self> {
+        let place = budget.take()?;
+        let (read_end, write_end) =
+            rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).ok()?;
+        let capacity = rustix::pipe::fcntl_setpipe_size(&write_end, wanted.min(PIPE_SIZE)).ok()?;
+        Some(Self {
+            _place: place,
+            read_end,
+            write_end,
+            capacity,
+        })
+    }
+
+    /// Whether nothing is left in the pipe. A pipe whose bytes were not all taken out (a
+    /// WRITE that failed part-way) must never carry them into another WRITE's data.
+    fn is_drained(&self) -> bool {
+        rustix::io::ioctl_fionread(&self.read_end).is_ok_and(|left| left == 0)
+    }
+}
+
+/// A connection's emptied pipes: making a pipe, sizing it and closing it cost three system
+/// calls and the pipe's allocation per WRITE.
+#[derive(Default)]
+pub(crate) struct PipePool {
+    kept: Mutex<Vec<Arc<Pipe>>>,
+}
+
+impl PipePool {
+    /// A kept pipe or, if none, a new one of the capacity `wanted` asks.
+    fn take(&self, budget: &Arc<PipeBudget>, wanted: usize) -> Option<Arc<Pipe>> {
+        let kept = self.kept.lock().pop();
+        kept.or_else(|| Pipe::new(budget, wanted).map(Arc::new))
+    }
+
+    /// Keeps `pipe` if it is empty and there is room; closes it otherwise.
+    fn give_back(&self, pipe: Arc<Pipe>) {
+        if pipe.is_drained() {
+            let mut kept = self.kept.lock();
+            if kept.len() < PIPES_KEPT {
+                kept.push(pipe);
+            }
+        }
+    }
+}
+
+/// A pipe lent to a WRITE's data: given back to its connection's pool when the data is done
+/// with, if it was drained. Only the lender and the pool hold the pipe.
+struct Lent {
+    pipe: Arc<Pipe>,
+    pool: Arc<PipePool>,
+}
+
+impl AsFd for Lent {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.pipe.read_end.as_fd()
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.pool.give_back(self.pipe.clone());
+    }
+}
 
 /// What one `splice` did.
 enum Spliced {
@@ -77,24 +154,20 @@ pub(crate) enum Received {
 
 /// The pipe being filled.
 struct Filling {
-    place: PipePlace,
-    read_end: OwnedFd,
-    write_end: OwnedFd,
+    pipe: Arc<Pipe>,
+    pool: Arc<PipePool>,
+    /// What the pipe is taken to hold: less than its capacity once it filled by its pages.
     capacity: usize,
     held: usize,
 }
 
 impl Filling {
-    fn new(budget: &Arc<PipeBudget>, wanted: usize) -> Option<Self> {
-        let place = budget.take()?;
-        let (read_end, write_end) =
-            rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).ok()?;
-        let capacity = rustix::pipe::fcntl_setpipe_size(&write_end, wanted.min(PIPE_SIZE)).ok()?;
+    fn new(pool: &Arc<PipePool>, budget: &Arc<PipeBudget>, wanted: usize) -> Option<Self> {
+        let pipe = pool.take(budget, wanted)?;
         Some(Self {
-            place,
-            read_end,
-            write_end,
-            capacity,
+            capacity: pipe.capacity,
+            pipe,
+            pool: pool.clone(),
             held: 0,
         })
     }
@@ -110,7 +183,7 @@ impl Filling {
         let spliced = rustix::pipe::splice(
             socket,
             None,
-            &self.write_end,
+            &self.pipe.write_end,
             None,
             max.min(self.room()),
             SpliceFlags::MOVE | SpliceFlags::NONBLOCK,
@@ -126,11 +199,13 @@ impl Filling {
         }
     }
 
-    /// Closes the write end and adds the pipe to `data`.
+    /// Lends the pipe to `data`; the pool gets it back once `data` is done with it.
     fn close_into(self, data: &mut PipedData) {
-        drop(self.write_end);
-        data.push(self.read_end, self.held);
-        data.hold(Box::new(self.place));
+        let lent = Lent {
+            pipe: self.pipe,
+            pool: self.pool,
+        };
+        data.push(lent, self.held);
     }
 }
 
@@ -140,6 +215,7 @@ pub(crate) async fn receive(
     reader: &mut OwnedReadHalf,
     buffer: &mut BytesMut,
     len: usize,
+    pool: &Arc<PipePool>,
     budget: &Arc<PipeBudget>,
 ) -> io::Result<Received> {
     let mut data = PipedData::new();
@@ -155,7 +231,7 @@ pub(crate) async fn receive(
                     full.close_into(&mut data);
                 }
                 let next = (pipes_left > 0)
-                    .then(|| Filling::new(budget, len - moved))
+                    .then(|| Filling::new(pool, budget, len - moved))
                     .flatten();
                 match next {
                     Some(pipe) => {
@@ -169,7 +245,7 @@ pub(crate) async fn receive(
         let pipe = filling.insert(pipe);
         if !buffer.is_empty() {
             let take = buffer.len().min(pipe.room());
-            match rustix::io::write(&pipe.write_end, buffer.get(..take).unwrap_or_default()) {
+            match rustix::io::write(&pipe.pipe.write_end, buffer.get(..take).unwrap_or_default()) {
                 Ok(n) => {
                     let _ = buffer.split_to(n);
                     pipe.held += n;
@@ -221,15 +297,76 @@ mod tests {
     #[test]
     fn pipes_beyond_the_budget_are_refused_until_one_is_done() {
         let budget = PipeBudget::new(2);
-        let first = Filling::new(&budget, 1000).unwrap();
-        let second = Filling::new(&budget, 1000).unwrap();
-        assert!(Filling::new(&budget, 1000).is_none());
+        let pool = Arc::new(PipePool::default());
+        let first = Filling::new(&pool, &budget, 1000).unwrap();
+        let second = Filling::new(&pool, &budget, 1000).unwrap();
+        assert!(Filling::new(&pool, &budget, 1000).is_none());
         let mut data = PipedData::new();
         first.close_into(&mut data);
-        assert!(Filling::new(&budget, 1000).is_none(), "held with its data");
+        assert!(
+            Filling::new(&pool, &budget, 1000).is_none(),
+            "held with its data"
+        );
         drop(data);
-        let third = Filling::new(&budget, 1000).unwrap();
+        // The drained pipe went back to the pool with its place.
+        let third = Filling::new(&pool, &budget, 1000).unwrap();
         drop((second, third));
         assert_eq!(budget.left.load(Ordering::Acquire), 2);
+    }
+
+    /// `bytes` written into a pipe of `pool`, lent to a payload.
+    fn lent(pool: &Arc<PipePool>, budget: &Arc<PipeBudget>, bytes: &[u8]) -> PipedData {
+        let mut filling = Filling::new(pool, budget, 64 * 1024).unwrap();
+        assert_eq!(
+            rustix::io::write(&filling.pipe.write_end, bytes),
+            Ok(bytes.len())
+        );
+        filling.held = bytes.len();
+        let mut data = PipedData::new();
+        filling.close_into(&mut data);
+        data
+    }
+
+    #[test]
+    fn only_drained_pipes_are_kept_for_the_next_payload() {
+        let budget = PipeBudget::new(8);
+        let pool = Arc::new(PipePool::default());
+        // Drained: kept, and the next payload gets the same pipe, empty.
+        let mut data = lent(&pool, &budget, b"first");
+        let mut read = Vec::new();
+        data.read_into(&mut read).unwrap();
+        drop(data);
+        assert_eq!(pool.kept.lock().len(), 1);
+        let mut data = lent(&pool, &budget, b"second");
+        assert_eq!(pool.kept.lock().len(), 0, "taken from the pool");
+        let mut read = Vec::new();
+        data.read_into(&mut read).unwrap();
+        assert_eq!(read, b"second");
+        drop(data);
+        // Half drained (a WRITE that failed part-way) or not drained at all: closed, its
+        // place given back.
+        for taken in [3, 0] {
+            let data = lent(&pool, &budget, b"failed");
+            let (fd, _) = data.pipes().next().unwrap();
+            let mut part = vec![0; taken];
+            assert_eq!(rustix::io::read(fd, &mut part), Ok(taken));
+            drop(data);
+            assert_eq!(pool.kept.lock().len(), 0, "{taken}");
+            assert_eq!(budget.left.load(Ordering::Acquire), 8, "{taken}");
+        }
+    }
+
+    #[test]
+    fn a_connection_keeps_a_bounded_number_of_pipes() {
+        let budget = PipeBudget::new(2 * PIPES_KEPT);
+        let pool = Arc::new(PipePool::default());
+        let payloads: Vec<_> = (0..PIPES_KEPT + 3)
+            .map(|_| lent(&pool, &budget, b""))
+            .collect();
+        drop(payloads);
+        assert_eq!(pool.kept.lock().len(), PIPES_KEPT);
+        assert_eq!(budget.left.load(Ordering::Acquire), PIPES_KEPT);
+        drop(pool);
+        assert_eq!(budget.left.load(Ordering::Acquire), 2 * PIPES_KEPT);
     }
 }

@@ -27,7 +27,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::time::{Instant, Sleep};
 
-use crate::piped::{self, PipeBudget, Received};
+use crate::piped::{self, PipeBudget, PipePool, Received};
 use crate::writer::SocketSink;
 
 /// What one `recv` asks for when frames are cut from the buffer: room for a burst of small
@@ -45,6 +45,7 @@ pub(crate) async fn read_frames(
     pipes: &Arc<PipeBudget>,
     sink: &SocketSink,
 ) -> io::Result<()> {
+    let kept_pipes = Arc::new(PipePool::default());
     let frame_timeout = enabled(server.limits().frame_timeout);
     let mut buffer = BytesMut::new();
     let mut timer = Timer::default();
@@ -85,7 +86,7 @@ pub(crate) async fn read_frames(
             if piped_write::may_pipe(&buffer, len) {
                 let head = buffer.split_to(piped_write::HEAD_LEN).to_vec();
                 let data_len = len - head.len();
-                let receive = piped::receive(reader, &mut buffer, data_len, pipes);
+                let receive = piped::receive(reader, &mut buffer, data_len, &kept_pipes, pipes);
                 let received = uncorked(sink, within(frame_timeout, server, conn, receive)).await?;
                 match received {
                     Received::Piped(data) => {

@@ -15,6 +15,7 @@ use smb3d_server::share::Share;
 use smb3d_server::{Limits, Server, Settings};
 use smb3d_smb2::Command;
 use smb3d_smb2::create::{CreateDisposition, CreateOptions, CreateResponse};
+use smb3d_smb2::file_id::FileId;
 use smb3d_smb2::negotiate::Dialect;
 use smb3d_smb2::read::ReadResponse;
 use smb3d_smb2::session_setup::SessionSetupResponse;
@@ -23,7 +24,7 @@ use smb3d_testkit::ntlm::{Logon, NtlmClient};
 use smb3d_testkit::packet::{self, Response};
 use smb3d_testkit::seeds;
 use smb3d_transport::TransportConfig;
-use smb3d_vfs::MemoryVfs;
+use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, MemoryVfs, Vfs, VfsError};
 
 struct Users;
 
@@ -51,6 +52,10 @@ fn start() -> Running {
 }
 
 fn start_with(limits: Limits) -> Running {
+    start_on(limits, Arc::new(MemoryVfs::new()))
+}
+
+fn start_on(limits: Limits, vfs: Arc<dyn Vfs>) -> Running {
     let settings = Settings {
         limits,
         ..Settings::default()
@@ -61,10 +66,7 @@ fn start_with(limits: Limits) -> Running {
         dns_domain: String::new(),
         dns_name: "transport".into(),
     };
-    let shares = vec![
-        Share::ipc(),
-        Share::disk("share", Arc::new(MemoryVfs::new())),
-    ];
+    let shares = vec![Share::ipc(), Share::disk("share", vfs)];
     let server = Server::new(
         settings,
         identity,
@@ -147,6 +149,21 @@ impl Client {
         let (_, frame) = self.frame(command, body, 0);
         self.stream.write_all(&frame).unwrap();
         self.receive()
+    }
+
+    /// Opens (creating or truncating) `name` for reading and writing.
+    fn create(&mut self, name: &str) -> FileId {
+        let created = self.call(
+            Command::CREATE,
+            &seeds::create_body(
+                name,
+                AccessMask::GENERIC_READ | AccessMask::GENERIC_WRITE,
+                CreateDisposition::OVERWRITE_IF,
+                CreateOptions::NON_DIRECTORY_FILE,
+            ),
+        );
+        assert_eq!(created.status(), NtStatus::SUCCESS, "{name}");
+        CreateResponse::decode(&created.pdu).unwrap().file_id
     }
 
     /// NEGOTIATE 2.1 (so that nothing needs signing), log on and connect to the share.
@@ -360,5 +377,106 @@ fn large_writes_through_pipes_whole_and_in_tiny_segments() {
         let response = client.receive();
         let read = ReadResponse::decode(&response.pdu).unwrap();
         assert!(read.data == &data[offset..offset + 1024 * 1024], "{offset}");
+    }
+}
+
+/// A pipe a WRITE's data waited in is reused for the connection's next WRITEs only once it is
+/// empty: a WRITE that fails before its data is all taken out of its pipes (here the file
+/// system refuses it) must not leave bytes in a pipe that the next WRITE's data follows.
+#[test]
+fn a_failed_piped_write_leaves_nothing_for_the_next() {
+    let plan = Arc::new(FaultPlan::new(vec![FaultRule {
+        ops: vec![FaultOp::Write],
+        path: Some("full.bin".into()),
+        error: Some(VfsError::NoSpace),
+        ..FaultRule::default()
+    }]));
+    let vfs = FaultVfs::new(Arc::new(MemoryVfs::new()), plan);
+    let running = start_on(
+        Limits {
+            logon_failure_delay: Duration::ZERO,
+            ..Limits::default()
+        },
+        Arc::new(vfs),
+    );
+    let mut client = Client::connect(running.addr);
+    client.log_on();
+    let full = client.create("full.bin");
+    let fine = client.create("fine.bin");
+    // 200 KiB fill most of a 256 KiB pipe, 1 MiB more would start in the same pipe.
+    for (file_id, len, byte, status) in [
+        (full, 200 * 1024, 0xEE, NtStatus::DISK_FULL),
+        (fine, 1024 * 1024, 0x11, NtStatus::SUCCESS),
+        (full, 300 * 1024, 0xDD, NtStatus::DISK_FULL),
+        (fine, 200 * 1024, 0x22, NtStatus::SUCCESS),
+    ] {
+        let mut body = seeds::write_body(0, &vec![byte; len]);
+        assert!(packet::patch_file_id(Command::WRITE, &mut body, file_id));
+        let (_, frame) = client.frame(Command::WRITE, &body, len);
+        client.stream.write_all(&frame).unwrap();
+        assert_eq!(client.receive().status(), status, "{byte:#x}");
+        if status == NtStatus::SUCCESS {
+            let mut body = seeds::read_body(0, 1024 * 1024);
+            assert!(packet::patch_file_id(Command::READ, &mut body, file_id));
+            let (_, frame) = client.frame(Command::READ, &body, 1024 * 1024);
+            client.stream.write_all(&frame).unwrap();
+            let response = client.receive();
+            let read = ReadResponse::decode(&response.pdu).unwrap();
+            let mut expected = vec![0x11; 1024 * 1024];
+            expected[..len].fill(byte);
+            assert!(read.data == expected, "{byte:#x}");
+        }
+    }
+}
+
+/// Long WRITEs run inline on the workers, but never on all of them at once: WRITEs that wait
+/// on a stalled disk (here 2 s each, on four files at once) leave a worker that serves the
+/// other connections.
+#[test]
+fn writes_stalled_on_the_disk_leave_a_worker_for_the_rest() {
+    let stall = Duration::from_secs(2);
+    let plan = Arc::new(FaultPlan::new(vec![FaultRule {
+        ops: vec![FaultOp::Write],
+        path: Some("slow*".into()),
+        delay: stall,
+        ..FaultRule::default()
+    }]));
+    let vfs = FaultVfs::new(Arc::new(MemoryVfs::new()), plan);
+    let running = start_on(
+        Limits {
+            logon_failure_delay: Duration::ZERO,
+            ..Limits::default()
+        },
+        Arc::new(vfs),
+    );
+    let mut stalled = Client::connect(running.addr);
+    stalled.log_on();
+    let mut other = Client::connect(running.addr);
+    other.log_on();
+    let fast = other.create("fast.bin");
+    let data = vec![0x5A; 256 * 1024];
+    let slow: Vec<FileId> = (0..4)
+        .map(|i| stalled.create(&format!("slow{i}.bin")))
+        .collect();
+    for file_id in &slow {
+        let mut body = seeds::write_body(0, &data);
+        assert!(packet::patch_file_id(Command::WRITE, &mut body, *file_id));
+        let (_, frame) = stalled.frame(Command::WRITE, &body, data.len());
+        stalled.stream.write_all(&frame).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let (_, echo) = other.frame(Command::ECHO, &echo_body(), 0);
+    other.stream.write_all(&echo).unwrap();
+    assert_eq!(other.receive().status(), NtStatus::SUCCESS);
+    let mut body = seeds::write_body(0, &data);
+    assert!(packet::patch_file_id(Command::WRITE, &mut body, fast));
+    let (_, frame) = other.frame(Command::WRITE, &body, data.len());
+    other.stream.write_all(&frame).unwrap();
+    assert_eq!(other.receive().status(), NtStatus::SUCCESS);
+    let served_in = started.elapsed();
+    assert!(served_in < stall / 2, "served in {served_in:?}");
+    for _ in &slow {
+        assert_eq!(stalled.receive().status(), NtStatus::SUCCESS);
     }
 }

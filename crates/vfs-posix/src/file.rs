@@ -2,13 +2,12 @@
 
 use std::any::Any;
 
-use rustix::buffer::spare_capacity;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{
     AtFlags, CWD, Dir, FallocateFlags, Gid, Mode, OFlags, Timestamps, UTIME_OMIT, Uid, XattrFlags,
     fallocate, fsync, ftruncate,
 };
-use rustix::io::{self, Errno, ReadWriteFlags, pread, preadv2, pwrite};
+use rustix::io::{self, Errno, pread, pwrite};
 use rustix::pipe::{SpliceFlags, splice};
 use smb3d_credentials::{Creds, settled};
 use smb3d_vfs::backend::{
@@ -20,7 +19,6 @@ use smb3d_vfs::{
     Access, CaseSensitivity, DirEntry, FileStat, FileType, HostLock, KernelLease, PipedData,
     Timespec, VfsError, VfsFile, VfsResult, validate_name,
 };
-use std::io::IoSliceMut;
 
 use crate::caseless::NameRules;
 use crate::copy;
@@ -329,34 +327,78 @@ fn to_timespec(time: Option<Timespec>) -> rustix::fs::Timespec {
 }
 
 impl PosixFile {
-    /// Fills `buf` from `offset` as `read_at` does, but only from the page cache: `preadv2`
-    /// with RWF_NOWAIT answers EAGAIN instead of waiting for the device (`None`). A file system
-    /// that cannot tell (EOPNOTSUPP) is read as before, trusting its cache.
-    fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<VfsResult<usize>> {
-        let mut done = 0;
-        while let Some(rest) = buf.get_mut(done..).filter(|rest| !rest.is_empty()) {
+    /// Appends up to `len` bytes read at `offset` to `buf` as `read_append` does. With
+    /// `cached_only`, only from the page cache: `preadv2` with RWF_NOWAIT answers EAGAIN
+    /// instead of waiting for the device (`None`, `buf` as it was); a file system that cannot
+    /// tell (EOPNOTSUPP) is read as before, trusting its cache.
+    fn append_read(
+        &self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        offset: u64,
+        cached_only: bool,
+    ) -> Option<VfsResult<usize>> {
+        if let Err(denied) = self.check_data(self.access.can_read()) {
+            return Some(Err(denied));
+        }
+        let start = buf.len();
+        if buf.try_reserve_exact(len).is_err() {
+            return Some(Err(VfsError::Io(Errno::NOMEM.raw_os_error())));
+        }
+        let mut flags = if cached_only { libc::RWF_NOWAIT } else { 0 };
+        while buf.len() - start < len {
+            let done = buf.len() - start;
             let Some(position) = offset.checked_add(done as u64) else {
                 break;
             };
-            match preadv2(
-                &self.fd,
-                &mut [IoSliceMut::new(rest)],
-                position,
-                ReadWriteFlags::NOWAIT,
-            ) {
+            match pread_into_spare(self.fd.as_fd(), buf, len - done, position, flags) {
                 Ok(0) => break,
-                Ok(read) => done += read,
-                Err(Errno::INTR) => {}
+                Ok(_) | Err(Errno::INTR) => {}
+                // Offsets beyond the largest file read as the end of the file.
                 Err(Errno::INVAL) if position > i64::MAX as u64 => break,
-                Err(Errno::AGAIN) => return None,
-                Err(Errno::OPNOTSUPP) => {
-                    return Some(self.read_at(rest, position).map(|read| done + read));
+                Err(Errno::AGAIN) if flags != 0 => {
+                    buf.truncate(start);
+                    return None;
                 }
-                Err(error) => return Some(Err(map_errno(error))),
+                Err(Errno::OPNOTSUPP) if flags != 0 => flags = 0,
+                Err(error) => {
+                    buf.truncate(start);
+                    return Some(Err(map_errno(error)));
+                }
             }
         }
-        Some(Ok(done))
+        Some(Ok(buf.len() - start))
     }
+}
+
+/// Reads at most `len` bytes at `offset` into the spare capacity of `buf`, which need not be
+/// zeroed first (for a 1 MiB READ that zeroing cost a tenth of an encrypted READ's server
+/// CPU), and adds what was read to its length. `flags` are `preadv2`'s; rustix's `preadv2`
+/// takes initialised buffers only.
+#[allow(unsafe_code)]
+fn pread_into_spare(
+    fd: BorrowedFd<'_>,
+    buf: &mut Vec<u8>,
+    len: usize,
+    offset: u64,
+    flags: libc::c_int,
+) -> Result<usize, Errno> {
+    let offset = libc::off_t::try_from(offset).map_err(|_| Errno::INVAL)?;
+    let spare = buf.spare_capacity_mut();
+    let iov = libc::iovec {
+        iov_base: spare.as_mut_ptr().cast(),
+        iov_len: len.min(spare.len()),
+    };
+    // SAFETY: `iov` describes part of `buf`'s spare capacity, borrowed for the call; the kernel
+    // writes at most `iov_len` bytes there and keeps no pointer after returning.
+    let read = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset, flags) };
+    let read = usize::try_from(read)
+        .map_err(|_| Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO))?;
+    let new_len = buf.len() + read.min(iov.iov_len);
+    // SAFETY: the kernel initialised the `read` bytes after the length (at most `iov_len`,
+    // within the capacity).
+    unsafe { buf.set_len(new_len) };
+    Ok(read)
 }
 
 impl VfsFile for PosixFile {
@@ -384,42 +426,8 @@ impl VfsFile for PosixFile {
     }
 
     fn read_append(&self, buf: &mut Vec<u8>, len: usize, offset: u64) -> VfsResult<usize> {
-        self.check_data(self.access.can_read())?;
-        let start = buf.len();
-        let end = start
-            .checked_add(len)
-            .ok_or(VfsError::Io(smb3d_vfs::errno::EINVAL))?;
-        buf.try_reserve_exact(len)
-            .map_err(|_| VfsError::Io(Errno::NOMEM.raw_os_error()))?;
-        // pread fills the whole spare capacity, so it must be exactly what is asked for (a
-        // read may not reach past what the client asked for: near the largest offset the
-        // kernel refuses it). A buffer with more room gets the zeroing read, cheap for the
-        // small reads that leave such room.
-        if buf.capacity() != end {
-            buf.resize(end, 0);
-            let read = buf
-                .get_mut(start..)
-                .map_or(Ok(0), |tail| self.read_at(tail, offset));
-            buf.truncate(start + *read.as_ref().unwrap_or(&0));
-            return read;
-        }
-        while buf.len() < end {
-            let done = buf.len() - start;
-            let Some(position) = offset.checked_add(done as u64) else {
-                break;
-            };
-            match pread(&self.fd, spare_capacity(buf), position) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(Errno::INTR) => {}
-                Err(Errno::INVAL) if position > i64::MAX as u64 => break,
-                Err(error) => {
-                    buf.truncate(start);
-                    return Err(map_errno(error));
-                }
-            }
-        }
-        Ok(buf.len() - start)
+        self.append_read(buf, len, offset, false)
+            .unwrap_or(Err(VfsError::Io(smb3d_vfs::errno::EIO)))
     }
 
     fn try_read_append(
@@ -428,19 +436,7 @@ impl VfsFile for PosixFile {
         len: usize,
         offset: u64,
     ) -> Option<VfsResult<usize>> {
-        if let Err(denied) = self.check_data(self.access.can_read()) {
-            return Some(Err(denied));
-        }
-        let start = buf.len();
-        if buf.try_reserve_exact(len).is_err() {
-            return Some(Err(VfsError::Io(Errno::NOMEM.raw_os_error())));
-        }
-        buf.resize(start + len, 0);
-        let read = buf
-            .get_mut(start..)
-            .and_then(|tail| self.read_cached(tail, offset));
-        buf.truncate(start + read.as_ref().map_or(0, |read| *read.as_ref().unwrap_or(&0)));
-        read
+        self.append_read(buf, len, offset, true)
     }
 
     fn data_fd(&self) -> Option<BorrowedFd<'_>> {
@@ -512,10 +508,14 @@ impl VfsFile for PosixFile {
                     &self.fd,
                     Some(&mut position),
                     rest,
-                    SpliceFlags::MOVE,
+                    // Never waits for the pipe: all its bytes are there (the transport keeps
+                    // its write end open to reuse it).
+                    SpliceFlags::MOVE | SpliceFlags::NONBLOCK,
                 ) {
                     // The pipe ran dry before its promised length.
-                    Ok(0) => return Err(VfsError::Io(Errno::IO.raw_os_error())),
+                    Ok(0) | Err(Errno::AGAIN) => {
+                        return Err(VfsError::Io(Errno::IO.raw_os_error()));
+                    }
                     Ok(_) | Err(Errno::INTR) => {}
                     Err(error) => return Err(map_errno(error)),
                 }

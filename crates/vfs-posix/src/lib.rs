@@ -8,7 +8,8 @@
 //! Everything is `O_CLOEXEC` and closed on drop. rustix wraps the system calls; those whose
 //! outcome depends on the thread's credentials are made through [`sys`], which takes the proof
 //! that the credentials are settled. The one `unsafe` blocks are the calls rustix has no
-//! wrapper for: the `FICLONERANGE` ioctl (`copy.rs`), `getxattrat` (`file.rs`), fanotify
+//! wrapper for: the `FICLONERANGE` ioctl (`copy.rs`), `getxattrat` and `preadv2` into a
+//! buffer's unzeroed spare capacity (`file.rs`), fanotify
 //! with `open_by_handle_at` (`outside.rs`, changes made by other processes) and byte-range
 //! OFD locks (`host_lock.rs`, locks that local processes see).
 //!

@@ -448,6 +448,13 @@ pub fn try_read_append(vfs: &dyn Vfs) {
         }
         assert_eq!(&buf[..4], b"head");
     }
+    // A spare capacity larger than asked for is not filled.
+    let mut roomy = Vec::with_capacity(20_000);
+    roomy.extend_from_slice(b"head");
+    if let Some(read) = file.try_read_append(&mut roomy, 10, 0) {
+        assert_eq!(read.unwrap(), 10);
+        assert_eq!(&roomy[4..], &data[..10]);
+    }
     let write_only = open_file(vfs, "f", Access::Write);
     let mut buf = Vec::new();
     if let Some(read) = write_only.try_read_append(&mut buf, 10, 0) {
@@ -464,7 +471,7 @@ fn piped(data: &[u8]) -> PipedData {
         let (reader, mut writer) = std::io::pipe().unwrap();
         writer.write_all(part).unwrap();
         drop(writer);
-        piped.push(reader.into(), part.len());
+        piped.push(std::os::fd::OwnedFd::from(reader), part.len());
     }
     piped
 }
@@ -488,7 +495,7 @@ pub fn write_piped(vfs: &dyn Vfs) {
     let mut short = piped(b"12345");
     let (reader, writer) = std::io::pipe().unwrap();
     drop(writer);
-    short.push(reader.into(), 10);
+    short.push(std::os::fd::OwnedFd::from(reader), 10);
     assert!(file.write_piped(&mut short, 0).is_err());
     let read_only = open_file(vfs, "f", Access::Read);
     assert_eq!(

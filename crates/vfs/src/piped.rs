@@ -4,25 +4,31 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 
 use crate::{VfsError, VfsResult, errno};
 
-/// Bytes waiting in pipes, in order; the pipes' write ends are closed.
+/// The read end of a pipe holding a payload's bytes. Its maker decides what dropping it does:
+/// the transport takes back a pipe that was drained and closes one that was not.
+pub trait PipeReadEnd: AsFd + Send + Sync {}
+
+impl<T: AsFd + Send + Sync> PipeReadEnd for T {}
+
+/// Bytes waiting in pipes, in order. Each pipe holds exactly its promised bytes and no more
+/// will come; its read end does not block, so a pipe that holds less fails the read instead of
+/// waiting.
 #[derive(Default)]
 pub struct PipedData {
-    pipes: Vec<(File, usize)>,
+    pipes: Vec<(Box<dyn PipeReadEnd>, usize)>,
     len: usize,
-    /// What lives as long as the pipes (the places they take in their maker's budget).
-    held: Vec<Box<dyn Send + Sync>>,
 }
 
 impl std::fmt::Debug for PipedData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PipedData")
-            .field("pipes", &self.pipes)
+            .field("pipes", &self.pipes.len())
             .field("len", &self.len)
-            .finish_non_exhaustive()
+            .finish()
     }
 }
 
@@ -32,15 +38,10 @@ impl PipedData {
         Self::default()
     }
 
-    /// Appends the read end of a pipe holding exactly `len` bytes, its write end closed.
-    pub fn push(&mut self, read_end: OwnedFd, len: usize) {
-        self.pipes.push((File::from(read_end), len));
+    /// Appends the read end of a pipe holding exactly `len` bytes.
+    pub fn push(&mut self, read_end: impl PipeReadEnd + 'static, len: usize) {
+        self.pipes.push((Box::new(read_end), len));
         self.len += len;
-    }
-
-    /// Keeps `token` until the data is dropped: the pipes' place in a budget of their maker.
-    pub fn hold(&mut self, token: Box<dyn Send + Sync>) {
-        self.held.push(token);
     }
 
     /// How many bytes the pipes hold.
@@ -61,12 +62,14 @@ impl PipedData {
     /// Appends the data to `buf`, copying it out of the pipes (for back ends without a
     /// descriptor to splice into). A pipe that holds less than promised is an I/O error.
     pub fn read_into(&mut self, buf: &mut Vec<u8>) -> VfsResult<()> {
+        let io_error = |e: std::io::Error| VfsError::Io(e.raw_os_error().unwrap_or(errno::EIO));
         buf.reserve_exact(self.len);
-        for (pipe, len) in &mut self.pipes {
+        for (pipe, len) in &self.pipes {
             let start = buf.len();
-            pipe.take(*len as u64)
+            File::from(pipe.as_fd().try_clone_to_owned().map_err(io_error)?)
+                .take(*len as u64)
                 .read_to_end(buf)
-                .map_err(|e| VfsError::Io(e.raw_os_error().unwrap_or(errno::EIO)))?;
+                .map_err(io_error)?;
             if buf.len() - start != *len {
                 return Err(VfsError::Io(errno::EIO));
             }
