@@ -17,7 +17,9 @@ use smb3d_config::{
 };
 use smb3d_server::hosts::{HostRules, Network};
 use smb3d_server::recycle::RecycleBin;
-use smb3d_server::share::{Apple, InheritOwner, Presentation, Share, name_patterns};
+use smb3d_server::share::{
+    Apple, InheritOwner, MetadataXattrs, Presentation, Share, name_patterns,
+};
 use smb3d_server::{EncryptionPolicy, Server};
 use smb3d_vfs::{FaultOp, FaultPlan, FaultRule, FaultVfs, Vfs, VfsError, errno};
 use smb3d_vfs_posix::PosixVfs;
@@ -141,7 +143,12 @@ pub fn build_share(
             &share.hide_files,
             share.allocation_roundup_size,
         )
-        .with_veto(&vetoed_names(share)),
+        .with_veto(&vetoed_names(share))
+        .with_xattrs(MetadataXattrs {
+            dos_attributes: share.store_dos_attributes,
+            eas: share.ea_support,
+            streams: share.streams_xattr,
+        }),
         invalid_users: share.invalid_users.clone(),
         admin_users: share.admin_users.clone(),
         hosts: host_rules(&share.hosts_allow, &share.hosts_deny)

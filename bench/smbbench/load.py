@@ -79,9 +79,10 @@ class Load(Workload):
 
 
 class Nbench(Load):
-    """dbench's NBENCH load over SMB2, one client per connection; with `xattrs` off, Samba
-    runs without storing DOS attributes, NT ACLs and streams in xattrs for the sample, which
-    smb3d cannot do (it has no such setting)."""
+    """dbench's NBENCH load over SMB2, one client per connection; with `xattrs` off, both
+    servers run for the sample without storing DOS attributes, EAs and streams in xattrs
+    (Samba also without acl_xattr; smb3d still reads a stored NT ACL, having no setting for
+    it)."""
 
     def __init__(self, sizes, clients, xattrs=True):
         suffix = "" if xattrs else ", metadata not in xattrs"

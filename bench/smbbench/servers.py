@@ -48,6 +48,14 @@ def wait_for_port(port, proc, log, timeout=30.0):
     raise RuntimeError("server did not listen on port %d; log: %s" % (port, log))
 
 
+# smb3d's share options for Samba's `store dos attributes = no`, `ea support = no` and no
+# streams module.
+NO_XATTRS = """store_dos_attributes = false
+ea_support = false
+streams_xattr = false
+"""
+
+
 class Server(abc.ABC):
     """A running server: its port, share directory on disk, and master process."""
 
@@ -197,6 +205,16 @@ class Smb3d(Server):
         self.uid = uid
         self.config = root / "smb3d.toml"
         self.user_db = root / "users"
+        self.xattrs = True
+
+    def set_xattrs(self, on):
+        """Restarts smb3d keeping DOS attributes, EAs and named streams in xattrs (the
+        default) or not at all (`store_dos_attributes`, `ea_support`, `streams_xattr` off),
+        to measure what they cost (seed 004)."""
+        if self.xattrs != on:
+            self.xattrs = on
+            self.stop()
+            self.start()
 
     def prepare(self):
         self.share_dir.mkdir(parents=True, exist_ok=True)
@@ -218,7 +236,7 @@ max_connections_per_address = 4096
 
 [share.{SHARE}]
 path = "{self.share_dir}"
-""")
+{"" if self.xattrs else NO_XATTRS}""")
         env = dict(os.environ, SMB3D_LOG=os.environ.get("SMB3D_LOG", "warn"))
         self.proc = subprocess.Popen([str(self.binary), "serve", "-c", str(self.config)], stdin=subprocess.DEVNULL,
                                      stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -645,6 +645,23 @@ pub struct ShareConfig {
     /// made today, files have no short names.
     #[serde(default)]
     pub short_names: bool,
+    /// DOS attributes and the create time are kept in the `user.DOSATTRIB` xattr (Samba's
+    /// `store dos attributes`, on by default as there). Off, they come from the mode as Samba
+    /// maps them: ARCHIVE is the owner's execute bit, READONLY is never shown and setting it
+    /// clears the write bits, HIDDEN comes from `hide_dot_files` and `hide_files`; the other
+    /// attributes and a set create time are dropped.
+    #[serde(default = "yes")]
+    pub store_dos_attributes: bool,
+    /// Clients may keep extended attributes (EAs) on files, stored as `user.` xattrs (Samba's
+    /// `ea support`, on by default as there). Off, the share has no EAs: setting one answers
+    /// STATUS_EAS_NOT_SUPPORTED, a query STATUS_NO_EAS_ON_FILE.
+    #[serde(default = "yes")]
+    pub ea_support: bool,
+    /// Named streams (alternate data streams) are served, kept in `user.DosStream.` xattrs as
+    /// Samba's `vfs objects = streams_xattr` keeps them. Off, as Samba without a streams
+    /// module, a stream name answers STATUS_OBJECT_NAME_INVALID and files have only their data.
+    #[serde(default = "yes")]
+    pub streams_xattr: bool,
 }
 
 /// How a share's snapshots are made (`snapshots`); both are read from the same layout.
@@ -739,6 +756,9 @@ impl ShareConfig {
             testing_fault_injection: Vec::new(),
             snapshots: None,
             short_names: false,
+            store_dos_attributes: true,
+            ea_support: true,
+            streams_xattr: true,
         }
     }
 }
@@ -1340,6 +1360,15 @@ pub(crate) fn share_problems(
         problems.push(Problem::at(
             share.path.span(),
             format!("share {name:?}: path must be absolute"),
+        ));
+    }
+    if share.apple && !share.streams_xattr {
+        problems.push(Problem::at(
+            span.clone(),
+            format!(
+                "share {name:?}: apple serves Finder info and resource forks as named streams; \
+                 it needs streams_xattr"
+            ),
         ));
     }
     if share.create_home && !is_homes(name) {

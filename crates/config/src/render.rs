@@ -176,6 +176,15 @@ fn render_share(out: &mut String, name: &str, share: &ShareConfig) {
     if share.short_names {
         let _ = writeln!(out, "short_names = true");
     }
+    for (name, on) in [
+        ("store_dos_attributes", share.store_dos_attributes),
+        ("ea_support", share.ea_support),
+        ("streams_xattr", share.streams_xattr),
+    ] {
+        if !on {
+            let _ = writeln!(out, "{name} = false");
+        }
+    }
     if share.inherit_owner != InheritOwner::No {
         let _ = writeln!(out, "inherit_owner = \"{}\"", share.inherit_owner.as_str());
     }

@@ -150,6 +150,10 @@ struct ShareParams {
     smb3_unix_extensions: Option<bool>,
     /// `vfs objects` names streams_xattr (or streams_depot): Samba serves named streams.
     streams: Option<bool>,
+    /// `store dos attributes`: DOS attributes kept in `user.DOSATTRIB` (Samba's default: yes).
+    store_dos_attributes: Option<bool>,
+    /// `ea support`: EAs kept in `user.` xattrs (Samba's default: yes).
+    ea_support: Option<bool>,
     /// `vfs objects` names acl_xattr: new files inherit the ACL synthesized for a parent
     /// that has none stored.
     acl_xattr: Option<bool>,
@@ -793,6 +797,10 @@ impl Converter {
                     None => self.warn_value(section, p, "not a size in bytes up to 1 GiB"),
                 }
             }
+            "storedosattributes" => {
+                out.store_dos_attributes = self.bool_param(section, p).or(out.store_dos_attributes);
+            }
+            "easupport" => out.ea_support = self.bool_param(section, p).or(out.ea_support),
             "hidedotfiles" => {
                 out.hide_dot_files = self.bool_param(section, p).or(out.hide_dot_files)
             }
@@ -1230,20 +1238,14 @@ impl Converter {
         share.scale_out = params.scale_out;
         share.short_names = params.short_names.unwrap_or(false);
         share.posix = params.smb3_unix_extensions.unwrap_or(false);
+        share.store_dos_attributes = params.store_dos_attributes.unwrap_or(true);
+        share.ea_support = params.ea_support.unwrap_or(true);
         apply_recycle(&mut share, params.recycle);
         apply_fruit(&mut share, params.fruit);
+        // vfs_fruit serves AFP_AfpInfo and AFP_Resource as streams whatever else is loaded.
+        share.streams_xattr = streams || share.apple;
         share.snapshots = (params.shadow.on == Some(true) && !params.shadow.other_layout)
             .then_some(SnapshotSource::Directory);
-        if !streams {
-            self.warn(
-                section,
-                None,
-                "named streams: Samba serves none on this share (its vfs objects have no \
-                 streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no \
-                 option to turn them off yet"
-                    .into(),
-            );
-        }
         Some(share)
     }
 
@@ -1287,15 +1289,8 @@ mod tests {
         convert(path, SmbConf::parse(path, text).unwrap()).unwrap()
     }
 
-    /// The warnings, less the named-streams one every share without streams_xattr gets
-    /// (`samba_defaults_that_differ_from_smb3d_s`).
     fn messages(imported: &Imported) -> Vec<String> {
-        imported
-            .warnings
-            .iter()
-            .map(ToString::to_string)
-            .filter(|w| !w.contains("named streams:"))
-            .collect()
+        imported.warnings.iter().map(ToString::to_string).collect()
     }
 
     #[test]
@@ -1652,6 +1647,26 @@ mod tests {
         assert!(!plain.config.share("s").unwrap().posix);
     }
 
+    /// Issue 21 item 4: a share that keeps no metadata in xattrs imports as one, whether the
+    /// parameters are global or the share's, and a render reads back the same.
+    #[test]
+    fn metadata_outside_xattrs_maps() {
+        let i = convert_text(
+            "[global]\nea support = no\n\
+             [bare]\npath = /srv/bare\nstore dos attributes = no\n\
+             [full]\npath = /srv/full\nea support = yes\nvfs objects = acl_xattr streams_xattr\n",
+        );
+        let bare = i.config.share("bare").unwrap();
+        assert!(!bare.store_dos_attributes && !bare.ea_support && !bare.streams_xattr);
+        let full = i.config.share("full").unwrap();
+        assert!(full.store_dos_attributes && full.ea_support && full.streams_xattr);
+        assert_eq!(messages(&i), Vec::<String>::new());
+        let back = crate::Config::parse(Path::new("i.toml"), &i.config.to_toml()).unwrap();
+        let bare = back.share("bare").unwrap();
+        assert!(!bare.store_dos_attributes && !bare.ea_support && !bare.streams_xattr);
+        assert!(back.share("full").unwrap().streams_xattr);
+    }
+
     #[test]
     fn mangled_names_map_to_short_names() {
         let i = convert_text(
@@ -1942,16 +1957,11 @@ mod tests {
         );
         assert!(i.config.share("dynamic_share").is_none());
         assert!(i.config.share("relative").is_none());
+        // Named streams only where a streams module serves them, and no warning for it.
+        assert!(!i.config.share("plain").unwrap().streams_xattr);
+        assert!(i.config.share("strict").unwrap().streams_xattr);
         let all: Vec<String> = i.warnings.iter().map(ToString::to_string).collect();
-        let streams: Vec<&String> = all
-            .iter()
-            .filter(|w| w.contains("named streams:"))
-            .collect();
-        assert_eq!(streams.len(), 1, "{all:#?}");
-        assert!(
-            streams[0].contains("[plain]: named streams: Samba serves none"),
-            "{all:#?}"
-        );
+        assert!(!all.iter().any(|w| w.contains("streams")), "{all:#?}");
         assert!(
             all.iter().any(|w| w.contains(
                 "[dynamic_share]: share skipped: path /srv/dynamic/%t uses the substitution %t"

@@ -91,6 +91,15 @@ pub(crate) fn read(file: &dyn VfsFile) -> Result<Vec<(String, Vec<u8>)>, NtStatu
     Ok(eas)
 }
 
+/// [`read`] on a share that keeps EAs; a share without them (`ea_support` off) has none and
+/// asks the file system nothing.
+pub(crate) fn read_kept(
+    kept: bool,
+    file: &dyn VfsFile,
+) -> Result<Vec<(String, Vec<u8>)>, NtStatus> {
+    if kept { read(file) } else { Ok(Vec::new()) }
+}
+
 /// EaSize as Samba reports it: the bytes of the whole FILE_FULL_EA_INFORMATION list, 0 when
 /// there are no EAs.
 pub(crate) fn size(eas: &[(String, Vec<u8>)]) -> u32 {

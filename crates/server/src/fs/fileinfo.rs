@@ -46,6 +46,8 @@ pub(crate) struct Meta {
     allocation_roundup: u64,
     /// LastWriteTime (and ChangeTime) as kept while the file is open, instead of the mtime.
     pub write_time: Option<FileTime>,
+    /// The share keeps attributes in the mode, not in DOSATTRIB (`store_dos_attributes` off).
+    in_mode: bool,
 }
 
 impl Meta {
@@ -58,9 +60,14 @@ impl Meta {
         name: &str,
         presentation: &Presentation,
     ) -> Meta {
-        let stored = dos.map_or(FileAttributes::empty(), |d| {
-            FileAttributes(d.attributes) & KEPT_ATTRIBUTES
-        });
+        let in_mode = !presentation.xattrs.dos_attributes;
+        let stored = if in_mode {
+            attributes_of_mode(&stat)
+        } else {
+            dos.map_or(FileAttributes::empty(), |d| {
+                FileAttributes(d.attributes) & KEPT_ATTRIBUTES
+            })
+        };
         let creation = dos
             .and_then(|d| d.create_time)
             .unwrap_or_else(|| birth_time(&stat));
@@ -71,6 +78,7 @@ impl Meta {
             creation,
             hidden_by_name: presentation.hides(name),
             write_time: None,
+            in_mode,
         }
     }
 
@@ -80,6 +88,20 @@ impl Meta {
             write_time: Some(time),
             ..self
         }
+    }
+
+    /// The file as [`store`] left it: on a share without DOSATTRIB, with the mode the
+    /// attributes went to and only the attributes the mode keeps.
+    #[must_use]
+    pub fn into_stored(mut self) -> Meta {
+        if self.in_mode {
+            if changes_mode(&self) {
+                self.stat.mode =
+                    (self.stat.mode & !0o7777) | mode_of_attributes(self.stat.mode, self.stored);
+            }
+            self.stored = attributes_of_mode(&self.stat);
+        }
+        self
     }
 
     pub fn is_directory(&self) -> bool {
@@ -183,6 +205,35 @@ fn birth_time(stat: &FileStat) -> FileTime {
     )
 }
 
+/// The attributes a share without DOSATTRIB shows, as Samba maps them by default (`map
+/// archive` on, `map readonly`, `map system` and `map hidden` off): a file's owner execute bit
+/// is ARCHIVE; a directory shows none of its own.
+fn attributes_of_mode(stat: &FileStat) -> FileAttributes {
+    if stat.file_type == FileType::File && stat.mode & 0o100 != 0 {
+        FileAttributes::ARCHIVE
+    } else {
+        FileAttributes::empty()
+    }
+}
+
+/// The mode that keeps `attributes` in a file of mode `mode`, as Samba sets it without
+/// DOSATTRIB: READONLY clears every write bit and its absence gives the owner write back (as
+/// the owner could with chmod; the group's and others' bits are never widened), ARCHIVE is
+/// the owner execute bit. The other attributes have no place in the mode and are dropped.
+fn mode_of_attributes(mode: u32, attributes: FileAttributes) -> u32 {
+    let mut mode = mode & 0o7777;
+    if attributes.contains(FileAttributes::READONLY) {
+        mode &= !0o222;
+    } else {
+        mode |= 0o200;
+    }
+    if attributes.contains(FileAttributes::ARCHIVE) {
+        mode | 0o100
+    } else {
+        mode & !0o100
+    }
+}
+
 /// Decodes a DOSATTRIB value; one that cannot be read counts as absent, as Samba treats it.
 fn decode(value: Option<Vec<u8>>) -> Option<DosAttrib> {
     DosAttrib::decode(&value?).ok()
@@ -208,16 +259,27 @@ pub(crate) fn load_with(
         Some(stat) => stat,
         None => file.stat()?,
     };
-    let dos = match file.get_xattr(XATTR_DOSATTRIB_NAME) {
-        Ok(value) => decode(value),
-        Err(VfsError::Unsupported | VfsError::PermissionDenied) => None,
-        Err(e) => return Err(e),
+    let dos = if presentation.xattrs.dos_attributes {
+        match file.get_xattr(XATTR_DOSATTRIB_NAME) {
+            Ok(value) => decode(value),
+            Err(VfsError::Unsupported | VfsError::PermissionDenied) => None,
+            Err(e) => return Err(e),
+        }
+    } else {
+        None
     };
     Ok(Meta::new(stat, dos, name, presentation))
 }
 
-/// Reads a directory entry's DOSATTRIB without opening it.
-pub(crate) fn load_child_dos(dir: &dyn VfsFile, name: &str) -> Option<DosAttrib> {
+/// Reads a directory entry's DOSATTRIB without opening it (none on a share that keeps none).
+pub(crate) fn load_child_dos(
+    dir: &dyn VfsFile,
+    name: &str,
+    presentation: &Presentation,
+) -> Option<DosAttrib> {
+    if !presentation.xattrs.dos_attributes {
+        return None;
+    }
     decode(dir.get_child_xattr(name, XATTR_DOSATTRIB_NAME).ok()?)
 }
 
@@ -225,8 +287,11 @@ pub(crate) fn load_child_dos(dir: &dyn VfsFile, name: &str) -> Option<DosAttrib>
 /// file system without user xattrs keeps nothing, as Samba with "store dos attributes" off.
 /// Callers have checked the user's right to write attributes; when only the POSIX mode stands
 /// in the way (a read-only file the ACL lets the user change), the service writes them, as
-/// Samba does.
+/// Samba does. On a share without DOSATTRIB the attributes go to the mode instead.
 pub(crate) fn store(vfs: &dyn Vfs, file: &dyn VfsFile, meta: &Meta) -> Result<(), NtStatus> {
+    if meta.in_mode {
+        return store_in_mode(file, meta);
+    }
     let mut attributes = meta.stored;
     if meta.is_directory() {
         attributes |= FileAttributes::DIRECTORY;
@@ -246,6 +311,53 @@ pub(crate) fn store(vfs: &dyn Vfs, file: &dyn VfsFile, meta: &Meta) -> Result<()
     }
 }
 
+/// Keeps a file's attributes in its mode ([`mode_of_attributes`]); a directory's mode keeps
+/// none, as Samba's. The mode changes only when READONLY is set or ARCHIVE changes, so a
+/// client that sets what it read back (READONLY is never shown), or only attributes the mode
+/// cannot keep (HIDDEN, SPARSE, ...), leaves it alone. It is changed with the user's
+/// credentials: only the owner may, as with chmod, so no client widens access through
+/// attributes.
+fn store_in_mode(file: &dyn VfsFile, meta: &Meta) -> Result<(), NtStatus> {
+    if !changes_mode(meta) {
+        return Ok(());
+    }
+    let mode = mode_of_attributes(meta.stat.mode, meta.stored);
+    if mode == meta.stat.mode & 0o7777 {
+        return Ok(());
+    }
+    file.set_mode(mode).map_err(|e| vfs_status(&e))
+}
+
+/// Whether [`store_in_mode`] changes the mode of `meta`'s file.
+fn changes_mode(meta: &Meta) -> bool {
+    !meta.is_directory()
+        && (meta.stored.contains(FileAttributes::READONLY)
+            || meta.stored.contains(FileAttributes::ARCHIVE)
+                != attributes_of_mode(&meta.stat).contains(FileAttributes::ARCHIVE))
+}
+
+/// What a share keeps in xattrs (the share options `store_dos_attributes`, `ea_support` and
+/// `streams_xattr`); a share with one off makes no xattr call for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetadataXattrs {
+    /// DOS attributes and the create time, in `user.DOSATTRIB`.
+    pub dos_attributes: bool,
+    /// Clients' extended attributes, as `user.` xattrs.
+    pub eas: bool,
+    /// Named streams, in `user.DosStream.` xattrs.
+    pub streams: bool,
+}
+
+impl Default for MetadataXattrs {
+    fn default() -> Self {
+        Self {
+            dos_attributes: true,
+            eas: true,
+            streams: true,
+        }
+    }
+}
+
 /// How a share presents its files: names shown hidden and the rounding of allocation sizes.
 #[derive(Debug, Clone)]
 pub struct Presentation {
@@ -257,6 +369,8 @@ pub struct Presentation {
     veto_patterns: Vec<Expression>,
     /// AllocationSize is rounded up to a multiple of this; 0 for none.
     pub allocation_roundup: u64,
+    /// What the share keeps in xattrs.
+    pub xattrs: MetadataXattrs,
 }
 
 impl Default for Presentation {
@@ -284,7 +398,15 @@ impl Presentation {
                 .collect(),
             veto_patterns: Vec::new(),
             allocation_roundup,
+            xattrs: MetadataXattrs::default(),
         }
+    }
+
+    /// The same, keeping in xattrs only what `xattrs` says.
+    #[must_use]
+    pub fn with_xattrs(mut self, xattrs: MetadataXattrs) -> Self {
+        self.xattrs = xattrs;
+        self
     }
 
     /// The same, with `veto_files`' patterns vetoed.
@@ -434,6 +556,84 @@ mod tests {
             &Presentation::default(),
         );
         assert_eq!(dot.attributes(), FileAttributes::HIDDEN);
+    }
+
+    /// Samba's mapping without DOSATTRIB, as smbclient's setmode showed it against Samba
+    /// 4 with `store dos attributes = no`: READONLY clears every write bit, its absence
+    /// gives the owner write back and widens nothing else, ARCHIVE is the owner execute bit.
+    #[test]
+    fn attributes_map_to_the_mode() {
+        let ro = FileAttributes::READONLY;
+        let a = FileAttributes::ARCHIVE;
+        assert_eq!(mode_of_attributes(0o644, a), 0o744);
+        assert_eq!(mode_of_attributes(0o744, ro | a), 0o544);
+        assert_eq!(mode_of_attributes(0o666, ro), 0o444);
+        assert_eq!(mode_of_attributes(0o544, FileAttributes::empty()), 0o644);
+        assert_eq!(mode_of_attributes(0o440, a), 0o740);
+        assert_eq!(mode_of_attributes(0o4755, FileAttributes::HIDDEN), 0o4655);
+        let of = |mode, file_type| {
+            attributes_of_mode(&FileStat {
+                mode,
+                ..stat(file_type)
+            })
+        };
+        assert_eq!(of(0o744, FileType::File), a);
+        assert_eq!(of(0o444, FileType::File), FileAttributes::empty());
+        assert_eq!(of(0o755, FileType::Directory), FileAttributes::empty());
+    }
+
+    /// With `store_dos_attributes` off a stored DOSATTRIB is neither read nor written: the
+    /// attributes come from the mode, go to the mode, and the create time is the birth time.
+    #[test]
+    fn without_dosattrib_the_mode_decides() {
+        use smb3d_vfs::{Access, Disposition, Kind, MemoryVfs, OpenRequest, VfsPath};
+        let vfs = MemoryVfs::new();
+        let request = OpenRequest {
+            access: Access::ReadWrite,
+            disposition: Disposition::Create,
+            kind: Kind::File,
+            create_mode: 0o644,
+        };
+        let file = vfs
+            .open(&VfsPath::parse("f").unwrap(), &request)
+            .unwrap()
+            .file;
+        let stored = DosAttrib {
+            attributes: (FileAttributes::READONLY | FileAttributes::SYSTEM).0,
+            create_time: Some(FileTime::from_unix(7, 0)),
+        };
+        file.set_xattr(XATTR_DOSATTRIB_NAME, &stored.to_xattr())
+            .unwrap();
+        let kept = Presentation::default();
+        let in_mode = Presentation::default().with_xattrs(MetadataXattrs {
+            dos_attributes: false,
+            ..MetadataXattrs::default()
+        });
+        let meta = load(file.as_ref(), "f", &kept).unwrap();
+        assert_eq!(
+            meta.attributes(),
+            FileAttributes::READONLY | FileAttributes::SYSTEM
+        );
+        let mut meta = load(file.as_ref(), "f", &in_mode).unwrap();
+        assert_eq!(meta.attributes(), FileAttributes::NORMAL);
+        assert_ne!(meta.creation, FileTime::from_unix(7, 0));
+        meta.stored = FileAttributes::READONLY | FileAttributes::ARCHIVE | FileAttributes::HIDDEN;
+        meta.creation = FileTime::from_unix(9, 0);
+        store(&vfs, file.as_ref(), &meta).unwrap();
+        assert_eq!(file.stat().unwrap().mode & 0o7777, 0o544);
+        assert_eq!(
+            meta.into_stored().attributes(),
+            FileAttributes::ARCHIVE,
+            "what the mode keeps"
+        );
+        // DOSATTRIB is as it was: not written, and not what the share shows.
+        assert_eq!(
+            file.get_xattr(XATTR_DOSATTRIB_NAME).unwrap(),
+            Some(stored.to_xattr().to_vec())
+        );
+        let meta = load(file.as_ref(), "f", &in_mode).unwrap();
+        assert_eq!(meta.attributes(), FileAttributes::ARCHIVE);
+        assert!(load_child_dos(file.as_ref(), "f", &in_mode).is_none());
     }
 
     #[test]

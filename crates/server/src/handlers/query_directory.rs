@@ -416,9 +416,11 @@ fn listing<'a>(meta: &Meta, name: &'a str) -> DirEntry<'a> {
 /// statx and a getxattr, never an open. With `with_ea_size` it comes with the entry's EaSize
 /// (MS-FSCC 2.4.12, as FileEaInformation reports it; 0 for a symlink's target and for ".."):
 /// its xattrs are listed instead of the DOS attributes being asked for, which that list says
-/// whether to read, so a file without EAs still costs a statx and two xattr calls at most.
+/// whether to read, so a file without EAs still costs a statx and two xattr calls at most. A
+/// share without EAs lists none, and one without DOSATTRIB reads none: a statx alone.
 fn entry_meta(open: &Open, entry: &vfs::DirEntry, with_ea_size: bool) -> Option<(Meta, u32)> {
     let shown = &open.share.presentation;
+    let with_ea_size = with_ea_size && shown.xattrs.eas;
     let dir = open.file.as_ref();
     match entry.name.as_str() {
         "." => {
@@ -452,11 +454,11 @@ fn entry_meta(open: &Open, entry: &vfs::DirEntry, with_ea_size: bool) -> Option<
                     xattrs
                         .iter()
                         .any(|xattr| xattr == XATTR_DOSATTRIB_NAME)
-                        .then(|| fileinfo::load_child_dos(dir, name))
+                        .then(|| fileinfo::load_child_dos(dir, name, shown))
                         .flatten(),
                     eas::child_size(dir, name, &xattrs),
                 ),
-                None => (fileinfo::load_child_dos(dir, name), 0),
+                None => (fileinfo::load_child_dos(dir, name, shown), 0),
             };
             Some((Meta::new(stat, dos, name, shown), ea_size))
         }

@@ -239,7 +239,10 @@ fn file_info(
         }
         .encode(w),
         FileInformationClass::FILE_EA_INFORMATION => FileEaInformation {
-            ea_size: eas::size(&eas::read(open.file.as_ref())?),
+            ea_size: eas::size(&eas::read_kept(
+                open.share.presentation.xattrs.eas,
+                open.file.as_ref(),
+            )?),
         }
         .encode(w),
         FileInformationClass::FILE_ACCESS_INFORMATION => FileAccessInformation {
@@ -363,7 +366,10 @@ fn all_information(
             index_number: meta.stat.ino,
         },
         ea: FileEaInformation {
-            ea_size: eas::size(&eas::read(open.file.as_ref())?),
+            ea_size: eas::size(&eas::read_kept(
+                open.share.presentation.xattrs.eas,
+                open.file.as_ref(),
+            )?),
         },
         access: FileAccessInformation {
             access_flags: open.granted,
@@ -402,9 +408,10 @@ fn mode(open: &Open) -> FileModeInformation {
 }
 
 /// FileFullEaInformation: every EA that fits, STATUS_BUFFER_OVERFLOW if some did not (as
-/// Samba answers, even for an empty buffer), STATUS_NO_EAS_ON_FILE if there are none.
+/// Samba answers, even for an empty buffer), STATUS_NO_EAS_ON_FILE if there are none (always
+/// on a share without EAs, as Samba with `ea support = no` answers).
 fn full_ea(open: &Open, limit: u32, w: &mut Writer<'_>) -> Result<NtStatus, NtStatus> {
-    let eas = eas::read(open.file.as_ref())?;
+    let eas = eas::read_kept(open.share.presentation.xattrs.eas, open.file.as_ref())?;
     if eas.is_empty() {
         return Err(NtStatus::NO_EAS_ON_FILE);
     }
@@ -428,7 +435,7 @@ fn full_ea(open: &Open, limit: u32, w: &mut Writer<'_>) -> Result<NtStatus, NtSt
 /// none), then its named streams, whichever of them the open is on. The list is encoded whole
 /// and cut to the client's buffer like any variable-length answer. To a Mac client (`mac`: the
 /// connection negotiated AAPL) on an `apple` share empty named streams are not there, as
-/// vfs_fruit lists them.
+/// vfs_fruit lists them. A share without named streams lists the unnamed one alone.
 fn stream_info(
     open: &Open,
     stat: &FileStat,
@@ -439,7 +446,11 @@ fn stream_info(
         Some(stream) => (stream.base(), stream.base().stat().status()?),
         None => (open.file.as_ref(), *stat),
     };
-    let mut named = streams::list(file).status()?;
+    let mut named = if open.share.presentation.xattrs.streams {
+        streams::list(file).status()?
+    } else {
+        Vec::new()
+    };
     if open.share.apple.is_some() {
         if mac {
             named.retain(|(_, size)| *size > 0);

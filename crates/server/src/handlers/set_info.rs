@@ -250,6 +250,11 @@ fn set_file_info(
             )
         }
         FileInformationClass::FILE_FULL_EA_INFORMATION => {
+            // A share without EAs (`ea_support` off) answers as a file system without them
+            // and as Samba with `ea support = no`, before the access check as Samba does.
+            if !open.share.presentation.xattrs.eas {
+                return Err(NtStatus::EAS_NOT_SUPPORTED);
+            }
             require(open, AccessMask::FILE_WRITE_EA)?;
             eas::check(buf, max_ea_size)?;
             eas::write(open.file.as_ref(), buf)

@@ -65,7 +65,9 @@ fn rights(bits: u32, is_directory: bool) -> AccessMask {
 
 /// The descriptor for a file without a valid stored one: owner and group from the file, one
 /// allow ACE each for the owner, the group and Everyone from the permission bits. The owner may
-/// always change the ACL and ownership, as on Unix; so an owner who may read and write gets
+/// always change the ACL, the ownership and the attributes and times, as on Unix (chmod, chown,
+/// utime; a share with `store_dos_attributes` off keeps attributes in the mode, where an owner
+/// who set READONLY must be able to clear it, as Samba lets it); so an owner who may read and write gets
 /// full control (withholding execute would protect nothing, and Windows clients open their own
 /// files asking for all rights).
 pub(crate) fn posix_descriptor(stat: &FileStat, ids: &IdMap) -> SecurityDescriptor {
@@ -76,7 +78,10 @@ pub(crate) fn posix_descriptor(stat: &FileStat, ids: &IdMap) -> SecurityDescript
     let owner_rights = if owner_bits & 6 == 6 {
         AccessMask::FILE_ALL_ACCESS
     } else {
-        rights(owner_bits, dir) | AccessMask::WRITE_DAC | AccessMask::WRITE_OWNER
+        rights(owner_bits, dir)
+            | AccessMask::WRITE_DAC
+            | AccessMask::WRITE_OWNER
+            | AccessMask::FILE_WRITE_ATTRIBUTES
     };
     let aces = vec![
         Ace::allow(owner, owner_rights, AceFlags::empty()),
@@ -311,7 +316,11 @@ mod tests {
         };
         assert_eq!(owner(0o644), AccessMask::FILE_ALL_ACCESS);
         let read_only = owner(0o444);
-        assert!(read_only.contains(AccessMask::FILE_GENERIC_READ | AccessMask::WRITE_DAC));
+        assert!(read_only.contains(
+            AccessMask::FILE_GENERIC_READ
+                | AccessMask::WRITE_DAC
+                | AccessMask::FILE_WRITE_ATTRIBUTES
+        ));
         assert!(!read_only.intersects(AccessMask::FILE_WRITE_DATA | AccessMask::DELETE));
     }
 

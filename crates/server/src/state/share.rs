@@ -13,7 +13,7 @@ use smb3d_wire::FileTime;
 
 use crate::blocking::Wait;
 use crate::fs::apple_convert::Conversion;
-pub use crate::fs::fileinfo::Presentation;
+pub use crate::fs::fileinfo::{MetadataXattrs, Presentation};
 use crate::fs::resource_fork;
 use crate::hosts::HostRules;
 use crate::identity::{Accounts, Identity};

@@ -326,6 +326,10 @@ impl<'r> Plan<'r> {
             _ => None,
         });
         if let Some(data) = ea_buffer {
+            // A share without EAs refuses them before anything is opened, as Samba does.
+            if !tree.share.presentation.xattrs.eas {
+                return Err(NtStatus::EAS_NOT_SUPPORTED);
+            }
             eas::check(data, cx.conn.server.limits().max_ea_size)?;
         }
         let sd_buffer = security_context(req)?;
@@ -350,7 +354,12 @@ impl<'r> Plan<'r> {
             // decides; `inherit_permissions` replaces it once the parent is known.
             create_mode: tree.share.new_mode(intent.kind == Kind::Directory, None),
         };
-        stream::adapt(path, &mut intent, &mut open_request)?;
+        stream::adapt(
+            path,
+            &mut intent,
+            &mut open_request,
+            tree.share.presentation.xattrs.streams,
+        )?;
         Ok(Self {
             intent,
             open_request,
@@ -922,10 +931,10 @@ impl Creation<'_> {
             vfs,
             file.as_ref(),
             meta,
-            outcome.created,
-            outcome.overwritten,
+            outcome,
             self.req.file_attributes,
             self.plan.ea_buffer,
+            self.tree.share.presentation.xattrs.streams,
         )?;
         if outcome.created {
             self.tree
@@ -1164,23 +1173,30 @@ fn encode_response(
 /// What happens to the file once the open is granted: an overwritten file is truncated, loses
 /// its named streams and takes the requested attributes with ARCHIVE; a new file gets its
 /// attributes (ARCHIVE for files, as NTFS sets it) and create time; either gets the EAs of the
-/// request.
+/// request. On a share without named streams (`streams`) there are none to remove.
 fn prepare_metadata(
     vfs: &dyn Vfs,
     file: &dyn VfsFile,
     mut meta: Meta,
-    created: bool,
-    overwritten: bool,
+    outcome: Outcome,
     requested: u32,
     ea_buffer: Option<&[u8]>,
+    streams: bool,
 ) -> Result<Meta, NtStatus> {
+    let Outcome {
+        created,
+        overwritten,
+        ..
+    } = outcome;
     if !(created || overwritten) {
         return Ok(meta);
     }
     if overwritten {
         // The named streams go with the old contents (MS-FSA 2.1.5.1.2.1).
         file.set_len(0).status()?;
-        streams::remove_all(file).status()?;
+        if streams {
+            streams::remove_all(file).status()?;
+        }
         meta.stat = file.stat().status()?;
     }
     let mut attributes = FileAttributes(requested) & SETTABLE_ATTRIBUTES;
@@ -1195,6 +1211,7 @@ fn prepare_metadata(
             .map_or_else(FileTime::now, fileinfo::filetime);
     }
     fileinfo::store(vfs, file, &meta)?;
+    let meta = meta.into_stored();
     if let Some(data) = ea_buffer {
         eas::write(file, data)?;
     }

@@ -16,14 +16,20 @@ use super::request::Intent;
 
 /// Adapts the open of `path` when it names a stream: a stream is never a directory, and the
 /// explicit default stream (`file::$DATA`) must be a file. For a named stream, `request`
-/// becomes the open of the file it belongs to.
+/// becomes the open of the file it belongs to. A share without named streams
+/// (`streams_xattr` off) answers a stream name as an invalid name, as Samba without a streams
+/// module does.
 pub(super) fn adapt(
     path: &SmbPath,
     intent: &mut Intent,
     request: &mut OpenRequest,
+    streams: bool,
 ) -> Result<(), NtStatus> {
     if path.stream.is_none() && !path.default_stream {
         return Ok(());
+    }
+    if path.stream.is_some() && !streams {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
     }
     if intent.kind == Kind::Directory {
         return Err(NtStatus::NOT_A_DIRECTORY);

@@ -166,7 +166,9 @@ fn copy_file(
             .copy_range(source.file.as_ref(), 0, 0, size)
             .status()?;
         done.total_bytes_written = u32::try_from(copied).unwrap_or(u32::MAX);
-        streams::copy_all(source.file.as_ref(), target.file.as_ref()).status()?;
+        if source.share.presentation.xattrs.streams && target.share.presentation.xattrs.streams {
+            streams::copy_all(source.file.as_ref(), target.file.as_ref()).status()?;
+        }
         if target.share.apple.is_some() {
             let (from, to) = (source.path(), target.path());
             // As the user, who then owns the new `._` file as the copy; a back end that could
