@@ -524,9 +524,17 @@ fn fs_info(
         }
         .encode(w),
         FsInformationClass::FILE_FS_ATTRIBUTE_INFORMATION => FileFsAttributeInformation {
+            // PERSISTENT_ACLS is what makes Windows show a Security tab for the share's
+            // files; NAMED_STREAMS what makes Windows copy and macOS keep streams in them.
             file_system_attributes: FsAttributes::CASE_SENSITIVE_SEARCH
                 | FsAttributes::CASE_PRESERVED_NAMES
                 | FsAttributes::UNICODE_ON_DISK
+                | FsAttributes::PERSISTENT_ACLS
+                | if open.share.presentation.xattrs.streams {
+                    FsAttributes::NAMED_STREAMS
+                } else {
+                    FsAttributes::empty()
+                }
                 | crate::handlers::ioctl::fs_attributes(open.vfs.as_ref())
                 | if quota::enabled(open.vfs.as_ref()) {
                     FsAttributes::VOLUME_QUOTAS
