@@ -5,9 +5,6 @@
 //! xattrs, closes) run inline: handing the worker's tasks to another thread costs a thread
 //! wake-up and two context switches, more than such a call (docs/design.md).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
 use smb3d_dtyp::NtStatus;
 use smb3d_vfs::Vfs;
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -74,101 +71,6 @@ impl Wait {
     }
 }
 
-/// Where long WRITEs run. Copying a MiB into the page cache costs less CPU than handing the
-/// worker's tasks to another thread first (a thread wake-up and two context switches per
-/// WRITE, a fifth of a plain 1 MiB WRITE's server CPU), so they run inline, unless the kernel
-/// makes writers wait: writeback throttling (`balance_dirty_pages`), the journal, reclaim, a
-/// stalled device. No interface says beforehand whether a buffered write or a `splice` into a
-/// file will wait (`pwritev2` with RWF_NOWAIT fails every buffered write on ext4 with
-/// EOPNOTSUPP), so the waits are bounded instead: long WRITEs run inline on all workers but
-/// one at a time, the others hand off, so one worker is always free of them; and a WRITE that
-/// took longer inline than [`Self::STALLED_PER_MIB`] allows sends the long WRITEs of the next
-/// [`Self::HAND_OFF_FOR`], server-wide, back to [`blocking`].
-pub(crate) struct WritePace {
-    since: Instant,
-    /// Nanoseconds after `since` until which long WRITEs hand off.
-    hand_off_until: AtomicU64,
-    /// Long WRITEs running inline now.
-    inline: AtomicUsize,
-}
-
-impl Default for WritePace {
-    fn default() -> Self {
-        Self {
-            since: Instant::now(),
-            hand_off_until: AtomicU64::new(0),
-            inline: AtomicUsize::new(0),
-        }
-    }
-}
-
-/// A long WRITE's place among those running inline, given back when dropped.
-struct InlinePlace<'a>(&'a AtomicUsize);
-
-impl Drop for InlinePlace<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl WritePace {
-    /// A WRITE that takes longer inline, per MiB (and at least this), waited for the kernel:
-    /// on this project's two-core VM a 1 MiB `pwrite` into the page cache took 0.2 ms (median
-    /// of 200, at most 2.4), an 8 MiB one 2-20 ms.
-    const STALLED_PER_MIB: Duration = Duration::from_millis(10);
-    /// How long WRITEs hand off after one stalled.
-    const HAND_OFF_FOR: Duration = Duration::from_secs(1);
-
-    fn nanos(&self, at: Instant) -> u64 {
-        u64::try_from(at.duration_since(self.since).as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    /// Whether long WRITEs hand off at `at`.
-    fn hands_off(&self, at: Instant) -> bool {
-        self.nanos(at) < self.hand_off_until.load(Ordering::Relaxed)
-    }
-
-    /// A place to run inline at `at` on a runtime of `workers` workers, if there is one.
-    fn inline_place(&self, at: Instant, workers: usize) -> Option<InlinePlace<'_>> {
-        if self.hands_off(at) {
-            return None;
-        }
-        let most = workers.saturating_sub(1);
-        self.inline
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
-                (now < most).then_some(now + 1)
-            })
-            .ok()
-            .map(|_| InlinePlace(&self.inline))
-    }
-
-    /// Runs `write`, a WRITE of `len` bytes.
-    pub fn run<T>(&self, len: usize, write: impl FnOnce() -> T) -> T {
-        if Wait::transfer(len) == Wait::Brief {
-            return write();
-        }
-        let workers = match Handle::try_current() {
-            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                handle.metrics().num_workers()
-            }
-            _ => return write(),
-        };
-        let started = Instant::now();
-        let Some(_place) = self.inline_place(started, workers) else {
-            return blocking(write);
-        };
-        let written = write();
-        let ended = Instant::now();
-        let mib = u32::try_from(len.div_ceil(1 << 20)).unwrap_or(u32::MAX);
-        if ended.duration_since(started) > Self::STALLED_PER_MIB.saturating_mul(mib.max(1)) {
-            let until = self.nanos(ended + Self::HAND_OFF_FOR);
-            self.hand_off_until.fetch_max(until, Ordering::Relaxed);
-            tracing::debug!("a WRITE of {len} bytes waited; WRITEs hand off for a while");
-        }
-        written
-    }
-}
-
 /// Runs file-system work on `vfs` as the session's user ([`Vfs::run_as`]): the file system's
 /// permission checks, new files' ownership and quotas then apply to that user. A failure to
 /// take on the user's credentials is STATUS_ACCESS_DENIED, never work done as someone else.
@@ -197,47 +99,4 @@ pub(crate) fn as_service<T>(
     let mut result = None;
     vfs.run_privileged(&mut || result = work.take().map(|w| w()));
     result.unwrap_or(Err(NtStatus::ACCESS_DENIED))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_writes_run_inline_on_all_workers_but_one() {
-        let pace = WritePace::default();
-        let now = Instant::now();
-        assert!(pace.inline_place(now, 1).is_none(), "one worker: never");
-        let first = pace.inline_place(now, 3).unwrap();
-        let second = pace.inline_place(now, 3).unwrap();
-        assert!(pace.inline_place(now, 3).is_none());
-        drop(first);
-        let third = pace.inline_place(now, 3).unwrap();
-        drop((second, third));
-        assert_eq!(pace.inline.load(Ordering::Acquire), 0);
-    }
-
-    #[test]
-    fn a_write_that_waited_sends_the_next_ones_off_the_worker_for_a_while() {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .build()
-            .unwrap();
-        let pace = WritePace::default();
-        let run =
-            |len, wait| runtime.block_on(async { pace.run(len, || std::thread::sleep(wait)) });
-        // Brief writes, and long ones that take less than their time, leave writes inline.
-        run(1000, Duration::from_millis(15));
-        run(1 << 20, Duration::ZERO);
-        run(2 << 20, Duration::from_millis(15));
-        assert!(!pace.hands_off(Instant::now()));
-        run(1 << 20, Duration::from_millis(15));
-        let stalled = Instant::now();
-        assert!(pace.hands_off(stalled));
-        assert!(pace.inline_place(stalled, 2).is_none());
-        assert!(pace.hands_off(stalled + WritePace::HAND_OFF_FOR / 2));
-        let later = stalled + WritePace::HAND_OFF_FOR + Duration::from_millis(1);
-        assert!(!pace.hands_off(later));
-        assert!(pace.inline_place(later, 2).is_some());
-    }
 }

@@ -380,25 +380,31 @@ fn large_writes_through_pipes_whole_and_in_tiny_segments() {
     }
 }
 
+/// A server on an in-memory file system whose WRITEs `rule` makes fail or wait.
+fn start_with_faulty_writes(rule: FaultRule) -> Running {
+    let plan = Arc::new(FaultPlan::new(vec![FaultRule {
+        ops: vec![FaultOp::Write],
+        ..rule
+    }]));
+    start_on(
+        Limits {
+            logon_failure_delay: Duration::ZERO,
+            ..Limits::default()
+        },
+        Arc::new(FaultVfs::new(Arc::new(MemoryVfs::new()), plan)),
+    )
+}
+
 /// A pipe a WRITE's data waited in is reused for the connection's next WRITEs only once it is
 /// empty: a WRITE that fails before its data is all taken out of its pipes (here the file
 /// system refuses it) must not leave bytes in a pipe that the next WRITE's data follows.
 #[test]
 fn a_failed_piped_write_leaves_nothing_for_the_next() {
-    let plan = Arc::new(FaultPlan::new(vec![FaultRule {
-        ops: vec![FaultOp::Write],
+    let running = start_with_faulty_writes(FaultRule {
         path: Some("full.bin".into()),
         error: Some(VfsError::NoSpace),
         ..FaultRule::default()
-    }]));
-    let vfs = FaultVfs::new(Arc::new(MemoryVfs::new()), plan);
-    let running = start_on(
-        Limits {
-            logon_failure_delay: Duration::ZERO,
-            ..Limits::default()
-        },
-        Arc::new(vfs),
-    );
+    });
     let mut client = Client::connect(running.addr);
     client.log_on();
     let full = client.create("full.bin");
@@ -435,20 +441,11 @@ fn a_failed_piped_write_leaves_nothing_for_the_next() {
 #[test]
 fn writes_stalled_on_the_disk_leave_a_worker_for_the_rest() {
     let stall = Duration::from_secs(2);
-    let plan = Arc::new(FaultPlan::new(vec![FaultRule {
-        ops: vec![FaultOp::Write],
+    let running = start_with_faulty_writes(FaultRule {
         path: Some("slow*".into()),
         delay: stall,
         ..FaultRule::default()
-    }]));
-    let vfs = FaultVfs::new(Arc::new(MemoryVfs::new()), plan);
-    let running = start_on(
-        Limits {
-            logon_failure_delay: Duration::ZERO,
-            ..Limits::default()
-        },
-        Arc::new(vfs),
-    );
+    });
     let mut stalled = Client::connect(running.addr);
     stalled.log_on();
     let mut other = Client::connect(running.addr);

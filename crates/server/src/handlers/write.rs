@@ -62,11 +62,8 @@ pub(crate) async fn handle(
             Wait::Long => Some(open.shared.data_writes.lock().await),
             Wait::Brief => None,
         };
-        let written = cx
-            .conn
-            .server
-            .write_pace
-            .run(data_len, || {
+        let written = wait
+            .run(|| {
                 allocation::before_write(&open, req.offset)?;
                 match &mut piped {
                     Some(data) => open.file.write_piped(data, req.offset),
