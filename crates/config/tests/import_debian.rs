@@ -58,6 +58,8 @@ fn debian_default_with_a_share_converts() {
     assert_eq!(projects.comment, "Team projects");
     assert!(!projects.read_only && projects.browseable && !projects.guest_ok);
     assert_eq!(projects.valid_users, ["alice", "bob", "@staff"]);
+    // Named streams only where a streams module serves them in Samba.
+    assert!(!homes.streams_xattr && !print.streams_xattr && projects.streams_xattr);
     assert_eq!(projects.create_mask, 0o664);
 
     let warnings: Vec<String> = imported
@@ -76,12 +78,11 @@ fn debian_default_with_a_share_converts() {
         "DIR/smb.conf:88: [global]: passwd chat = *Enter\\snew\\s*\\spassword:* %n\\n *Retype\\snew\\s*\\spassword:* %n\\n *password\\supdated\\ssuccessfully* .: smb3d keeps its own user database and does not use PAM",
         "DIR/smb.conf:93: [global]: pam password change = yes: smb3d keeps its own user database and does not use PAM",
         "DIR/smb.conf:165: [global]: usershare allow guests = yes: user shares are not supported",
-        "DIR/smb.conf:169: [homes]: named streams: Samba serves none on this share (its vfs objects have no streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no option to turn them off yet",
         "DIR/smb.conf:213: [printers]: share skipped: smb3d serves no printers (parameters not imported: comment, browseable, path, printable, guest ok, read only, create mask)",
         "DIR/smb.conf:224: [print$]: imported as a plain file share of the printer drivers it holds; smb3d serves no printers, so clients install no drivers from it (Point and Print)",
-        // Debian's [print$] has no vfs objects, so Samba serves no named streams on it.
-        "DIR/smb.conf:224: [print$]: named streams: Samba serves none on this share (its vfs objects have no streams_xattr) while smb3d serves them on every share; not mapped, smb3d has no option to turn them off yet",
-        // The share block maps whole: users and the group, the create mask, the vfs modules.
+        // [homes] and [print$] have no vfs objects: they get `streams_xattr = false`, as Samba
+        // serves no named streams on them, with no warning. The share block maps whole: users
+        // and the group, the create mask, the vfs modules.
     ];
     assert_eq!(warnings, expected);
 
