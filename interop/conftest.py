@@ -131,6 +131,22 @@ def add_db_user(db, name, uid):
     return password
 
 
+def query_info(handle, info_type, info_class, length):
+    """The buffer of a QUERY_INFO (MS-SMB2 2.2.37) of `info_class` on the smbprotocol Open
+    `handle`; a refused query raises SMBResponseException with the status."""
+    from smbprotocol.open import SMB2QueryInfoRequest, SMB2QueryInfoResponse
+    tree = handle.tree_connect
+    conn, session = tree.session.connection, tree.session
+    req = SMB2QueryInfoRequest()
+    req["info_type"] = info_type
+    req["file_info_class"] = info_class
+    req["output_buffer_length"] = length
+    req["file_id"] = handle.file_id
+    resp = SMB2QueryInfoResponse()
+    resp.unpack(conn.receive(conn.send(req, sid=session.session_id, tid=tree.tree_connect_id))["data"].get_value())
+    return resp["buffer"].get_value()
+
+
 def start_smb3d(tmp: Path, extra_config="", shares=None, signing="auto", service_account=None):
     """Starts smb3d serving `shares` (default: `share` on tmp/share) for the user `tester`, as
     root, or with `service_account` as that system account (unprivileged; the shares, the

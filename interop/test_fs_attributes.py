@@ -9,12 +9,11 @@ import uuid
 import pytest
 from smbprotocol.connection import Connection
 from smbprotocol.file_info import InfoType
-from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, ImpersonationLevel, Open,
-                              ShareAccess, SMB2QueryInfoRequest, SMB2QueryInfoResponse)
+from smbprotocol.open import CreateDisposition, CreateOptions, FileAttributes, ImpersonationLevel, Open, ShareAccess
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from conftest import start_smb3d, stop
+from conftest import query_info, start_smb3d, stop
 
 CASE_SENSITIVE_SEARCH = 0x1
 CASE_PRESERVED_NAMES = 0x2
@@ -51,14 +50,8 @@ def fs_attributes(server, share):
         root.create(ImpersonationLevel.Impersonation, 0x80, FileAttributes.FILE_ATTRIBUTE_DIRECTORY,
                     ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE, CreateDisposition.FILE_OPEN,
                     CreateOptions.FILE_DIRECTORY_FILE)
-        query = SMB2QueryInfoRequest()
-        query["info_type"] = InfoType.SMB2_0_INFO_FILESYSTEM
-        query["file_info_class"] = FILE_FS_ATTRIBUTE_INFORMATION
-        query["output_buffer_length"] = 1024
-        query["file_id"] = root.file_id
-        answer = SMB2QueryInfoResponse()
-        answer.unpack(conn.receive(conn.send(query, session.session_id, tree.tree_connect_id))["data"].get_value())
-        attributes, _, _ = struct.unpack("<IiI", answer["buffer"].get_value()[:12])
+        buffer = query_info(root, InfoType.SMB2_0_INFO_FILESYSTEM, FILE_FS_ATTRIBUTE_INFORMATION, 1024)
+        attributes, _, _ = struct.unpack("<IiI", buffer[:12])
         root.close()
         return attributes
     finally:

@@ -14,12 +14,11 @@ from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.ioctl import CtlCode
 from smbprotocol.file_info import FileInformationClass, InfoType
 from smbprotocol.open import (CreateDisposition, CreateOptions, DirectoryAccessMask, FileAttributes,
-                              FilePipePrinterAccessMask, ImpersonationLevel, Open, ShareAccess,
-                              SMB2QueryInfoRequest, SMB2QueryInfoResponse)
+                              FilePipePrinterAccessMask, ImpersonationLevel, Open, ShareAccess)
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from conftest import start_smb3d, stop
+from conftest import query_info, start_smb3d, stop
 from server_copy import ioctl
 
 FILE_EA_INFORMATION = 7
@@ -67,15 +66,7 @@ def ea_information(tree, name):
                   FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
                   CreateDisposition.FILE_OPEN, 0)
     try:
-        conn, session = tree.session.connection, tree.session
-        req = SMB2QueryInfoRequest()
-        req["info_type"] = InfoType.SMB2_0_INFO_FILE
-        req["file_info_class"] = FILE_EA_INFORMATION
-        req["output_buffer_length"] = 4
-        req["file_id"] = handle.file_id
-        resp = SMB2QueryInfoResponse()
-        resp.unpack(conn.receive(conn.send(req, sid=session.session_id, tid=tree.tree_connect_id))["data"].get_value())
-        return struct.unpack("<I", resp["buffer"].get_value())[0]
+        return struct.unpack("<I", query_info(handle, InfoType.SMB2_0_INFO_FILE, FILE_EA_INFORMATION, 4))[0]
     finally:
         handle.close()
 
@@ -250,19 +241,10 @@ def alternate_name(tree, name):
                   FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
                   CreateDisposition.FILE_OPEN, 0)
     try:
-        conn, session = tree.session.connection, tree.session
-        req = SMB2QueryInfoRequest()
-        req["info_type"] = InfoType.SMB2_0_INFO_FILE
-        req["file_info_class"] = FILE_ALTERNATE_NAME_INFORMATION
-        req["output_buffer_length"] = 256
-        req["file_id"] = handle.file_id
         try:
-            data = conn.receive(conn.send(req, sid=session.session_id, tid=tree.tree_connect_id))
+            buf = query_info(handle, InfoType.SMB2_0_INFO_FILE, FILE_ALTERNATE_NAME_INFORMATION, 256)
         except SMBResponseException as err:
             return err.status
-        resp = SMB2QueryInfoResponse()
-        resp.unpack(data["data"].get_value())
-        buf = resp["buffer"].get_value()
         (length,) = struct.unpack_from("<I", buf)
         return buf[4:4 + length].decode("utf-16-le")
     finally:
