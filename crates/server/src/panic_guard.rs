@@ -5,7 +5,7 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::pin;
+use std::pin::Pin;
 
 /// The message of a caught panic.
 pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
@@ -25,8 +25,13 @@ pub fn contain<T>(work: impl FnOnce() -> T) -> Result<T, String> {
 }
 
 /// Polls `future` to completion, catching a panic in any poll: `Err` carries its message.
-pub async fn contain_async<F: Future>(future: F) -> Result<F::Output, String> {
-    let mut future = pin!(future);
+///
+/// The caller pins the future where it lives: one taken by value would be stored twice in
+/// this function's state, as the argument and as the pinned local (rustc keeps both), which
+/// doubled the size of every connection task and request it wraps.
+pub async fn contain_async<F: Future + ?Sized>(
+    mut future: Pin<&mut F>,
+) -> Result<F::Output, String> {
     std::future::poll_fn(
         |cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
             Ok(std::task::Poll::Ready(out)) => std::task::Poll::Ready(Ok(out)),
@@ -40,6 +45,7 @@ pub async fn contain_async<F: Future>(future: F) -> Result<F::Output, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::pin::pin;
 
     #[test]
     fn sync_panics_are_caught_with_their_message() {
@@ -56,12 +62,24 @@ mod tests {
 
     #[tokio::test]
     async fn async_panics_are_caught_after_a_wait() {
-        assert_eq!(contain_async(async { 3 }).await, Ok(3));
-        let result = contain_async(async {
+        assert_eq!(contain_async(pin!(async { 3 })).await, Ok(3));
+        let result = contain_async(pin!(async {
             tokio::task::yield_now().await;
             panic!("late");
-        })
+        }))
         .await;
         assert_eq!(result, Err::<(), _>("late".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn the_guard_adds_no_copy_of_the_future() {
+        let mut work = pin!(async {
+            let held = [7u8; 4096];
+            tokio::task::yield_now().await;
+            held[4095]
+        });
+        let guarded = contain_async(work.as_mut());
+        assert!(std::mem::size_of_val(&guarded) <= 64);
+        assert_eq!(guarded.await, Ok(7));
     }
 }

@@ -29,6 +29,7 @@ mod writer;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -188,34 +189,46 @@ async fn accept_loop(listener: TcpListener, tasks: ConnectionTasks) -> io::Resul
                 continue;
             }
         };
-        let tasks = tasks.clone();
         tasks.server.metrics().connection_accepted();
-        tokio::spawn(async move {
-            let ConnectionTasks {
-                server,
-                config,
-                pipes,
-                mut stopped,
-                alive,
-                ..
-            } = tasks;
-            let stopping = async move {
-                let _ = stopped.wait_for(|stop| *stop).await;
-            };
-            let work = run_connection(stream, peer, server, &config, slot, place, &pipes, stopping);
-            let result = panic_guard::contain_async(work)
-                .await
-                .unwrap_or_else(|why| Err(io::Error::other(format!("panic: {why}"))));
-            drop(alive);
-            match result {
-                // The peer broke the protocol: worth a sysadmin's attention.
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                    tracing::warn!(%peer, "dropped connection: {e}");
-                }
-                Err(e) => tracing::debug!(%peer, "connection ended: {e}"),
-                Ok(()) => {}
-            }
-        });
+        tokio::spawn(connection_task(tasks.clone(), stream, peer, slot, place));
+    }
+}
+
+/// One connection's task, from accept to close. Its state is what every idle connection
+/// holds, so the futures it awaits are pinned where they live rather than passed by value
+/// (see `reader::uncorked`).
+async fn connection_task(
+    tasks: ConnectionTasks,
+    stream: TcpStream,
+    peer: SocketAddr,
+    slot: Slot,
+    place: AddressSlot,
+) {
+    let ConnectionTasks {
+        server,
+        config,
+        pipes,
+        mut stopped,
+        alive,
+        ..
+    } = tasks;
+    let stopping = pin!(async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    });
+    let work = pin!(run_connection(
+        stream, peer, server, &config, slot, place, &pipes, stopping
+    ));
+    let result = panic_guard::contain_async(work)
+        .await
+        .unwrap_or_else(|why| Err(io::Error::other(format!("panic: {why}"))));
+    drop(alive);
+    match result {
+        // The peer broke the protocol: worth a sysadmin's attention.
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            tracing::warn!(%peer, "dropped connection: {e}");
+        }
+        Err(e) => tracing::debug!(%peer, "connection ended: {e}"),
+        Ok(()) => {}
     }
 }
 
@@ -238,7 +251,7 @@ async fn run_connection(
     _slot: Slot,
     place: AddressSlot,
     pipes: &Arc<PipeBudget>,
-    stopping: impl Future<Output = ()>,
+    stopping: Pin<&mut impl Future<Output = ()>>,
 ) -> io::Result<()> {
     tune_socket(&stream, config)?;
     let (mut reader, writer) = stream.into_split();
@@ -301,5 +314,70 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smb3d_auth::{Account, CredentialStore, ServerIdentity};
+    use smb3d_crypto::fuzzing::NullProvider;
+    use smb3d_server::Settings;
+
+    struct NoUsers;
+
+    impl CredentialStore for NoUsers {
+        fn account(&self, _user: &str) -> Option<Account> {
+            None
+        }
+
+        fn uid(&self, _user: &str) -> Option<u32> {
+            None
+        }
+    }
+
+    /// A connection's task is what an idle connection holds besides its tables. With the
+    /// futures it awaits taken by value it was 5,560 bytes in a debug build and its task 5.75
+    /// KiB in the release build (heaptrack): the reader's largest wait was stored four times,
+    /// and the whole task twice. Pinned where they live: 1,640 and 1.79 KiB.
+    #[tokio::test]
+    async fn a_connection_task_keeps_one_copy_of_its_state() {
+        let identity = ServerIdentity {
+            netbios_domain: "WORKGROUP".into(),
+            netbios_name: "SIZES".into(),
+            dns_domain: String::new(),
+            dns_name: "sizes".into(),
+        };
+        let server = Server::new(
+            Settings::default(),
+            identity,
+            Arc::new(NoUsers),
+            Arc::new(NullProvider),
+            Vec::new(),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (stream, peer) = listener.accept().await.unwrap();
+        let slots = Arc::new(Slots::new(server.limits()));
+        let slot = slots.take().unwrap();
+        let place = server
+            .address_slots()
+            .take(ClientKey::of(peer.ip()))
+            .unwrap();
+        let (_stop, stopped) = watch::channel(false);
+        let (alive, _all_gone) = mpsc::channel(1);
+        let tasks = ConnectionTasks {
+            server: server.clone(),
+            config: Arc::new(TransportConfig::default()),
+            slots,
+            pipes: PipeBudget::new(piped::MAX_PIPES),
+            stopped,
+            alive,
+        };
+        let task = connection_task(tasks, stream, peer, slot, place);
+        let size = std::mem::size_of_val(&task);
+        assert!(size <= 2048, "a connection task of {size} bytes");
     }
 }

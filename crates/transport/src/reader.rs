@@ -14,7 +14,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -63,31 +63,42 @@ pub(crate) async fn read_frames(
                 break prefix;
             }
             buffer.reserve(RECEIVE_CHUNK);
-            uncorked(
-                sink,
-                receive_some(frame_timeout, server, conn, reader, &mut buffer),
-            )
-            .await?;
+            let receive = pin!(receive_some(
+                frame_timeout,
+                server,
+                conn,
+                reader,
+                &mut buffer
+            ));
+            uncorked(sink, receive).await?;
         };
         let len = smb3d_smb2::framing::frame_len(prefix, conn.max_frame()).map_err(|e| {
             server.limit_reached(Limit::FrameSize, &format_args!("{e:?}"));
             io::Error::new(io::ErrorKind::InvalidData, format!("{e:?}"))
         })?;
-        uncorked(sink, conn.wait_for_room(len)).await;
+        uncorked(sink, pin!(conn.wait_for_room(len))).await;
         buffer.advance(PREFIX_LEN);
         let mut frame = Vec::new();
         if len >= piped_write::MIN_FRAME_LEN && buffer.len() < len {
             while buffer.len() < piped_write::HEAD_LEN {
                 buffer.reserve(piped_write::HEAD_LEN);
                 let missing = len - buffer.len();
-                let receive = receive_at_most(reader, &mut buffer, missing);
-                uncorked(sink, within(frame_timeout, server, conn, receive)).await?;
+                let receive = pin!(receive_at_most(reader, &mut buffer, missing));
+                let timed = pin!(within(frame_timeout, server, conn, receive));
+                uncorked(sink, timed).await?;
             }
             if piped_write::may_pipe(&buffer, len) {
                 let head = buffer.split_to(piped_write::HEAD_LEN).to_vec();
                 let data_len = len - head.len();
-                let receive = piped::receive(reader, &mut buffer, data_len, &kept_pipes, pipes);
-                let received = uncorked(sink, within(frame_timeout, server, conn, receive)).await?;
+                let receive = pin!(piped::receive(
+                    reader,
+                    &mut buffer,
+                    data_len,
+                    &kept_pipes,
+                    pipes
+                ));
+                let timed = pin!(within(frame_timeout, server, conn, receive));
+                let received = uncorked(sink, timed).await?;
                 match received {
                     Received::Piped(data) => {
                         server.metrics().received(PREFIX_LEN + len);
@@ -114,8 +125,11 @@ pub(crate) async fn read_frames(
                 frame.extend_from_slice(&buffer);
                 buffer.clear();
             }
-            let receive = receive_rest(reader, &mut frame, len);
-            uncorked(sink, within(frame_timeout, server, conn, receive)).await?;
+            {
+                let receive = pin!(receive_rest(reader, &mut frame, len));
+                let timed = pin!(within(frame_timeout, server, conn, receive));
+                uncorked(sink, timed).await?;
+            }
             frame
         };
         server.metrics().received(PREFIX_LEN + len);
@@ -132,8 +146,12 @@ pub(crate) async fn read_frames(
 
 /// Awaits `work`, first sending the responses held back by a cork if it cannot finish at once:
 /// a response must not wait for the reader to wait.
-async fn uncorked<T>(sink: &SocketSink, work: impl Future<Output = T>) -> T {
-    let mut work = std::pin::pin!(work);
+///
+/// `work` (as `within`'s `read`) comes pinned by the caller, so that it is stored once, in the
+/// reader's state: an async fn keeps an argument it pins apart from the pinned copy, so taken
+/// by value the reader's largest wait (a piped WRITE's receive) was held four times over, by
+/// every idle connection (docs/benchmarks.md, "Memory per idle connection and per open file").
+async fn uncorked<T>(sink: &SocketSink, mut work: Pin<&mut impl Future<Output = T>>) -> T {
     if let Poll::Ready(done) = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await
     {
         return done;
@@ -204,7 +222,7 @@ async fn wait_for_data(
                 buffer.reserve(RECEIVE_CHUNK);
                 // Through `AsyncRead`, which takes a short read as the socket drained: the
                 // next wait goes to epoll instead of trying a recv that would fail.
-                let mut read = std::pin::pin!(reader.read_buf(buffer));
+                let mut read = pin!(reader.read_buf(buffer));
                 if let Poll::Ready(received) =
                     std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await
                 {
@@ -228,7 +246,7 @@ async fn receive_some(
     reader: &mut OwnedReadHalf,
     buffer: &mut BytesMut,
 ) -> io::Result<()> {
-    match within(timeout, server, conn, reader.read_buf(buffer)).await? {
+    match within(timeout, server, conn, pin!(reader.read_buf(buffer))).await? {
         0 => Err(io::ErrorKind::UnexpectedEof.into()),
         _ => Ok(()),
     }
@@ -290,7 +308,7 @@ async fn within<T>(
     timeout: Option<Duration>,
     server: &Server,
     conn: &Connection,
-    read: impl Future<Output = io::Result<T>>,
+    read: Pin<&mut impl Future<Output = io::Result<T>>>,
 ) -> io::Result<T> {
     let Some(timeout) = timeout else {
         return read.await;

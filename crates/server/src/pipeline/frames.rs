@@ -3,6 +3,7 @@
 //! CANCEL, the requests CANCEL must find, and where the frame's requests run.
 
 use std::ops::Range;
+use std::pin::pin;
 use std::sync::Arc;
 
 use smb3d_smb2::Command;
@@ -126,9 +127,9 @@ impl Connection {
         let inline = piped.is_none() && scheduling::runs_inline(&frame, &requests);
         let conn = self.clone();
         let chain = async move {
-            let chain = conn.clone().run_chain(
+            let chain = pin!(conn.clone().run_chain(
                 frame, requests, sealed_by, waiting, arrival, piped, inflight,
-            );
+            ));
             if let Err(why) = panic_guard::contain_async(chain).await {
                 conn.panicked(&why);
             }
