@@ -139,7 +139,10 @@ impl IdMap {
             .map(|name| accounts.groups_of(name).filter(|&g| g != gid).collect())
             .unwrap_or_default();
         let unix_gids = || std::iter::once(gid).chain(supplementary.iter().copied());
-        let mut groups: Vec<Sid> = unix_gids().map(|g| self.group_sid(g)).collect();
+        // Sized exactly: every session keeps its token, and growing by push reserved room
+        // for eight 68-byte SIDs where a user in one group has six.
+        let mut groups = Vec::with_capacity(2 * (1 + supplementary.len()) + 4);
+        groups.extend(unix_gids().map(|g| self.group_sid(g)));
         groups.extend([Sid::EVERYONE, Sid::AUTHENTICATED_USERS, Sid::BUILTIN_USERS]);
         groups.push(Sid::unix_user(uid));
         groups.extend(unix_gids().map(Sid::unix_group));
@@ -406,6 +409,13 @@ mod tests {
         assert!(!katherine.token.groups.contains(&map.group_sid(10)));
         let unknown = map.identity_in(&accounts, 4242);
         assert_eq!((unknown.unix.gid, unknown.unix.groups), (4242, vec![]));
+        // Every session keeps its token: no room beyond its SIDs (it held eight for six).
+        assert_eq!(unknown.token.groups.len(), 6);
+        assert_eq!(unknown.token.groups.capacity(), 6);
+        assert_eq!(
+            katherine.token.groups.capacity(),
+            katherine.token.groups.len()
+        );
     }
 
     #[test]

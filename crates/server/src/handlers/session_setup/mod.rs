@@ -420,7 +420,7 @@ impl Protection {
         let cipher = negotiated
             .cipher
             .filter(|_| !anonymous)
-            .and_then(|c| SessionCipher::new(server.crypto.as_ref(), c, &keys))
+            .and_then(|c| SessionCipher::new(&server.crypto, c, &keys))
             .map(Arc::new);
         let policy = server.settings.encryption;
         if policy == EncryptionPolicy::Required && cipher.is_none() {
