@@ -212,7 +212,7 @@ mod tests {
             },
             disconnected: false,
             persistent: false,
-            app_instance,
+            app_instance: app_instance.map(Box::new),
         }
     }
 

@@ -21,7 +21,7 @@ use smb3d_vfs::KernelLease;
 use smb3d_wire::Guid;
 
 use crate::state::connection::Connection;
-use crate::state::files::{FileKey, FileState, OpenEntry, SharedFile};
+use crate::state::files::{self, FileKey, FileState, OpenEntry, SharedFile};
 use crate::state::notify::ShareKey;
 use crate::state::open::Open;
 use crate::state::server::Server;
@@ -656,7 +656,7 @@ fn record_lease(
                 opens: 1,
             };
             let response = record.response();
-            leases.push(record);
+            files::push_one(leases, record);
             response
         }
     }

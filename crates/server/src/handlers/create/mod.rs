@@ -789,7 +789,7 @@ impl Creation<'_> {
             },
             disconnected: false,
             persistent: false,
-            app_instance: self.app_instance.clone(),
+            app_instance: self.app_instance.clone().map(Box::new),
         };
         if let Some(asking) = &self.app_instance {
             self.take_over(cx, reply, asking, key, entry.stream.as_ref())
