@@ -9,6 +9,7 @@ import struct
 
 import pytest
 
+import secdesc
 from conftest import interop_uid, start_smb3d, stop, system_account
 
 # system.posix_acl_access / _default (linux/posix_acl_xattr.h): a version, then tag, perm, id.
@@ -71,3 +72,26 @@ def test_a_directory_s_default_acl_is_passed_on(server, tmp_path):
     assert "NT_STATUS" not in out, out
     out = server.smbclient("get team\\report.txt %s" % back, user=server.third, check=False).stdout
     assert "NT_STATUS_ACCESS_DENIED" in out, out
+
+
+def test_a_directory_shows_its_acl_as_samba_does(server):
+    """What Samba 4.17 shows for `setfacl -m u:X:rwx,d:u:X:rwx`: one ACE for X that applies to
+    the directory and is inherited (OI|CI), CREATOR OWNER and CREATOR GROUP inherit-only."""
+    folder = server.share_dir / "shown"
+    folder.mkdir()
+    os.chown(folder, interop_uid(), -1)
+    grant(folder, server.other_uid, 7, default=True)
+    client = secdesc.Client(server.port, server.user, server.password)
+    try:
+        status, buf = client.get_path("shown", options=1)  # FILE_DIRECTORY_FILE
+    finally:
+        client.close()
+    assert buf is not None, status
+    flags = {}
+    for _, ace_flags, _, sid in secdesc.decode(buf)["dacl"]:
+        flags.setdefault(sid, []).append(ace_flags)
+    inherit = secdesc.OBJECT_INHERIT | secdesc.CONTAINER_INHERIT
+    named = [sid for sid, f in flags.items() if f == [inherit] and sid != secdesc.EVERYONE]
+    assert len(named) == 1, flags
+    assert flags[secdesc.CREATOR_OWNER] == [inherit | secdesc.INHERIT_ONLY], flags
+    assert flags[secdesc.CREATOR_GROUP] == [inherit | secdesc.INHERIT_ONLY], flags

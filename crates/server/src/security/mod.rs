@@ -136,12 +136,27 @@ pub(crate) fn posix_descriptor(
         Some(acl) => acl_aces(acl, ids, [owner, group], AceFlags::empty(), dir),
     };
     if let Some(default) = &acls.default {
-        let inherit_only =
-            AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT | AceFlags::INHERIT_ONLY;
+        let inherit = AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT;
         let creators = [Sid::CREATOR_OWNER, Sid::CREATOR_GROUP];
         // What is created below may be a file or a directory: the directory reading of the
         // bits, as `with_inheritable_entries` gives.
-        aces.extend(acl_aces(default, ids, creators, inherit_only, true));
+        for passed_on in acl_aces(
+            default,
+            ids,
+            creators,
+            inherit | AceFlags::INHERIT_ONLY,
+            true,
+        ) {
+            // An entry the directory has for itself and passes on alike is one ACE that also
+            // inherits, as Samba shows it.
+            match aces
+                .iter_mut()
+                .find(|a| a.flags.is_empty() && a.mask_and_sid() == passed_on.mask_and_sid())
+            {
+                Some(both) => both.flags = inherit,
+                None => aces.push(passed_on),
+            }
+        }
     }
     SecurityDescriptor::new(owner, group, Acl::new(aces))
 }
@@ -619,6 +634,24 @@ mod tests {
             default: Some(team),
         };
         let parent = posix_descriptor(&stat(0o40770, FileType::Directory), &acls, &ids);
+        let oi_ci = AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT;
+        let io = oi_ci | AceFlags::INHERIT_ONLY;
+        let none = rights(0, true);
+        assert_eq!(
+            aces(&parent),
+            [
+                (
+                    AccessMask::FILE_ALL_ACCESS,
+                    ids.user_sid(1000),
+                    AceFlags::empty()
+                ),
+                (AccessMask::FILE_ALL_ACCESS, ids.user_sid(2000), oi_ci),
+                (none, ids.group_sid(100), AceFlags::empty()),
+                (none, Sid::EVERYONE, oi_ci),
+                (AccessMask::FILE_ALL_ACCESS, Sid::CREATOR_OWNER, io),
+                (none, Sid::CREATOR_GROUP, io),
+            ]
+        );
         assert_eq!(with_inheritable_entries(&parent, 0o777), parent);
         let (creator, group) = (ids.user_sid(4242), ids.group_sid(77));
         let file = inherit(&parent, false, &creator, &group).unwrap();
@@ -626,10 +659,10 @@ mod tests {
         assert_eq!(
             granted,
             [
-                (AccessMask::FILE_ALL_ACCESS, creator),
                 (AccessMask::FILE_ALL_ACCESS, ids.user_sid(2000)),
-                (rights(0, true), group),
-                (rights(0, true), Sid::EVERYONE),
+                (none, Sid::EVERYONE),
+                (AccessMask::FILE_ALL_ACCESS, creator),
+                (none, group),
             ]
         );
     }
