@@ -131,9 +131,10 @@ def add_db_user(db, name, uid):
     return password
 
 
-def query_info(handle, info_type, info_class, length):
-    """The buffer of a QUERY_INFO (MS-SMB2 2.2.37) of `info_class` on the smbprotocol Open
-    `handle`; a refused query raises SMBResponseException with the status."""
+def query_info(handle, info_type, info_class, length, additional_information=0):
+    """The buffer of a QUERY_INFO (MS-SMB2 2.2.37) of `info_class` (for security information:
+    the parts named in `additional_information`) on the smbprotocol Open `handle`; a refused
+    query raises SMBResponseException with the status."""
     from smbprotocol.open import SMB2QueryInfoRequest, SMB2QueryInfoResponse
     tree = handle.tree_connect
     conn, session = tree.session.connection, tree.session
@@ -141,6 +142,7 @@ def query_info(handle, info_type, info_class, length):
     req["info_type"] = info_type
     req["file_info_class"] = info_class
     req["output_buffer_length"] = length
+    req["additional_information"] = additional_information
     req["file_id"] = handle.file_id
     resp = SMB2QueryInfoResponse()
     resp.unpack(conn.receive(conn.send(req, sid=session.session_id, tid=tree.tree_connect_id))["data"].get_value())

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conftest  # noqa: E402
 import smbprotocol_client as spc  # noqa: E402
-from torture import judge, read_list, run_suite  # noqa: E402
+from torture import judge, read_list, run_suite, sections_of  # noqa: E402
 
 PROTOCOL_CONNECTIONS = 180
 PROTOCOL_THREADS = 18
@@ -163,7 +163,7 @@ class Soak:
             results, output = run_suite(self.server, suite, timeout=600)
             problems = judge(results, knownfail)
             if problems:
-                self.fail("smbtorture %s: %s" % (suite, problems))
+                self.fail("smbtorture %s: %s\n%s" % (suite, problems, sections_of(output, problems)))
             else:
                 self.count("smbtorture")
             turn += 1

@@ -16,13 +16,12 @@ import pytest
 from smbprotocol.connection import Connection
 from smbprotocol.create_contexts import SMB2CreateAllocationSize, SMB2CreateContextRequest
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
-                              ImpersonationLevel, Open, ShareAccess, SMB2QueryInfoRequest,
-                              SMB2QueryInfoResponse, SMB2SetInfoRequest)
+                              ImpersonationLevel, Open, ShareAccess, SMB2SetInfoRequest)
 from smbprotocol.file_info import InfoType
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from conftest import start_smb3d, stop
+from conftest import query_info, start_smb3d, stop
 
 MIB = 1024 * 1024
 FILE_STANDARD_INFORMATION = 5
@@ -89,15 +88,8 @@ class Client:
                       FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
                       CreateDisposition.FILE_OPEN, 0)
         try:
-            req = SMB2QueryInfoRequest()
-            req['info_type'] = InfoType.SMB2_0_INFO_FILE
-            req['file_info_class'] = FILE_STANDARD_INFORMATION
-            req['output_buffer_length'] = 24
-            req['file_id'] = handle.file_id
-            request = self.conn.send(req, sid=self.session.session_id, tid=self.tree.tree_connect_id)
-            resp = SMB2QueryInfoResponse()
-            resp.unpack(self.conn.receive(request)['data'].get_value())
-            return struct.unpack_from("<q", resp['buffer'].get_value())[0]
+            return struct.unpack_from("<q", query_info(handle, InfoType.SMB2_0_INFO_FILE,
+                                                       FILE_STANDARD_INFORMATION, 24))[0]
         finally:
             handle.close()
 

@@ -11,12 +11,11 @@ from smbprotocol.create_contexts import SMB2CreateContextRequest
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.file_info import FileInformationClass, InfoType
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
-                              ImpersonationLevel, Open, ShareAccess, SMB2QueryInfoRequest,
-                              SMB2QueryInfoResponse, SMB2SetInfoRequest)
+                              ImpersonationLevel, Open, ShareAccess, SMB2SetInfoRequest)
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
-from conftest import start_smb3d, stop
+from conftest import query_info, start_smb3d, stop
 
 STATUS_INVALID_PARAMETER = 0xC000000D
 SERVER_QUERY = 1
@@ -79,28 +78,13 @@ class Client:
                     FileAttributes.FILE_ATTRIBUTE_DIRECTORY, ShareAccess.FILE_SHARE_READ,
                     CreateDisposition.FILE_OPEN, CreateOptions.FILE_DIRECTORY_FILE)
         try:
-            req = SMB2QueryInfoRequest()
-            req['info_type'] = InfoType.SMB2_0_INFO_FILESYSTEM
-            req['file_info_class'] = FILE_FS_SIZE_INFORMATION
-            req['output_buffer_length'] = 24
-            req['file_id'] = root.file_id
-            request = self.conn.send(req, sid=self.session.session_id, tid=self.tree.tree_connect_id)
-            resp = SMB2QueryInfoResponse()
-            resp.unpack(self.conn.receive(request)['data'].get_value())
-            return struct.unpack("<qqII", resp['buffer'].get_value())
+            return struct.unpack("<qqII", query_info(root, InfoType.SMB2_0_INFO_FILESYSTEM,
+                                                     FILE_FS_SIZE_INFORMATION, 24))
         finally:
             root.close()
 
     def query_security(self, handle, info):
-        req = SMB2QueryInfoRequest()
-        req['info_type'] = InfoType.SMB2_0_INFO_SECURITY
-        req['output_buffer_length'] = 65536
-        req['additional_information'] = info
-        req['file_id'] = handle.file_id
-        request = self.conn.send(req, sid=self.session.session_id, tid=self.tree.tree_connect_id)
-        resp = SMB2QueryInfoResponse()
-        resp.unpack(self.conn.receive(request)['data'].get_value())
-        return resp['buffer'].get_value()
+        return query_info(handle, InfoType.SMB2_0_INFO_SECURITY, 0, 65536, info)
 
     def set_security(self, handle, sd, info):
         req = SMB2SetInfoRequest()
@@ -401,20 +385,13 @@ def test_an_empty_resource_fork_is_none(server):
                           FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
                           CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
         assert e.value.status == 0xC0000034  # STATUS_OBJECT_NAME_NOT_FOUND
-        req = SMB2QueryInfoRequest()
         handle = Open(client.tree, "rf.txt")
         handle.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.GENERIC_READ,
                       FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
                       CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
-        req['info_type'] = InfoType.SMB2_0_INFO_FILE
-        req['file_info_class'] = 22  # FileStreamInformation
-        req['output_buffer_length'] = 4096
-        req['file_id'] = handle.file_id
-        request = client.conn.send(req, sid=client.session.session_id, tid=client.tree.tree_connect_id)
-        resp = SMB2QueryInfoResponse()
-        resp.unpack(client.conn.receive(request)['data'].get_value())
+        buf = query_info(handle, InfoType.SMB2_0_INFO_FILE, 22, 4096)  # FileStreamInformation
         handle.close()
-        buf, names, at = resp['buffer'].get_value(), [], 0
+        names, at = [], 0
         while True:
             nxt, name_len = struct.unpack_from("<II", buf, at)
             names.append(buf[at + 24:at + 24 + name_len].decode("utf-16-le"))

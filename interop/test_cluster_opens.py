@@ -15,11 +15,10 @@ import pytest
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.file_info import FileInformationClass, InfoType
 from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes, FilePipePrinterAccessMask,
-                              ImpersonationLevel, Open, RequestedOplockLevel, ShareAccess,
-                              SMB2QueryInfoRequest, SMB2QueryInfoResponse)
+                              ImpersonationLevel, Open, RequestedOplockLevel, ShareAccess)
 
 import smbprotocol_client
-from conftest import start_smb3d, stop
+from conftest import query_info, start_smb3d, stop
 from crash_loop import set_info
 from etcd import EtcdCluster
 from test_two_clients import UNSOLICITED, listen_for_break
@@ -196,17 +195,9 @@ def listed(tree):
         root.close()
 
 
-def delete_pending(conn, tree, handle):
+def delete_pending(handle):
     """FileStandardInformation.DeletePending of `handle` (MS-FSCC 2.4.41: the byte at 20)."""
-    req = SMB2QueryInfoRequest()
-    req["info_type"] = InfoType.SMB2_0_INFO_FILE
-    req["file_info_class"] = FileInformationClass.FILE_STANDARD_INFORMATION
-    req["output_buffer_length"] = 24
-    req["file_id"] = handle.file_id
-    request = conn.send(req, sid=tree.session.session_id, tid=tree.tree_connect_id)
-    resp = SMB2QueryInfoResponse()
-    resp.unpack(conn.receive(request)["data"].get_value())
-    return resp["buffer"].get_value()[20] == 1
+    return query_info(handle, InfoType.SMB2_0_INFO_FILE, FileInformationClass.FILE_STANDARD_INFORMATION, 24)[20] == 1
 
 
 def open_records(node):
@@ -245,7 +236,7 @@ def test_stat_opens_through_one_node_meet_only_the_other_node_s_pending_delete(t
             # as node 2's watch of etcd has told it (milliseconds).
             deleting = open_file(tree1, "gone.txt", FilePipePrinterAccessMask.DELETE | READ_WRITE, SHARE_ALL)
             watching = open_file(tree2, "gone.txt", READ_ATTRIBUTES, SHARE_ALL, CreateDisposition.FILE_OPEN)
-            assert not delete_pending(conn2, tree2, watching)
+            assert not delete_pending(watching)
             set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
                      FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x01")
             marked = time.monotonic()
@@ -260,7 +251,7 @@ def test_stat_opens_through_one_node_meet_only_the_other_node_s_pending_delete(t
             # Node 2's listings leave it out too, and its open of the file reports it
             # delete-pending (FileStandardInformation), from the same watch (issue 18 item 7).
             assert "gone.txt" not in listed(tree2)
-            assert delete_pending(conn2, tree2, watching)
+            assert delete_pending(watching)
             assert "x.txt" in listed(tree2)
             set_info(tree1, deleting, InfoType.SMB2_0_INFO_FILE,
                      FileInformationClass.FILE_DISPOSITION_INFORMATION, b"\x00")
@@ -273,7 +264,7 @@ def test_stat_opens_through_one_node_meet_only_the_other_node_s_pending_delete(t
                     assert e.status == STATUS_DELETE_PENDING
                 assert time.monotonic() - cleared < 5, "node 2 kept a cleared pending delete"
             assert "gone.txt" in listed(tree2)
-            assert not delete_pending(conn2, tree2, watching)
+            assert not delete_pending(watching)
             watching.close()
             deleting.close()
         finally:

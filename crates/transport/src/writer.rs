@@ -5,15 +5,19 @@
 //! of requests that arrived together, the sink is corked: their responses wait in the queue
 //! and leave together in one `writev` once the burst is done ([`SocketSink::uncork`]), so a
 //! burst of ECHOs or 4 KiB READs costs one pass through the loopback and one wake-up of the
-//! client instead of one per response. READ responses with data in a
-//! file (`FileTail`) always go through the writer task: their header goes with `MSG_MORE`,
-//! their data with `sendfile`. A frame counts against its connection's in-flight budget until
-//! it is dropped, which is once the socket has taken all of it: the reader stops while a
-//! client leaves its responses unread.
+//! client instead of one per response. A READ response with data in a file (`FileTail`) goes
+//! out as its header with `MSG_MORE` and its data with `sendfile`: by the task that made it,
+//! under the same conditions, when the page cache holds all the data (one `cachestat`; a page
+//! evicted between the check and the send is read on the worker), else by the writer task,
+//! which hands the worker's other tasks on first (`block_in_place`) since `sendfile` may wait
+//! for the disk. A frame counts against its connection's in-flight budget until it is dropped,
+//! which is once the socket has taken all of it: the reader stops while a client leaves its
+//! responses unread.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::{Shutdown, SocketAddr};
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -49,6 +53,18 @@ struct Outbox {
     closed: bool,
     /// The reader is running a burst of requests: responses wait for [`SocketSink::uncork`].
     corked: bool,
+    /// A task sends a READ's file data without holding the lock: frames queue behind it, and it
+    /// hands them to the writer task when it is done. Never together with `writing`.
+    busy: bool,
+}
+
+/// How far [`SocketSink::send_tail_step`] got without waiting.
+enum Step {
+    Done,
+    /// The socket takes no more for now.
+    WouldBlock,
+    /// The file ended before the data the response promised.
+    Shrunk,
 }
 
 struct Pending {
@@ -79,9 +95,9 @@ impl SocketSink {
         loop {
             let (batch, closed) = {
                 let mut outbox = self.outbox.lock();
-                if outbox.queue.is_empty() {
+                if outbox.busy || outbox.queue.is_empty() {
                     outbox.writing = false;
-                    (Vec::new(), outbox.closed)
+                    (Vec::new(), outbox.closed && !outbox.busy)
                 } else {
                     outbox.writing = true;
                     (take_batch(&mut outbox.queue), false)
@@ -129,7 +145,7 @@ impl SocketSink {
             return;
         }
         outbox.corked = false;
-        if outbox.writing || outbox.closed || outbox.queue.is_empty() {
+        if outbox.writing || outbox.busy || outbox.closed || outbox.queue.is_empty() {
             return;
         }
         let mut slices = [IoSlice::new(&[]); MAX_BATCH];
@@ -215,10 +231,9 @@ impl SocketSink {
     /// tail. Returns the bytes sent.
     async fn send_batch(&self, mut batch: Vec<Pending>) -> io::Result<usize> {
         if let [only] = batch.as_slice()
-            && let Some(tail) = &only.frame.tail
+            && only.frame.tail.is_some()
         {
-            let head = only.frame.bytes().get(only.sent..).unwrap_or_default();
-            return self.send_with_tail(head, tail).await;
+            return self.send_with_tail(&only.frame, only.sent).await;
         }
         let total: usize = batch
             .iter()
@@ -269,8 +284,37 @@ impl FrameSink for SocketSink {
             return;
         }
         let mut sent = 0;
-        if outbox.corked {
+        if outbox.corked || outbox.busy {
             outbox.queue.push_back(Pending { frame, sent });
+            return;
+        }
+        if !outbox.writing
+            && let Some(tail) = &frame.tail
+            && let Some(fd) = tail.fd()
+            && tail.is_cached()
+        {
+            // Sent here, outside the lock: the socket is this task's until it is done.
+            outbox.busy = true;
+            drop(outbox);
+            let step = self.send_tail_step(frame.bytes(), tail, fd, &mut sent, true);
+            let mut outbox = self.outbox.lock();
+            outbox.busy = false;
+            match step {
+                Ok(Step::Done) => self.server.metrics().sent(sent),
+                Ok(Step::WouldBlock | Step::Shrunk) => {
+                    outbox.queue.push_front(Pending { frame, sent })
+                }
+                Err(_) => return self.peer_gone(outbox),
+            }
+            // What queued meanwhile, and what is left of this frame, go to the writer task,
+            // which also learns of a close it slept through.
+            if !outbox.queue.is_empty() {
+                outbox.writing = true;
+            }
+            if outbox.writing || outbox.closed {
+                drop(outbox);
+                self.wake.notify_one();
+            }
             return;
         }
         if !outbox.writing && frame.tail.is_none() {
@@ -302,55 +346,81 @@ impl FrameSink for SocketSink {
 }
 
 impl SocketSink {
-    /// Writes a frame's header with MSG_MORE, so that it waits for the data instead of leaving in
-    /// a segment of its own, then the data from the file.
-    async fn send_with_tail(&self, head: &[u8], tail: &FileTail) -> io::Result<usize> {
-        let stream = self.socket.as_ref().as_ref();
+    /// Sends what is left of a frame with a file tail after its first `sent` bytes: the header
+    /// with MSG_MORE, so that it waits for the data instead of leaving in a segment of its own,
+    /// then the data from the file.
+    async fn send_with_tail(&self, frame: &OutFrame, mut sent: usize) -> io::Result<usize> {
+        let head = frame.bytes();
+        let Some(tail) = &frame.tail else {
+            return Ok(0);
+        };
+        let total = head.len() + tail.len();
         let Some(fd) = tail.fd() else {
             let mut data = Vec::with_capacity(tail.len());
             tail.read_into(&mut data)?;
-            self.write_all(head).await?;
+            self.write_all(head.get(sent..).unwrap_or_default()).await?;
             self.write_all(&data).await?;
-            return Ok(head.len() + data.len());
+            return Ok(total - sent);
         };
-        let mut written = 0;
-        while written < head.len() {
-            let rest = head.get(written..).unwrap_or_default();
-            self.writable().await?;
+        let start = sent;
+        // Checked once a frame: data the page cache holds goes out on the worker.
+        let cached = tail.is_cached();
+        loop {
+            match self.send_tail_step(head, tail, fd, &mut sent, cached)? {
+                Step::Done => return Ok(total - start),
+                Step::WouldBlock => self.writable().await?,
+                Step::Shrunk => {
+                    // The file shrank after the response promised the data: zeros make up the
+                    // rest, as for a read that raced with a truncation.
+                    self.write_zeros(total - sent).await?;
+                    return Ok(total - start);
+                }
+            }
+        }
+    }
+
+    /// Sends as much of a frame with a file tail as the socket takes now, from its first
+    /// `sent` bytes on (`head`, then the tail's data), counting what went into `sent`.
+    /// `sendfile` reads the file in the calling thread: unless the page cache holds the data
+    /// (`cached`), it runs off the worker, so that a disk read does not hold up the connections
+    /// the worker serves.
+    fn send_tail_step(
+        &self,
+        head: &[u8],
+        tail: &FileTail,
+        fd: BorrowedFd<'_>,
+        sent: &mut usize,
+        cached: bool,
+    ) -> io::Result<Step> {
+        let stream = self.socket.as_ref().as_ref();
+        while let Some(rest) = head.get(*sent..).filter(|rest| !rest.is_empty()) {
             match stream.try_io(Interest::WRITABLE, || {
                 rustix::net::send(stream, rest, rustix::net::SendFlags::MORE)
                     .map_err(io::Error::from)
             }) {
-                Ok(n) => written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Ok(n) => *sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Step::WouldBlock),
                 Err(e) => return Err(e),
             }
         }
-        let mut offset = tail.offset();
-        let end = offset + tail.len() as u64;
-        while offset < end {
-            self.writable().await?;
+        let end = tail.offset() + tail.len() as u64;
+        loop {
+            let mut offset = tail.offset() + (*sent - head.len()) as u64;
+            if offset >= end {
+                return Ok(Step::Done);
+            }
             let left = usize::try_from(end - offset).unwrap_or(usize::MAX);
-            // sendfile reads the file in the calling thread: a disk read must not hold up the
-            // connections this worker serves.
-            let sent = stream.try_io(Interest::WRITABLE, || {
-                blocking(|| rustix::fs::sendfile(stream, fd, Some(&mut offset), left))
-                    .map_err(io::Error::from)
+            let result = stream.try_io(Interest::WRITABLE, || {
+                let mut send = || rustix::fs::sendfile(stream, fd, Some(&mut offset), left);
+                if cached { send() } else { blocking(send) }.map_err(io::Error::from)
             });
-            match sent {
-                Ok(0) => {
-                    // The file shrank after the response promised the data: zeros make up the
-                    // rest, as for a read that raced with a truncation.
-                    let missing = usize::try_from(end - offset).unwrap_or(usize::MAX);
-                    self.write_zeros(missing).await?;
-                    break;
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            match result {
+                Ok(0) => return Ok(Step::Shrunk),
+                Ok(n) => *sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Step::WouldBlock),
                 Err(e) => return Err(e),
             }
         }
-        Ok(head.len() + tail.len())
     }
 
     async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {

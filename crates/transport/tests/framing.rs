@@ -337,6 +337,81 @@ fn large_write_in_pieces_and_reads_piling_up() {
     );
 }
 
+/// Plain READs of a file in the page cache leave with `sendfile` from the task that made them,
+/// and the writer task takes over what the socket did not take: 24 READs of 1 MiB with an ECHO
+/// after each, first all in one write, then each pair on its own, before anything is read: more
+/// than the socket buffers hold. Every response comes whole, with its own request's data.
+#[test]
+fn reads_sent_from_the_page_cache_come_whole_with_their_own_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..8 * 1024 * 1024u32)
+        .map(|i| (i % 251) as u8 ^ (i >> 16) as u8)
+        .collect();
+    std::fs::write(dir.path().join("data.bin"), &data).unwrap();
+    let vfs = Arc::new(smb3d_vfs_posix::PosixVfs::new(dir.path()).unwrap());
+    let limits = Limits {
+        logon_failure_delay: Duration::ZERO,
+        ..Limits::default()
+    };
+    let running = start_on(limits, vfs);
+    let mut client = Client::connect(running.addr);
+    client.log_on();
+    let opened = client.call(
+        Command::CREATE,
+        &seeds::create_body(
+            "data.bin",
+            AccessMask::GENERIC_READ,
+            CreateDisposition::OPEN,
+            CreateOptions::NON_DIRECTORY_FILE,
+        ),
+    );
+    assert_eq!(opened.status(), NtStatus::SUCCESS);
+    let file_id = CreateResponse::decode(&opened.pdu).unwrap().file_id;
+    // What the local write left in the page cache may have gone since; one pass brings it back.
+    std::fs::read(dir.path().join("data.bin")).unwrap();
+
+    const LEN: usize = 1024 * 1024;
+    for together in [true, false] {
+        reads_and_echoes(&mut client, file_id, &data, LEN, together);
+    }
+}
+
+fn reads_and_echoes(client: &mut Client, file_id: FileId, data: &[u8], len: usize, together: bool) {
+    let mut expected = BTreeMap::new();
+    let mut requests = Vec::new();
+    for i in 0..24 {
+        let offset = (i * len + i * 4099) % (data.len() - len);
+        let mut body = seeds::read_body(offset as u64, len as u32);
+        assert!(packet::patch_file_id(Command::READ, &mut body, file_id));
+        let (id, frame) = client.frame(Command::READ, &body, len);
+        expected.insert(id, Some(offset));
+        requests.extend_from_slice(&frame);
+        let (id, frame) = client.frame(Command::ECHO, &echo_body(), 0);
+        expected.insert(id, None);
+        requests.extend_from_slice(&frame);
+        if !together {
+            client.stream.write_all(&requests).unwrap();
+            requests.clear();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    client.stream.write_all(&requests).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..expected.len() {
+        let response = client.receive();
+        assert_eq!(response.status(), NtStatus::SUCCESS);
+        match expected.remove(&response.header.message_id).unwrap() {
+            Some(offset) => {
+                assert_eq!(response.header.command, Command::READ);
+                let read = ReadResponse::decode(&response.pdu).unwrap();
+                assert!(read.data == &data[offset..offset + len], "at {offset}");
+            }
+            None => assert_eq!(response.header.command, Command::ECHO),
+        }
+    }
+    assert!(expected.is_empty());
+}
+
 #[test]
 fn large_writes_through_pipes_whole_and_in_tiny_segments() {
     let running = start();

@@ -371,6 +371,65 @@ impl PosixFile {
     }
 }
 
+/// Whether every page of the `len` bytes at `offset` is in the page cache: `cachestat`
+/// (Linux 6.5), one system call that walks the cache without touching the data. False when a
+/// page is missing, the range passes the end of the file, or the kernel has no `cachestat`.
+#[allow(unsafe_code)]
+fn all_cached(fd: BorrowedFd<'_>, offset: u64, len: usize) -> bool {
+    /// `struct cachestat_range` and `struct cachestat` of linux/mman.h.
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    // The same number on every architecture of the unified system-call table; libc names it
+    // for some targets only.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    return false;
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        if len == 0 {
+            return true;
+        }
+        // SAFETY: sysconf reads a constant of the system.
+        let Ok(page) = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }) else {
+            return false;
+        };
+        let Some(end) = offset.checked_add(len as u64) else {
+            return false;
+        };
+        let pages = end.div_ceil(page) - offset / page;
+        let range = Range {
+            off: offset,
+            len: len as u64,
+        };
+        let mut stat = Stat::default();
+        // SAFETY: `range` and `stat` are live, correctly laid out for the call, which reads the
+        // one and writes the other and keeps no pointer after returning.
+        let done = unsafe {
+            libc::syscall(
+                SYS_CACHESTAT,
+                fd.as_raw_fd(),
+                &raw const range,
+                &raw mut stat,
+                0u32,
+            )
+        };
+        done == 0 && stat.nr_cache >= pages
+    }
+}
+
 /// Reads at most `len` bytes at `offset` into the spare capacity of `buf`, which need not be
 /// zeroed first (for a 1 MiB READ that zeroing cost a tenth of an encrypted READ's server
 /// CPU), and adds what was read to its length. `flags` are `preadv2`'s; rustix's `preadv2`
@@ -442,6 +501,10 @@ impl VfsFile for PosixFile {
     fn data_fd(&self) -> Option<BorrowedFd<'_>> {
         (self.file_type == FileType::File && !self.path_only && self.access.can_read())
             .then(|| self.fd.as_fd())
+    }
+
+    fn data_cached(&self, offset: u64, len: usize) -> bool {
+        all_cached(self.fd.as_fd(), offset, len)
     }
 
     fn set_host_lock(&self, offset: u64, len: u64, level: HostLock) -> VfsResult<bool> {

@@ -598,3 +598,31 @@ fn a_directory_swapped_in_for_a_new_one_is_never_taken_for_it() {
         );
     }
 }
+
+/// `data_cached` says whether a range's pages are all in the page cache (`cachestat`): a file
+/// just read is; after its pages are dropped (fsync, then POSIX_FADV_DONTNEED) it is not; a
+/// range past the end of the file never is.
+#[test]
+fn data_cached_follows_the_page_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = vec![0x42; 256 * 1024];
+    fs::write(dir.path().join("f"), &data).unwrap();
+    let local = fs::File::open(dir.path().join("f")).unwrap();
+    local.sync_all().unwrap();
+    let vfs = PosixVfs::new(dir.path()).unwrap();
+    let file = vfs
+        .open(&path("f"), &request(Access::Read, Kind::File))
+        .unwrap()
+        .file;
+    let mut buf = vec![0; data.len()];
+    assert_eq!(file.read_at(&mut buf, 0).unwrap(), data.len());
+    assert!(
+        file.data_cached(0, data.len()),
+        "a file just read is cached"
+    );
+    assert!(file.data_cached(4096 + 17, 100_000));
+    assert!(file.data_cached(0, 0));
+    assert!(!file.data_cached(0, data.len() + 4096), "past the end");
+    rustix::fs::fadvise(&local, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    assert!(!file.data_cached(0, data.len()), "dropped from the cache");
+}

@@ -245,6 +245,13 @@ pub trait VfsFile: Send + Sync {
         None
     }
 
+    /// Whether all `len` bytes at `offset` are in the page cache, so that sending them from
+    /// [`data_fd`](Self::data_fd) waits for no device; false when some are not or the back
+    /// end cannot tell, and the caller sends them off the async workers.
+    fn data_cached(&self, _offset: u64, _len: usize) -> bool {
+        false
+    }
+
     /// Writes all of `data` at `offset`, extending the file as needed; returns `data.len()`.
     fn write_at(&self, data: &[u8], offset: u64) -> VfsResult<usize>;
 

@@ -9,7 +9,7 @@ use smb3d_vfs::{Access, Disposition, Kind, OpenRequest, Vfs, VfsPath};
 
 use smb3d_vfs::FileStat;
 
-use super::{allows, descriptor, posix_descriptor, stored};
+use super::{allows, descriptor, in_force};
 use crate::identity::{IdMap, Identity};
 
 /// Rights the containing directory can give on a file the file's own ACL withholds
@@ -80,10 +80,10 @@ impl<'a> Parent<'a> {
                 let dir = self.vfs.open(&parent, &request).ok()?;
                 let stat = dir.file.stat().ok()?;
                 let file = dir.file.as_ref();
-                let stored = stored(self.vfs, &stat, &|name| file.get_xattr(name));
+                let in_force = in_force(self.vfs, &stat, self.ids, &|name| file.get_xattr(name));
                 Some(ParentDescriptor {
-                    derived: stored.is_none(),
-                    sd: stored.unwrap_or_else(|| posix_descriptor(&stat, self.ids)),
+                    derived: in_force.derived,
+                    sd: in_force.sd,
                     stat,
                 })
             })

@@ -1,9 +1,10 @@
 //! Security descriptors (MS-DTYP 2.4.6) of files, stored as Samba stores them: the descriptor
 //! in `security.NTACL` (version 4, with the hash of the file's POSIX owner, group, mode and
-//! ACLs), trusted only while that hash still matches, so that a local chmod or chown wins, as
-//! it does with Samba. Without a valid stored descriptor, one is derived from the POSIX owner,
-//! group and mode. A server that cannot write `security.` xattrs (not running as root) keeps
-//! them in `user.NTACL` instead (docs/security-model.md).
+//! ACLs), trusted only while that hash still matches, so that a local chmod, chown or setfacl
+//! wins, as it does with Samba. Without a valid stored descriptor, one is derived from the
+//! POSIX owner and group, and the mode or the POSIX ACLs where the file has them. A server
+//! that cannot write `security.` xattrs (not running as root) keeps them in `user.NTACL`
+//! instead (docs/security-model.md).
 //!
 //! `access` decides what opens get, `posix` maps a descriptor to the POSIX mode and ACLs that
 //! local users see, `change` applies SET_INFO and create-time descriptors.
@@ -17,7 +18,7 @@ pub(crate) use access::{Parent, grant, maximal, may_place, readable};
 pub(crate) use change::{apply, change, give_to, own_inherited, parts_of};
 pub(crate) use nfs::{take_nfs_aces, with_nfs_aces};
 
-use smb3d_dtyp::samba::{NtAclXattr, PosixAcl, PosixAclState, XATTR_NTACL_NAME};
+use smb3d_dtyp::samba::{NtAclXattr, PosixAcl, PosixAclState, PosixAclTag, XATTR_NTACL_NAME};
 use smb3d_dtyp::{
     AccessMask, Ace, AceFlags, Acl, NtStatus, SecurityDescriptor, Sid, access_check, inherit,
 };
@@ -63,32 +64,137 @@ fn rights(bits: u32, is_directory: bool) -> AccessMask {
     mask
 }
 
-/// The descriptor for a file without a valid stored one: owner and group from the file, one
-/// allow ACE each for the owner, the group and Everyone from the permission bits. The owner may
-/// always change the ACL, the ownership and the attributes and times, as on Unix (chmod, chown,
-/// utime; a share with `store_dos_attributes` off keeps attributes in the mode, where an owner
-/// who set READONLY must be able to clear it, as Samba lets it); so an owner who may read and write gets
-/// full control (withholding execute would protect nothing, and Windows clients open their own
+/// What the owner's permission bits grant. The owner may always change the ACL, the
+/// ownership and the attributes and times, as on Unix (chmod, chown, utime; a share with
+/// `store_dos_attributes` off keeps attributes in the mode, where an owner who set READONLY
+/// must be able to clear it, as Samba lets it); so an owner who may read and write gets full
+/// control (withholding execute would protect nothing, and Windows clients open their own
 /// files asking for all rights).
-pub(crate) fn posix_descriptor(stat: &FileStat, ids: &IdMap) -> SecurityDescriptor {
-    let dir = stat.file_type == FileType::Directory;
-    let owner = ids.user_sid(stat.uid);
-    let group = ids.group_sid(stat.gid);
-    let owner_bits = stat.mode >> 6;
-    let owner_rights = if owner_bits & 6 == 6 {
+fn owner_rights(bits: u32, is_directory: bool) -> AccessMask {
+    if bits & 6 == 6 {
         AccessMask::FILE_ALL_ACCESS
     } else {
-        rights(owner_bits, dir)
+        rights(bits, is_directory)
             | AccessMask::WRITE_DAC
             | AccessMask::WRITE_OWNER
             | AccessMask::FILE_WRITE_ATTRIBUTES
+    }
+}
+
+/// A file's POSIX ACLs (`system.posix_acl_access`, and a directory's `_default`), where it has
+/// them: without an access ACL the mode says it all.
+#[derive(Default)]
+pub(crate) struct PosixAcls {
+    access: Option<PosixAcl>,
+    default: Option<PosixAcl>,
+}
+
+impl PosixAcls {
+    /// Reads them through `xattr`; an ACL that does not decode counts as none, as the kernel
+    /// would not have stored it.
+    fn read(
+        stat: &FileStat,
+        xattr: &dyn Fn(&str) -> VfsResult<Option<Vec<u8>>>,
+    ) -> Result<Self, VfsError> {
+        let read_acl = |name: &str| -> Result<Option<PosixAcl>, VfsError> {
+            match xattr(name) {
+                Ok(Some(value)) => Ok(PosixAcl::decode_xattr(&value).ok()),
+                Ok(None) | Err(VfsError::Unsupported) => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        Ok(Self {
+            access: read_acl(POSIX_ACL_ACCESS)?,
+            default: if stat.file_type == FileType::Directory {
+                read_acl(POSIX_ACL_DEFAULT)?
+            } else {
+                None
+            },
+        })
+    }
+}
+
+/// The descriptor for a file without a valid stored one, from its POSIX state: owner and group
+/// from the file; without an access ACL, one allow ACE each for the owner, the group and
+/// Everyone from the permission bits; with one, an ACE per entry (named users and groups
+/// limited by the mask, other as Everyone). A directory's default ACL becomes inheritable-only
+/// ACEs, its owning user and group entries standing for CREATOR OWNER and CREATOR GROUP.
+pub(crate) fn posix_descriptor(
+    stat: &FileStat,
+    acls: &PosixAcls,
+    ids: &IdMap,
+) -> SecurityDescriptor {
+    let dir = stat.file_type == FileType::Directory;
+    let owner = ids.user_sid(stat.uid);
+    let group = ids.group_sid(stat.gid);
+    let mut aces = match &acls.access {
+        None => vec![
+            Ace::allow(owner, owner_rights(stat.mode >> 6, dir), AceFlags::empty()),
+            Ace::allow(group, rights(stat.mode >> 3, dir), AceFlags::empty()),
+            Ace::allow(Sid::EVERYONE, rights(stat.mode, dir), AceFlags::empty()),
+        ],
+        Some(acl) => acl_aces(acl, ids, [owner, group], AceFlags::empty(), dir),
     };
-    let aces = vec![
-        Ace::allow(owner, owner_rights, AceFlags::empty()),
-        Ace::allow(group, rights(stat.mode >> 3, dir), AceFlags::empty()),
-        Ace::allow(Sid::EVERYONE, rights(stat.mode, dir), AceFlags::empty()),
-    ];
+    if let Some(default) = &acls.default {
+        let inherit = AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT;
+        let creators = [Sid::CREATOR_OWNER, Sid::CREATOR_GROUP];
+        // What is created below may be a file or a directory: the directory reading of the
+        // bits, as `with_inheritable_entries` gives.
+        for passed_on in acl_aces(
+            default,
+            ids,
+            creators,
+            inherit | AceFlags::INHERIT_ONLY,
+            true,
+        ) {
+            // An entry the directory has for itself and passes on alike is one ACE that also
+            // inherits, as Samba shows it.
+            match aces
+                .iter_mut()
+                .find(|a| a.flags.is_empty() && a.mask_and_sid() == passed_on.mask_and_sid())
+            {
+                Some(both) => both.flags = inherit,
+                None => aces.push(passed_on),
+            }
+        }
+    }
     SecurityDescriptor::new(owner, group, Acl::new(aces))
+}
+
+/// One allow ACE per entry of `acl` other than the mask: the owning user's and group's for the
+/// SIDs in `owners`, named entries and the owning group limited by the mask (POSIX.1e), other
+/// as Everyone. The owning user's rights are [`owner_rights`] when the ACEs apply to the file
+/// itself.
+fn acl_aces(
+    acl: &PosixAcl,
+    ids: &IdMap,
+    owners: [Sid; 2],
+    flags: AceFlags,
+    directory: bool,
+) -> Vec<Ace> {
+    let mask = acl
+        .entries
+        .iter()
+        .find(|e| e.tag == PosixAclTag::Mask)
+        .map_or(7, |e| e.perm);
+    let on_the_file = !flags.contains(AceFlags::INHERIT_ONLY);
+    acl.entries
+        .iter()
+        .filter_map(|entry| {
+            let own = u32::from(entry.perm);
+            let limited = u32::from(entry.perm & mask);
+            let (sid, granted) = match entry.tag {
+                PosixAclTag::UserObj if on_the_file => (owners[0], owner_rights(own, directory)),
+                PosixAclTag::UserObj => (owners[0], rights(own, directory)),
+                PosixAclTag::User(uid) => (ids.user_sid(uid), rights(limited, directory)),
+                PosixAclTag::GroupObj => (owners[1], rights(limited, directory)),
+                PosixAclTag::Group(gid) => (ids.group_sid(gid), rights(limited, directory)),
+                PosixAclTag::Other => (Sid::EVERYONE, rights(own, directory)),
+                PosixAclTag::Mask => return None,
+            };
+            Some(Ace::allow(sid, granted, flags))
+        })
+        .collect()
 }
 
 /// The descriptor a file `who` just created starts from, before anything is inherited or
@@ -109,7 +215,7 @@ pub(crate) fn initial_descriptor(
             gid: who.unix.gid,
             ..*stat
         };
-        posix_descriptor(&as_created, ids)
+        posix_descriptor(&as_created, &PosixAcls::default(), ids)
     }
 }
 
@@ -124,33 +230,27 @@ fn acl_xattrs(vfs: &dyn Vfs) -> &'static [&'static str] {
     }
 }
 
-/// The hash of the POSIX state Samba's acl_xattr ties a stored descriptor to, reading the
-/// POSIX ACL xattrs through `xattr`.
-fn posix_state_hash(
-    stat: &FileStat,
-    xattr: &dyn Fn(&str) -> VfsResult<Option<Vec<u8>>>,
-) -> Result<[u8; 64], VfsError> {
-    let read_acl = |name: &str| -> Result<Option<PosixAcl>, VfsError> {
-        match xattr(name) {
-            Ok(Some(value)) => Ok(PosixAcl::decode_xattr(&value).ok()),
-            Ok(None) | Err(VfsError::Unsupported) => Ok(None),
-            Err(e) => Err(e),
+/// The hash of the POSIX state Samba's acl_xattr ties a stored descriptor to.
+fn posix_state_hash(stat: &FileStat, acls: &PosixAcls) -> [u8; 64] {
+    let from_mode;
+    let access = match &acls.access {
+        Some(acl) => acl,
+        None => {
+            from_mode = PosixAcl::from_mode(stat.mode);
+            &from_mode
         }
     };
-    let access = read_acl(POSIX_ACL_ACCESS)?.unwrap_or_else(|| PosixAcl::from_mode(stat.mode));
-    let default = if stat.file_type == FileType::Directory {
-        Some(read_acl(POSIX_ACL_DEFAULT)?.unwrap_or_default())
-    } else {
-        None
-    };
-    Ok(PosixAclState {
-        access: Some(&access),
-        default: default.as_ref(),
+    let no_default = PosixAcl::default();
+    let default = (stat.file_type == FileType::Directory)
+        .then(|| acls.default.as_ref().unwrap_or(&no_default));
+    PosixAclState {
+        access: Some(access),
+        default,
         uid: stat.uid,
         gid: stat.gid,
         mode: stat.mode,
     }
-    .hash())
+    .hash()
 }
 
 /// The descriptor in force for a file.
@@ -160,7 +260,7 @@ pub(crate) fn descriptor(
     stat: &FileStat,
     ids: &IdMap,
 ) -> SecurityDescriptor {
-    stored(vfs, stat, &|name| file.get_xattr(name)).unwrap_or_else(|| posix_descriptor(stat, ids))
+    in_force(vfs, stat, ids, &|name| file.get_xattr(name)).sd
 }
 
 /// The descriptor in force for the entry `name` of the directory `dir`, whose metadata (not
@@ -172,22 +272,41 @@ pub(crate) fn child_descriptor(
     stat: &FileStat,
     ids: &IdMap,
 ) -> SecurityDescriptor {
-    stored(vfs, stat, &|xattr| dir.get_child_xattr(name, xattr))
-        .unwrap_or_else(|| posix_descriptor(stat, ids))
+    in_force(vfs, stat, ids, &|xattr| dir.get_child_xattr(name, xattr)).sd
 }
 
-/// The stored descriptor, if there is one and it still matches the POSIX state.
-fn stored(
+/// A file's descriptor, and whether it is derived from the POSIX state.
+pub(crate) struct InForce {
+    pub sd: SecurityDescriptor,
+    pub derived: bool,
+}
+
+/// The stored descriptor if there is one and it still matches the POSIX state, else the one
+/// derived from that state; the xattrs are read through `xattr`. POSIX ACLs that cannot be
+/// read count as none.
+pub(crate) fn in_force(
     vfs: &dyn Vfs,
     stat: &FileStat,
+    ids: &IdMap,
     xattr: &dyn Fn(&str) -> VfsResult<Option<Vec<u8>>>,
-) -> Option<SecurityDescriptor> {
+) -> InForce {
     let blob = acl_xattrs(vfs)
         .iter()
-        .find_map(|name| xattr(name).ok().flatten())?;
-    let ntacl = NtAclXattr::decode(&blob).ok()?;
-    let current = posix_state_hash(stat, xattr).ok()?;
-    ntacl.matches_file(Some(&current), None).then_some(ntacl.sd)
+        .find_map(|name| xattr(name).ok().flatten());
+    let acls = PosixAcls::read(stat, xattr).unwrap_or_default();
+    let stored = blob
+        .and_then(|blob| NtAclXattr::decode(&blob).ok())
+        .filter(|ntacl| ntacl.matches_file(Some(&posix_state_hash(stat, &acls)), None));
+    match stored {
+        Some(ntacl) => InForce {
+            sd: ntacl.sd,
+            derived: false,
+        },
+        None => InForce {
+            sd: posix_descriptor(stat, &acls, ids),
+            derived: true,
+        },
+    }
 }
 
 /// Stores a descriptor for the file in its current POSIX state. The xattr is written with the
@@ -199,7 +318,8 @@ pub(crate) fn store(
     sd: &SecurityDescriptor,
 ) -> Result<(), NtStatus> {
     let stat = file.stat().map_err(|e| vfs_status(&e))?;
-    let hash = posix_state_hash(&stat, &|name| file.get_xattr(name)).map_err(|e| vfs_status(&e))?;
+    let acls = PosixAcls::read(&stat, &|name| file.get_xattr(name)).map_err(|e| vfs_status(&e))?;
+    let hash = posix_state_hash(&stat, &acls);
     let blob = NtAclXattr::posix_v4(sd.clone(), [0; 64], hash, FileTime::now()).to_bytes();
     let name = acl_xattrs(vfs).first().copied().unwrap_or(XATTR_NTACL_NAME);
     as_service(vfs, || match file.set_xattr(name, &blob) {
@@ -220,13 +340,22 @@ pub(crate) fn allows(sd: &SecurityDescriptor, who: &Identity, access: AccessMask
 /// inheritable entries: its derived ACL plus CREATOR OWNER, CREATOR GROUP and Everyone
 /// entries that only inherit (OI|CI|IO), with the rights of the owner, group and other bits of
 /// `new_modes`, the modes the share gives new directories and files there (OR-ed). No bits
-/// give no rights at all, so that Everyone's inherited entry grants nothing on 0o770.
+/// give no rights at all, so that Everyone's inherited entry grants nothing on 0o770. A
+/// directory with a default POSIX ACL passes on what that says, unchanged.
 pub(crate) fn with_inheritable_entries(
     derived: &SecurityDescriptor,
     new_modes: u32,
 ) -> SecurityDescriptor {
     let inherit_only =
         AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT | AceFlags::INHERIT_ONLY;
+    let inheritable = AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT;
+    if derived
+        .dacl
+        .as_ref()
+        .is_some_and(|dacl| dacl.aces.iter().any(|a| a.flags.intersects(inheritable)))
+    {
+        return derived.clone();
+    }
     let entry = |sid, bits: u32| {
         let mask = match bits & 7 {
             0 => AccessMask::empty(),
@@ -290,7 +419,11 @@ mod tests {
     #[test]
     fn mode_0750_directory() {
         let ids = IdMap::new("T");
-        let sd = posix_descriptor(&stat(0o750, FileType::Directory), &ids);
+        let sd = posix_descriptor(
+            &stat(0o750, FileType::Directory),
+            &PosixAcls::default(),
+            &ids,
+        );
         assert_eq!(sd.owner.unwrap(), ids.user_sid(1000));
         assert_eq!(sd.group.unwrap(), ids.group_sid(100));
         assert!(sd.control.contains(SdControl::DACL_PRESENT));
@@ -311,7 +444,11 @@ mod tests {
     #[test]
     fn owner_who_may_write_gets_full_control() {
         let owner = |mode| {
-            let sd = posix_descriptor(&stat(mode, FileType::File), &IdMap::new("T"));
+            let sd = posix_descriptor(
+                &stat(mode, FileType::File),
+                &PosixAcls::default(),
+                &IdMap::new("T"),
+            );
             sd.dacl.unwrap().aces[0].mask_and_sid().unwrap().0
         };
         assert_eq!(owner(0o644), AccessMask::FILE_ALL_ACCESS);
@@ -373,7 +510,11 @@ mod tests {
     #[test]
     fn a_derived_directory_acl_passes_on_creator_entries() {
         let ids = IdMap::new("T");
-        let parent = posix_descriptor(&stat(0o2777, FileType::Directory), &ids);
+        let parent = posix_descriptor(
+            &stat(0o2777, FileType::Directory),
+            &PosixAcls::default(),
+            &ids,
+        );
         assert!(inherit(&parent, false, &ids.user_sid(7), &ids.group_sid(8)).is_none());
         let synthesized = with_inheritable_entries(&parent, 0o2770 | 0o660);
         let (creator, group) = (ids.user_sid(4242), ids.group_sid(77));
@@ -419,9 +560,178 @@ mod tests {
         );
     }
 
+    fn acl(entries: &[(PosixAclTag, u8)]) -> PosixAcl {
+        PosixAcl {
+            entries: entries
+                .iter()
+                .map(|&(tag, perm)| smb3d_dtyp::samba::PosixAce { tag, perm })
+                .collect(),
+        }
+    }
+
+    fn aces(sd: &SecurityDescriptor) -> Vec<(AccessMask, Sid, AceFlags)> {
+        let dacl = sd.dacl.as_ref().unwrap();
+        dacl.aces
+            .iter()
+            .map(|a| {
+                let (mask, sid) = a.mask_and_sid().unwrap();
+                (mask, *sid, a.flags)
+            })
+            .collect()
+    }
+
+    /// `setfacl -m u:2000:rw,g:300:rwx,m::r`: the named entries and the owning group get no
+    /// more than the mask allows, the owner what the owner entry says.
+    #[test]
+    fn named_acl_entries_become_aces_limited_by_the_mask() {
+        use PosixAclTag::*;
+        let ids = IdMap::new("T");
+        let acls = PosixAcls {
+            access: Some(acl(&[
+                (UserObj, 6),
+                (User(2000), 6),
+                (GroupObj, 6),
+                (Group(300), 7),
+                (Mask, 4),
+                (Other, 0),
+            ])),
+            default: None,
+        };
+        let sd = posix_descriptor(&stat(0o100640, FileType::File), &acls, &ids);
+        let read = rights(4, false);
+        assert_eq!(
+            aces(&sd),
+            [
+                (
+                    AccessMask::FILE_ALL_ACCESS,
+                    ids.user_sid(1000),
+                    AceFlags::empty()
+                ),
+                (read, ids.user_sid(2000), AceFlags::empty()),
+                (read, ids.group_sid(100), AceFlags::empty()),
+                (read, ids.group_sid(300), AceFlags::empty()),
+                (rights(0, false), Sid::EVERYONE, AceFlags::empty()),
+            ]
+        );
+        assert!(!read.intersects(AccessMask::FILE_WRITE_DATA));
+    }
+
+    /// A directory's default ACL is what it passes on: a new file's descriptor names the user
+    /// the default ACL names, and `inherit_acls` adds nothing of the mode's to it.
+    #[test]
+    fn a_default_acl_is_passed_on() {
+        use PosixAclTag::*;
+        let ids = IdMap::new("T");
+        let team = acl(&[
+            (UserObj, 7),
+            (User(2000), 7),
+            (GroupObj, 0),
+            (Mask, 7),
+            (Other, 0),
+        ]);
+        let acls = PosixAcls {
+            access: Some(team.clone()),
+            default: Some(team),
+        };
+        let parent = posix_descriptor(&stat(0o40770, FileType::Directory), &acls, &ids);
+        let oi_ci = AceFlags::OBJECT_INHERIT | AceFlags::CONTAINER_INHERIT;
+        let io = oi_ci | AceFlags::INHERIT_ONLY;
+        let none = rights(0, true);
+        assert_eq!(
+            aces(&parent),
+            [
+                (
+                    AccessMask::FILE_ALL_ACCESS,
+                    ids.user_sid(1000),
+                    AceFlags::empty()
+                ),
+                (AccessMask::FILE_ALL_ACCESS, ids.user_sid(2000), oi_ci),
+                (none, ids.group_sid(100), AceFlags::empty()),
+                (none, Sid::EVERYONE, oi_ci),
+                (AccessMask::FILE_ALL_ACCESS, Sid::CREATOR_OWNER, io),
+                (none, Sid::CREATOR_GROUP, io),
+            ]
+        );
+        assert_eq!(with_inheritable_entries(&parent, 0o777), parent);
+        let (creator, group) = (ids.user_sid(4242), ids.group_sid(77));
+        let file = inherit(&parent, false, &creator, &group).unwrap();
+        let granted: Vec<(AccessMask, Sid)> = aces(&file).iter().map(|a| (a.0, a.1)).collect();
+        assert_eq!(
+            granted,
+            [
+                (AccessMask::FILE_ALL_ACCESS, ids.user_sid(2000)),
+                (none, Sid::EVERYONE),
+                (AccessMask::FILE_ALL_ACCESS, creator),
+                (none, group),
+            ]
+        );
+    }
+
+    /// A stored descriptor holds until a local setfacl changes the POSIX state; then the ACL
+    /// speaks (before, the mode alone did and the user it names was refused).
+    #[test]
+    fn a_local_setfacl_replaces_the_stored_descriptor_with_the_acl() {
+        let ids = IdMap::new("T");
+        let vfs = smb3d_vfs::MemoryVfs::new();
+        let opened = vfs
+            .open(
+                &smb3d_vfs::VfsPath::parse("f").unwrap(),
+                &smb3d_vfs::OpenRequest {
+                    access: smb3d_vfs::Access::ReadWrite,
+                    disposition: smb3d_vfs::Disposition::Create,
+                    kind: smb3d_vfs::Kind::File,
+                    create_mode: 0o600,
+                },
+            )
+            .unwrap();
+        let file = opened.file.as_ref();
+        let stat = file.stat().unwrap();
+        let mine = posix_descriptor(&stat, &PosixAcls::default(), &ids);
+        store(&vfs, file, &mine).unwrap();
+        assert!(!in_force(&vfs, &stat, &ids, &|n| file.get_xattr(n)).derived);
+        // The memory file system keeps no `system.` xattrs: the ACL is given as the kernel
+        // would report it.
+        let named = acl(&[
+            (PosixAclTag::UserObj, 6),
+            (PosixAclTag::User(2000), 6),
+            (PosixAclTag::GroupObj, 0),
+            (PosixAclTag::Mask, 6),
+            (PosixAclTag::Other, 0),
+        ])
+        .to_xattr();
+        let with_acl = |n: &str| match n {
+            POSIX_ACL_ACCESS => Ok(Some(named.clone())),
+            _ => file.get_xattr(n),
+        };
+        let now = in_force(&vfs, &stat, &ids, &with_acl);
+        assert!(now.derived);
+        let who = Identity {
+            token: smb3d_dtyp::Token {
+                user: ids.user_sid(2000),
+                groups: vec![ids.group_sid(2000)],
+                privileges: smb3d_dtyp::Privileges::empty(),
+            },
+            unix: smb3d_vfs::Credentials {
+                uid: 2000,
+                gid: 2000,
+                groups: Vec::new(),
+            },
+        };
+        assert!(allows(
+            &now.sd,
+            &who,
+            AccessMask::FILE_GENERIC_READ | AccessMask::FILE_GENERIC_WRITE
+        ));
+        assert!(!allows(&mine, &who, AccessMask::FILE_GENERIC_READ));
+    }
+
     #[test]
     fn write_bit_grants_delete() {
-        let sd = posix_descriptor(&stat(0o620, FileType::File), &IdMap::new("T"));
+        let sd = posix_descriptor(
+            &stat(0o620, FileType::File),
+            &PosixAcls::default(),
+            &IdMap::new("T"),
+        );
         let group = sd.dacl.unwrap().aces[1].mask_and_sid().unwrap().0;
         assert!(group.contains(AccessMask::FILE_GENERIC_WRITE | AccessMask::DELETE));
     }

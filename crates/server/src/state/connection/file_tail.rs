@@ -27,6 +27,11 @@ impl FileTail {
         self.open.file.data_fd()
     }
 
+    /// Whether all the data is in the page cache, so that sending it waits for no device.
+    pub fn is_cached(&self) -> bool {
+        self.open.file.data_cached(self.offset, self.len)
+    }
+
     /// Where the data starts in the file.
     pub fn offset(&self) -> u64 {
         self.offset
