@@ -40,6 +40,7 @@ mod state;
 mod status_map;
 mod tasks;
 mod throttle;
+mod write_pace;
 
 pub use clock::{Clock, SystemClock};
 pub use fs::apple_convert::Conversion as AppleConversion;

@@ -62,8 +62,11 @@ pub(crate) async fn handle(
             Wait::Long => Some(open.shared.data_writes.lock().await),
             Wait::Brief => None,
         };
-        let written = wait
-            .run(|| {
+        let written = cx
+            .conn
+            .server
+            .write_pace
+            .run(data_len, || {
                 allocation::before_write(&open, req.offset)?;
                 match &mut piped {
                     Some(data) => open.file.write_piped(data, req.offset),

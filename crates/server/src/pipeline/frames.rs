@@ -124,7 +124,10 @@ impl Connection {
             self.settle(arrival);
             return Ok(());
         }
-        let inline = piped.is_none() && scheduling::runs_inline(&frame, &requests);
+        let inline = match piped {
+            None => scheduling::runs_inline(&frame, &requests),
+            Some(_) => false,
+        } || scheduling::long_write_runs_here(&requests, &self.server.write_pace);
         let conn = self.clone();
         let chain = async move {
             let chain = pin!(conn.clone().run_chain(

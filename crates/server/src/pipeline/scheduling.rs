@@ -6,18 +6,22 @@
 //! frames run on the reader's task instead, which then sends the response itself; one that has
 //! to wait after all (an oplock break, a byte-range lock) goes on as a task of its own from its
 //! first wait. Frames that move bulk data, flush or list run on their own task as before, so a
-//! client's other requests on the connection keep going in parallel with them.
+//! client's other requests on the connection keep going in parallel with them; a lone long
+//! WRITE runs on the reader's task where the WRITE pace lets it run inline
+//! ([`long_write_runs_here`]).
 
 use std::future::Future;
 use std::ops::Range;
 use std::task::{Context, Waker};
 
+use smb3d_smb2::Command;
 use smb3d_smb2::header::Header;
 use smb3d_smb2::read::ReadRequest;
 
 use crate::blocking::Wait;
 use crate::request::commands::{self, Runs};
 use crate::tasks;
+use crate::write_pace::WritePace;
 
 /// Frames from this size on carry bulk data (a WRITE) and get a task of their own.
 const INLINE_FRAME_MAX: usize = 64 * 1024;
@@ -37,6 +41,16 @@ pub(crate) fn runs_inline(frame: &[u8], requests: &[(Header, Range<usize>)]) -> 
                     .and_then(ReadRequest::length_of)
                     .is_none_or(|length| Wait::transfer(length as usize) == Wait::Brief),
             })
+}
+
+/// Whether a frame of one long WRITE runs on the reader's task: while the WRITE pace has room
+/// for one more inline WRITE (`write_pace`), so that the data is received, checked and copied
+/// into the page cache on one thread in one go, as a minimal server would, instead of by a task
+/// of its own on whichever worker takes it, after the reader has received further frames into
+/// the cache between. The connection's next frames wait for it meanwhile, as they wait for a
+/// brief request.
+pub(crate) fn long_write_runs_here(requests: &[(Header, Range<usize>)], pace: &WritePace) -> bool {
+    matches!(requests, [(hdr, _)] if hdr.command == Command::WRITE) && pace.has_room()
 }
 
 /// Runs `work` here until it first waits, then as a task of its own.
@@ -94,6 +108,27 @@ mod tests {
             &large,
             &[(header(Command::WRITE), 0..large.len())]
         ));
+    }
+
+    #[test]
+    fn a_lone_long_write_runs_on_the_reader_where_the_pace_has_room() {
+        let pace = WritePace::default();
+        let write = [(header(Command::WRITE), 0..100)];
+        // Outside a multi-threaded runtime nothing runs inline.
+        assert!(!long_write_runs_here(&write, &pace));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            assert!(long_write_runs_here(&write, &pace));
+            let compound = [write[0].clone(), (header(Command::WRITE), 100..200)];
+            assert!(!long_write_runs_here(&compound, &pace));
+            assert!(!long_write_runs_here(
+                &[(header(Command::READ), 0..100)],
+                &pace
+            ));
+        });
     }
 
     #[test]

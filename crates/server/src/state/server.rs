@@ -164,6 +164,8 @@ pub struct Server {
     /// Live connections by id, for status reports and admin actions.
     pub(crate) connections: Mutex<HashMap<u64, Weak<Connection>>>,
     pub(crate) metrics: Metrics,
+    /// Whether long WRITEs run inline on the workers or hand off.
+    pub(crate) write_pace: crate::write_pace::WritePace,
     /// Open files by identity, across all sessions (share modes, delete-pending).
     pub(crate) files: FileTable,
     /// Directory watches of CHANGE_NOTIFY.
@@ -270,6 +272,7 @@ impl Server {
             sessions: Mutex::new(HashMap::new()),
             connections: Mutex::new(HashMap::new()),
             metrics: Metrics::default(),
+            write_pace: crate::write_pace::WritePace::default(),
             files: FileTable::default(),
             notify: NotifyHub::default(),
             host_changes: HostChanges::default(),
