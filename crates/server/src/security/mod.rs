@@ -416,6 +416,34 @@ mod tests {
         }
     }
 
+    /// A new file `f` of `mode` on `vfs`.
+    fn new_file(vfs: &smb3d_vfs::MemoryVfs, mode: u32) -> smb3d_vfs::Opened {
+        let request = smb3d_vfs::OpenRequest {
+            access: smb3d_vfs::Access::ReadWrite,
+            disposition: smb3d_vfs::Disposition::Create,
+            kind: smb3d_vfs::Kind::File,
+            create_mode: mode,
+        };
+        vfs.open(&smb3d_vfs::VfsPath::parse("f").unwrap(), &request)
+            .unwrap()
+    }
+
+    /// The user `uid` with the primary group `gid` and no other.
+    fn identity(ids: &IdMap, uid: u32, gid: u32) -> Identity {
+        Identity {
+            token: smb3d_dtyp::Token {
+                user: ids.user_sid(uid),
+                groups: vec![ids.group_sid(gid)],
+                privileges: smb3d_dtyp::Privileges::empty(),
+            },
+            unix: smb3d_vfs::Credentials {
+                uid,
+                gid,
+                groups: Vec::new(),
+            },
+        }
+    }
+
     #[test]
     fn mode_0750_directory() {
         let ids = IdMap::new("T");
@@ -467,30 +495,9 @@ mod tests {
     fn creator_owns_new_files_in_the_descriptor() {
         let ids = IdMap::new("T");
         let vfs = smb3d_vfs::MemoryVfs::new();
-        let opened = vfs
-            .open(
-                &smb3d_vfs::VfsPath::parse("f").unwrap(),
-                &smb3d_vfs::OpenRequest {
-                    access: smb3d_vfs::Access::ReadWrite,
-                    disposition: smb3d_vfs::Disposition::Create,
-                    kind: smb3d_vfs::Kind::File,
-                    create_mode: 0o640,
-                },
-            )
-            .unwrap();
+        let opened = new_file(&vfs, 0o640);
         let stat = opened.file.stat().unwrap();
-        let creator = Identity {
-            token: smb3d_dtyp::Token {
-                user: ids.user_sid(4242),
-                groups: vec![ids.group_sid(77)],
-                privileges: smb3d_dtyp::Privileges::empty(),
-            },
-            unix: smb3d_vfs::Credentials {
-                uid: 4242,
-                gid: 77,
-                groups: Vec::new(),
-            },
-        };
+        let creator = identity(&ids, 4242, 77);
         assert!(!vfs.runs_as_users());
         let sd = initial_descriptor(&vfs, opened.file.as_ref(), &stat, &ids, &creator);
         assert_eq!(sd.owner, Some(ids.user_sid(4242)));
@@ -673,17 +680,7 @@ mod tests {
     fn a_local_setfacl_replaces_the_stored_descriptor_with_the_acl() {
         let ids = IdMap::new("T");
         let vfs = smb3d_vfs::MemoryVfs::new();
-        let opened = vfs
-            .open(
-                &smb3d_vfs::VfsPath::parse("f").unwrap(),
-                &smb3d_vfs::OpenRequest {
-                    access: smb3d_vfs::Access::ReadWrite,
-                    disposition: smb3d_vfs::Disposition::Create,
-                    kind: smb3d_vfs::Kind::File,
-                    create_mode: 0o600,
-                },
-            )
-            .unwrap();
+        let opened = new_file(&vfs, 0o600);
         let file = opened.file.as_ref();
         let stat = file.stat().unwrap();
         let mine = posix_descriptor(&stat, &PosixAcls::default(), &ids);
@@ -705,18 +702,7 @@ mod tests {
         };
         let now = in_force(&vfs, &stat, &ids, &with_acl);
         assert!(now.derived);
-        let who = Identity {
-            token: smb3d_dtyp::Token {
-                user: ids.user_sid(2000),
-                groups: vec![ids.group_sid(2000)],
-                privileges: smb3d_dtyp::Privileges::empty(),
-            },
-            unix: smb3d_vfs::Credentials {
-                uid: 2000,
-                gid: 2000,
-                groups: Vec::new(),
-            },
-        };
+        let who = identity(&ids, 2000, 2000);
         assert!(allows(
             &now.sd,
             &who,
