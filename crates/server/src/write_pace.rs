@@ -190,17 +190,15 @@ struct SchedStat {
     queued: u64,
 }
 
-thread_local! {
-    /// The thread's schedstat file, opened once: a read is one `pread`.
-    static SCHEDSTAT: Option<std::fs::File> = std::fs::File::open("/proc/thread-self/schedstat").ok();
-}
-
 impl SchedStat {
+    /// Read afresh each time (open, read, close: a few microseconds a long WRITE): a
+    /// descriptor kept per thread would outlive every connection, and an administrator
+    /// counting the server's descriptors would see one more per worker thread.
     fn now() -> Option<Self> {
-        use std::os::unix::fs::FileExt;
+        use std::io::Read;
         let mut buf = [0u8; 96];
-        let len = SCHEDSTAT
-            .with(|file| file.as_ref().map(|f| f.read_at(&mut buf, 0)))?
+        let len = std::fs::File::open("/proc/thread-self/schedstat")
+            .and_then(|mut file| file.read(&mut buf))
             .ok()?;
         Self::parse(buf.get(..len)?)
     }
@@ -344,6 +342,23 @@ mod tests {
         let started = Instant::now();
         std::thread::sleep(Duration::from_millis(30));
         assert!(SchedStat::waited(before, started.elapsed()) >= Duration::from_millis(25));
+    }
+
+    /// The soak counts the server's descriptors after its clients leave: a schedstat file kept
+    /// open per thread was one more per worker (CI's soak failed on it).
+    #[test]
+    fn reading_the_times_keeps_no_descriptor() {
+        // The link reads "PID/task/TID"; an open file's reads "/proc/PID/task/TID/...".
+        let this_thread = std::fs::read_link("/proc/thread-self").unwrap();
+        let schedstat = std::path::Path::new("/proc")
+            .join(this_thread)
+            .join("schedstat");
+        assert!(SchedStat::now().is_some());
+        let open: Vec<_> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+            .collect();
+        assert!(!open.contains(&schedstat), "{open:?}");
     }
 
     #[test]
