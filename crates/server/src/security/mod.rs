@@ -711,6 +711,33 @@ mod tests {
         assert!(!allows(&mine, &who, AccessMask::FILE_GENERIC_READ));
     }
 
+    /// A POSIX ACL xattr that does not decode (truncated, a wrong version, an entry cut in
+    /// half) counts as none: the mode speaks, and nothing panics.
+    #[test]
+    fn an_acl_that_does_not_decode_leaves_the_mode_to_speak() {
+        let ids = IdMap::new("T");
+        let vfs = smb3d_vfs::MemoryVfs::new();
+        let opened = new_file(&vfs, 0o640);
+        let file = opened.file.as_ref();
+        let stat = file.stat().unwrap();
+        let from_mode = posix_descriptor(&stat, &PosixAcls::default(), &ids);
+        let good = acl(&[(PosixAclTag::UserObj, 6), (PosixAclTag::Other, 0)]).to_xattr();
+        for bad in [
+            Vec::new(),
+            vec![2],
+            [&3u32.to_le_bytes()[..], &good[4..]].concat(),
+            good[..good.len() - 3].to_vec(),
+        ] {
+            let hostile = |n: &str| match n {
+                POSIX_ACL_ACCESS => Ok(Some(bad.clone())),
+                _ => file.get_xattr(n),
+            };
+            let got = in_force(&vfs, &stat, &ids, &hostile);
+            assert!(got.derived);
+            assert_eq!(got.sd, from_mode, "{bad:?}");
+        }
+    }
+
     #[test]
     fn write_bit_grants_delete() {
         let sd = posix_descriptor(
